@@ -1,0 +1,1 @@
+"""Pulumi components and the pure data and functions they are built from."""

@@ -1,0 +1,1 @@
+"""Pure data: models, accelerators, images and versions, names and labels."""

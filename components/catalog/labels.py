@@ -1,0 +1,23 @@
+"""Names, labels and ports shared by the router, the pool and the model servers."""
+
+from __future__ import annotations
+
+GUIDE = "tiered-prefix-cache"
+DEFAULT_NAMESPACE = "llm-d-tiered-prefix-cache"
+
+GUIDE_LABEL = "llm-d.ai/guide"
+MODEL_LABEL = "llm-d.ai/model"
+ROLE_LABEL = "llm-d.ai/role"
+ACCELERATOR_VARIANT_LABEL = "llm-d.ai/accelerator-variant"
+ACCELERATOR_VENDOR_LABEL = "llm-d.ai/accelerator-vendor"
+
+HF_TOKEN_SECRET = "llm-d-hf-token"
+HF_TOKEN_KEY = "HF_TOKEN"
+
+MODEL_SERVER_PORT = 8000
+MODEL_SERVER_PORT_NAME = "modelserver"
+
+# Router (chart) ports: the EPP's ext-proc gRPC port and the Envoy client listener behind Service port 80.
+EPP_EXT_PROC_PORT = 9002
+ENVOY_LISTENER_PORT = 8081
+ROUTER_SERVICE_PORT = 80

@@ -1,0 +1,50 @@
+"""Served models and their KV-cache geometry (from each model's Hugging Face config.json)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from components.specs.units import ByteSize
+
+DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "fp8": 1}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model as the sizing needs it: the KV bytes one token occupies across all layers."""
+
+    name: str  # Hugging Face id, also vLLM's served model name
+    layers: int  # num_hidden_layers
+    kv_heads: int  # num_key_value_heads
+    head_dim: int
+    attention_heads: int  # num_attention_heads: tensor parallelism must divide it
+    kv_dtype: str = "bfloat16"
+    params_billion: float = 0.0  # total parameters, for the summary
+
+    @property
+    def short_name(self) -> str:
+        """The `llm-d.ai/model` label value upstream uses: the id without the organisation."""
+        return self.name.split("/", 1)[-1]
+
+    @property
+    def kv_bytes_per_token(self) -> ByteSize:
+        """K and V, per layer, per KV head, per head dimension, in the KV dtype."""
+        return ByteSize(2 * self.layers * self.kv_heads * self.head_dim * DTYPE_BYTES[self.kv_dtype])
+
+
+MODELS: dict[str, ModelSpec] = {
+    m.name: m
+    for m in (
+        ModelSpec("Qwen/Qwen3-32B", layers=64, kv_heads=8, head_dim=128, attention_heads=64, params_billion=32.8),
+        ModelSpec("Qwen/Qwen3-8B", layers=36, kv_heads=8, head_dim=128, attention_heads=32, params_billion=8.2),
+        ModelSpec("Qwen/Qwen3-0.6B", layers=28, kv_heads=8, head_dim=128, attention_heads=16, params_billion=0.6),
+        ModelSpec(
+            "Qwen/Qwen3-Coder-480B-A35B-Instruct",
+            layers=62,
+            kv_heads=8,
+            head_dim=128,
+            attention_heads=96,
+            params_billion=480.0,
+        ),
+    )
+}

@@ -1,0 +1,27 @@
+"""InferencePoolCrds: the Gateway API Inference Extension CRDs (InferencePool v1) at a pinned release."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.catalog import versions
+from components.k8s_objects import child_options
+
+
+@dataclass(frozen=True)
+class InferencePoolCrdsArgs:
+    version: str
+
+
+class InferencePoolCrds(pulumi.ComponentResource):
+    def __init__(self, name: str, args: InferencePoolCrdsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("llmd:inference_pool:InferencePoolCrds", name, None, opts)
+        self.manifests = k8s.yaml.v2.ConfigFile(
+            f"{name}-manifests",
+            file=versions.gaie_crds_url(args.version),
+            opts=child_options(self, opts),
+        )
+        self.register_outputs({})

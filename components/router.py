@@ -1,0 +1,48 @@
+"""Router: the llm-d router (EPP + Envoy sidecar) from the upstream `llm-d-router-standalone` chart.
+
+The chart also creates the InferencePool named after the release, so the GAIE CRDs must exist first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.catalog import labels
+from components.k8s_objects import child_options
+
+
+@dataclass(frozen=True)
+class RouterArgs:
+    release: str
+    namespace: pulumi.Input[str]
+    chart: str
+    version: str
+    values: dict[str, Any]
+
+
+class Router(pulumi.ComponentResource):
+    release: str
+    endpoint: pulumi.Output[str]
+
+    def __init__(self, name: str, args: RouterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("llmd:router:Router", name, None, opts)
+        self.chart = k8s.helm.v4.Chart(
+            f"{name}-chart",
+            k8s.helm.v4.ChartArgs(
+                chart=args.chart,
+                version=args.version,
+                name=args.release,  # the Helm release name: objects are named `<release>-epp`, pool `<release>`
+                namespace=args.namespace,
+                values=args.values,
+            ),
+            opts=child_options(self, opts),
+        )
+        self.release = args.release
+        self.endpoint = pulumi.Output.concat(
+            "http://", args.release, "-epp.", args.namespace, ".svc.cluster.local:", str(labels.ROUTER_SERVICE_PORT)
+        )
+        self.register_outputs({"endpoint": self.endpoint})

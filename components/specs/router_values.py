@@ -1,0 +1,188 @@
+"""Values for the upstream `llm-d-router-standalone` chart, built from the stack (no values files).
+
+Layers, in the order the guide passes them to `helm install`: the guide's base router values, the
+monitoring values (when on), then the tiered-prefix-cache values with two prefix-cache producers and
+scorers: one for accelerator HBM, one for the CPU tier whose capacity is derived, not typed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from components.catalog import labels
+from components.specs.units import ByteSize
+
+Values = dict[str, Any]
+
+PLUGINS_FILE = f"{labels.GUIDE}-plugins.yaml"
+GPU_PRODUCER, CPU_PRODUCER = "gpu-prefix-cache-producer", "cpu-prefix-cache-producer"
+GPU_SCORER, CPU_SCORER = "gpu-prefix-cache-scorer", "cpu-prefix-cache-scorer"
+ENVOY_ARGS = [
+    "--service-node", "envoy-sidecar",
+    "--log-level", "warn",
+    "--concurrency", "8",
+    "--drain-strategy", "immediate",
+    "--drain-time-s", "60",
+    "-c", "/etc/envoy/envoy.yaml",
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ChartLayout:
+    """Where a chart version takes the EPP plugin config, and which config apiVersion its EPP accepts."""
+
+    inline_map: bool  # v1.0.0: `pluginsConfig` (a map); v0.x: `pluginsCustomConfig` ({file: YAML string})
+    config_api_version: str
+
+
+def chart_layout(version: str) -> ChartLayout:
+    major = int(version.lstrip("v").split(".", 1)[0])
+    if major >= 1:
+        return ChartLayout(inline_map=True, config_api_version="llm-d.ai/v1")
+    return ChartLayout(inline_map=False, config_api_version="llm-d.ai/v1alpha1")
+
+
+@dataclass(frozen=True)
+class RouterInputs:
+    chart_version: str
+    match_labels: dict[str, str]
+    target_port: int
+    cpu_lru_capacity_per_server: int
+    epp_replicas: int
+    epp_cpu: str
+    epp_memory: ByteSize
+    proxy_cpu: str
+    proxy_memory: ByteSize
+    monitoring: str | None  # None, "prometheus-operator" or "gke-managed-prometheus"
+
+
+def endpoint_picker_config(api_version: str, cpu_lru_capacity_per_server: int) -> Values:
+    """The guide's scheduling: queue depth, KV utilisation, HBM prefix hits, CPU-tier prefix hits, LRU spread."""
+    return {
+        "apiVersion": api_version,
+        "kind": "EndpointPickerConfig",
+        "plugins": [
+            {"type": "no-hit-lru-scorer"},
+            {"type": "approx-prefix-cache-producer", "name": GPU_PRODUCER},
+            {
+                "type": "approx-prefix-cache-producer",
+                "name": CPU_PRODUCER,
+                "parameters": {"autoTune": False, "lruCapacityPerServer": cpu_lru_capacity_per_server},
+            },
+            {"type": "queue-scorer"},
+            {"type": "kv-cache-utilization-scorer"},
+            {
+                "type": "prefix-cache-scorer",
+                "name": GPU_SCORER,
+                "parameters": {"prefixMatchInfoProducerName": GPU_PRODUCER},
+            },
+            {
+                "type": "prefix-cache-scorer",
+                "name": CPU_SCORER,
+                "parameters": {"prefixMatchInfoProducerName": CPU_PRODUCER},
+            },
+        ],
+        "schedulingProfiles": [
+            {
+                "name": "default",
+                "plugins": [
+                    {"pluginRef": ref}
+                    for ref in (
+                        "queue-scorer",
+                        "kv-cache-utilization-scorer",
+                        GPU_SCORER,
+                        CPU_SCORER,
+                        "no-hit-lru-scorer",
+                    )
+                ],
+            }
+        ],
+    }
+
+
+def _resources(cpu: str, memory: ByteSize) -> Values:
+    """The guide's shape: CPU and memory requested, memory limited at twice the request, CPU unlimited."""
+    return {"requests": {"cpu": cpu, "memory": memory.quantity()}, "limits": {"memory": (memory * 2).quantity()}}
+
+
+def _monitoring(provider: str) -> Values:
+    if provider == "gke-managed-prometheus":
+        # GKE Managed Prometheus scrapes with a bearer token from the chart's metrics-reader SA.
+        return {
+            "interval": "10s",
+            "provider": {"name": "gmp"},
+            "prometheus": {"enabled": True, "auth": {"enabled": True}},
+        }
+    return {"interval": "10s", "prometheus": {"enabled": True, "auth": {"enabled": False}}}
+
+
+def router_values(inputs: RouterInputs) -> Values:
+    layout = chart_layout(inputs.chart_version)
+    picker = endpoint_picker_config(layout.config_api_version, inputs.cpu_lru_capacity_per_server)
+    epp: Values = {
+        "replicas": inputs.epp_replicas,
+        "flags": {"v": 2},
+        "image": {"tag": inputs.chart_version},
+        "pluginsConfigFile": PLUGINS_FILE,
+        "resources": _resources(inputs.epp_cpu, inputs.epp_memory),
+    }
+    if layout.inline_map:
+        epp["pluginsConfig"] = picker
+    else:
+        epp["pluginsCustomConfig"] = {PLUGINS_FILE: yaml.safe_dump(picker, sort_keys=False)}
+    router: Values = {
+        "epp": epp,
+        "inferencePool": {"failureMode": "FailOpen"},
+        "modelServers": {
+            "protocol": "http",
+            "matchLabels": dict(inputs.match_labels),
+            "targetPorts": [{"number": inputs.target_port}],
+        },
+        "proxy": {
+            "proxyType": "envoy",
+            "args": list(ENVOY_ARGS),
+            "resources": _resources(inputs.proxy_cpu, inputs.proxy_memory),
+        },
+        "tracing": {
+            "otelExporterEndpoint": "http://localhost:4317",
+            "sampling": {"sampler": "parentbased_traceidratio", "samplerArg": "0.1"},
+        },
+        "extraServicePorts": [
+            {
+                "name": "http",
+                "port": labels.ROUTER_SERVICE_PORT,
+                "protocol": "TCP",
+                "targetPort": labels.ENVOY_LISTENER_PORT,
+            }
+        ],
+    }
+    if inputs.monitoring:
+        router["monitoring"] = _monitoring(inputs.monitoring)
+    return {"router": router}
+
+
+def inference_pool(release: str, namespace: str, values: Values) -> Values:
+    """The InferencePool the chart renders from these values (routerlib `_inferencepool.yaml`).
+
+    The chart owns the pool, so the program does not declare it; this mirror feeds the summary,
+    config-time checks and schema tests.
+    """
+    router = values["router"]
+    return {
+        "apiVersion": "inference.networking.k8s.io/v1",
+        "kind": "InferencePool",
+        "metadata": {"name": release, "namespace": namespace},
+        "spec": {
+            "targetPorts": [{"number": p["number"]} for p in router["modelServers"]["targetPorts"]],
+            "appProtocol": "http" if router["modelServers"]["protocol"] == "http" else "kubernetes.io/h2c",
+            "selector": {"matchLabels": dict(router["modelServers"]["matchLabels"])},
+            "endpointPickerRef": {
+                "name": f"{release}-epp",
+                "port": {"number": labels.EPP_EXT_PROC_PORT},
+                "failureMode": router["inferencePool"]["failureMode"],
+            },
+        },
+    }

@@ -1,0 +1,122 @@
+"""Typed byte sizes: parse "300GiB" / "200GB" / "20Gi", compute exactly, print Kubernetes quantities."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import GetCoreSchemaHandler
+from pydantic_core import core_schema
+
+KiB = 1024
+MiB = 1024**2
+GiB = 1024**3
+TiB = 1024**4
+KB = 1000
+MB = 1000**2
+GB = 1000**3
+TB = 1000**4
+
+_UNITS: dict[str, int] = {
+    "": 1,
+    "B": 1,
+    "Ki": KiB,
+    "KiB": KiB,
+    "Mi": MiB,
+    "MiB": MiB,
+    "Gi": GiB,
+    "GiB": GiB,
+    "Ti": TiB,
+    "TiB": TiB,
+    "k": KB,
+    "K": KB,
+    "KB": KB,
+    "M": MB,
+    "MB": MB,
+    "G": GB,
+    "GB": GB,
+    "T": TB,
+    "TB": TB,
+}
+_PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
+# Largest binary suffix first: the quantity printer picks the largest unit that divides exactly.
+_QUANTITY_SUFFIXES = (("Ti", TiB), ("Gi", GiB), ("Mi", MiB), ("Ki", KiB))
+ALLOWED_FORMS = "a byte count or a number with a unit (B, KiB/Ki, MiB/Mi, GiB/Gi, TiB/Ti, KB, MB, GB, TB), e.g. 300GiB"
+
+
+@dataclass(frozen=True, order=True)
+class ByteSize:
+    """A whole number of bytes. Arithmetic stays exact; formatting picks the unit."""
+
+    bytes: int
+
+    def __post_init__(self) -> None:
+        if self.bytes < 0:
+            raise ValueError(f"a size cannot be negative: {self.bytes}")
+
+    @classmethod
+    def parse(cls, value: str | int | ByteSize) -> ByteSize:
+        if isinstance(value, ByteSize):
+            return value
+        if isinstance(value, bool):
+            raise ValueError(f"{value!r} is not a size; allowed: {ALLOWED_FORMS}")
+        if isinstance(value, int):
+            return cls(value)
+        match = _PATTERN.match(str(value))
+        if not match or match.group(2) not in _UNITS:
+            raise ValueError(f"{value!r} is not a size; allowed: {ALLOWED_FORMS}")
+        number, unit = match.groups()
+        exact = float(number) * _UNITS[unit]
+        if not exact.is_integer():
+            raise ValueError(f"{value!r} is not a whole number of bytes")
+        return cls(int(exact))
+
+    @classmethod
+    def gib(cls, n: float) -> ByteSize:
+        return cls(int(n * GiB))
+
+    def __add__(self, other: ByteSize) -> ByteSize:
+        return ByteSize(self.bytes + other.bytes)
+
+    def __sub__(self, other: ByteSize) -> ByteSize:
+        return ByteSize(self.bytes - other.bytes)
+
+    def __mul__(self, factor: int) -> ByteSize:
+        return ByteSize(self.bytes * factor)
+
+    __rmul__ = __mul__
+
+    def ceil_to(self, unit: int) -> ByteSize:
+        """Round up to a whole multiple of `unit` bytes (e.g. GiB for memory requests)."""
+        return ByteSize(math.ceil(self.bytes / unit) * unit)
+
+    def quantity(self) -> str:
+        """The Kubernetes quantity: the largest binary unit that divides exactly, else plain bytes."""
+        for suffix, size in _QUANTITY_SUFFIXES:
+            if self.bytes and self.bytes % size == 0:
+                return f"{self.bytes // size}{suffix}"
+        return str(self.bytes)
+
+    def human(self) -> str:
+        """Readable form for summaries: exact binary units where they divide, else decimal GB."""
+        for suffix, size in _QUANTITY_SUFFIXES:
+            if self.bytes and self.bytes % size == 0:
+                return f"{self.bytes // size} {suffix}B"
+        if self.bytes % GB == 0:
+            return f"{self.bytes // GB} GB"
+        return f"{self.bytes} B"
+
+    def in_units(self, unit: int) -> float:
+        return self.bytes / unit
+
+    def __str__(self) -> str:
+        return self.human()
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_plain_validator_function(
+            cls.parse,
+            serialization=core_schema.plain_serializer_function_ser_schema(lambda v: v.human().replace(" ", "")),
+        )

@@ -1,0 +1,1 @@
+"""Stack configuration, composition and the offline render."""

@@ -1,0 +1,125 @@
+"""StackConfig: the typed, frozen description of one stack. Unknown keys are rejected.
+
+Defaults are the seed's default deployment (Qwen/Qwen3-32B on NVIDIA GPUs, vLLM, CONNECTOR=native,
+VARIANT=cpu, 2 replicas x TP=2, 300 GiB CPU tier per replica); presets and stack config override them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from components.catalog import labels, versions
+from components.catalog.accelerators import ACCELERATORS
+from components.catalog.models import MODELS
+from components.specs.units import ByteSize, GiB
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def _dns_label(value: str) -> str:
+    if not _DNS_LABEL.match(value):
+        raise ValueError("must be a DNS label: lower-case letters, digits and '-', at most 63 characters")
+    return value
+
+
+class ClusterConfig(_Section):
+    """How the program reaches the cluster. `existing`: a cluster the user already has."""
+
+    provider: Literal["existing"] = "existing"
+    kubeconfig: str | None = Field(default=None, description="path to a kubeconfig; default: the ambient one")
+    context: str | None = Field(default=None, description="kubeconfig context; default: the current one")
+
+
+class Taint(_Section):
+    key: str
+    value: str | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
+
+
+class NodePoolConfig(_Section):
+    """An accelerator node pool as the scheduler sees it (on an existing cluster: described, not created)."""
+
+    labels: dict[str, str] = Field(default_factory=dict, description="node labels the model servers select")
+    taints: list[Taint] = Field(default_factory=list, description="taints the model servers tolerate")
+
+
+class TierConfig(_Section):
+    variant: Literal["cpu"] = "cpu"
+    cpu: ByteSize = Field(default=ByteSize(300 * GiB), description="CPU tier per model-server pod")
+
+    @field_validator("cpu")
+    @classmethod
+    def _positive(cls, value: ByteSize) -> ByteSize:
+        if value.bytes < GiB:
+            raise ValueError("the CPU tier must be at least 1GiB")
+        return value
+
+
+class CacheConfig(_Section):
+    accelerator: str = "gpu"
+    server: Literal["vllm"] = "vllm"
+    connector: Literal["native"] = "native"
+    tier: TierConfig = TierConfig()
+    model: str = "Qwen/Qwen3-32B"
+    replicas: int = Field(default=2, ge=1, le=256)
+    tensor_parallelism: int = Field(default=2, ge=1, le=64)
+    node_pool: str | None = Field(default=None, description="key of `node_pools` the model servers run on")
+    image: str | None = Field(default=None, description="model-server image; default: the accelerator's pinned one")
+
+    @field_validator("accelerator")
+    @classmethod
+    def _known_accelerator(cls, value: str) -> str:
+        if value not in ACCELERATORS:
+            raise ValueError(f"allowed: {', '.join(sorted(ACCELERATORS))}")
+        return value
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, value: str) -> str:
+        if value not in MODELS:
+            raise ValueError(f"allowed: {', '.join(sorted(MODELS))}")
+        return value
+
+
+class ResourceSize(_Section):
+    cpu: str = Field(pattern=r"^\d+(\.\d+)?m?$")
+    memory: ByteSize
+
+
+class RouterConfig(_Section):
+    release: str = Field(default=labels.GUIDE, description="Helm release name; objects are named after it")
+    chart: str = versions.ROUTER_CHART
+    version: str = Field(default=versions.ROUTER_VERSION, pattern=r"^v\d+\.\d+\.\d+$")
+    gaie_version: str = Field(default=versions.GAIE_VERSION, pattern=r"^v\d+\.\d+\.\d+$")
+    epp_replicas: int = Field(default=1, ge=1, le=8)
+    epp_resources: ResourceSize = ResourceSize(cpu="4", memory=ByteSize(8 * GiB))
+    proxy_resources: ResourceSize = ResourceSize(cpu="4", memory=ByteSize(8 * GiB))
+
+    _release_is_dns_label = field_validator("release")(_dns_label)
+
+
+class MonitoringConfig(_Section):
+    enabled: bool = False
+    provider: Literal["prometheus-operator", "gke-managed-prometheus"] = "prometheus-operator"
+
+
+class StackConfig(_Section):
+    description: str = ""
+    namespace: str = labels.DEFAULT_NAMESPACE
+    cluster: ClusterConfig = ClusterConfig()
+    node_pools: dict[str, NodePoolConfig] = Field(default_factory=dict)
+    cache: CacheConfig = CacheConfig()
+    router: RouterConfig = RouterConfig()
+    monitoring: MonitoringConfig = MonitoringConfig()
+
+    _namespace_is_dns_label = field_validator("namespace")(_dns_label)
+
+
+SECTIONS: tuple[str, ...] = tuple(StackConfig.model_fields)

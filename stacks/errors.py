@@ -1,0 +1,60 @@
+"""The one-line error every bad input ends in: which field, what value, what is allowed."""
+
+from __future__ import annotations
+
+import typing
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+
+class ConfigError(Exception):
+    def __init__(self, field: str, value: Any, allowed: str) -> None:
+        self.field, self.value, self.allowed = field, value, allowed
+        shown = "(missing)" if value is _MISSING else repr(value)
+        super().__init__(f"invalid stack config: {field} = {shown}: {allowed}")
+
+
+_MISSING = object()
+
+
+def _dotted(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _model_at(root: type[BaseModel], loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The pydantic model that holds the last key of `loc` (dict keys and list indexes are stepped over)."""
+    current: typing.Any = root
+    for part in loc:
+        if typing.get_origin(current) in (dict, list):
+            current = typing.get_args(current)[-1]
+        elif isinstance(current, type) and issubclass(current, BaseModel) and str(part) in current.model_fields:
+            current = current.model_fields[str(part)].annotation
+        else:
+            return None
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def from_validation_error(error: ValidationError, prefix: str = "", root: type[BaseModel] | None = None) -> ConfigError:
+    """The first pydantic error as a ConfigError; further errors are counted, not listed."""
+    first = error.errors(include_url=False)[0]
+    loc = tuple(p for p in first["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+    field = ".".join(p for p in (prefix, _dotted(loc)) if p)
+    message = first["msg"]
+    if first["type"] == "extra_forbidden":
+        value: Any = first["input"]
+        holder = _model_at(root, loc[:-1]) if root else None
+        message = "unknown key" + (f"; allowed keys: {', '.join(holder.model_fields)}" if holder else "")
+    elif first["type"] == "missing":
+        value = _MISSING
+    else:
+        value = first["input"]
+    message = message.removeprefix("Value error, ")
+    message = message[:1].lower() + message[1:]
+    more = error.error_count() - 1
+    if more:
+        message += f" (and {more} more error{'s' if more > 1 else ''})"
+    return ConfigError(field, value, message)

@@ -1,0 +1,136 @@
+"""Build a StackConfig from a preset, then the stack's Pulumi config, then `--set path=value` overrides."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from stacks.config import SECTIONS, StackConfig
+from stacks.errors import ConfigError, from_validation_error
+from stacks.rules import check_stack
+
+PRESETS_DIR = Path(__file__).parent / "presets"
+PROJECT_DIR = Path(__file__).parent.parent
+CONFIG_NAMESPACE = "llmd"
+# Pulumi config keys that are not StackConfig sections.
+PRESET_KEY = "preset"
+HF_TOKEN_KEY = "hfToken"
+PULUMI_KEYS: tuple[str, ...] = (PRESET_KEY, HF_TOKEN_KEY, *(s for s in SECTIONS if s != "description"))
+
+
+def preset_names() -> list[str]:
+    return sorted(p.stem for p in PRESETS_DIR.glob("*.yaml"))
+
+
+def read_preset(name: str) -> dict[str, Any]:
+    path = PRESETS_DIR / f"{name}.yaml"
+    if not path.is_file():
+        raise ConfigError("preset", name, f"allowed: {', '.join(preset_names())}")
+    data = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(data, dict):
+        raise ConfigError("preset", name, "the preset file must hold a mapping")
+    return data
+
+
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """Mappings merge key by key; any other value (lists included) replaces what was there."""
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """`cache.replicas=3` -> (["cache", "replicas"], 3); the value is read as a YAML scalar or flow value."""
+    path, sep, raw = text.partition("=")
+    if not sep or not path or any(not part for part in path.split(".")):
+        raise ConfigError("--set", text, "expected path=value, e.g. cache.replicas=3")
+    try:
+        value = yaml.safe_load(raw) if raw else ""
+    except yaml.YAMLError:
+        value = raw
+    return path.split("."), value
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    out = copy.deepcopy(data)
+    for text in overrides:
+        keys, value = parse_override(text)
+        node = out
+        for i, key in enumerate(keys[:-1]):
+            child = node.setdefault(key, {})
+            if not isinstance(child, dict):
+                raise ConfigError(".".join(keys[: i + 1]), child, "is a value, not a mapping; cannot set a key in it")
+            node = child
+        node[keys[-1]] = value
+    return out
+
+
+def pulumi_sections(values: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    """Split `llmd:`-namespaced Pulumi config into the preset name and StackConfig sections."""
+    preset: str | None = None
+    sections: dict[str, Any] = {}
+    for full_key, value in values.items():
+        namespace, _, key = full_key.partition(":")
+        if namespace != CONFIG_NAMESPACE:
+            continue
+        if key not in PULUMI_KEYS:
+            raise ConfigError(full_key, value, f"unknown key; allowed: {', '.join(PULUMI_KEYS)}")
+        if key == PRESET_KEY:
+            preset = str(value)
+        elif key != HF_TOKEN_KEY:
+            sections[key] = value
+    return preset, sections
+
+
+def build(
+    preset: str | None = None,
+    pulumi_config: dict[str, Any] | None = None,
+    overrides: list[str] | None = None,
+) -> StackConfig:
+    """Preset, then Pulumi config sections, then overrides; validated once, as a whole."""
+    data = read_preset(preset) if preset else {}
+    data = deep_merge(data, pulumi_config or {})
+    data = apply_overrides(data, overrides or [])
+    try:
+        config = StackConfig.model_validate(data)
+    except ValidationError as error:
+        raise from_validation_error(error, root=StackConfig) from None
+    check_stack(config)
+    return config
+
+
+def load_preset(name: str, overrides: list[str] | None = None) -> StackConfig:
+    return build(name, None, overrides)
+
+
+def read_stack_file(name: str) -> dict[str, Any]:
+    """The `config:` block of `Pulumi.<name>.yaml` (secure values stay encrypted and are not read)."""
+    path = PROJECT_DIR / f"Pulumi.{name}.yaml"
+    data = yaml.safe_load(path.read_text()) or {}
+    config = data.get("config") or {}
+    if not isinstance(config, dict):
+        raise ConfigError(f"Pulumi.{name}.yaml: config", config, "must be a mapping")
+    return config
+
+
+def stack_file_exists(name: str) -> bool:
+    return (PROJECT_DIR / f"Pulumi.{name}.yaml").is_file()
+
+
+def load_named(name: str, overrides: list[str] | None = None) -> StackConfig:
+    """NAME is a stack (`Pulumi.NAME.yaml`) if one exists, else a preset."""
+    if stack_file_exists(name):
+        preset, sections = pulumi_sections(read_stack_file(name))
+        return build(preset, sections, overrides)
+    if name not in preset_names():
+        stacks = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in PROJECT_DIR.glob("Pulumi.*.yaml"))
+        raise ConfigError("NAME", name, f"allowed: presets {', '.join(preset_names())}; stacks {', '.join(stacks)}")
+    return load_preset(name, overrides)

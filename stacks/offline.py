@@ -1,0 +1,139 @@
+"""Run the real program under the Pulumi SDK's mock engine and record every resource it registers.
+
+No CLI, no cluster, no network: the mocks echo inputs back as outputs, as a provider would on create.
+Remote components (the Helm chart, the CRD ConfigFile) are recorded with their inputs, not expanded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+from pulumi.runtime import rpc, settings
+from pulumi.runtime.mocks import MockMonitor
+
+from stacks.compose import StackOutputs, compose
+from stacks.plan import StackPlan
+
+PROJECT = "llmd"
+# The HF token an offline render uses; tests assert it never reaches any output file.
+OFFLINE_HF_TOKEN = "hf_offline_render_token_never_printed"
+SECRET_MARK = "[secret]"
+
+
+@dataclass
+class RecordedResource:
+    type: str
+    name: str
+    parent: str | None
+    depends_on: list[str]
+    provider: str | None
+    custom: bool
+    remote: bool
+    inputs: dict[str, Any]
+    secret_paths: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Recording:
+    resources: list[RecordedResource]
+    outputs: dict[str, Any]
+
+
+def _name_of(urn: str) -> str:
+    return urn.split("::")[-1]
+
+
+def _parent_name(urn: str) -> str | None:
+    """None for resources at the top of the program (their parent is the root Stack)."""
+    if not urn or urn.split("::")[-2] == "pulumi:pulumi:Stack":
+        return None
+    return _name_of(urn)
+
+
+def _mask(value: Any) -> Any:
+    """Keep a secret's shape (its keys), replace every value in it."""
+    if isinstance(value, dict):
+        return {k: _mask(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask(v) for v in value]
+    return SECRET_MARK
+
+
+def _clean(value: Any, path: str, secrets: list[str]) -> Any:
+    """Secrets become `[secret]` (their paths noted); whole floats (protobuf numbers) become ints."""
+    if rpc.is_rpc_secret(value):
+        secrets.append(path or ".")
+        return _mask(rpc.unwrap_rpc_secret(value))
+    if isinstance(value, dict):
+        return {k: _clean(v, f"{path}.{k}" if path else k, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v, f"{path}[{i}]", secrets) for i, v in enumerate(value)]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+class _Mocks(pulumi.runtime.Mocks):
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        outputs = dict(args.inputs)
+        outputs.setdefault("name", args.name)
+        return f"{args.name}-id", outputs
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+        return {}, None
+
+
+class _RecordingMonitor(MockMonitor):
+    """MockResourceArgs lacks parent and dependencies: read them off the raw registration request."""
+
+    def __init__(self, mocks: _Mocks) -> None:
+        super().__init__(mocks)
+        self.recorded: list[RecordedResource] = []
+
+    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (gRPC method name)
+        response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
+        if request.type == "pulumi:pulumi:Stack":
+            return response
+        inputs = rpc.deserialize_properties(request.object, keep_unknowns=True)
+        secrets: list[str] = []
+        cleaned = _clean(inputs, "", secrets)
+        self.recorded.append(
+            RecordedResource(
+                type=request.type,
+                name=request.name,
+                parent=_parent_name(request.parent),
+                depends_on=sorted(_name_of(d) for d in request.dependencies),
+                provider=_name_of(request.provider.rsplit("::", 1)[0]) if request.provider else None,
+                custom=request.custom,
+                remote=request.remote,
+                inputs=cleaned,
+                secret_paths=sorted(secrets),
+            )
+        )
+        return response
+
+
+def record(stack_plan: StackPlan, stack: str) -> Recording:
+    """Run `compose` once under fresh mocks (a new event loop and root stack each time)."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    settings.ROOT.set(None)
+    mocks = _Mocks()
+    monitor = _RecordingMonitor(mocks)
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
+    outputs: dict[str, Any] = {}
+
+    def program() -> pulumi.Output[Any]:
+        result: StackOutputs = compose(stack_plan, pulumi.Output.secret(OFFLINE_HF_TOKEN))
+        return pulumi.Output.all(result.namespace, result.router_endpoint).apply(
+            lambda v: outputs.update(namespace=v[0], routerEndpoint=v[1])
+        )
+
+    try:
+        pulumi.runtime.test(program)()  # type: ignore[no-untyped-call]
+    finally:
+        loop.close()
+    return Recording(resources=monitor.recorded, outputs=outputs)

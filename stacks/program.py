@@ -1,0 +1,50 @@
+"""The Pulumi program proper: read the stack's config, plan, compose, export (run by `__main__.py`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+from pulumi.runtime.config import get_config_env
+
+from stacks import loading
+from stacks.compose import compose
+from stacks.errors import ConfigError
+from stacks.plan import plan
+
+
+def read_pulumi_config() -> dict[str, Any]:
+    """Every `llmd:` key of the stack, structured values parsed; the HF token is left to `require_secret`."""
+    config = pulumi.Config(loading.CONFIG_NAMESPACE)
+    values: dict[str, Any] = {}
+    for full_key in get_config_env():
+        namespace, _, key = full_key.partition(":")
+        if namespace != loading.CONFIG_NAMESPACE or key == loading.HF_TOKEN_KEY:
+            continue
+        try:
+            values[full_key] = config.get_object(key)
+        except Exception:  # a plain string that is not JSON
+            values[full_key] = config.get(key)
+    return values
+
+
+def run() -> None:
+    try:
+        preset, sections = loading.pulumi_sections(read_pulumi_config())
+        stack_plan = plan(loading.build(preset, sections))
+    except ConfigError as error:
+        raise pulumi.RunError(str(error)) from None
+    hf_token = pulumi.Config(loading.CONFIG_NAMESPACE).require_secret(loading.HF_TOKEN_KEY)
+    outputs = compose(stack_plan, hf_token)
+    sizing = stack_plan.sizing
+    pulumi.export("namespace", outputs.namespace)
+    pulumi.export("routerEndpoint", outputs.router_endpoint)
+    pulumi.export(
+        "cacheSizing",
+        {
+            "cpuTierPerPod": sizing.cpu_tier_per_pod.human(),
+            "lruCapacityPerServer": sizing.lru_capacity_per_server,
+            "podMemory": sizing.pod_memory.quantity(),
+            "shmSizeLimit": sizing.shm_size_limit.quantity(),
+        },
+    )

@@ -1,0 +1,75 @@
+"""Write an offline render: manifests.yaml, resources.json and summary.md (see DESIGN.md)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from stacks import offline
+from stacks.offline import RecordedResource, Recording
+from stacks.plan import StackPlan
+from stacks.summary import summary
+
+# Resource types that are Pulumi machinery, not Kubernetes objects the program declares.
+_NOT_MANIFESTS = ("kubernetes:helm.sh/", "kubernetes:yaml/", "pulumi:providers:")
+
+
+@dataclass(frozen=True)
+class Render:
+    manifests: str
+    resources: str
+    summary: str
+
+    def write(self, out: Path) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "manifests.yaml").write_text(self.manifests)
+        (out / "resources.json").write_text(self.resources)
+        (out / "summary.md").write_text(self.summary)
+
+
+def kubernetes_objects(resources: list[RecordedResource]) -> list[dict[str, Any]]:
+    objects = [
+        r.inputs
+        for r in resources
+        if r.custom and r.type.startswith("kubernetes:") and not r.type.startswith(_NOT_MANIFESTS)
+    ]
+
+    def key(obj: dict[str, Any]) -> tuple[str, str, str]:
+        meta = obj.get("metadata", {})
+        return obj["kind"], meta.get("namespace", ""), meta.get("name", "")
+
+    return sorted(objects, key=key)
+
+
+def _manifests_yaml(objects: list[dict[str, Any]]) -> str:
+    return "".join("---\n" + yaml.safe_dump(o, sort_keys=True, default_flow_style=False, width=120) for o in objects)
+
+
+def _resources_json(recording: Recording) -> str:
+    rows = [
+        {
+            "type": r.type,
+            "name": r.name,
+            "parent": r.parent,
+            "dependsOn": r.depends_on,
+            "provider": r.provider,
+            "inputs": r.inputs,
+            "secretPaths": r.secret_paths,
+        }
+        for r in sorted(recording.resources, key=lambda r: (r.type, r.name))
+    ]
+    return json.dumps(rows, indent=2, sort_keys=True) + "\n"
+
+
+def render(stack_plan: StackPlan, stack: str) -> Render:
+    recording = offline.record(stack_plan, stack)
+    objects = kubernetes_objects(recording.resources)
+    return Render(
+        manifests=_manifests_yaml(objects),
+        resources=_resources_json(recording),
+        summary=summary(stack_plan, stack, recording),
+    )
