@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import pulumi
+import pulumi_kubernetes as k8s
 
 from components.k8s_objects import child_options, declare
 from components.specs import model_server as spec_fns
@@ -27,6 +29,6 @@ class ModelServer(pulumi.ComponentResource):
         deployment = declare(
             f"{name}-deployment", spec_fns.deployment(spec), child_options(self, opts, service_account)
         )
-        self.deployment_name = deployment.metadata.apply(lambda m: str(m.name))
+        self.deployment_name = cast(k8s.apps.v1.Deployment, deployment).metadata.apply(lambda m: str(m.name))
         self.pod_labels = spec.pod_labels
         self.register_outputs({"deploymentName": self.deployment_name})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pulumi
-from pulumi.runtime.config import get_config_env
+from pulumi.runtime.config import CONFIG, get_config_env
 
 from stacks import loading
 from stacks.compose import compose
@@ -17,7 +17,8 @@ def read_pulumi_config() -> dict[str, Any]:
     """Every `llmd:` key of the stack, structured values parsed; the HF token is left to `require_secret`."""
     config = pulumi.Config(loading.CONFIG_NAMESPACE)
     values: dict[str, Any] = {}
-    for full_key in get_config_env():
+    # The language host sets CONFIG; older hosts pass the PULUMI_CONFIG environment variable.
+    for full_key in sorted({*CONFIG.get(), *get_config_env()}):
         namespace, _, key = full_key.partition(":")
         if namespace != loading.CONFIG_NAMESPACE or key == loading.HF_TOKEN_KEY:
             continue

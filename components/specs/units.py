@@ -41,8 +41,10 @@ _UNITS: dict[str, int] = {
     "TB": TB,
 }
 _PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
-# Largest binary suffix first: the quantity printer picks the largest unit that divides exactly.
-_QUANTITY_SUFFIXES = (("Ti", TiB), ("Gi", GiB), ("Mi", MiB), ("Ki", KiB))
+# The quantity printer takes the first unit that divides exactly: large binary units, then large
+# decimal ones (200GB prints as 200G, not 195312500Ki), then the small ones.
+_QUANTITY_SUFFIXES = (("Ti", TiB), ("Gi", GiB), ("Mi", MiB), ("T", TB), ("G", GB), ("M", MB), ("Ki", KiB), ("k", KB))
+_BINARY_SUFFIXES = (("Ti", TiB), ("Gi", GiB), ("Mi", MiB), ("Ki", KiB))
 ALLOWED_FORMS = "a byte count or a number with a unit (B, KiB/Ki, MiB/Mi, GiB/Gi, TiB/Ti, KB, MB, GB, TB), e.g. 300GiB"
 
 
@@ -93,19 +95,17 @@ class ByteSize:
         return ByteSize(math.ceil(self.bytes / unit) * unit)
 
     def quantity(self) -> str:
-        """The Kubernetes quantity: the largest binary unit that divides exactly, else plain bytes."""
+        """The Kubernetes quantity: the first unit of _QUANTITY_SUFFIXES that divides exactly, else bytes."""
         for suffix, size in _QUANTITY_SUFFIXES:
             if self.bytes and self.bytes % size == 0:
                 return f"{self.bytes // size}{suffix}"
         return str(self.bytes)
 
     def human(self) -> str:
-        """Readable form for summaries: exact binary units where they divide, else decimal GB."""
-        for suffix, size in _QUANTITY_SUFFIXES:
+        """Readable form for summaries (and config round trips): MiB and up, then decimal GB, then KiB."""
+        for suffix, size in (*_BINARY_SUFFIXES[:3], ("G", GB), ("Ki", KiB)):
             if self.bytes and self.bytes % size == 0:
                 return f"{self.bytes // size} {suffix}B"
-        if self.bytes % GB == 0:
-            return f"{self.bytes // GB} GB"
         return f"{self.bytes} B"
 
     def in_units(self, unit: int) -> float:

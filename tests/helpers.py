@@ -1,0 +1,76 @@
+"""Shared test helpers: renders (cached per session), schema validation against the real schemas."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import yaml
+
+from stacks import loading
+from stacks.plan import plan
+from stacks.render import Render, render
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+SCHEMAS = SHARED / "schemas"
+KUBERNETES_VERSION = "1.33.0"
+
+
+@functools.cache
+def rendered(name: str, overrides: tuple[str, ...] = ()) -> Render:
+    return render(plan(loading.load_named(name, list(overrides))), name)
+
+
+def manifests(result: Render) -> list[dict[str, Any]]:
+    return [doc for doc in yaml.safe_load_all(result.manifests) if doc]
+
+
+def resources(result: Render) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = json.loads(result.resources)
+    return rows
+
+
+def by_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [o for o in objects if o["kind"] == kind]
+
+
+def _strict(schema: Any) -> Any:
+    """CRD schemas leave unknown fields open (the API server prunes them); tests close them."""
+    if isinstance(schema, dict):
+        out = {k: _strict(v) for k, v in schema.items()}
+        if "properties" in out and not out.get("x-kubernetes-preserve-unknown-fields"):
+            out.setdefault("additionalProperties", False)
+        return out
+    if isinstance(schema, list):
+        return [_strict(v) for v in schema]
+    return schema
+
+
+@functools.cache
+def _crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for path in SCHEMAS.rglob("*.yaml"):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
+                continue
+            spec = doc["spec"]
+            for version in spec["versions"]:
+                api_version = f"{spec['group']}/{version['name']}"
+                schema = copy.deepcopy(version["schema"]["openAPIV3Schema"])
+                out[(api_version, spec["names"]["kind"])] = _strict(schema)
+    return out
+
+
+def validate(obj: dict[str, Any]) -> None:
+    """Built-in kinds against the Kubernetes schemas (strict); custom resources against their CRD."""
+    key = (obj["apiVersion"], obj["kind"])
+    schema = _crd_schemas().get(key)
+    if schema is not None:
+        jsonschema.Draft7Validator(schema).validate(obj)
+        return
+    kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)

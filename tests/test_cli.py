@@ -1,0 +1,48 @@
+"""The offline CLI as a user runs it: a fresh process, exit codes, one-line errors."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "stacks", *args], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+
+
+def test_list_prints_every_preset() -> None:
+    result = run("list")
+    assert result.returncode == 0
+    names = [line.split("\t")[0] for line in result.stdout.splitlines()]
+    assert names == sorted(p.stem for p in (ROOT / "stacks" / "presets").glob("*.yaml"))
+    assert "gpu-vllm-native-cpu" in names
+
+
+def test_render_writes_the_three_files(tmp_path: Path) -> None:
+    result = run("render", "gpu-vllm-native-cpu", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["manifests.yaml", "resources.json", "summary.md"]
+    kinds = {d["kind"] for d in yaml.safe_load_all((tmp_path / "manifests.yaml").read_text()) if d}
+    assert kinds == {"Deployment", "Namespace", "Secret", "ServiceAccount"}
+
+
+def test_bad_value_exits_non_zero_with_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = run("render", "gpu-vllm-native-cpu", "--set", "cache.replicas=banana", "--out", str(out))
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "cache.replicas" in lines[0] and "banana" in lines[0]
+    assert "Traceback" not in result.stderr
+    assert not out.exists()
+
+
+def test_unknown_name_exits_non_zero_with_one_line(tmp_path: Path) -> None:
+    result = run("render", "no-such-stack", "--out", str(tmp_path))
+    assert result.returncode != 0
+    assert len(result.stderr.strip().splitlines()) == 1

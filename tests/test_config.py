@@ -1,0 +1,111 @@
+"""Config loading: precedence, and one clear line for every bad input."""
+
+import pytest
+
+from components.specs.units import GiB
+from stacks import loading
+from stacks.errors import ConfigError
+
+
+def test_precedence_preset_then_pulumi_config_then_set() -> None:
+    config = loading.build(
+        "gpu-vllm-native-cpu",
+        {"cache": {"replicas": 3, "tier": {"cpu": "200GiB"}}},
+        ["cache.replicas=4"],
+    )
+    assert config.cache.replicas == 4  # --set wins over Pulumi config
+    assert config.cache.tier.cpu.bytes == 200 * GiB  # Pulumi config wins over the preset
+    assert config.cache.model == "Qwen/Qwen3-32B"  # the preset's value where nobody overrides it
+
+
+def test_defaults_are_the_seed_default_deployment() -> None:
+    config = loading.build()
+    assert (config.cache.accelerator, config.cache.server, config.cache.connector, config.cache.tier.variant) == (
+        "gpu",
+        "vllm",
+        "native",
+        "cpu",
+    )
+    assert (config.cache.replicas, config.cache.tensor_parallelism) == (2, 2)
+    assert config.cache.tier.cpu.bytes == 300 * GiB
+
+
+def test_config_is_frozen() -> None:
+    config = loading.build()
+    with pytest.raises(Exception, match="frozen"):
+        config.cache.replicas = 5  # type: ignore[misc]
+
+
+def test_pulumi_keys_are_namespaced_and_checked() -> None:
+    preset, sections = loading.pulumi_sections(
+        {"llmd:preset": "dev", "llmd:cache": {"replicas": 2}, "llmd:hfToken": "x", "kubernetes:context": "c"}
+    )
+    assert preset == "dev"
+    assert sections == {"cache": {"replicas": 2}}
+    with pytest.raises(ConfigError, match=r"llmd:caches = .*unknown key; allowed: preset, hfToken"):
+        loading.pulumi_sections({"llmd:caches": {}})
+
+
+BAD_INPUTS = [
+    (["cache.replicas=banana"], "cache.replicas = 'banana': input should be a valid integer"),
+    (["cache.replicas=0"], "cache.replicas = 0: input should be greater than or equal to 1"),
+    (["cache.replica=2"], "cache.replica = 2: unknown key; allowed keys: accelerator, server"),
+    (["cache.tier.cpu=lots"], "cache.tier.cpu = 'lots': 'lots' is not a size"),
+    (["cache.tier.cpu=512MiB"], "cache.tier.cpu = '512MiB': the CPU tier must be at least 1GiB"),
+    (["cache.tier.variant=disk"], "cache.tier.variant = 'disk': input should be 'cpu'"),
+    (["cache.model=Llama"], "cache.model = 'Llama': allowed: Qwen/Qwen3-0.6B"),
+    (["cache.accelerator=h200"], "cache.accelerator = 'h200': allowed: gpu"),
+    (["cache.server=trtllm"], "cache.server = 'trtllm': input should be 'vllm'"),
+    (["cache.tensor_parallelism=3"], "cache.tensor_parallelism = 3: must divide the 64 attention heads"),
+    (["cache.node_pool=h100"], "cache.node_pool = 'h100': allowed: none are described"),
+    (["namespace=Bad_NS"], "namespace = 'Bad_NS': must be a DNS label"),
+    (["router.release=UPPER"], "router.release = 'UPPER': must be a DNS label"),
+    (["router.version=latest"], "router.version = 'latest': string should match pattern"),
+    (["router.epp_resources.cpu=lots"], "router.epp_resources.cpu = 'lots': string should match pattern"),
+    (["monitoring.provider=datadog"], "monitoring.provider = 'datadog': input should be 'prometheus-operator'"),
+    (["node_pools.a.taints=[{key: k, effect: Never}]"], "node_pools.a.taints[0].effect = 'Never'"),
+    (["node_pools.a.colour=blue"], "node_pools.a.colour = 'blue': unknown key; allowed keys: labels, taints"),
+    (["cache"], "--set = 'cache': expected path=value"),
+    (["cache.replicas.x=1"], "cache.replicas = 2: is a value, not a mapping"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "message"), BAD_INPUTS)
+def test_bad_input_gives_one_line_naming_field_value_and_allowed(overrides: list[str], message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        loading.load_preset("gpu-vllm-native-cpu", overrides)
+    text = str(caught.value)
+    assert "\n" not in text
+    assert message in text
+
+
+def test_unknown_preset_lists_the_presets() -> None:
+    with pytest.raises(ConfigError, match=r"preset = 'nope': allowed: dev, gpu-vllm-native-cpu"):
+        loading.load_preset("nope")
+
+
+def test_unknown_name_lists_presets_and_stacks() -> None:
+    with pytest.raises(ConfigError, match=r"NAME = 'nope': allowed: presets .*; stacks dev"):
+        loading.load_named("nope")
+
+
+def test_dev_stack_file_loads_its_preset() -> None:
+    config = loading.load_named("dev")
+    assert config.cache.model == "Qwen/Qwen3-0.6B"
+    assert config.cache.replicas == 1
+
+
+def test_node_pool_scheduling() -> None:
+    config = loading.build(
+        "gpu-vllm-native-cpu",
+        {
+            "node_pools": {
+                "h100": {
+                    "labels": {"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"},
+                    "taints": [{"key": "nvidia.com/gpu", "value": "present"}],
+                }
+            },
+            "cache": {"node_pool": "h100"},
+        },
+    )
+    assert config.node_pools["h100"].taints[0].effect == "NoSchedule"
