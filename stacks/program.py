@@ -24,7 +24,7 @@ def read_pulumi_config() -> dict[str, Any]:
             continue
         try:
             values[full_key] = config.get_object(key)
-        except Exception:  # a plain string that is not JSON
+        except pulumi.ConfigTypeError:  # a plain string that is not JSON
             values[full_key] = config.get(key)
     return values
 

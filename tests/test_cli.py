@@ -1,5 +1,6 @@
 """The offline CLI as a user runs it: a fresh process, exit codes, one-line errors."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -46,3 +47,20 @@ def test_unknown_name_exits_non_zero_with_one_line(tmp_path: Path) -> None:
     result = run("render", "no-such-stack", "--out", str(tmp_path))
     assert result.returncode != 0
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_renders_in_separate_processes_are_byte_identical(tmp_path: Path) -> None:
+    outputs = []
+    for seed in ("1", "2"):
+        out = tmp_path / seed
+        result = subprocess.run(
+            [sys.executable, "-m", "stacks", "render", "gpu-vllm-native-cpu", "--out", str(out)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        )
+        assert result.returncode == 0, result.stderr
+        outputs.append({p.name: p.read_bytes() for p in out.iterdir()})
+    assert outputs[0] == outputs[1]

@@ -109,3 +109,8 @@ def test_node_pool_scheduling() -> None:
         },
     )
     assert config.node_pools["h100"].taints[0].effect == "NoSchedule"
+
+
+def test_empty_preset_means_the_defaults() -> None:
+    preset, sections = loading.pulumi_sections({"llmd:preset": ""})
+    assert loading.build(preset, sections) == loading.build()

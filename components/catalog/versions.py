@@ -18,5 +18,17 @@ def gaie_crds_url(version: str) -> str:
     )
 
 
+# The P/D routing sidecar runs in decode pods; it is released with the router.
+DISAGG_SIDECAR_IMAGE = f"ghcr.io/llm-d/llm-d-router-disagg-sidecar:{ROUTER_VERSION}"
+
+# LMCache: the server and the vLLM pods that talk to it must share one tag (versioned protocol).
+LMCACHE_VERSION = "v0.5.6"
+LMCACHE_VLLM_IMAGE = f"lmcache/vllm-openai:{LMCACHE_VERSION}"
+
 # Model server images (llm-d/llm-d guides at d557f83e, see shared/reference/llm-d-upstream.md).
-VLLM_CUDA_IMAGE = "docker.io/vllm/vllm-openai:v0.26.0"
+VLLM_VERSION = "v0.26.0"
+VLLM_CUDA_IMAGE = f"docker.io/vllm/vllm-openai:{VLLM_VERSION}"
+VLLM_ROCM_IMAGE = "ghcr.io/llm-d/llm-d-rocm:v0.9.0"
+VLLM_TPU_IMAGE = f"docker.io/vllm/vllm-tpu:{VLLM_VERSION}"
+SGLANG_IMAGE = "docker.io/lmsysorg/sglang:v0.5.16.0"
+MOONCAKE_IMAGE = "ghcr.io/llm-d/mooncake-master-store:v0.8.0"

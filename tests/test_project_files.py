@@ -1,0 +1,40 @@
+"""Pulumi.yaml and the stack files as the Pulumi CLI reads them."""
+
+from pathlib import Path
+
+import yaml
+
+from stacks import loading
+from stacks.config import SECTIONS
+
+ROOT = Path(__file__).resolve().parents[1]
+# pulumi/pulumi sdk/go/common/workspace/project.json: a declared key needs one of these types.
+PROJECT_CONFIG_TYPES = {"string", "integer", "boolean", "array"}
+
+
+def test_project_is_a_python_program_with_a_virtualenv() -> None:
+    project = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
+    assert project["name"] == loading.CONFIG_NAMESPACE
+    assert project["runtime"] == {"name": "python", "options": {"toolchain": "pip", "virtualenv": ".venv"}}
+
+
+def test_declared_config_keys_have_a_type_the_cli_accepts_and_a_description() -> None:
+    declared = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())["config"]
+    for key, declaration in declared.items():
+        assert declaration["type"] in PROJECT_CONFIG_TYPES, key
+        assert declaration["description"], key
+        assert key in loading.PULUMI_KEYS, key
+    assert declared["hfToken"]["secret"] is True
+
+
+def test_every_structured_section_is_documented_in_pulumi_yaml() -> None:
+    text = (ROOT / "Pulumi.yaml").read_text()
+    for section in SECTIONS:
+        if section != "description":
+            assert f"llmd:{section}" in text or f"  {section}:" in text, section
+
+
+def test_stack_files_hold_only_known_llmd_keys() -> None:
+    for path in ROOT.glob("Pulumi.*.yaml"):
+        config = yaml.safe_load(path.read_text())["config"]
+        loading.pulumi_sections(config)  # raises on an unknown llmd: key
