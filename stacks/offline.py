@@ -7,6 +7,7 @@ Remote components (the Helm chart, the CRD ConfigFile) are recorded with their i
 from __future__ import annotations
 
 import asyncio
+import gc
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,5 +136,10 @@ def record(stack_plan: StackPlan, stack: str) -> Recording:
     try:
         pulumi.runtime.test(program)()  # type: ignore[no-untyped-call]
     finally:
+        # The mock monitor runs in executor threads, each of which opens an event loop it never
+        # closes. Joining the threads now lets those loops be collected while the interpreter is
+        # whole, instead of failing noisily in their finalizers at exit.
+        loop.run_until_complete(loop.shutdown_default_executor())
         loop.close()
+        gc.collect()
     return Recording(resources=monitor.recorded, outputs=outputs)

@@ -27,6 +27,7 @@ def test_list_prints_every_preset() -> None:
 def test_render_writes_the_three_files(tmp_path: Path) -> None:
     result = run("render", "gpu-vllm-native-cpu", "--out", str(tmp_path))
     assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
     assert sorted(p.name for p in tmp_path.iterdir()) == ["manifests.yaml", "resources.json", "summary.md"]
     kinds = {d["kind"] for d in yaml.safe_load_all((tmp_path / "manifests.yaml").read_text()) if d}
     assert kinds == {"Deployment", "Namespace", "Secret", "ServiceAccount"}
