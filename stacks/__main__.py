@@ -1,4 +1,4 @@
-"""`python -m stacks list | render NAME [--set path=value ...] --out DIR`."""
+"""`python -m stacks list | render NAME [--set path=value ...] --out DIR | check NAME [--set ...]`."""
 
 from __future__ import annotations
 
@@ -6,9 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from stacks import loading
+from policies.rules import RULES
+from stacks import loading, offline
+from stacks.check import check
 from stacks.errors import ConfigError
-from stacks.plan import plan
+from stacks.plan import StackPlan, plan
 from stacks.render import render
 
 
@@ -20,7 +22,19 @@ def _parser() -> argparse.ArgumentParser:
     rend.add_argument("name", help="a preset (stacks/presets/NAME.yaml) or a stack (Pulumi.NAME.yaml)")
     rend.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE")
     rend.add_argument("--out", required=True, type=Path, help="output directory")
+    chk = commands.add_parser("check", help="run the policy rules on a render; exit 1 on a mandatory violation")
+    chk.add_argument("name", help="a preset or a stack")
+    chk.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE")
     return parser
+
+
+def _check(stack_plan: StackPlan, name: str) -> int:
+    findings = check(offline.record(stack_plan, name))
+    for finding in findings:
+        print(finding.line())
+    mandatory = sum(f.rule.enforcement == "mandatory" for f in findings)
+    print(f"{name}: {len(RULES)} rules, {mandatory} mandatory and {len(findings) - mandatory} advisory violations")
+    return 1 if mandatory else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name}\t{loading.load_preset(name).description}")
             return 0
         config = loading.load_named(args.name, args.overrides)
+        if args.command == "check":
+            return _check(plan(config), args.name)
         result = render(plan(config), args.name)
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -1,0 +1,376 @@
+"""The rules: pure functions over resource inputs, so the same checks run under
+`pulumi preview --policy-pack policies` and offline (`python -m stacks check NAME`).
+
+Each rule takes every resource of the stack and its own config, and returns its violations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from components.catalog.models import MODELS
+from components.specs.sizing import ROUTER_BLOCK_TOKENS
+from policies.resources import (
+    CHART_TYPE,
+    Pod,
+    Resource,
+    args,
+    chart_values,
+    connectors,
+    endpoint_picker_config,
+    env,
+    image_tag,
+    kv_transfer_config,
+    memory_volumes,
+    pods,
+    quantity,
+    selects,
+)
+
+Enforcement = Literal["mandatory", "advisory"]
+
+
+@dataclass(frozen=True)
+class Violation:
+    resource: Resource | None
+    message: str
+
+
+Check = Callable[[list[Resource], dict[str, Any]], list[Violation]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    description: str
+    enforcement: Enforcement
+    check: Check
+    config: dict[str, Any] = field(default_factory=dict)  # defaults; the pack exposes them as its schema
+
+
+def _model_servers(resources: list[Resource]) -> list[tuple[Pod, dict[str, Any], dict[str, Any]]]:
+    """(pod, container, kv-transfer-config) for every container started with a connector config."""
+    out = []
+    for pod in pods(resources):
+        for container in pod.containers(init=False):
+            config = kv_transfer_config(container)
+            if config is not None:
+                out.append((pod, container, config))
+    return out
+
+
+def _charts(resources: list[Resource]) -> list[Resource]:
+    return [r for r in resources if r.type == CHART_TYPE and "router" in chart_values(r)]
+
+
+def _cpu_producer_capacity(values: dict[str, Any]) -> int | None:
+    for plugin in endpoint_picker_config(values).get("plugins") or []:
+        params = plugin.get("parameters") or {}
+        if plugin.get("type") == "approx-prefix-cache-producer" and "lruCapacityPerServer" in params:
+            return int(params["lruCapacityPerServer"])
+    return None
+
+
+# --- the seed's failure modes -------------------------------------------------------------------
+
+
+def router_capacity_within_tier(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+    """CPU producer capacity x 64 tokens x KV bytes per token must fit the servers' CPU tier."""
+    out = []
+    for chart in _charts(resources):
+        values = chart_values(chart)
+        capacity = _cpu_producer_capacity(values)
+        selector = ((values["router"].get("modelServers") or {}).get("matchLabels")) or {}
+        if capacity is None:
+            continue
+        for pod, container, config in _model_servers(resources):
+            tier = (config.get("kv_connector_extra_config") or {}).get("cpu_bytes_to_use")
+            argv = args(container)
+            model = MODELS.get(argv[2] if argv[:2] == ["vllm", "serve"] and len(argv) > 2 else "")
+            if not selects(selector, pod.labels) or tier is None or model is None:
+                continue
+            believed = capacity * ROUTER_BLOCK_TOKENS * model.kv_bytes_per_token.bytes
+            if believed > int(tier):
+                out.append(
+                    Violation(
+                        chart,
+                        f"router lruCapacityPerServer {capacity} tracks {believed} bytes per pod, more than the"
+                        f" {int(tier)}-byte CPU tier of {pod.owner.name}: the router would steer requests to"
+                        f" evicted blocks (at most {int(tier) // (believed // capacity)})",
+                    )
+                )
+    return out
+
+
+def memory_limit_covers_tier(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+    """tmpfs pages count toward the pod's memory limit: the limit must hold the tier and every memory volume."""
+    out = []
+    for pod in pods(resources):
+        volumes = memory_volumes(pod)
+        unbounded = [v["name"] for v in volumes if not (v.get("emptyDir") or {}).get("sizeLimit")]
+        sizes = [quantity(v["emptyDir"].get("sizeLimit")) for v in volumes]
+        shm = sum(size.bytes for size in sizes if size is not None)
+        for container in pod.containers(init=False):
+            limit = quantity(((container.get("resources") or {}).get("limits") or {}).get("memory"))
+            tier = (kv_transfer_config(container) or {}).get("kv_connector_extra_config", {}).get("cpu_bytes_to_use")
+            if tier is None:
+                continue
+            if unbounded:
+                out.append(Violation(pod.owner, f"memory-backed volume {unbounded} has no sizeLimit beside a CPU tier"))
+            if limit is None or limit.bytes < max(int(tier), shm):
+                out.append(
+                    Violation(
+                        pod.owner,
+                        f"container {container.get('name')} memory limit {limit.quantity() if limit else 'unset'} is"
+                        f" below its CPU tier ({int(tier)} bytes) or its memory-backed volumes ({shm} bytes)",
+                    )
+                )
+    return out
+
+
+def filesystem_tier_needs_rwx(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+    claims = {
+        ((r.props.get("metadata") or {}).get("name")): r
+        for r in resources
+        if r.type == "kubernetes:core/v1:PersistentVolumeClaim"
+    }
+    out = []
+    for pod, _container, config in _model_servers(resources):
+        tiers = (config.get("kv_connector_extra_config") or {}).get("secondary_tiers") or []
+        if not any(t.get("type") == "fs" for t in tiers):
+            continue
+        pvcs = [(v.get("persistentVolumeClaim") or {}).get("claimName") for v in pod.spec.get("volumes") or []]
+        rwx = [
+            c
+            for c in pvcs
+            if c in claims and "ReadWriteMany" in ((claims[c].props.get("spec") or {}).get("accessModes") or [])
+        ]
+        if not rwx:
+            out.append(Violation(pod.owner, "filesystem tier without a ReadWriteMany PersistentVolumeClaim"))
+    return out
+
+
+def mooncake_requests_rdma(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+    out = []
+    for pod in pods(resources):
+        for container in pod.containers(init=False):
+            kinds = {c.get("kv_connector") for c in connectors(kv_transfer_config(container))}
+            if "MooncakeStoreConnector" in kinds or args(container)[:1] == ["mooncake_client"]:
+                requests = (container.get("resources") or {}).get("requests") or {}
+                if "rdma/ib" not in requests:
+                    out.append(
+                        Violation(
+                            pod.owner, f"{container.get('name')} uses MooncakeStore over RDMA but requests no rdma/ib"
+                        )
+                    )
+    return out
+
+
+def _lmcache_clients(resources: list[Resource]) -> list[tuple[Pod, dict[str, Any]]]:
+    out = []
+    for pod in pods(resources):
+        for container in pod.containers(init=False):
+            kinds = {c.get("kv_connector") for c in connectors(kv_transfer_config(container))}
+            if kinds & {"LMCacheConnectorV1", "LMCacheMPConnector"} or "LMCACHE_KV_CONFIG" in env(container):
+                out.append((pod, container))
+    return out
+
+
+def _lmcache_servers(resources: list[Resource]) -> list[tuple[Pod, dict[str, Any]]]:
+    return [
+        (pod, c)
+        for pod in pods(resources)
+        for c in pod.containers(init=False)
+        if args(c)[:2] in (["lmcache", "server"], ["/opt/venv/bin/lmcache", "server"])
+    ]
+
+
+def lmcache_hash_seed(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+    return [
+        Violation(pod.owner, f"{c.get('name')} uses LMCache without PYTHONHASHSEED: token hashes differ per process")
+        for pod, c in _lmcache_clients(resources)
+        if "PYTHONHASHSEED" not in env(c)
+    ]
+
+
+def lmcache_image_tags_match(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+    servers = {image_tag(str(c.get("image", ""))) for _, c in _lmcache_servers(resources)}
+    return [
+        Violation(
+            pod.owner,
+            f"LMCache client image {c.get('image')} does not share the server's tag {sorted(map(str, servers))}",
+        )
+        for pod, c in _lmcache_clients(resources)
+        if servers and image_tag(str(c.get("image", ""))) not in servers
+    ]
+
+
+def lmcache_isolated_ipc_agrees(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+    import json
+
+    servers = [("--isolated-ipc" in args(c)) for _, c in _lmcache_servers(resources)]
+    out = []
+    for r in resources:
+        if r.type != "kubernetes:core/v1:ConfigMap":
+            continue
+        for key, text in (r.props.get("data") or {}).items():
+            try:
+                config = json.loads(text)
+            except (TypeError, json.JSONDecodeError):
+                continue
+            for c in connectors(config if isinstance(config, dict) else None):
+                flag = (c.get("kv_connector_extra_config") or {}).get("lmcache.mp.isolated_ipc")
+                if flag is not None and servers and any(bool(flag) != s for s in servers):
+                    out.append(
+                        Violation(
+                            r, f"{key}: lmcache.mp.isolated_ipc={flag} disagrees with the server's --isolated-ipc"
+                        )
+                    )
+    return out
+
+
+def prefix_scoring_has_tokens(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+    """A token-block prefix scorer with no tokenizer scores every pod 0 once there are two or more pods."""
+    replicas = sum(
+        int((pod.owner.props.get("spec") or {}).get("replicas") or 1) for pod, _c, _k in _model_servers(resources)
+    )
+    out = []
+    for chart in _charts(resources):
+        values = chart_values(chart)
+        plugins = endpoint_picker_config(values).get("plugins") or []
+        producers = {p.get("name") or p.get("type") for p in plugins if p.get("type") == "approx-prefix-cache-producer"}
+        token_scorers = [
+            p for p in plugins
+            if p.get("type") == "prefix-cache-scorer"
+            and (p.get("parameters") or {}).get("prefixMatchInfoProducerName") not in producers
+        ]  # fmt: skip
+        has_tokens = any(p.get("type") == "token-producer" for p in plugins) and (
+            ((values["router"].get("tokenizer") or {}).get("enabled")) is True
+        )
+        if token_scorers and replicas >= 2 and not has_tokens:
+            out.append(
+                Violation(chart, "prefix-cache-scorer on token blocks with 2+ pods and no tokenizer/token-producer")
+            )
+    return out
+
+
+def prefix_caching_only_in_test_mode(resources: list[Resource], config: dict[str, Any]) -> list[Violation]:
+    if config.get("testMode"):
+        return []
+    return [
+        Violation(pod.owner, f"{c.get('name')} runs with --no-enable-prefix-caching outside test mode")
+        for pod in pods(resources)
+        for c in pod.containers(init=False)
+        if "--no-enable-prefix-caching" in args(c)
+    ]
+
+
+def router_selects_model_servers(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+    labels = [pod.labels for pod in pods(resources)]
+    out = []
+    for chart in _charts(resources):
+        selector = ((chart_values(chart)["router"].get("modelServers") or {}).get("matchLabels")) or {}
+        if not any(selects(selector, pod_labels) for pod_labels in labels):
+            out.append(Violation(chart, f"router modelServers.matchLabels {selector} selects no model-server pod"))
+    return out
+
+
+# --- platform hygiene ---------------------------------------------------------------------------
+
+MUTABLE_TAGS = ("latest", "main", "nightly")
+
+
+def images_pinned(resources: list[Resource], config: dict[str, Any]) -> list[Violation]:
+    if config.get("allowMutableTags"):
+        return []
+    out = []
+    for pod in pods(resources):
+        for c in pod.containers():
+            tag = image_tag(str(c.get("image", "")))
+            if tag is None or tag in MUTABLE_TAGS:
+                out.append(Violation(pod.owner, f"image {c.get('image')} is not pinned to a release tag or digest"))
+    for chart in _charts(resources):
+        version = str(chart.props.get("version") or "")
+        if not version or version.lstrip("v").count(".") < 2:
+            out.append(Violation(chart, f"chart version {version or '(none)'} is not a pinned release"))
+    return out
+
+
+def resource_requests(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+    return [
+        Violation(pod.owner, f"container {c.get('name')} has no cpu and memory requests")
+        for pod in pods(resources)
+        for c in pod.containers()
+        if not {"cpu", "memory"} <= set(((c.get("resources") or {}).get("requests")) or {})
+    ]
+
+
+PRIVILEGED_ALLOWED = ("tpu-node-setup", "lmcache")
+
+
+def privileged_only_where_required(resources: list[Resource], config: dict[str, Any]) -> list[Violation]:
+    allowed = set(config.get("allowedContainers") or PRIVILEGED_ALLOWED)
+    return [
+        Violation(pod.owner, f"container {c.get('name')} is privileged")
+        for pod in pods(resources)
+        for c in pod.containers()
+        if (c.get("securityContext") or {}).get("privileged") and c.get("name") not in allowed
+    ]
+
+
+def hf_token_from_secret(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+    return [
+        Violation(pod.owner, f"container {c.get('name')} sets HF_TOKEN literally instead of from a Secret")
+        for pod in pods(resources)
+        for c in pod.containers()
+        if "HF_TOKEN" in env(c) and "secretKeyRef" not in (env(c)["HF_TOKEN"].get("valueFrom") or {})
+    ]
+
+
+RULES: list[Rule] = [
+    Rule(
+        "router-capacity-within-tier",
+        "Router CPU index no larger than the CPU tier",
+        "mandatory",
+        router_capacity_within_tier,
+    ),
+    Rule(
+        "memory-limit-covers-tier",
+        "Pod memory limit holds the CPU tier and memory volumes",
+        "mandatory",
+        memory_limit_covers_tier,
+    ),
+    Rule("filesystem-tier-rwx", "Filesystem tier on a ReadWriteMany claim", "mandatory", filesystem_tier_needs_rwx),
+    Rule("mooncake-rdma", "MooncakeStore pods request rdma/ib", "mandatory", mooncake_requests_rdma),
+    Rule("lmcache-hash-seed", "LMCache clients set PYTHONHASHSEED", "mandatory", lmcache_hash_seed),
+    Rule("lmcache-image-tags", "LMCache server and clients share one image tag", "mandatory", lmcache_image_tags_match),
+    Rule(
+        "lmcache-isolated-ipc",
+        "lmcache.mp.isolated_ipc agrees with the server flag",
+        "mandatory",
+        lmcache_isolated_ipc_agrees,
+    ),
+    Rule("prefix-scoring-tokens", "Token-block prefix scoring has a tokenizer", "advisory", prefix_scoring_has_tokens),
+    Rule(
+        "prefix-caching-on",
+        "--no-enable-prefix-caching only in test mode",
+        "mandatory",
+        prefix_caching_only_in_test_mode,
+        {"testMode": False},
+    ),
+    Rule(
+        "router-selects-servers", "Router matchLabels select a model server", "mandatory", router_selects_model_servers
+    ),
+    Rule("images-pinned", "Images and charts pinned", "mandatory", images_pinned, {"allowMutableTags": False}),
+    Rule("resource-requests", "Every container requests cpu and memory", "mandatory", resource_requests),
+    Rule(
+        "privileged-containers",
+        "Privileged only where the seeds require it",
+        "mandatory",
+        privileged_only_where_required,
+        {"allowedContainers": list(PRIVILEGED_ALLOWED)},
+    ),
+    Rule("hf-token-secret", "HF token only through a Secret", "mandatory", hf_token_from_secret),
+]

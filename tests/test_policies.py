@@ -1,0 +1,278 @@
+"""Every rule passes on the rendered presets and catches its failure case."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+from google.protobuf import struct_pb2
+from pulumi.runtime.proto import analyzer_pb2
+from pulumi_policy import EnforcementLevel
+from pulumi_policy.policy import _PolicyAnalyzerServicer
+
+from policies.pack import PACK_NAME, POLICIES
+from policies.resources import Resource
+from policies.rules import RULES, Rule
+from stacks import loading, offline
+from stacks.check import check
+from stacks.plan import plan
+
+RULE = {r.name: r for r in RULES}
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+
+
+def _resources(name: str = "gpu-vllm-native-cpu") -> list[Resource]:
+    recording = offline.record(plan(loading.load_preset(name)), name)
+    return [Resource(r.type, r.name, copy.deepcopy(r.inputs)) for r in recording.resources]
+
+
+def _violations(rule: Rule, resources: list[Resource], **config: Any) -> list[str]:
+    return [v.message for v in rule.check(resources, {**rule.config, **config})]
+
+
+def _deployment(resources: list[Resource]) -> Resource:
+    return next(r for r in resources if r.type == DEPLOYMENT)
+
+
+def _container(resources: list[Resource]) -> dict[str, Any]:
+    container: dict[str, Any] = _deployment(resources).props["spec"]["template"]["spec"]["containers"][0]
+    return container
+
+
+def _chart_values(resources: list[Resource]) -> dict[str, Any]:
+    values: dict[str, Any] = next(r for r in resources if r.type == "kubernetes:helm.sh/v4:Chart").props["values"]
+    return values
+
+
+def _pod(name: str, container: dict[str, Any], labels: dict[str, str] | None = None, **spec: Any) -> Resource:
+    labels = labels or {"app": name}
+    return Resource(
+        DEPLOYMENT,
+        name,
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": labels},
+                "template": {"metadata": {"labels": labels}, "spec": {"containers": [container], **spec}},
+            },
+        },
+    )
+
+
+LMCACHE_CONNECTION = {
+    "kv_connector": "LMCacheMPConnector",
+    "kv_role": "kv_both",
+    "kv_connector_extra_config": {"lmcache.mp.host": "tcp://lmcache-engine", "lmcache.mp.isolated_ipc": True},
+}
+
+
+def _lmcache(
+    client_image: str = "lmcache/vllm-openai:v0.5.6", seed: bool = True, server_ipc: bool = True
+) -> list[Resource]:
+    server = {
+        "name": "lmcache",
+        "image": "lmcache/vllm-openai:v0.5.6",
+        "command": ["/opt/venv/bin/lmcache", "server"],
+        "args": ["--port=5555", *(["--isolated-ipc"] if server_ipc else [])],
+        "resources": {"requests": {"cpu": "2", "memory": "25Gi"}},
+    }
+    client = {
+        "name": "modelserver",
+        "image": client_image,
+        "command": ["vllm", "serve"],
+        "args": ["Qwen/Qwen3-0.6B", "--kv-transfer-config", "$(LMCACHE_KV_CONFIG)"],
+        "env": [
+            *([{"name": "PYTHONHASHSEED", "value": "0"}] if seed else []),
+            {"name": "LMCACHE_KV_CONFIG", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "k"}}},
+        ],
+        "resources": {"requests": {"cpu": "4", "memory": "16Gi"}},
+    }
+    config_map = Resource(
+        "kubernetes:core/v1:ConfigMap", "conn", {"data": {"kv-transfer-config.json": json.dumps(LMCACHE_CONNECTION)}}
+    )
+    daemonset = _pod("lmcache-engine", server)
+    return [
+        Resource("kubernetes:apps/v1:DaemonSet", "lmcache-engine", daemonset.props),
+        _pod("decode", client),
+        config_map,
+    ]
+
+
+@pytest.mark.parametrize("name", loading.preset_names())
+def test_every_preset_passes_every_rule(name: str) -> None:
+    recording = offline.record(plan(loading.load_preset(name)), name)
+    assert [f.line() for f in check(recording)] == []
+
+
+def test_router_capacity_larger_than_the_tier_is_caught() -> None:
+    resources = _resources()
+    assert _violations(RULE["router-capacity-within-tier"], resources) == []
+    plugins = _chart_values(resources)["router"]["epp"]["pluginsConfig"]["plugins"]
+    next(p for p in plugins if p.get("name") == "cpu-prefix-cache-producer")["parameters"]["lruCapacityPerServer"] = (
+        82000
+    )
+    [message] = _violations(RULE["router-capacity-within-tier"], resources)
+    assert "82000" in message and "at most 19200" in message
+
+
+def test_memory_limit_below_the_tier_is_caught() -> None:
+    resources = _resources()
+    assert _violations(RULE["memory-limit-covers-tier"], resources) == []
+    _container(resources)["resources"]["limits"]["memory"] = "200Gi"
+    assert "below its CPU tier" in _violations(RULE["memory-limit-covers-tier"], resources)[0]
+
+
+def test_unbounded_dev_shm_beside_a_tier_is_caught() -> None:
+    resources = _resources()
+    volumes = _deployment(resources).props["spec"]["template"]["spec"]["volumes"]
+    del next(v for v in volumes if v["name"] == "shm")["emptyDir"]["sizeLimit"]
+    assert "no sizeLimit" in _violations(RULE["memory-limit-covers-tier"], resources)[0]
+
+
+def test_filesystem_tier_without_rwx_claim_is_caught() -> None:
+    config = {
+        "kv_connector": "OffloadingConnector",
+        "kv_connector_extra_config": {"cpu_bytes_to_use": 1, "secondary_tiers": [{"type": "fs", "root_dir": "/mnt"}]},
+    }
+    container = {"name": "m", "command": ["vllm", "serve"], "args": ["x", "--kv-transfer-config", json.dumps(config)]}
+    pod = _pod("decode", container, volumes=[{"name": "fs", "persistentVolumeClaim": {"claimName": "kv"}}])
+
+    def claim(mode: str) -> Resource:
+        return Resource(
+            "kubernetes:core/v1:PersistentVolumeClaim",
+            "kv",
+            {"metadata": {"name": "kv"}, "spec": {"accessModes": [mode]}},
+        )
+
+    assert _violations(RULE["filesystem-tier-rwx"], [pod, claim("ReadWriteMany")]) == []
+    assert _violations(RULE["filesystem-tier-rwx"], [pod, claim("ReadWriteOnce")])
+
+
+def test_mooncake_without_rdma_is_caught() -> None:
+    config = json.dumps({"kv_connector": "MooncakeStoreConnector", "kv_role": "kv_both"})
+    container = {
+        "name": "m",
+        "args": ["x", "--kv-transfer-config", config],
+        "resources": {"requests": {"rdma/ib": "1"}},
+    }
+    assert _violations(RULE["mooncake-rdma"], [_pod("decode", container)]) == []
+    container["resources"] = {"requests": {"cpu": "1"}}
+    assert _violations(RULE["mooncake-rdma"], [_pod("decode", container)])
+
+
+def test_lmcache_rules_pass_on_the_seed_setup() -> None:
+    for name in ("lmcache-hash-seed", "lmcache-image-tags", "lmcache-isolated-ipc"):
+        assert _violations(RULE[name], _lmcache()) == [], name
+
+
+def test_lmcache_without_hash_seed_is_caught() -> None:
+    assert "PYTHONHASHSEED" in _violations(RULE["lmcache-hash-seed"], _lmcache(seed=False))[0]
+
+
+def test_lmcache_image_tag_mismatch_is_caught() -> None:
+    assert _violations(RULE["lmcache-image-tags"], _lmcache(client_image="lmcache/vllm-openai:v0.5.5"))
+
+
+def test_lmcache_isolated_ipc_disagreement_is_caught() -> None:
+    assert "isolated_ipc" in _violations(RULE["lmcache-isolated-ipc"], _lmcache(server_ipc=False))[0]
+
+
+def test_token_prefix_scoring_without_tokenizer_is_caught() -> None:
+    resources = _resources()
+    assert _violations(RULE["prefix-scoring-tokens"], resources) == []  # approximate producers need no tokens
+    _chart_values(resources)["router"]["epp"]["pluginsConfig"]["plugins"].append({"type": "prefix-cache-scorer"})
+    assert _violations(RULE["prefix-scoring-tokens"], resources)
+    _chart_values(resources)["router"]["tokenizer"] = {"enabled": True}
+    _chart_values(resources)["router"]["epp"]["pluginsConfig"]["plugins"].append({"type": "token-producer"})
+    assert _violations(RULE["prefix-scoring-tokens"], resources) == []
+
+
+def test_disabled_prefix_caching_outside_test_mode_is_caught() -> None:
+    resources = _resources()
+    _container(resources)["args"].append("--no-enable-prefix-caching")
+    assert _violations(RULE["prefix-caching-on"], resources)
+    assert _violations(RULE["prefix-caching-on"], resources, testMode=True) == []
+
+
+def test_router_selecting_no_pod_is_caught() -> None:
+    resources = _resources()
+    assert _violations(RULE["router-selects-servers"], resources) == []
+    _chart_values(resources)["router"]["modelServers"]["matchLabels"] = {"llm-d.ai/guide": "lmcache"}
+    assert "selects no model-server pod" in _violations(RULE["router-selects-servers"], resources)[0]
+
+
+@pytest.mark.parametrize(
+    "image", ["vllm/vllm-openai:latest", "vllm/vllm-tpu:nightly", "vllm/vllm-openai", "ghcr.io/x/y:main"]
+)
+def test_mutable_images_are_caught(image: str) -> None:
+    resources = _resources()
+    _container(resources)["image"] = image
+    assert _violations(RULE["images-pinned"], resources)
+    assert _violations(RULE["images-pinned"], resources, allowMutableTags=True) == []
+
+
+def test_digest_pinned_image_passes_and_unpinned_chart_is_caught() -> None:
+    resources = _resources()
+    _container(resources)["image"] = "vllm/vllm-openai@sha256:" + "a" * 64
+    assert _violations(RULE["images-pinned"], resources) == []
+    next(r for r in resources if r.type == "kubernetes:helm.sh/v4:Chart").props["version"] = "v0"
+    assert "chart version v0" in _violations(RULE["images-pinned"], resources)[0]
+
+
+def test_container_without_requests_is_caught() -> None:
+    resources = _resources()
+    assert _violations(RULE["resource-requests"], resources) == []
+    del _container(resources)["resources"]["requests"]["memory"]
+    assert _violations(RULE["resource-requests"], resources)
+
+
+def test_privileged_container_is_caught_unless_allowed() -> None:
+    resources = _resources()
+    _container(resources)["securityContext"] = {"privileged": True}
+    assert _violations(RULE["privileged-containers"], resources)
+    assert _violations(RULE["privileged-containers"], resources, allowedContainers=["modelserver"]) == []
+
+
+def test_literal_hf_token_is_caught() -> None:
+    resources = _resources()
+    assert _violations(RULE["hf-token-secret"], resources) == []
+    _container(resources)["env"][0] = {"name": "HF_TOKEN", "value": "hf_literal"}
+    assert _violations(RULE["hf-token-secret"], resources)
+
+
+def test_every_rule_has_a_test_above() -> None:
+    tested = {
+        "router-capacity-within-tier", "memory-limit-covers-tier", "filesystem-tier-rwx", "mooncake-rdma",
+        "lmcache-hash-seed", "lmcache-image-tags", "lmcache-isolated-ipc", "prefix-scoring-tokens",
+        "prefix-caching-on", "router-selects-servers", "images-pinned", "resource-requests",
+        "privileged-containers", "hf-token-secret",
+    }  # fmt: skip
+    assert tested == set(RULE)
+
+
+def _struct(value: dict[str, Any]) -> struct_pb2.Struct:
+    out = struct_pb2.Struct()
+    out.update(value)
+    return out
+
+
+def test_the_pack_reports_through_the_policy_analyzer_with_enforcement_levels() -> None:
+    """What `pulumi preview --policy-pack policies` talks to, without the CLI."""
+    resources = _resources()
+    _container(resources)["image"] = "vllm/vllm-openai:latest"
+    servicer = _PolicyAnalyzerServicer(PACK_NAME, "0.1.0", POLICIES, EnforcementLevel.MANDATORY)
+    request = analyzer_pb2.AnalyzeStackRequest(
+        resources=[
+            analyzer_pb2.AnalyzerResource(
+                type=r.type, name=r.name, urn=f"urn:pulumi:s::llmd::{r.type}::{r.name}", properties=_struct(r.props)
+            )
+            for r in resources
+        ]
+    )
+    diagnostics = servicer.AnalyzeStack(request, None).diagnostics  # type: ignore[no-untyped-call]
+    found = {(d.policyName, analyzer_pb2.EnforcementLevel.Name(d.enforcementLevel)) for d in diagnostics}
+    assert found == {("images-pinned", "MANDATORY")}
+    assert diagnostics[0].urn.endswith("::llmd-gpu-vllm-decode-deployment")
