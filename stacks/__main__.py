@@ -1,4 +1,4 @@
-"""`python -m stacks list | render NAME [--set path=value ...] --out DIR | check NAME [--set ...]`."""
+"""`python -m stacks list | render NAME [--set path=value ...] --out DIR | check NAME | diff --base REV`."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 from policies.rules import RULES
 from stacks import loading, offline
 from stacks.check import check
+from stacks.diff import diff_revisions
 from stacks.errors import ConfigError
 from stacks.plan import StackPlan, plan
 from stacks.render import render
@@ -25,6 +26,10 @@ def _parser() -> argparse.ArgumentParser:
     chk = commands.add_parser("check", help="run the policy rules on a render; exit 1 on a mandatory violation")
     chk.add_argument("name", help="a preset or a stack")
     chk.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE")
+    dif = commands.add_parser("diff", help="Markdown diff of the renders at two git revisions")
+    dif.add_argument("names", nargs="*", help="stacks to compare (default: every preset and stack)")
+    dif.add_argument("--base", required=True, help="base revision, e.g. origin/main")
+    dif.add_argument("--head", default=None, help="head revision (default: the working tree)")
     return parser
 
 
@@ -40,6 +45,9 @@ def _check(stack_plan: StackPlan, name: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        if args.command == "diff":
+            print(diff_revisions(args.base, args.head, args.names), end="")
+            return 0
         if args.command == "list":
             for name in loading.preset_names():
                 print(f"{name}\t{loading.load_preset(name).description}")

@@ -1,0 +1,80 @@
+"""`stacks diff`: a tier-size change shows exactly the fields it moves, and nothing else."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from stacks.diff import changed_fields, diff_renders
+from tests.helpers import rendered
+
+ROOT = Path(__file__).resolve().parents[1]
+PRESET = "gpu-vllm-native-cpu"
+DEPLOYMENT = ("kubernetes:apps/v1:Deployment", "llmd-gpu-vllm-decode-deployment")
+CHART = ("kubernetes:helm.sh/v4:Chart", "llmd-router-chart")
+CONTAINER = "inputs.spec.template.spec.containers[0]"
+EXPECTED_PATHS = {
+    f"{CONTAINER}.args[4]",  # the connector JSON: cpu_bytes_to_use
+    f"{CONTAINER}.resources.limits.memory",
+    f"{CONTAINER}.resources.requests.memory",
+    "inputs.spec.template.spec.volumes[0].emptyDir.sizeLimit",  # /dev/shm
+    "inputs.values.router.epp.pluginsConfig.plugins[2].parameters.lruCapacityPerServer",
+}
+
+
+def test_changed_fields_lists_leaves_that_differ() -> None:
+    assert changed_fields({"a": {"b": 1, "c": [1, 2]}}, {"a": {"b": 2, "c": [1, 2, 3]}}) == [
+        ("a.b", 1, 2),
+        ("a.c[2]", None, 3),
+    ]
+
+
+def test_tier_change_moves_exactly_tier_memory_and_router_capacity() -> None:
+    old = rendered(PRESET).resources
+    new = rendered(PRESET, ("cache.tier.cpu=200GiB",)).resources
+    text = diff_renders(PRESET, old, new)
+    changed = [line for line in text.splitlines() if line.startswith("- ")]
+    assert changed == [f"- changed `{DEPLOYMENT[0]}` **{DEPLOYMENT[1]}**", f"- changed `{CHART[0]}` **{CHART[1]}**"]
+    paths = {line.split("`")[1] for line in text.splitlines() if line.startswith("  - ")}
+    assert paths == EXPECTED_PATHS
+    assert "`19200` → `12800`" in text
+    assert "`340Gi` → `240Gi`" in text
+    assert diff_renders(PRESET, old, old) == ""
+
+
+def test_diff_between_two_git_revisions(tmp_path: Path) -> None:
+    tracked = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    for name in tracked:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, tmp_path / name)
+    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
+
+    def commit(message: str) -> None:
+        subprocess.run([*git, "add", "-A"], cwd=tmp_path, check=True)
+        subprocess.run([*git, "commit", "-qm", message], cwd=tmp_path, check=True)
+
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    commit("base")
+    preset = tmp_path / "stacks" / "presets" / f"{PRESET}.yaml"
+    preset.write_text(preset.read_text().replace("cpu: 300GiB", "cpu: 200GiB"))
+    commit("smaller tier")
+    result = subprocess.run(
+        [sys.executable, "-m", "stacks", "diff", "--base", "HEAD~1", "--head", "HEAD", PRESET, "dev"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert f"### {PRESET}" in result.stdout
+    assert "### dev" not in result.stdout  # unchanged stacks stay out of the comment
+    paths = {line.split("`")[1] for line in result.stdout.splitlines() if line.startswith("  - ")}
+    assert paths == EXPECTED_PATHS
