@@ -329,6 +329,26 @@ def hf_token_from_secret(resources: list[Resource], _: dict[str, Any]) -> list[V
     ]
 
 
+def cluster_hardening(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+    """GKE: private nodes, Workload Identity, shielded nodes. EKS: IRSA (an OIDC provider in the stack)."""
+    out = []
+    has_oidc = any(r.type == "aws:iam/openIdConnectProvider:OpenIdConnectProvider" for r in resources)
+    for r in resources:
+        p = r.props
+        if r.type == "gcp:container/cluster:Cluster":
+            if not (p.get("privateClusterConfig") or {}).get("enablePrivateNodes"):
+                out.append(Violation(r, "GKE cluster without private nodes"))
+            if not (p.get("workloadIdentityConfig") or {}).get("workloadPool"):
+                out.append(Violation(r, "GKE cluster without Workload Identity"))
+        if r.type in ("gcp:container/cluster:Cluster", "gcp:container/nodePool:NodePool"):
+            shielded = ((p.get("nodeConfig") or {}).get("shieldedInstanceConfig")) or {}
+            if p.get("nodeConfig") is not None and not shielded.get("enableSecureBoot"):
+                out.append(Violation(r, "GKE nodes without Shielded VM secure boot"))
+        if r.type == "aws:eks/cluster:Cluster" and not has_oidc:
+            out.append(Violation(r, "EKS cluster without an IAM OIDC provider (IRSA)"))
+    return out
+
+
 RULES: list[Rule] = [
     Rule(
         "router-capacity-within-tier",
@@ -373,4 +393,5 @@ RULES: list[Rule] = [
         {"allowedContainers": list(PRIVILEGED_ALLOWED)},
     ),
     Rule("hf-token-secret", "HF token only through a Secret", "mandatory", hf_token_from_secret),
+    Rule("cluster-hardening", "Private nodes, workload identity, shielded nodes", "mandatory", cluster_hardening),
 ]

@@ -243,12 +243,31 @@ def test_literal_hf_token_is_caught() -> None:
     assert _violations(RULE["hf-token-secret"], resources)
 
 
+def test_cluster_hardening() -> None:
+    good = Resource(
+        "gcp:container/cluster:Cluster",
+        "gke",
+        {
+            "privateClusterConfig": {"enablePrivateNodes": True},
+            "workloadIdentityConfig": {"workloadPool": "p.svc.id.goog"},
+            "nodeConfig": {"shieldedInstanceConfig": {"enableSecureBoot": True}},
+        },
+    )
+    assert _violations(RULE["cluster-hardening"], [good]) == []
+    bad = Resource("gcp:container/cluster:Cluster", "gke", {"nodeConfig": {}})
+    assert len(_violations(RULE["cluster-hardening"], [bad])) == 3
+    eks = Resource("aws:eks/cluster:Cluster", "eks", {})
+    assert _violations(RULE["cluster-hardening"], [eks])
+    oidc = Resource("aws:iam/openIdConnectProvider:OpenIdConnectProvider", "oidc", {})
+    assert _violations(RULE["cluster-hardening"], [eks, oidc]) == []
+
+
 def test_every_rule_has_a_test_above() -> None:
     tested = {
         "router-capacity-within-tier", "memory-limit-covers-tier", "filesystem-tier-rwx", "mooncake-rdma",
         "lmcache-hash-seed", "lmcache-image-tags", "lmcache-isolated-ipc", "prefix-scoring-tokens",
         "prefix-caching-on", "router-selects-servers", "images-pinned", "resource-requests",
-        "privileged-containers", "hf-token-secret",
+        "privileged-containers", "hf-token-secret", "cluster-hardening",
     }  # fmt: skip
     assert tested == set(RULE)
 
