@@ -1,12 +1,13 @@
-"""CacheStack: one namespace holding the whole tiered prefix cache, in dependency order.
+"""CacheStack: the whole tiered prefix cache, in dependency order.
 
-Namespace -> HF token Secret -> GAIE CRDs -> router (chart, which creates the InferencePool)
--> model servers (after the Secret they read) -> monitoring.
+Namespace -> HF token Secret -> GAIE CRDs -> router (chart, which creates the InferencePool);
+shared storage and the Mooncake services -> model servers (after everything they read or mount)
+-> monitoring.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -16,8 +17,11 @@ from components.catalog import labels
 from components.inference_pool import InferencePoolCrds, InferencePoolCrdsArgs
 from components.model_server import ModelServer, ModelServerArgs
 from components.monitoring import ModelServerMonitoring, ModelServerMonitoringArgs
+from components.mooncake import MooncakeArgs, MooncakeClient, MooncakeMaster
 from components.router import Router, RouterArgs
-from components.specs.model_server import ModelServerSpec
+from components.storage import SharedStorage, SharedStorageArgs
+
+Manifest = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -29,8 +33,11 @@ class CacheStackArgs:
     router_chart: str
     router_version: str
     router_values: dict[str, Any]
-    model_server: ModelServerSpec
-    monitor: dict[str, Any] | None = None
+    model_server: list[Manifest]
+    storage_claim: Manifest | None = None
+    mooncake_master: list[Manifest] = field(default_factory=list)
+    mooncake_client: list[Manifest] = field(default_factory=list)
+    monitor: Manifest | None = None
 
 
 class CacheStack(pulumi.ComponentResource):
@@ -65,10 +72,30 @@ class CacheStack(pulumi.ComponentResource):
             ),
             pulumi.ResourceOptions(parent=self, depends_on=[crds, namespace]),
         )
+        serving_needs: list[pulumi.Resource] = [namespace, hf_token]
+        if args.storage_claim is not None:
+            serving_needs.append(
+                SharedStorage(
+                    f"{name}-storage",
+                    SharedStorageArgs(claim=args.storage_claim),
+                    pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
+                )
+            )
+        if args.mooncake_master:
+            master = MooncakeMaster(f"{name}-mooncake-master", MooncakeArgs(args.mooncake_master), child)
+            serving_needs.append(master)
+            if args.mooncake_client:
+                serving_needs.append(
+                    MooncakeClient(
+                        f"{name}-mooncake-client",
+                        MooncakeArgs(args.mooncake_client),
+                        pulumi.ResourceOptions(parent=self, depends_on=[master]),
+                    )
+                )
         ModelServer(
-            f"{name}-{args.model_server.deployment_name}",
-            ModelServerArgs(spec=args.model_server),
-            pulumi.ResourceOptions(parent=self, depends_on=[namespace, hf_token]),
+            f"{name}-model-server",
+            ModelServerArgs(manifests=args.model_server),
+            pulumi.ResourceOptions(parent=self, depends_on=serving_needs),
         )
         if args.monitor is not None:
             ModelServerMonitoring(

@@ -2,10 +2,35 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
+
+# API group -> pulumi_kubernetes module, for the built-in kinds the specs produce.
+_GROUP_MODULES = {
+    "": "core",
+    "apps": "apps",
+    "batch": "batch",
+    "resource.k8s.io": "resource",
+    "storage.k8s.io": "storage",
+}
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def resource_class(api_version: str, kind: str) -> type[pulumi.CustomResource] | None:
+    """The typed pulumi_kubernetes class of a built-in kind (None for custom resources)."""
+    group, _, version = api_version.rpartition("/")
+    module_name = _GROUP_MODULES.get(group)
+    if module_name is None:
+        return None
+    module = getattr(getattr(k8s, module_name), version, None)
+    cls = getattr(module, kind, None) if module else None
+    return cls if isinstance(cls, type) and issubclass(cls, pulumi.CustomResource) else None
 
 
 def declare(resource_name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
@@ -17,24 +42,25 @@ def declare(resource_name: str, manifest: dict[str, Any], opts: pulumi.ResourceO
     opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(delete_before_replace=True))
     api_version, kind = manifest["apiVersion"], manifest["kind"]
     body = {k: v for k, v in manifest.items() if k not in ("apiVersion", "kind")}
-    metadata = body["metadata"]
-    match (api_version, kind):
-        case ("apps/v1", "Deployment"):
-            return k8s.apps.v1.Deployment(resource_name, metadata=metadata, spec=body["spec"], opts=opts)
-        case ("v1", "Service"):
-            return k8s.core.v1.Service(resource_name, metadata=metadata, spec=body["spec"], opts=opts)
-        case ("v1", "ConfigMap"):
-            return k8s.core.v1.ConfigMap(resource_name, metadata=metadata, data=body.get("data"), opts=opts)
-        case ("v1", "ServiceAccount"):
-            return k8s.core.v1.ServiceAccount(
-                resource_name,
-                metadata=metadata,
-                automount_service_account_token=body.get("automountServiceAccountToken"),
-                opts=opts,
-            )
-    return k8s.apiextensions.CustomResource(
-        resource_name, api_version=api_version, kind=kind, metadata=metadata, spec=body.get("spec"), opts=opts
-    )
+    cls = resource_class(api_version, kind)
+    if cls is not None:
+        return cls(resource_name, opts=opts, **{_snake(k): v for k, v in body.items()})
+    return k8s.apiextensions.CustomResource(resource_name, api_version=api_version, kind=kind, opts=opts, **body)
+
+
+def declare_all(
+    parent: pulumi.Resource, prefix: str, manifests: list[dict[str, Any]], opts: pulumi.ResourceOptions | None
+) -> list[pulumi.CustomResource]:
+    """Each manifest as a child of `parent`, named `<prefix>-<object name>`.
+
+    Names are stable functions of identity, never of sizes, so a size change updates in place; the
+    URN also carries the type, so a Service and a Deployment may share a name.
+    """
+    out: list[pulumi.CustomResource] = []
+    for manifest in manifests:
+        name = f"{prefix}-{manifest['metadata']['name']}"
+        out.append(declare(name, manifest, child_options(parent, opts, *out)))
+    return out
 
 
 def child_options(

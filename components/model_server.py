@@ -1,34 +1,25 @@
-"""ModelServer: the ServiceAccount and Deployment of one model-server role (vLLM decode pods)."""
+"""ModelServer: every object of one model-server role (ServiceAccount, workload, connector objects)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import cast
+from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
-from components.k8s_objects import child_options, declare
-from components.specs import model_server as spec_fns
-from components.specs.model_server import ModelServerSpec
+from components.k8s_objects import declare_all
 
 
 @dataclass(frozen=True)
 class ModelServerArgs:
-    spec: ModelServerSpec
+    manifests: list[dict[str, Any]]  # in dependency order: what the workload reads comes first
 
 
 class ModelServer(pulumi.ComponentResource):
-    deployment_name: pulumi.Output[str]
-    pod_labels: dict[str, str]
+    workload_name: str
 
     def __init__(self, name: str, args: ModelServerArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llmd:model_server:ModelServer", name, None, opts)
-        spec = args.spec
-        service_account = declare(f"{name}-sa", spec_fns.service_account(spec), child_options(self, opts))
-        deployment = declare(
-            f"{name}-deployment", spec_fns.deployment(spec), child_options(self, opts, service_account)
-        )
-        self.deployment_name = cast(k8s.apps.v1.Deployment, deployment).metadata.apply(lambda m: str(m.name))
-        self.pod_labels = spec.pod_labels
-        self.register_outputs({"deploymentName": self.deployment_name})
+        declare_all(self, name, args.manifests, opts)
+        self.workload_name = args.manifests[-1]["metadata"]["name"]
+        self.register_outputs({"workloadName": self.workload_name})

@@ -7,7 +7,7 @@ from typing import Any
 
 import pulumi
 
-from components.k8s_objects import child_options, declare
+from components.k8s_objects import declare_all
 
 
 @dataclass(frozen=True)
@@ -18,5 +18,5 @@ class ModelServerMonitoringArgs:
 class ModelServerMonitoring(pulumi.ComponentResource):
     def __init__(self, name: str, args: ModelServerMonitoringArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llmd:monitoring:ModelServerMonitoring", name, None, opts)
-        declare(f"{name}-{args.monitor['kind'].lower()}", args.monitor, child_options(self, opts))
+        declare_all(self, name, [args.monitor], opts)
         self.register_outputs({})

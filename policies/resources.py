@@ -21,6 +21,7 @@ WORKLOAD_TYPES = {
 }
 LWS_TYPE = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
 CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
+LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 
 
 @dataclass(frozen=True)
@@ -52,8 +53,10 @@ def pods(resources: list[Resource]) -> Iterator[Pod]:
             lws = ((r.props.get("spec") or {}).get("leaderWorkerTemplate")) or {}
             templates = [t for t in (lws.get("leaderTemplate"), lws.get("workerTemplate")) if t]
         for template in templates:
-            labels = ((template.get("metadata") or {}).get("labels")) or {}
-            yield Pod(r, template.get("spec") or {}, dict(labels))
+            labels = dict(((template.get("metadata") or {}).get("labels")) or {})
+            if r.type == LWS_TYPE:  # the LeaderWorkerSet controller labels every pod with its set's name
+                labels[LWS_NAME_LABEL] = str((r.props.get("metadata") or {}).get("name", ""))
+            yield Pod(r, template.get("spec") or {}, labels)
 
 
 def _argv(container: Props) -> list[str]:

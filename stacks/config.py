@@ -33,6 +33,9 @@ class ClusterConfig(_Section):
     """How the program reaches the cluster. `existing`: a cluster the user already has."""
 
     provider: Literal["existing"] = "existing"
+    platform: Literal["base", "gke", "amd-ci"] = Field(
+        default="base", description="the seed's INFRA_PROVIDER: what the cluster's platform needs from the pods"
+    )
     kubeconfig: str | None = Field(default=None, description="path to a kubeconfig; default: the ambient one")
     context: str | None = Field(default=None, description="kubeconfig context; default: the current one")
 
@@ -51,27 +54,37 @@ class NodePoolConfig(_Section):
 
 
 class TierConfig(_Section):
-    variant: Literal["cpu"] = "cpu"
-    cpu: ByteSize = Field(default=ByteSize(300 * GiB), description="CPU tier per model-server pod")
+    variant: Literal["cpu", "fs"] = "cpu"
+    cpu: ByteSize | None = Field(
+        default=None,
+        description="CPU tier per model-server pod (MooncakeStore fs: Mooncake Client DRAM per node);"
+        " default: the seed's size for the combination",
+    )
+    disk: ByteSize | None = Field(
+        default=None, description="LMCache local disk / Mooncake Client SSD budget of the filesystem tier"
+    )
 
     @field_validator("cpu")
     @classmethod
-    def _positive(cls, value: ByteSize) -> ByteSize:
-        if value.bytes < GiB:
+    def _at_least_a_gib(cls, value: ByteSize | None) -> ByteSize | None:
+        if value is not None and value.bytes < GiB:
             raise ValueError("the CPU tier must be at least 1GiB")
         return value
 
 
 class CacheConfig(_Section):
+    """What serves and how it caches. Unset sizes and counts take the combination's defaults."""
+
     accelerator: str = "gpu"
-    server: Literal["vllm"] = "vllm"
-    connector: Literal["native"] = "native"
+    server: Literal["vllm", "sglang"] = "vllm"
+    connector: Literal["native", "lmcache-connector", "mooncake-store"] = "native"
+    host_type: Literal["single-host", "multi-host"] = "single-host"
     tier: TierConfig = TierConfig()
-    model: str = "Qwen/Qwen3-32B"
-    replicas: int = Field(default=2, ge=1, le=256)
-    tensor_parallelism: int = Field(default=2, ge=1, le=64)
+    model: str | None = None
+    replicas: int | None = Field(default=None, ge=1, le=256)
+    tensor_parallelism: int | None = Field(default=None, ge=1, le=64)
     node_pool: str | None = Field(default=None, description="key of `node_pools` the model servers run on")
-    image: str | None = Field(default=None, description="model-server image; default: the accelerator's pinned one")
+    image: str | None = Field(default=None, description="model-server image; default: the pinned one")
 
     @field_validator("accelerator")
     @classmethod
@@ -82,10 +95,17 @@ class CacheConfig(_Section):
 
     @field_validator("model")
     @classmethod
-    def _known_model(cls, value: str) -> str:
-        if value not in MODELS:
+    def _known_model(cls, value: str | None) -> str | None:
+        if value is not None and value not in MODELS:
             raise ValueError(f"allowed: {', '.join(sorted(MODELS))}")
         return value
+
+
+class StorageConfig(_Section):
+    """The filesystem tier's ReadWriteMany claim (`llm-d-kv-cache-storage`, mounted at /mnt/files-storage)."""
+
+    storage_class: str = Field(default="", description="StorageClass of the claim; empty: the cluster default")
+    size: ByteSize = Field(default=ByteSize(9000 * GiB), description="requested capacity of the claim")
 
 
 class ResourceSize(_Section):
@@ -116,6 +136,7 @@ class StackConfig(_Section):
     cluster: ClusterConfig = ClusterConfig()
     node_pools: dict[str, NodePoolConfig] = Field(default_factory=dict)
     cache: CacheConfig = CacheConfig()
+    storage: StorageConfig = StorageConfig()
     router: RouterConfig = RouterConfig()
     monitoring: MonitoringConfig = MonitoringConfig()
 

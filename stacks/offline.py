@@ -47,6 +47,12 @@ def _name_of(urn: str) -> str:
     return urn.split("::")[-1]
 
 
+def _type_and_name(urn: str) -> str:
+    """`<type>::<name>`: names alone are ambiguous (a Service and a Deployment may share one)."""
+    parts = urn.split("::")
+    return f"{parts[-2].rsplit('$', 1)[-1]}::{parts[-1]}"
+
+
 def _parent_name(urn: str) -> str | None:
     """None for resources at the top of the program (their parent is the root Stack)."""
     if not urn or urn.split("::")[-2] == "pulumi:pulumi:Stack":
@@ -106,7 +112,7 @@ class _RecordingMonitor(MockMonitor):
                 type=request.type,
                 name=request.name,
                 parent=_parent_name(request.parent),
-                depends_on=sorted(_name_of(d) for d in request.dependencies),
+                depends_on=sorted({_type_and_name(d) for d in request.dependencies}),
                 provider=_name_of(request.provider.rsplit("::", 1)[0]) if request.provider else None,
                 custom=request.custom,
                 remote=request.remote,

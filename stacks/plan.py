@@ -1,6 +1,7 @@
 """StackConfig -> everything the components render, as plain data (no Pulumi here).
 
-Config-time consistency checks live here too: they need the derived objects (selector, ports).
+Resolution (the combination's defaults for unset sizes and counts), sizing and the config-time
+consistency checks that need derived objects (selector, ports) all happen here.
 """
 
 from __future__ import annotations
@@ -8,14 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components.catalog import labels
+from components.catalog import labels, versions
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.models import MODELS
-from components.specs import connectors
-from components.specs.model_server import ModelServerSpec, Scheduling, router_selector
+from components.catalog.support import SUPPORTED, ComboDefaults
+from components.specs import mooncake, sizing
 from components.specs.monitoring import model_server_monitor
 from components.specs.router_values import RouterInputs, inference_pool, router_values
-from components.specs.sizing import TierSizing, size_native_cpu_tier
+from components.specs.servers import Manifest, ServerSpec, model_server_manifests
+from components.specs.servers.base import Scheduling, files_storage_claim, router_selector
+from components.specs.servers.vllm import lmcache_image_for
 from stacks.config import StackConfig
 from stacks.errors import ConfigError
 
@@ -23,11 +26,20 @@ from stacks.errors import ConfigError
 @dataclass(frozen=True)
 class StackPlan:
     config: StackConfig
-    sizing: TierSizing
-    model_server: ModelServerSpec
+    sizing: sizing.TierSizing
+    model_server: ServerSpec
+    model_server_manifests: list[Manifest]
+    storage_manifests: list[Manifest]  # the filesystem tier's shared claim
+    mooncake_master: list[Manifest]
+    mooncake_client: list[Manifest]
     router_values: dict[str, Any]
     inference_pool: dict[str, Any]  # what the router chart creates, mirrored for checks and the summary
     monitor: dict[str, Any] | None
+
+
+def combo_defaults(config: StackConfig) -> ComboDefaults:
+    cache = config.cache
+    return SUPPORTED[(cache.accelerator, cache.server, cache.connector, cache.tier.variant, cache.host_type)]
 
 
 def _scheduling(config: StackConfig) -> Scheduling:
@@ -50,11 +62,48 @@ def _scheduling(config: StackConfig) -> Scheduling:
     return Scheduling(node_selector=dict(pool.labels), tolerations=tolerations)
 
 
-def check_router_reaches_model_servers(pool: dict[str, Any], pod_labels: dict[str, str]) -> None:
+def _image(config: StackConfig) -> str:
+    cache, accelerator = config.cache, ACCELERATORS[config.cache.accelerator]
+    if cache.image:
+        return cache.image
+    if cache.server == "sglang":
+        return versions.SGLANG_IMAGE
+    if cache.connector == "lmcache-connector":
+        return lmcache_image_for(accelerator.key) or accelerator.vllm_image
+    return accelerator.vllm_image
+
+
+def _size(config: StackConfig, defaults: ComboDefaults, tp: int, replicas: int) -> tuple[sizing.TierSizing, Any]:
+    cache = config.cache
+    model, accelerator = MODELS[cache.model or defaults.model], ACCELERATORS[cache.accelerator]
+    tier = cache.tier.cpu
+    if tier is None:
+        tier = (
+            sizing.tpu_tier_bytes(model, accelerator, defaults.cpu_tier_blocks)
+            if defaults.cpu_tier_blocks is not None
+            else defaults.cpu_tier
+        )
+    assert tier is not None, "every combination defaults its CPU tier"
+    disk = cache.tier.disk or defaults.disk_tier
+    if accelerator.is_tpu:
+        return sizing.size_tpu(model, accelerator, tp, tier, hosts=defaults.group_size), None
+    if cache.server == "sglang":
+        return sizing.size_hicache(model, accelerator, tp, tier), None
+    if cache.connector == "lmcache-connector":
+        return sizing.size_lmcache(model, accelerator, tp, tier, disk if cache.tier.variant == "fs" else None), None
+    if cache.connector == "mooncake-store":
+        if cache.tier.variant == "fs":
+            assert disk is not None, "MooncakeStore fs defaults its SSD size"
+            return sizing.size_mooncake_standalone(model, accelerator, tp, replicas, tier, disk)
+        return sizing.size_mooncake_embedded(model, accelerator, tp, replicas, tier), None
+    return sizing.size_native_cpu_tier(model, accelerator, tp, tier), None
+
+
+def check_router_reaches_model_servers(pool: dict[str, Any], server: ServerSpec) -> None:
     """The seed's troubleshooting table: a selector that matches no pod, or a port nobody listens on."""
     selector = pool["spec"]["selector"]["matchLabels"]
-    missing = {k: v for k, v in selector.items() if pod_labels.get(k) != v}
-    if missing:
+    pod_labels = server.serving_pod_labels
+    if any(pod_labels.get(k) != v for k, v in selector.items()):
         raise ConfigError(
             "router.modelServers.matchLabels", selector, f"selects no model-server pod (pods carry {pod_labels})"
         )
@@ -66,29 +115,36 @@ def check_router_reaches_model_servers(pool: dict[str, Any], pod_labels: dict[st
 
 
 def plan(config: StackConfig) -> StackPlan:
-    cache = config.cache
-    model = MODELS[cache.model]
+    cache, defaults = config.cache, combo_defaults(config)
     accelerator = ACCELERATORS[cache.accelerator]
-    sizing = size_native_cpu_tier(model, accelerator, cache.tensor_parallelism, cache.tier.cpu)
-    server = ModelServerSpec(
+    tp = cache.tensor_parallelism or defaults.tensor_parallelism
+    replicas = cache.replicas or defaults.replicas
+    tier_sizing, client_sizing = _size(config, defaults, tp, replicas)
+    server = ServerSpec(
         namespace=config.namespace,
         accelerator=accelerator,
         server=cache.server,
-        model=model,
-        replicas=cache.replicas,
-        tensor_parallelism=cache.tensor_parallelism,
-        image=cache.image or accelerator.vllm_image,
-        sizing=sizing,
-        kv_transfer_config=connectors.to_json(connectors.offloading_connector(sizing)),
+        connector=cache.connector,
+        variant=cache.tier.variant,
+        host_type=cache.host_type,
+        platform=config.cluster.platform,
+        model=tier_sizing.model,
+        replicas=replicas,
+        tensor_parallelism=tp,
+        devices=defaults.devices if defaults.devices is not None else tp,
+        group_size=defaults.group_size,
+        image=_image(config),
+        sizing=tier_sizing,
         scheduling=_scheduling(config),
+        mooncake_client=client_sizing,
     )
     router = config.router
     values = router_values(
         RouterInputs(
             chart_version=router.version,
-            match_labels=router_selector(),
+            match_labels=router_selector(server),
             target_port=labels.MODEL_SERVER_PORT,
-            cpu_lru_capacity_per_server=sizing.lru_capacity_per_server,
+            cpu_lru_capacity_per_server=tier_sizing.lru_capacity_per_server,
             epp_replicas=router.epp_replicas,
             epp_cpu=router.epp_resources.cpu,
             epp_memory=router.epp_resources.memory,
@@ -98,10 +154,30 @@ def plan(config: StackConfig) -> StackPlan:
         )
     )
     pool = inference_pool(router.release, config.namespace, values)
-    check_router_reaches_model_servers(pool, server.pod_labels)
+    check_router_reaches_model_servers(pool, server)
+    uses_claim = cache.tier.variant == "fs" and cache.connector != "mooncake-store"
+    storage = (
+        [files_storage_claim(config.namespace, config.storage.storage_class, config.storage.size.quantity())]
+        if uses_claim
+        else []
+    )
+    is_mooncake = cache.connector == "mooncake-store"
     monitor = (
-        model_server_monitor(config.monitoring.provider, config.namespace, router_selector(), server.role)
+        model_server_monitor(config.monitoring.provider, config.namespace, router_selector(server), server.role)
         if config.monitoring.enabled
         else None
     )
-    return StackPlan(config, sizing, server, values, pool, monitor)
+    return StackPlan(
+        config=config,
+        sizing=tier_sizing,
+        model_server=server,
+        model_server_manifests=model_server_manifests(server),
+        storage_manifests=storage,
+        mooncake_master=[mooncake.namespace(), *mooncake.master_manifests()] if is_mooncake else [],
+        mooncake_client=(
+            mooncake.client_manifests(client_sizing, server.scheduling.node_selector) if client_sizing else []
+        ),
+        router_values=values,
+        inference_pool=pool,
+        monitor=monitor,
+    )

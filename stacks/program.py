@@ -46,6 +46,6 @@ def run() -> None:
             "cpuTierPerPod": sizing.cpu_tier_per_pod.human(),
             "lruCapacityPerServer": sizing.lru_capacity_per_server,
             "podMemory": sizing.pod_memory.quantity(),
-            "shmSizeLimit": sizing.shm_size_limit.quantity(),
+            **({"shmSizeLimit": sizing.shm_size_limit.quantity()} if sizing.shm_size_limit else {}),
         },
     )

@@ -6,7 +6,7 @@ from stacks.offline import Recording
 from stacks.plan import StackPlan
 
 
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+def _table(header: tuple[str, ...], rows: list[tuple[str, str]] | list[tuple[str, str, str]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
     return lines
@@ -14,8 +14,50 @@ def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
 
 def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
     config, server, sizing = stack_plan.config, stack_plan.model_server, stack_plan.sizing
-    cache = config.cache
     pool = stack_plan.inference_pool["spec"]
+    workload = stack_plan.model_server_manifests[-1]
+    pods = f"{server.replicas} x {server.group_size} hosts" if server.group_size > 1 else str(server.replicas)
+    device = server.accelerator.device_resource or f"DRA {server.accelerator.dra_device_class}"
+    rows: list[tuple[str, str]] = [
+        (
+            "cluster",
+            f"{config.cluster.provider}, platform {config.cluster.platform}"
+            f" (context: {config.cluster.context or 'current'})",
+        ),
+        ("namespace", config.namespace),
+        ("model", server.model.name),
+        ("accelerator", f"{server.accelerator.key} ({server.accelerator.reference_hardware})"),
+        ("model server", f"{server.server}, image `{server.image}`"),
+        ("connector / tier / hosts", f"{server.connector} / {server.variant} / {server.host_type}"),
+        (
+            "model-server pods",
+            f"{workload['kind']} `{workload['metadata']['name']}`: {pods} x TP={server.tensor_parallelism}"
+            f" ({server.devices} x `{device}` per pod)",
+        ),
+        ("node pool", config.cache.node_pool or "any schedulable node"),
+        ("router", f"chart `{config.router.chart}` {config.router.version}, release `{config.router.release}`"),
+        ("router endpoint", str(recording.outputs.get("routerEndpoint", ""))),
+        (
+            "InferencePool (created by the chart)",
+            f"`{config.router.release}`: selector {pool['selector']['matchLabels']},"
+            f" target ports {[p['number'] for p in pool['targetPorts']]}",
+        ),
+        ("GAIE CRDs", config.router.gaie_version),
+    ]
+    if stack_plan.storage_manifests:
+        claim = stack_plan.storage_manifests[0]
+        storage_class = claim["spec"].get("storageClassName", "cluster default")
+        rows.append(
+            (
+                "filesystem tier",
+                f"claim `{claim['metadata']['name']}` ReadWriteMany"
+                f" {claim['spec']['resources']['requests']['storage']}, StorageClass {storage_class}",
+            )
+        )
+    if stack_plan.mooncake_master:
+        client = "and the Mooncake Client DaemonSet" if stack_plan.mooncake_client else "(embedded pool)"
+        rows.append(("MooncakeStore", f"Mooncake Master in namespace `mooncake` {client}"))
+    rows.append(("monitoring", config.monitoring.provider if config.monitoring.enabled else "off"))
     lines = [
         f"# {stack}: llm-d tiered prefix cache",
         "",
@@ -25,38 +67,7 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
         "",
         "## What runs where",
         "",
-        *_table(
-            ("what", "value"),
-            [
-                ("cluster", f"{config.cluster.provider} (context: {config.cluster.context or 'current'})"),
-                ("namespace", config.namespace),
-                ("model", cache.model),
-                ("accelerator", f"{server.accelerator.key} ({server.accelerator.reference_hardware})"),
-                ("model server", f"{cache.server}, image `{server.image}`"),
-                ("connector / tier", f"{cache.connector} / {cache.tier.variant}"),
-                (
-                    "model-server pods",
-                    f"Deployment `{server.deployment_name}`: {server.replicas} x TP={server.tensor_parallelism}"
-                    f" ({server.replicas * server.tensor_parallelism} x `{server.accelerator.device_resource}`)",
-                ),
-                ("node pool", cache.node_pool or "any schedulable node"),
-                (
-                    "router",
-                    f"chart `{config.router.chart}` {config.router.version}, release `{config.router.release}`",
-                ),
-                ("router endpoint", str(recording.outputs.get("routerEndpoint", ""))),
-                (
-                    "InferencePool (created by the chart)",
-                    f"`{config.router.release}`: selector {pool['selector']['matchLabels']},"
-                    f" target ports {[p['number'] for p in pool['targetPorts']]}",
-                ),
-                ("GAIE CRDs", config.router.gaie_version),
-                (
-                    "monitoring",
-                    config.monitoring.provider if config.monitoring.enabled else "off",
-                ),
-            ],
-        ),
+        *_table(("what", "value"), rows),
         "",
         "## Cache sizing",
         "",

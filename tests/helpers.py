@@ -18,7 +18,7 @@ from stacks.render import Render, render
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 SCHEMAS = SHARED / "schemas"
-KUBERNETES_VERSION = "1.33.0"
+KUBERNETES_VERSION = "1.34.0"
 
 
 @functools.cache

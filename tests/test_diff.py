@@ -12,7 +12,7 @@ from tests.helpers import rendered
 
 ROOT = Path(__file__).resolve().parents[1]
 PRESET = "gpu-vllm-native-cpu"
-DEPLOYMENT = ("kubernetes:apps/v1:Deployment", "llmd-gpu-vllm-decode-deployment")
+DEPLOYMENT = ("kubernetes:apps/v1:Deployment", "llmd-model-server-gpu-vllm-decode")
 CHART = ("kubernetes:helm.sh/v4:Chart", "llmd-router-chart")
 CONTAINER = "inputs.spec.template.spec.containers[0]"
 EXPECTED_PATHS = {
@@ -64,7 +64,9 @@ def test_diff_between_two_git_revisions(tmp_path: Path) -> None:
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     commit("base")
     preset = tmp_path / "stacks" / "presets" / f"{PRESET}.yaml"
-    preset.write_text(preset.read_text().replace("cpu: 300GiB", "cpu: 200GiB"))
+    text = preset.read_text()
+    assert "    variant: cpu\n" in text
+    preset.write_text(text.replace("    variant: cpu\n", "    variant: cpu\n    cpu: 200GiB\n"))
     commit("smaller tier")
     result = subprocess.run(
         [sys.executable, "-m", "stacks", "diff", "--base", "HEAD~1", "--head", "HEAD", PRESET, "dev"],

@@ -294,4 +294,4 @@ def test_the_pack_reports_through_the_policy_analyzer_with_enforcement_levels() 
     diagnostics = servicer.AnalyzeStack(request, None).diagnostics  # type: ignore[no-untyped-call]
     found = {(d.policyName, analyzer_pb2.EnforcementLevel.Name(d.enforcementLevel)) for d in diagnostics}
     assert found == {("images-pinned", "MANDATORY")}
-    assert diagnostics[0].urn.endswith("::llmd-gpu-vllm-decode-deployment")
+    assert diagnostics[0].urn.endswith("::llmd-model-server-gpu-vllm-decode")

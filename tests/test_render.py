@@ -1,10 +1,14 @@
 """The mocked program: every preset renders, validates, and keeps its secrets and dependencies."""
 
 import json
+import re
+from typing import Any
 
 import pytest
 import yaml
 
+from components.catalog.models import MODELS
+from components.specs.units import ByteSize
 from stacks import loading
 from stacks.offline import OFFLINE_HF_TOKEN
 from stacks.plan import plan
@@ -80,26 +84,60 @@ def test_default_preset_is_the_seed_default_deployment() -> None:
     assert container["env"][0]["valueFrom"]["secretKeyRef"] == {"name": "llm-d-hf-token", "key": "HF_TOKEN"}
 
 
-def _gib(quantity: str) -> int:
-    assert quantity.endswith("Gi"), quantity
-    return int(quantity[:-2])
+def _bytes(quantity: str) -> int:
+    return ByteSize.parse(quantity).bytes
+
+
+def _workload(objects: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(pod spec, serving container) of the model servers: a Deployment, or the LeaderWorkerSet's leader."""
+    for obj in objects:
+        if obj["kind"] == "Deployment" and obj["metadata"]["labels"].get("llm-d.ai/guide") == "tiered-prefix-cache":
+            pod = obj["spec"]["template"]["spec"]
+            return pod, pod["containers"][0]
+        if obj["kind"] == "LeaderWorkerSet":
+            pod = obj["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]
+            return pod, pod["containers"][0]
+    raise AssertionError("no model-server workload")
+
+
+def _env(container: dict[str, Any]) -> dict[str, str]:
+    return {e["name"]: e.get("value", "") for e in container.get("env", [])}
+
+
+def _host_tier_bytes(name: str, objects: list[dict[str, Any]]) -> int:
+    """The host memory each model-server pod's CPU tier takes, read off the manifest the way its server reads it."""
+    _, container = _workload(objects)
+    env, args = _env(container), " ".join(container.get("args", []) + container.get("command", []))
+    tp = int(re.search(r"--tensor-parallel-size[= ](\d+)", args).group(1))  # type: ignore[union-attr]
+    if "OffloadingConnector" in args:
+        return int(re.search(r'"cpu_bytes_to_use":(\d+)', args).group(1))  # type: ignore[union-attr]
+    if "LMCACHE_MAX_LOCAL_CPU_SIZE" in env:
+        return int(float(env["LMCACHE_MAX_LOCAL_CPU_SIZE"]) * 2**30) * tp
+    if "--hicache-size" in args:
+        return int(re.search(r"--hicache-size (\d+)", args).group(1)) * 10**9 * tp  # type: ignore[union-attr]
+    if "TPU_OFFLOAD_NUM_CPU_CHUNKS" in env:
+        model = MODELS[next(m for m in MODELS if m in args)]
+        hosts = 2 if "LeaderWorkerSet" in {o["kind"] for o in objects} else 1
+        return int(env["TPU_OFFLOAD_NUM_CPU_CHUNKS"]) * 128 * model.kv_bytes_per_token.bytes // hosts
+    config = json.loads(
+        next(o for o in objects if o["metadata"]["name"] == "mooncake-store-config")["data"]["mooncake_config.json"]
+    )
+    return _bytes(str(config["global_segment_size"]).replace("GB", "Gi")) * tp
 
 
 @pytest.mark.parametrize("name", PRESETS)
-def test_pod_memory_covers_the_tier_in_dev_shm(name: str) -> None:
-    result = rendered(name)
-    deployment = by_kind(manifests(result), "Deployment")[0]
-    pod = deployment["spec"]["template"]["spec"]
-    container = pod["containers"][0]
-    args = container["args"]
-    tier = json.loads(args[args.index("--kv-transfer-config") + 1])["kv_connector_extra_config"]["cpu_bytes_to_use"]
-    shm = next(v for v in pod["volumes"] if v["name"] == "shm")["emptyDir"]
-    assert shm["medium"] == "Memory"
-    assert _gib(shm["sizeLimit"]) * 2**30 >= tier
+def test_pod_memory_holds_the_cpu_tier(name: str) -> None:
+    objects = manifests(rendered(name))
+    pod, container = _workload(objects)
     memory = container["resources"]
     assert memory["requests"]["memory"] == memory["limits"]["memory"]
-    assert _gib(memory["limits"]["memory"]) > _gib(shm["sizeLimit"])
-    assert {"name": "shm", "mountPath": "/dev/shm"} in container["volumeMounts"]
+    limit, tier = _bytes(memory["limits"]["memory"]), _host_tier_bytes(name, objects)
+    assert limit > tier
+    if "OffloadingConnector" in " ".join(container.get("args", [])):  # the native tier lives in /dev/shm
+        shm = next(v for v in pod["volumes"] if v["name"] == "shm")["emptyDir"]
+        assert shm["medium"] == "Memory"
+        assert tier <= _bytes(shm["sizeLimit"]) < limit
+        assert {"name": "shm", "mountPath": "/dev/shm"} in container["volumeMounts"]
 
 
 def test_router_chart_values_carry_the_derived_capacity() -> None:
@@ -115,25 +153,37 @@ def test_router_chart_values_carry_the_derived_capacity() -> None:
 
 
 @pytest.mark.parametrize("name", PRESETS)
-def test_router_selects_exactly_the_model_server_pods(name: str) -> None:
+def test_router_selects_exactly_the_serving_pods(name: str) -> None:
     result = rendered(name)
     chart = next(r for r in resources(result) if r["type"] == "kubernetes:helm.sh/v4:Chart")
     selector = chart["inputs"]["values"]["router"]["modelServers"]["matchLabels"]
-    pod_labels = by_kind(manifests(result), "Deployment")[0]["spec"]["template"]["metadata"]["labels"]
-    assert selector.items() <= pod_labels.items()
-    ports = by_kind(manifests(result), "Deployment")[0]["spec"]["template"]["spec"]["containers"][0]["ports"]
+    objects = manifests(result)
+    lws = by_kind(objects, "LeaderWorkerSet")
+    if lws:  # only leaders serve; the LWS controller adds the set's name to every pod it creates
+        templates = lws[0]["spec"]["leaderWorkerTemplate"]
+        controller = {"leaderworkerset.sigs.k8s.io/name": lws[0]["metadata"]["name"]}
+        assert selector.items() <= (templates["leaderTemplate"]["metadata"]["labels"] | controller).items()
+        assert not selector.items() <= (templates["workerTemplate"]["metadata"]["labels"] | controller).items()
+    else:
+        deployment = next(d for d in by_kind(objects, "Deployment") if d["metadata"]["namespace"] != "mooncake")
+        assert selector.items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
+    _, container = _workload(objects)
     assert chart["inputs"]["values"]["router"]["modelServers"]["targetPorts"] == [
-        {"number": p["containerPort"]} for p in ports
+        {"number": p["containerPort"]} for p in container["ports"]
     ]
 
 
 def test_dependencies_crds_before_router_secret_before_pods() -> None:
     rows = {r["name"]: r for r in resources(rendered("gpu-vllm-native-cpu"))}
     chart = rows["llmd-router-chart"]
-    assert "llmd-gaie-crds-manifests" in chart["dependsOn"]
-    assert "llmd-namespace" in chart["dependsOn"]
-    deployment = rows["llmd-gpu-vllm-decode-deployment"]
-    assert {"llmd-hf-token", "llmd-namespace", "llmd-gpu-vllm-decode-sa"} <= set(deployment["dependsOn"])
+    assert "kubernetes:yaml/v2:ConfigFile::llmd-gaie-crds-manifests" in chart["dependsOn"]
+    assert "kubernetes:core/v1:Namespace::llmd-namespace" in chart["dependsOn"]
+    deployment = rows["llmd-model-server-gpu-vllm-decode"]
+    assert {
+        "kubernetes:core/v1:Secret::llmd-hf-token",
+        "kubernetes:core/v1:Namespace::llmd-namespace",
+        "kubernetes:core/v1:ServiceAccount::llmd-model-server-gpu-vllm-sa",
+    } <= set(deployment["dependsOn"])
     crds = rows["llmd-gaie-crds-manifests"]
     assert crds["inputs"]["file"].endswith("/releases/download/v1.6.2/v1-manifests.yaml")
 

@@ -42,9 +42,10 @@ def test_capacity_rounds_down_so_the_router_never_overestimates() -> None:
 
 def test_native_sizing_of_the_default_deployment() -> None:
     sizing = size_native_cpu_tier(QWEN3_32B, ACCELERATORS["gpu"], 2, ByteSize(300 * GiB))
-    assert sizing.cpu_bytes_to_use.bytes == 322122547200
+    assert sizing.knobs["cpu_bytes_to_use"] == "322122547200"
     assert sizing.lru_capacity_per_server == 19200
     # The tier lives in /dev/shm, so /dev/shm holds it and the pod's memory holds /dev/shm.
+    assert sizing.shm_size_limit is not None
     assert sizing.shm_size_limit.bytes >= sizing.cpu_tier_per_pod.bytes
     assert sizing.pod_memory.bytes >= sizing.shm_size_limit.bytes + sizing.host_runtime_memory.bytes
     assert sizing.pod_memory.bytes % GiB == 0

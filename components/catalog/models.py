@@ -20,6 +20,10 @@ class ModelSpec:
     attention_heads: int  # num_attention_heads: tensor parallelism must divide it
     kv_dtype: str = "bfloat16"
     params_billion: float = 0.0  # total parameters, for the summary
+    # Attention layers of different shapes (e.g. Gemma's sliding-window and global layers with
+    # different head dimensions) make vLLM build several KV-cache groups; the native
+    # OffloadingConnector needs them unified with `--disable-hybrid-kv-cache-manager`.
+    hybrid_attention: bool = False
 
     @property
     def short_name(self) -> str:

@@ -32,3 +32,7 @@ VLLM_ROCM_IMAGE = "ghcr.io/llm-d/llm-d-rocm:v0.9.0"
 VLLM_TPU_IMAGE = f"docker.io/vllm/vllm-tpu:{VLLM_VERSION}"
 SGLANG_IMAGE = "docker.io/lmsysorg/sglang:v0.5.16.0"
 MOONCAKE_IMAGE = "ghcr.io/llm-d/mooncake-master-store:v0.8.0"
+XPU_NATIVE_IMAGE = "ghcr.io/llm-d/llm-d-xpu-dev:pr-1230"
+XPU_LMCACHE_IMAGE = "ghcr.io/llm-d/llm-d-xpu-dev:pr-1731"
+# Init containers (upstream: `busybox` / `busybox:latest`, pinned here).
+BUSYBOX_IMAGE = "docker.io/library/busybox:1.37.0"

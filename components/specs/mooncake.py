@@ -1,0 +1,210 @@
+"""Mooncake Master (metadata service) and Mooncake Client (DRAM + SSD pool owner) in namespace `mooncake`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from components.catalog import versions
+from components.specs.sizing import MooncakeClientSizing, mooncake_text
+
+Manifest = dict[str, Any]
+
+NAMESPACE = "mooncake"
+MASTER = "mooncake-master-store"
+CLIENT = "mooncake-client"
+RPC_PORT, METADATA_PORT, METRICS_PORT, CLIENT_PORT = 50051, 8080, 9003, 50052
+OFFLOAD_DIR = "/data/mooncake-offload"
+MASTER_ADDRESS = f"{MASTER}.{NAMESPACE}.svc.cluster.local:{RPC_PORT}"
+
+
+def _labels(name: str, component: str) -> dict[str, str]:
+    return {
+        "app.kubernetes.io/name": name,
+        "app.kubernetes.io/component": component,
+        "app.kubernetes.io/part-of": "mooncake",
+    }
+
+
+MASTER_LABELS = _labels(MASTER, "master-store")
+CLIENT_LABELS = _labels(CLIENT, "client")
+
+MASTER_CONFIG = {
+    "rpc_port": RPC_PORT,
+    "rpc_thread_num": 4,
+    "rpc_address": "0.0.0.0",
+    "enable_metric_reporting": True,
+    "metrics_port": METRICS_PORT,
+    "enable_http_metadata_server": True,
+    "http_metadata_server_host": "0.0.0.0",
+    "http_metadata_server_port": METADATA_PORT,
+    "default_kv_lease_ttl": 5000,
+    "default_kv_soft_pin_ttl": 1800000,
+    "allow_evict_soft_pinned_objects": True,
+    "eviction_ratio": 0.05,
+    "eviction_high_watermark_ratio": 0.95,
+    "memory_allocator": "offset",
+    "allocation_strategy": "random",
+    "cluster_id": "mooncake_cluster",
+    "root_fs_dir": OFFLOAD_DIR,
+    "enable_snapshot": True,
+    "snapshot_interval_seconds": 60,
+    "snapshot_retention_count": 3,
+    "snapshot_object_store_type": "local",
+}
+
+
+def _meta(name: str, labels: dict[str, str]) -> Manifest:
+    return {"name": name, "namespace": NAMESPACE, "labels": labels}
+
+
+def namespace() -> Manifest:
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": NAMESPACE, "labels": {"app.kubernetes.io/part-of": "mooncake"}},
+    }
+
+
+def master_manifests() -> list[Manifest]:
+    tcp = {"tcpSocket": {"port": "rpc"}}
+    container = {
+        "name": "master",
+        "image": versions.MOONCAKE_IMAGE,
+        "command": ["mooncake_master"],
+        "args": ["--config_path=/etc/mooncake/master.yaml", "--enable_offload"],
+        "env": [{"name": "MOONCAKE_SNAPSHOT_LOCAL_PATH", "value": "/data/snapshots"}],
+        "ports": [
+            {"name": "rpc", "containerPort": RPC_PORT, "protocol": "TCP"},
+            {"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"},
+            {"name": "metadata", "containerPort": METADATA_PORT, "protocol": "TCP"},
+        ],
+        "readinessProbe": {**tcp, "initialDelaySeconds": 5, "periodSeconds": 10},
+        "livenessProbe": {**tcp, "initialDelaySeconds": 10, "periodSeconds": 15},
+        "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "4", "memory": "4Gi"}},
+        "volumeMounts": [
+            {"name": "config", "mountPath": "/etc/mooncake", "readOnly": True},
+            {"name": "snapshots", "mountPath": "/data/snapshots"},
+        ],
+    }
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": _meta(f"{MASTER}-config", MASTER_LABELS),
+            "data": {"master.yaml": yaml.safe_dump(MASTER_CONFIG, sort_keys=False)},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": _meta(f"{MASTER}-snapshots", MASTER_LABELS),
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "10Gi"}}},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": _meta(MASTER, MASTER_LABELS),
+            "spec": {
+                "type": "ClusterIP",
+                "selector": MASTER_LABELS,
+                "ports": [
+                    {"name": "rpc", "port": RPC_PORT, "targetPort": "rpc", "protocol": "TCP"},
+                    {"name": "metadata", "port": METADATA_PORT, "targetPort": "metadata", "protocol": "TCP"},
+                    {"name": "metrics", "port": METRICS_PORT, "targetPort": "metrics", "protocol": "TCP"},
+                ],
+            },
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": _meta(MASTER, MASTER_LABELS),
+            "spec": {
+                "replicas": 1,
+                "strategy": {"type": "Recreate"},  # one master owns the snapshot volume
+                "selector": {"matchLabels": MASTER_LABELS},
+                "template": {
+                    "metadata": {
+                        "labels": MASTER_LABELS,
+                        "annotations": {
+                            "prometheus.io/scrape": "true",
+                            "prometheus.io/port": str(METRICS_PORT),
+                            "prometheus.io/path": "/metrics",
+                        },
+                    },
+                    "spec": {
+                        "containers": [container],
+                        "volumes": [
+                            {"name": "config", "configMap": {"name": f"{MASTER}-config"}},
+                            {"name": "snapshots", "persistentVolumeClaim": {"claimName": f"{MASTER}-snapshots"}},
+                        ],
+                    },
+                },
+            },
+        },
+    ]
+
+
+def client_manifests(sizing: MooncakeClientSizing, node_selector: dict[str, str]) -> list[Manifest]:
+    """One client per node: it registers `dram` of CPU memory and `ssd` of local disk with the master."""
+    args = [
+        f"--master_server_address={MASTER_ADDRESS}",
+        "--host=$(POD_IP)",
+        f"--port={CLIENT_PORT}",
+        "--protocol=rdma",
+        f"--global_segment_size={mooncake_text(sizing.dram)}",
+        "--enable_offload=true",  # must match the master's --enable_offload and the vLLM config
+        "--metadata_server=P2PHANDSHAKE",
+    ]
+    tcp = {"tcpSocket": {"port": "rpc"}}
+    container = {
+        "name": "client",
+        "image": versions.MOONCAKE_IMAGE,
+        "command": ["mooncake_client"],
+        "args": args,
+        "env": [
+            {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            {"name": "MOONCAKE_OFFLOAD_FILE_STORAGE_PATH", "value": OFFLOAD_DIR},
+            {"name": "MOONCAKE_OFFLOAD_STORAGE_BACKEND_DESCRIPTOR", "value": "bucket_storage_backend"},
+            {"name": "MOONCAKE_OFFLOAD_TOTAL_SIZE_LIMIT_BYTES", "value": str(sizing.ssd.bytes)},
+        ],
+        "ports": [{"name": "rpc", "containerPort": CLIENT_PORT, "protocol": "TCP"}],
+        "readinessProbe": {**tcp, "initialDelaySeconds": 5, "periodSeconds": 10},
+        "livenessProbe": {**tcp, "initialDelaySeconds": 10, "periodSeconds": 15},
+        "resources": {
+            "requests": {"cpu": "2", "memory": sizing.memory_request.quantity(), "rdma/ib": "1"},
+            "limits": {"cpu": "4", "memory": sizing.memory_limit.quantity(), "rdma/ib": "1"},
+        },
+        "volumeMounts": [{"name": "offload", "mountPath": OFFLOAD_DIR}, {"name": "dshm", "mountPath": "/dev/shm"}],
+    }
+    pod: Manifest = {
+        "terminationGracePeriodSeconds": 30,
+        "containers": [container],
+        "volumes": [
+            {"name": "offload", "hostPath": {"path": "/mnt/mooncake-offload", "type": "DirectoryOrCreate"}},
+            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"}},
+        ],
+    }
+    if node_selector:
+        pod["nodeSelector"] = dict(node_selector)
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": _meta(CLIENT, CLIENT_LABELS),
+            "spec": {
+                "clusterIP": "None",
+                "selector": CLIENT_LABELS,
+                "ports": [{"name": "rpc", "port": CLIENT_PORT, "targetPort": "rpc", "protocol": "TCP"}],
+            },
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": _meta(CLIENT, CLIENT_LABELS),
+            "spec": {
+                "selector": {"matchLabels": CLIENT_LABELS},
+                "template": {"metadata": {"labels": CLIENT_LABELS}, "spec": pod},
+            },
+        },
+    ]

@@ -1,0 +1,236 @@
+"""What every model-server family shares: the resolved spec, names, labels, probes, volumes, env."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from components.catalog import labels, versions
+from components.catalog.accelerators import AcceleratorProfile
+from components.catalog.models import ModelSpec
+from components.specs.connectors import FILES_STORAGE
+from components.specs.sizing import MooncakeClientSizing, TierSizing
+
+Manifest = dict[str, Any]
+
+# Probe timings of the guide's model-server patches (a 32B model can take most of an hour to load).
+STARTUP_PROBE = {"initialDelaySeconds": 15, "periodSeconds": 30, "timeoutSeconds": 5, "failureThreshold": 120}
+LIVENESS_PROBE = {"periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": 3}
+READINESS_PROBE = {"periodSeconds": 5, "timeoutSeconds": 2, "failureThreshold": 3}
+# vLLM drains in-flight requests on SIGTERM; the router's EPP uses the same grace period.
+TERMINATION_GRACE_SECONDS = 130
+# Writable caches vLLM, torch.compile and Triton expect in the (non-root) home directory.
+CACHE_MOUNTS = (("torch-compile-cache", "/.cache"), ("triton-cache", "/.triton"), ("vllm-config", "/.config"))
+FILES_STORAGE_CLAIM = "llm-d-kv-cache-storage"
+# Small init containers still declare what they use.
+INIT_RESOURCES = {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}}
+
+
+@dataclass(frozen=True)
+class Scheduling:
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """Everything one model-server role is rendered from, with every default resolved."""
+
+    namespace: str
+    accelerator: AcceleratorProfile
+    server: str
+    connector: str
+    variant: str
+    host_type: str
+    platform: str
+    model: ModelSpec
+    replicas: int
+    tensor_parallelism: int
+    devices: int  # accelerator devices (TPU chips) per pod
+    group_size: int  # pods per replica (multi-host)
+    image: str
+    sizing: TierSizing
+    scheduling: Scheduling = Scheduling()
+    mooncake_client: MooncakeClientSizing | None = None
+    role: str = "decode"
+
+    @property
+    def filesystem_tier(self) -> bool:
+        return self.variant == "fs"
+
+    @property
+    def name_prefix(self) -> str:
+        return f"{self.accelerator.key}-{self.server}"
+
+    @property
+    def workload_name(self) -> str:
+        return f"{self.name_prefix}-{self.role}"
+
+    @property
+    def service_account_name(self) -> str:
+        return f"{self.name_prefix}-sa"
+
+    @property
+    def pod_labels(self) -> dict[str, str]:
+        out = {
+            labels.GUIDE_LABEL: labels.GUIDE,
+            labels.MODEL_LABEL: self.model.short_name,
+            labels.ACCELERATOR_VARIANT_LABEL: self.accelerator.variant,
+            labels.ACCELERATOR_VENDOR_LABEL: self.accelerator.vendor,
+            labels.ROLE_LABEL: self.role,
+        }
+        if self.server == "sglang":
+            out[labels.ENGINE_TYPE_LABEL] = "sglang"
+        if self.accelerator.key == "xpu" and self.connector == "lmcache-connector":
+            out[labels.SUBGUIDE_LABEL] = f"{labels.GUIDE}-xpu-lmcache"
+        return out
+
+    @property
+    def serving_pod_labels(self) -> dict[str, str]:
+        """The labels the pods that serve :8000 carry at run time (multi-host: the LeaderWorkerSet leaders,
+        which the LWS controller also labels with the set's name)."""
+        out = dict(self.pod_labels)
+        if self.accelerator.is_tpu:
+            out[labels.INFERENCE_SERVING_LABEL] = "true"
+        if self.host_type == "multi-host":
+            out |= {labels.LWS_ROLE_LABEL: labels.LWS_LEADER, labels.LWS_NAME_LABEL: self.workload_name}
+        return out
+
+
+def router_selector(spec: ServerSpec) -> dict[str, str]:
+    """What the router (and its InferencePool) select: the guide label, and on multi-host only the leaders."""
+    selector = {labels.GUIDE_LABEL: labels.GUIDE}
+    if spec.host_type == "multi-host":
+        selector |= {labels.LWS_NAME_LABEL: spec.workload_name, labels.LWS_ROLE_LABEL: labels.LWS_LEADER}
+    return selector
+
+
+def metadata(spec: ServerSpec, name: str, with_labels: bool = True) -> Manifest:
+    meta: Manifest = {"name": name, "namespace": spec.namespace}
+    if with_labels:
+        meta["labels"] = spec.pod_labels
+    return meta
+
+
+def service_account(spec: ServerSpec) -> Manifest:
+    """Model servers never call the Kubernetes API, so no token is mounted."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": metadata(spec, spec.service_account_name),
+        "automountServiceAccountToken": False,
+    }
+
+
+def http_probes(port: str | int = labels.MODEL_SERVER_PORT_NAME) -> Manifest:
+    def probe(path: str, timings: dict[str, int]) -> Manifest:
+        return {"httpGet": {"path": path, "port": port}, **timings}
+
+    return {
+        "startupProbe": probe("/v1/models", STARTUP_PROBE),
+        "livenessProbe": probe("/health", LIVENESS_PROBE),
+        "readinessProbe": probe("/v1/models", READINESS_PROBE),
+    }
+
+
+def server_port() -> list[Manifest]:
+    return [{"name": labels.MODEL_SERVER_PORT_NAME, "containerPort": labels.MODEL_SERVER_PORT, "protocol": "TCP"}]
+
+
+def hf_token_env(optional: bool = False) -> Manifest:
+    ref: Manifest = {"name": labels.HF_TOKEN_SECRET, "key": labels.HF_TOKEN_KEY}
+    if optional:
+        ref["optional"] = True
+    return {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": ref}}
+
+
+def env_var(name: str, value: str) -> Manifest:
+    return {"name": name, "value": value}
+
+
+def field_env(name: str, path: str) -> Manifest:
+    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
+
+
+def platform_env(spec: ServerSpec) -> list[Manifest]:
+    """GKE's NCCL tuner and net plugins misbehave in these pods; the guide's gke overlays turn them off."""
+    if spec.platform == "gke" and spec.accelerator.vendor == "nvidia":
+        return [env_var("NCCL_TUNER_PLUGIN", "none"), env_var("NCCL_NET_PLUGIN", "")]
+    return []
+
+
+def memory_volume(name: str, size_limit: str | None) -> Manifest:
+    empty_dir: Manifest = {"medium": "Memory"}
+    if size_limit:
+        empty_dir["sizeLimit"] = size_limit
+    return {"name": name, "emptyDir": empty_dir}
+
+
+def empty_dir(name: str) -> Manifest:
+    return {"name": name, "emptyDir": {}}
+
+
+def files_storage_volume() -> Manifest:
+    return {"name": "files-storage", "persistentVolumeClaim": {"claimName": FILES_STORAGE_CLAIM}}
+
+
+def files_storage_mount() -> Manifest:
+    return {"name": "files-storage", "mountPath": FILES_STORAGE}
+
+
+def lustre_permissions_init(spec: ServerSpec) -> list[Manifest]:
+    """On GKE the Lustre mount is root-owned; the guide's gke overlays open it to the pod's group first."""
+    if not (spec.platform == "gke" and spec.filesystem_tier):
+        return []
+    return [
+        {
+            "name": "fix-lustre-permissions",
+            "image": versions.BUSYBOX_IMAGE,
+            "command": ["sh", "-c", f"chmod -R g+w {FILES_STORAGE}/"],
+            "volumeMounts": [files_storage_mount()],
+            "resources": INIT_RESOURCES,
+        }
+    ]
+
+
+def memory_resources(spec: ServerSpec, devices: Manifest) -> Manifest:
+    memory = spec.sizing.pod_memory.quantity()
+    cpu = spec.accelerator
+    return {
+        "requests": {"cpu": cpu.cpu_request, "memory": memory, **devices},
+        "limits": {"cpu": cpu.cpu_limit, "memory": memory, **devices},
+    }
+
+
+def pod_template(spec: ServerSpec, pod: Manifest, template_labels: dict[str, str] | None = None) -> Manifest:
+    if spec.scheduling.node_selector:
+        pod["nodeSelector"] = {**pod.get("nodeSelector", {}), **spec.scheduling.node_selector}
+    if spec.scheduling.tolerations:
+        pod["tolerations"] = list(spec.scheduling.tolerations)
+    return {"metadata": {"labels": template_labels or spec.pod_labels}, "spec": pod}
+
+
+def deployment(spec: ServerSpec, pod: Manifest, template_labels: dict[str, str] | None = None) -> Manifest:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": metadata(spec, spec.workload_name),
+        "spec": {
+            "replicas": spec.replicas,
+            "selector": {"matchLabels": spec.pod_labels},
+            "template": pod_template(spec, pod, template_labels),
+        },
+    }
+
+
+def files_storage_claim(namespace: str, storage_class: str, size: str) -> Manifest:
+    """The filesystem tier's shared claim. An empty StorageClass means the cluster default, so it is omitted."""
+    claim_spec: Manifest = {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": size}}}
+    if storage_class:
+        claim_spec["storageClassName"] = storage_class
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": FILES_STORAGE_CLAIM, "namespace": namespace, "labels": {labels.GUIDE_LABEL: labels.GUIDE}},
+        "spec": claim_spec,
+    }

@@ -1,0 +1,90 @@
+"""SGLang with HiCache on NVIDIA GPUs: host-memory KV tier, optionally backed by the shared filesystem."""
+
+from __future__ import annotations
+
+from components.catalog import labels
+from components.specs.connectors import FILES_STORAGE
+from components.specs.servers.base import (
+    Manifest,
+    ServerSpec,
+    deployment,
+    env_var,
+    field_env,
+    files_storage_mount,
+    files_storage_volume,
+    hf_token_env,
+    http_probes,
+    lustre_permissions_init,
+    memory_resources,
+    memory_volume,
+    platform_env,
+    server_port,
+    service_account,
+)
+
+
+def sglang_args(spec: ServerSpec) -> list[str]:
+    args = [
+        f"--model-path={spec.model.name}",
+        "--host=0.0.0.0",
+        f"--port={labels.MODEL_SERVER_PORT}",
+        f"--tensor-parallel-size={spec.tensor_parallelism}",
+        "--page-size=64",
+        "--mem-fraction-static=0.9",
+        "--enable-metrics",
+        "--enable-hierarchical-cache",
+        "--hicache-write-policy", "write_through",  # every computed block is copied to host memory
+        "--hicache-io-backend", "kernel",
+        "--hicache-size", spec.sizing.knobs["hicache-size"],
+    ]  # fmt: skip
+    if spec.filesystem_tier:
+        args += ["--hicache-storage-backend", "file", "--hicache-storage-prefetch-policy", "wait_complete"]
+    return args
+
+
+def _env(spec: ServerSpec) -> list[Manifest]:
+    storage = (
+        [
+            env_var("SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR", FILES_STORAGE),
+            env_var("SGLANG_HICACHE_FILE_BACKEND_ENABLE_METADATA_CACHE", "true"),
+            env_var("SGLANG_HICACHE_FILE_BACKEND_METADATA_TTL", "5.0"),
+            env_var("PYTHONHASHSEED", "42"),
+        ]
+        if spec.filesystem_tier
+        else []
+    )
+    return [
+        *storage,
+        field_env("NAMESPACE", "metadata.namespace"),
+        field_env("POD_IP", "status.podIP"),
+        hf_token_env(),
+        *platform_env(spec),
+    ]
+
+
+def sglang_manifests(spec: ServerSpec) -> list[Manifest]:
+    shm = spec.sizing.shm_size_limit
+    volumes = [{"name": "metrics-volume", "emptyDir": {}}, memory_volume("dshm", shm.quantity() if shm else None)]
+    mounts: list[Manifest] = [
+        {"name": "metrics-volume", "mountPath": "/.config"},
+        {"name": "dshm", "mountPath": "/dev/shm"},
+    ]
+    if spec.filesystem_tier:
+        volumes.append(files_storage_volume())
+        mounts.append(files_storage_mount())
+    container: Manifest = {
+        "name": "modelserver",
+        "image": spec.image,
+        "command": ["python3", "-m", "sglang.launch_server"],
+        "args": sglang_args(spec),
+        "env": _env(spec),
+        "ports": server_port(),
+        **http_probes(),
+        "resources": memory_resources(spec, {str(spec.accelerator.device_resource): spec.devices}),
+        "volumeMounts": mounts,
+    }
+    pod: Manifest = {"serviceAccountName": spec.service_account_name, "containers": [container], "volumes": volumes}
+    init = lustre_permissions_init(spec)
+    if init:
+        pod["initContainers"] = init
+    return [service_account(spec), deployment(spec, pod)]

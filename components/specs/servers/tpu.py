@@ -1,0 +1,210 @@
+"""vLLM on Google TPU with the TPU offload connector: single-host Deployments and the v7 multi-host LeaderWorkerSet."""
+
+from __future__ import annotations
+
+import shlex
+
+from components.catalog import labels, versions
+from components.specs import connectors
+from components.specs.servers.base import (
+    INIT_RESOURCES,
+    Manifest,
+    ServerSpec,
+    deployment,
+    env_var,
+    hf_token_env,
+    http_probes,
+    memory_volume,
+    metadata,
+    pod_template,
+    server_port,
+    service_account,
+)
+
+STAGING_BLOCKS = {"single-host": "1000", "multi-host": "1024"}  # HBM blocks staged for CPU transfers
+PROMETHEUS_DIR = "/tmp/prometheus_multiproc"
+# Raised host limits the TPU runtime needs for its DMA mappings (the guide's privileged init container).
+NODE_SETUP_SCRIPT = (
+    "sysctl -w vm.max_map_count=33554432 && echo 8000000 > /sys/module/vfio_iommu_type1/parameters/dma_entry_limit"
+)
+MULTI_HOST_TOPOLOGY = "2x2x2"  # two tpu7x hosts of 4 chips per replica
+RAY_GCS_PORT = 6379
+
+
+def _node_setup() -> Manifest:
+    return {
+        "name": "tpu-node-setup",
+        "image": versions.BUSYBOX_IMAGE,
+        "command": ["/bin/sh", "-c", NODE_SETUP_SCRIPT],
+        "securityContext": {"privileged": True},
+        "resources": INIT_RESOURCES,
+    }
+
+
+def _node_selector(spec: ServerSpec, topology: str | None = None) -> Manifest:
+    return {
+        "cloud.google.com/gke-tpu-accelerator": str(spec.accelerator.tpu_accelerator),
+        "cloud.google.com/gke-tpu-topology": topology or str(spec.accelerator.tpu_topology),
+    }
+
+
+def _resources(spec: ServerSpec) -> Manifest:
+    memory = spec.sizing.pod_memory.quantity()
+    tpu = {"google.com/tpu": spec.devices}
+    return {
+        "requests": {"cpu": spec.accelerator.cpu_request, "memory": memory, **tpu},
+        "limits": {"memory": memory, **tpu},
+    }
+
+
+def _offload_env(spec: ServerSpec) -> list[Manifest]:
+    return [
+        env_var("TPU_OFFLOAD_NUM_CPU_CHUNKS", spec.sizing.knobs["TPU_OFFLOAD_NUM_CPU_CHUNKS"]),
+        env_var("TPU_OFFLOAD_NUM_STAGING_BLOCKS", STAGING_BLOCKS[spec.host_type]),
+    ]
+
+
+def tpu_args(spec: ServerSpec) -> list[str]:
+    return [
+        spec.model.name,
+        "--kv-transfer-config",
+        connectors.to_json(connectors.tpu_offload_connector()),
+        "--port",
+        str(labels.MODEL_SERVER_PORT),
+        "--tensor-parallel-size",
+        str(spec.tensor_parallelism),
+    ]
+
+
+def tpu_manifests(spec: ServerSpec) -> list[Manifest]:
+    container: Manifest = {
+        "name": "modelserver",
+        "image": spec.image,
+        "command": ["vllm", "serve"],
+        "args": tpu_args(spec),
+        "env": [
+            hf_token_env(),
+            env_var("PROMETHEUS_MULTIPROC_DIR", PROMETHEUS_DIR),
+            env_var("SKIP_JAX_PRECOMPILE", "0"),
+            *_offload_env(spec),
+        ],
+        "ports": server_port(),
+        **http_probes(),
+        "resources": _resources(spec),
+    }
+    pod: Manifest = {
+        "serviceAccountName": spec.service_account_name,
+        "initContainers": [_node_setup()],
+        "containers": [container],
+        "nodeSelector": _node_selector(spec),
+    }
+    template_labels = {**spec.pod_labels, labels.INFERENCE_SERVING_LABEL: "true"}
+    return [service_account(spec), deployment(spec, pod, template_labels)]
+
+
+# --- multi-host (TPU v7, LeaderWorkerSet) -------------------------------------------------------
+
+MULTI_HOST_ENV = (
+    ("TPU_MULTIHOST_BACKEND", "ray"),
+    ("TPU_BACKEND_TYPE", "jax"),
+    ("MODEL_IMPL_TYPE", "vllm"),
+    ("JAX_PLATFORMS", ""),
+    ("PJRT_DEVICE", "TPU"),
+    ("NEW_MODEL_DESIGN", "0"),
+    ("SKIP_JAX_PRECOMPILE", "0"),
+    ("PROMETHEUS_MULTIPROC_DIR", PROMETHEUS_DIR),
+    ("RAY_RESERVE_CPU_FOR_RAYLET", "1"),
+)
+
+
+def multihost_serve_args(spec: ServerSpec) -> list[str]:
+    return [
+        "--port", str(labels.MODEL_SERVER_PORT),
+        "--load-format=runai_streamer",
+        f"--model={spec.model.name}",
+        "--enable-prefix-caching",
+        "--async-scheduling",
+        "--enable-chunked-prefill",
+        "--enable-expert-parallel",
+        "--seed", "42",
+        "--tensor-parallel-size", str(spec.tensor_parallelism),
+        "--gpu-memory-utilization=0.8",
+        "--max-model-len=71200",
+        "--kv-transfer-config", connectors.to_json(connectors.tpu_offload_connector()),
+    ]  # fmt: skip
+
+
+def _multihost_container(spec: ServerSpec, leader: bool) -> Manifest:
+    if leader:
+        serve = " ".join(shlex.quote(a) for a in multihost_serve_args(spec))
+        script = (
+            "multi-node-serving.sh leader --ray_cluster_size=$(LWS_GROUP_SIZE) && "
+            f"exec env VLLM_DISABLE_SHARED_EXPERTS_STREAM=1 vllm serve {serve}"
+        )
+    else:
+        script = "multi-node-serving.sh worker --ray_address=$(LWS_LEADER_ADDRESS)"
+    container: Manifest = {
+        "name": "modelserver" if leader else "worker",
+        "image": spec.image,
+        "command": ["/bin/bash", "-c", script],
+        "env": [hf_token_env(), *(env_var(k, v) for k, v in MULTI_HOST_ENV), *_offload_env(spec)],
+        "resources": _resources(spec),
+        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+    }
+    if leader:
+        container["ports"] = server_port()
+        container.update(http_probes())
+    return container
+
+
+def _multihost_pod(spec: ServerSpec, leader: bool) -> Manifest:
+    pod: Manifest = {
+        "serviceAccountName": spec.service_account_name,
+        "initContainers": [_node_setup()],
+        "containers": [_multihost_container(spec, leader)],
+        "nodeSelector": _node_selector(spec, MULTI_HOST_TOPOLOGY),
+        "volumes": [
+            memory_volume("dshm", spec.sizing.shm_size_limit.quantity() if spec.sizing.shm_size_limit else None)
+        ],
+    }
+    template_labels = dict(spec.pod_labels)
+    if leader:
+        template_labels |= {labels.LWS_ROLE_LABEL: labels.LWS_LEADER, labels.INFERENCE_SERVING_LABEL: "true"}
+    return pod_template(spec, pod, template_labels)
+
+
+def tpu_multihost_manifests(spec: ServerSpec) -> list[Manifest]:
+    """One Ray cluster per replica: a leader that serves :8000 and workers on the other hosts."""
+    lws: Manifest = {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {
+            **metadata(spec, spec.workload_name),
+            # One replica per GKE node pool slice: a group never straddles two slices.
+            "annotations": {"leaderworkerset.sigs.k8s.io/exclusive-topology": "cloud.google.com/gke-nodepool"},
+        },
+        "spec": {
+            "replicas": spec.replicas,
+            "leaderWorkerTemplate": {
+                "size": spec.group_size,
+                "restartPolicy": "RecreateGroupOnPodRestart",
+                "leaderTemplate": _multihost_pod(spec, leader=True),
+                "workerTemplate": _multihost_pod(spec, leader=False),
+            },
+        },
+    }
+    service: Manifest = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata(spec, spec.workload_name),
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": {labels.LWS_NAME_LABEL: spec.workload_name},
+            "ports": [
+                {"name": "vllm", "port": labels.MODEL_SERVER_PORT, "protocol": "TCP"},
+                {"name": "ray-gcs", "port": RAY_GCS_PORT, "protocol": "TCP"},
+            ],
+        },
+    }
+    return [service_account(spec), service, lws]
