@@ -254,11 +254,15 @@ def size_tpu(
             f" {model.kv_bytes_per_token.human()}))",
         )
     ]
-    if hosts > 1:
+    parts = [("CPU tier", per_host)]
+    shm = None
+    if hosts > 1:  # Ray's object store and the collective buffers of a multi-host group live in /dev/shm
         steps.append(Derivation("CPU tier per host", per_host.human(), f"{held.human()} over {hosts} hosts"))
+        shm = SHM_HEADROOM
+        parts.append(("/dev/shm", shm))
     return _sized(
         model, accelerator, tensor_parallelism, cpu_tier_per_replica, held,
-        [("CPU tier", per_host)], None, {"TPU_OFFLOAD_NUM_CPU_CHUNKS": str(chunks)}, steps,
+        parts, shm, {"TPU_OFFLOAD_NUM_CPU_CHUNKS": str(chunks)}, steps,
         ranks_on_pod=tensor_parallelism // hosts,
     )  # fmt: skip
 

@@ -78,8 +78,9 @@ def _command(spec: ServerSpec) -> tuple[list[str], list[str]]:
     args = vllm_args(spec)
     if spec.accelerator.key == "amd" and spec.connector == "native" and not spec.filesystem_tier:
         old, new = ROCM_SWAP_THRESHOLD
+        pattern = old.replace("*", "\\*")  # a literal `*` in the sed pattern
         patch = (
-            f"sed -i 's/THRESHOLD_BYTES = {old.replace('*', chr(92) + '*')}/THRESHOLD_BYTES = {new}/' {ROCM_SWAP_KERNEL}"
+            f"sed -i 's/THRESHOLD_BYTES = {pattern}/THRESHOLD_BYTES = {new}/' {ROCM_SWAP_KERNEL}"
             ' || echo "WARNING: Triton threshold patch skipped; the fast CPU-to-GPU load path may not engage"'
         )
         return ["/bin/bash", "-c"], [f"{patch}; exec vllm serve {shlex.join(args)}"]

@@ -1,0 +1,45 @@
+"""Golden renders: per preset, the manifests, the router chart's values and the summary, checked in.
+
+`./run golden` rewrites them; review the diff like code, since it is the change to what deploys.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import yaml
+
+from stacks import loading
+from stacks.render import Render
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def golden_files(result: Render) -> dict[str, str]:
+    charts = [r for r in json.loads(result.resources) if r["type"] == "kubernetes:helm.sh/v4:Chart"]
+    values = yaml.safe_dump(charts[0]["inputs"]["values"], sort_keys=True, width=120) if charts else ""
+    return {"manifests.yaml": result.manifests, "router-values.yaml": values, "summary.md": result.summary}
+
+
+def write_all() -> list[str]:
+    from tests.helpers import rendered
+
+    written = []
+    for name in loading.preset_names():
+        folder = GOLDEN / name
+        folder.mkdir(parents=True, exist_ok=True)
+        for file, text in golden_files(rendered(name)).items():
+            (folder / file).write_text(text)
+        written.append(name)
+    for stale in {p.name for p in GOLDEN.iterdir() if p.is_dir()} - set(written):
+        for file in (GOLDEN / stale).iterdir():
+            file.unlink()
+        (GOLDEN / stale).rmdir()
+    return written
+
+
+if __name__ == "__main__":
+    names = write_all()
+    print(f"wrote golden renders of {len(names)} presets to {GOLDEN}", file=sys.stderr)
