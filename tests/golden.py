@@ -34,8 +34,8 @@ def write_all() -> list[str]:
             (folder / file).write_text(text)
         written.append(name)
     for stale in {p.name for p in GOLDEN.iterdir() if p.is_dir()} - set(written):
-        for file in (GOLDEN / stale).iterdir():
-            file.unlink()
+        for path in (GOLDEN / stale).iterdir():
+            path.unlink()
         (GOLDEN / stale).rmdir()
     return written
 
