@@ -7,7 +7,7 @@ Remote components (the Helm chart, the CRD ConfigFile) are recorded with their i
 from __future__ import annotations
 
 import asyncio
-import gc
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,6 +93,21 @@ class _Mocks(pulumi.runtime.Mocks):
         return {}, None
 
 
+def _close_worker_loop() -> None:
+    """The mock monitor runs in executor threads and opens an event loop in each, which nothing closes;
+    left to the garbage collector, their finalizers fail noisily (and at exit). Close it after each
+    call: the next call on the thread opens a fresh one."""
+    if threading.current_thread() is threading.main_thread():
+        return
+    try:
+        loop = asyncio.get_event_loop()
+    except RuntimeError:
+        return
+    if not loop.is_running():
+        loop.close()
+        asyncio.set_event_loop(None)
+
+
 class _RecordingMonitor(MockMonitor):
     """MockResourceArgs lacks parent and dependencies: read them off the raw registration request."""
 
@@ -101,7 +116,10 @@ class _RecordingMonitor(MockMonitor):
         self.recorded: list[RecordedResource] = []
 
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (gRPC method name)
-        response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
+        try:
+            response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
+        finally:
+            _close_worker_loop()
         if request.type == "pulumi:pulumi:Stack":
             return response
         inputs = rpc.deserialize_properties(request.object, keep_unknowns=True)
@@ -142,10 +160,6 @@ def record(stack_plan: StackPlan, stack: str) -> Recording:
     try:
         pulumi.runtime.test(program)()  # type: ignore[no-untyped-call]
     finally:
-        # The mock monitor runs in executor threads, each of which opens an event loop it never
-        # closes. Joining the threads now lets those loops be collected while the interpreter is
-        # whole, instead of failing noisily in their finalizers at exit.
-        loop.run_until_complete(loop.shutdown_default_executor())
+        loop.run_until_complete(loop.shutdown_default_executor())  # join the monitor's worker threads
         loop.close()
-        gc.collect()
     return Recording(resources=monitor.recorded, outputs=outputs)

@@ -65,3 +65,17 @@ def test_renders_in_separate_processes_are_byte_identical(tmp_path: Path) -> Non
         assert result.returncode == 0, result.stderr
         outputs.append({p.name: p.read_bytes() for p in out.iterdir()})
     assert outputs[0] == outputs[1]
+
+
+def test_rendering_every_preset_in_one_process_leaves_stderr_clean() -> None:
+    """The mock engine's worker threads open event loops; none may fail in a finalizer."""
+    script = (
+        "from stacks import loading\n"
+        "from stacks.plan import plan\n"
+        "from stacks.render import render\n"
+        "for name in loading.preset_names():\n"
+        "    render(plan(loading.load_preset(name)), name)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert result.returncode == 0
+    assert result.stderr == ""
