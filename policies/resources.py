@@ -138,3 +138,46 @@ def image_tag(image: str) -> str | None:
         return "@" + image.split("@", 1)[1]
     last = image.rsplit("/", 1)[-1]
     return last.split(":", 1)[1] if ":" in last else None
+
+
+def _flag(argv: list[str], name: str) -> str | None:
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def served_model(container: Props) -> str | None:
+    """The model a vLLM or SGLang container serves: `vllm serve MODEL`, `--model=`, or `--model-path=`."""
+    argv = _argv(container)
+    for i, arg in enumerate(argv[:-1]):
+        if arg == "serve" and argv[i + 1] and not argv[i + 1].startswith("-"):
+            return argv[i + 1]
+    return _flag(argv, "--model") or _flag(argv, "--model-path")
+
+
+def tensor_parallelism(container: Props) -> int:
+    value = _flag(_argv(container), "--tensor-parallel-size")
+    return int(value) if value and value.isdigit() else 1
+
+
+TPU_BLOCK_TOKENS = 128  # the vLLM TPU offload connector counts its CPU tier in 128-token KV blocks
+
+
+def cpu_tier_bytes(container: Props, kv_bytes_per_token: int) -> int | None:
+    """The CPU tier one pod holds, read the way its connector reads its settings (None: not a tiered server)."""
+    extra = (kv_transfer_config(container) or {}).get("kv_connector_extra_config") or {}
+    if "cpu_bytes_to_use" in extra:
+        return int(extra["cpu_bytes_to_use"])
+    variables = {k: str(v.get("value", "")) for k, v in env(container).items()}
+    tp = tensor_parallelism(container)
+    if variables.get("LMCACHE_MAX_LOCAL_CPU_SIZE"):
+        return int(float(variables["LMCACHE_MAX_LOCAL_CPU_SIZE"]) * 2**30) * tp
+    hicache = _flag(_argv(container), "--hicache-size")
+    if hicache and hicache.isdigit():
+        return int(hicache) * 10**9 * tp
+    if variables.get("TPU_OFFLOAD_NUM_CPU_CHUNKS", "").isdigit():
+        return int(variables["TPU_OFFLOAD_NUM_CPU_CHUNKS"]) * TPU_BLOCK_TOKENS * kv_bytes_per_token
+    return None

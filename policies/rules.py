@@ -19,6 +19,7 @@ from policies.resources import (
     args,
     chart_values,
     connectors,
+    cpu_tier_bytes,
     endpoint_picker_config,
     env,
     image_tag,
@@ -27,6 +28,7 @@ from policies.resources import (
     pods,
     quantity,
     selects,
+    served_model,
 )
 
 Enforcement = Literal["mandatory", "advisory"]
@@ -77,7 +79,10 @@ def _cpu_producer_capacity(values: dict[str, Any]) -> int | None:
 
 
 def router_capacity_within_tier(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
-    """CPU producer capacity x 64 tokens x KV bytes per token must fit the servers' CPU tier."""
+    """CPU producer capacity x 64 tokens x KV bytes per token must fit the servers' CPU tier.
+
+    MooncakeStore pools every pod's memory, so its per-server capacity is the pool: not checked per pod.
+    """
     out = []
     for chart in _charts(resources):
         values = chart_values(chart)
@@ -85,22 +90,25 @@ def router_capacity_within_tier(resources: list[Resource], _: dict[str, Any]) ->
         selector = ((values["router"].get("modelServers") or {}).get("matchLabels")) or {}
         if capacity is None:
             continue
-        for pod, container, config in _model_servers(resources):
-            tier = (config.get("kv_connector_extra_config") or {}).get("cpu_bytes_to_use")
-            argv = args(container)
-            model = MODELS.get(argv[2] if argv[:2] == ["vllm", "serve"] and len(argv) > 2 else "")
-            if not selects(selector, pod.labels) or tier is None or model is None:
+        for pod in pods(resources):
+            if not selects(selector, pod.labels):
                 continue
-            believed = capacity * ROUTER_BLOCK_TOKENS * model.kv_bytes_per_token.bytes
-            if believed > int(tier):
-                out.append(
-                    Violation(
-                        chart,
-                        f"router lruCapacityPerServer {capacity} tracks {believed} bytes per pod, more than the"
-                        f" {int(tier)}-byte CPU tier of {pod.owner.name}: the router would steer requests to"
-                        f" evicted blocks (at most {int(tier) // (believed // capacity)})",
+            for container in pod.containers(init=False):
+                model = MODELS.get(served_model(container) or "")
+                if model is None:
+                    continue
+                kv = model.kv_bytes_per_token.bytes
+                tier = cpu_tier_bytes(container, kv)
+                believed = capacity * ROUTER_BLOCK_TOKENS * kv
+                if tier is not None and believed > tier:
+                    out.append(
+                        Violation(
+                            chart,
+                            f"router lruCapacityPerServer {capacity} tracks {believed} bytes per pod, more than the"
+                            f" {tier}-byte CPU tier of {pod.owner.name}: the router would steer requests to"
+                            f" evicted blocks (at most {tier // (ROUTER_BLOCK_TOKENS * kv)})",
+                        )
                     )
-                )
     return out
 
 

@@ -118,6 +118,18 @@ def test_router_capacity_larger_than_the_tier_is_caught() -> None:
     assert "82000" in message and "at most 19200" in message
 
 
+@pytest.mark.parametrize(
+    "name", ["gpu-vllm-lmcache-connector-cpu", "gpu-sglang-native-cpu", "tpu-v6-vllm-native-cpu", "amd-vllm-native-cpu"]
+)
+def test_router_capacity_is_checked_for_every_connector(name: str) -> None:
+    resources = _resources(name)
+    assert _violations(RULE["router-capacity-within-tier"], resources) == []
+    plugins = _chart_values(resources)["router"]["epp"]["pluginsConfig"]["plugins"]
+    producer = next(p for p in plugins if p.get("name") == "cpu-prefix-cache-producer")
+    producer["parameters"]["lruCapacityPerServer"] += 1
+    assert _violations(RULE["router-capacity-within-tier"], resources)
+
+
 def test_memory_limit_below_the_tier_is_caught() -> None:
     resources = _resources()
     assert _violations(RULE["memory-limit-covers-tier"], resources) == []
