@@ -1,8 +1,8 @@
 """CacheStack: the whole tiered prefix cache, in dependency order.
 
 Namespace -> HF token Secret -> GAIE CRDs -> router (chart, which creates the InferencePool);
-shared storage and the Mooncake services -> model servers (after everything they read or mount)
--> monitoring.
+shared storage, the Mooncake services and the LMCache server -> model servers (after everything
+they read or mount) -> monitoring.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pulumi_kubernetes as k8s
 
 from components.catalog import labels
 from components.inference_pool import InferencePoolCrds, InferencePoolCrdsArgs
+from components.lmcache_server import LMCacheServer, LMCacheServerArgs
 from components.model_server import ModelServer, ModelServerArgs
 from components.monitoring import ModelServerMonitoring, ModelServerMonitoringArgs
 from components.mooncake import MooncakeArgs, MooncakeClient, MooncakeMaster
@@ -33,8 +34,9 @@ class CacheStackArgs:
     router_chart: str
     router_version: str
     router_values: dict[str, Any]
-    model_server: list[Manifest]
+    model_servers: dict[str, list[Manifest]]  # by role; "decode" for single-role stacks
     storage_claim: Manifest | None = None
+    lmcache_server: list[Manifest] = field(default_factory=list)
     mooncake_master: list[Manifest] = field(default_factory=list)
     mooncake_client: list[Manifest] = field(default_factory=list)
     monitor: Manifest | None = None
@@ -92,11 +94,20 @@ class CacheStack(pulumi.ComponentResource):
                         pulumi.ResourceOptions(parent=self, depends_on=[master]),
                     )
                 )
-        ModelServer(
-            f"{name}-model-server",
-            ModelServerArgs(manifests=args.model_server),
-            pulumi.ResourceOptions(parent=self, depends_on=serving_needs),
-        )
+        if args.lmcache_server:
+            serving_needs.append(
+                LMCacheServer(
+                    f"{name}-lmcache-server",
+                    LMCacheServerArgs(manifests=args.lmcache_server),
+                    pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
+                )
+            )
+        for role, manifests in args.model_servers.items():
+            ModelServer(
+                f"{name}-model-server" if role == "decode" else f"{name}-model-server-{role}",
+                ModelServerArgs(manifests=manifests),
+                pulumi.ResourceOptions(parent=self, depends_on=serving_needs),
+            )
         if args.monitor is not None:
             ModelServerMonitoring(
                 f"{name}-monitoring",

@@ -285,6 +285,19 @@ def router_selects_model_servers(resources: list[Resource], _: dict[str, Any]) -
     return out
 
 
+def one_router_per_namespace(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+    """Every release of the router chart creates a ConfigMap named `envoy`: two in one namespace collide."""
+    by_namespace: dict[str, list[Resource]] = {}
+    for chart in _charts(resources):
+        by_namespace.setdefault(str(chart.props.get("namespace") or "default"), []).append(chart)
+    return [
+        Violation(chart, f"router releases {[c.name for c in charts]} share namespace {namespace}")
+        for namespace, charts in by_namespace.items()
+        if len(charts) > 1
+        for chart in charts[1:]
+    ]
+
+
 # --- platform hygiene ---------------------------------------------------------------------------
 
 MUTABLE_TAGS = ("latest", "main", "nightly")
@@ -391,6 +404,7 @@ RULES: list[Rule] = [
     Rule(
         "router-selects-servers", "Router matchLabels select a model server", "mandatory", router_selects_model_servers
     ),
+    Rule("one-router-per-namespace", "One router release per namespace", "mandatory", one_router_per_namespace),
     Rule("images-pinned", "Images and charts pinned", "mandatory", images_pinned, {"allowMutableTags": False}),
     Rule("resource-requests", "Every container requests cpu and memory", "mandatory", resource_requests),
     Rule(

@@ -77,7 +77,7 @@ class CacheConfig(_Section):
 
     accelerator: str = "gpu"
     server: Literal["vllm", "sglang"] = "vllm"
-    connector: Literal["native", "lmcache-connector", "mooncake-store"] = "native"
+    connector: Literal["native", "lmcache-connector", "mooncake-store", "lmcache-server"] = "native"
     host_type: Literal["single-host", "multi-host"] = "single-host"
     tier: TierConfig = TierConfig()
     model: str | None = None
@@ -108,6 +108,28 @@ class StorageConfig(_Section):
     size: ByteSize = Field(default=ByteSize(9000 * GiB), description="requested capacity of the claim")
 
 
+class LMCacheConfig(_Section):
+    """The LMCache server of `cache.connector: lmcache-server` (its L1 size is `cache.tier.cpu`)."""
+
+    version: str = Field(
+        default=versions.LMCACHE_VERSION,
+        pattern=r"^v\d+\.\d+\.\d+$",
+        description="tag of lmcache/vllm-openai, for the server and every vLLM pod",
+    )
+    mode: Literal["prefix-reuse", "pd"] = Field(default="prefix-reuse", description="pd: P/D disaggregation")
+    test_mode: bool = Field(
+        default=False, description="--no-enable-prefix-caching, so a repeated prompt goes to LMCache (tests only)"
+    )
+    chunk_size: int = Field(default=256, ge=16, le=4096)
+    hash_algorithm: Literal["blake3", "sha256", "builtin"] = "blake3"
+    isolated_ipc: bool = True
+    eviction_policy: Literal["LRU"] = "LRU"
+    eviction_trigger_watermark: float = Field(default=0.80, gt=0, le=1)
+    eviction_ratio: float = Field(default=0.20, gt=0, le=1)
+    max_workers: int = Field(default=1, ge=1, le=64)
+    privileged: bool = Field(default=False, description="run the server privileged where NVML cannot see the GPUs")
+
+
 class ResourceSize(_Section):
     cpu: str = Field(pattern=r"^\d+(\.\d+)?m?$")
     memory: ByteSize
@@ -119,6 +141,9 @@ class RouterConfig(_Section):
     version: str = Field(default=versions.ROUTER_VERSION, pattern=r"^v\d+\.\d+\.\d+$")
     gaie_version: str = Field(default=versions.GAIE_VERSION, pattern=r"^v\d+\.\d+\.\d+$")
     epp_replicas: int = Field(default=1, ge=1, le=8)
+    match_labels: dict[str, str] | None = Field(
+        default=None, description="labels the router selects model servers by; default: derived from the pods"
+    )
     epp_resources: ResourceSize = ResourceSize(cpu="4", memory=ByteSize(8 * GiB))
     proxy_resources: ResourceSize = ResourceSize(cpu="4", memory=ByteSize(8 * GiB))
 
@@ -137,6 +162,7 @@ class StackConfig(_Section):
     node_pools: dict[str, NodePoolConfig] = Field(default_factory=dict)
     cache: CacheConfig = CacheConfig()
     storage: StorageConfig = StorageConfig()
+    lmcache: LMCacheConfig = LMCacheConfig()
     router: RouterConfig = RouterConfig()
     monitoring: MonitoringConfig = MonitoringConfig()
 

@@ -6,6 +6,7 @@ consistency checks that need derived objects (selector, ports) all happen here.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +14,7 @@ from components.catalog import labels, versions
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.models import MODELS
 from components.catalog.support import SUPPORTED, ComboDefaults
-from components.specs import mooncake, sizing
+from components.specs import lmcache, mooncake, sizing
 from components.specs.monitoring import model_server_monitor
 from components.specs.router_values import RouterInputs, inference_pool, router_values
 from components.specs.servers import Manifest, ServerSpec, model_server_manifests
@@ -22,19 +23,36 @@ from components.specs.servers.vllm import lmcache_image_for
 from stacks.config import StackConfig
 from stacks.errors import ConfigError
 
+# Guide labels of the LMCache integration's model servers (the router selects them).
+LMCACHE_GUIDES = {"prefix-reuse": "lmcache", "pd": "lmcache-pd"}
+
+
+@dataclass(frozen=True)
+class Role:
+    spec: ServerSpec
+    manifests: list[Manifest]
+
 
 @dataclass(frozen=True)
 class StackPlan:
     config: StackConfig
     sizing: sizing.TierSizing
-    model_server: ServerSpec
-    model_server_manifests: list[Manifest]
+    roles: list[Role]  # model-server roles; the last is the decode role
     storage_manifests: list[Manifest]  # the filesystem tier's shared claim
     mooncake_master: list[Manifest]
     mooncake_client: list[Manifest]
+    lmcache_server: list[Manifest]
     router_values: dict[str, Any]
-    inference_pool: dict[str, Any]  # what the router chart creates, mirrored for checks and the summary
+    inference_pool: dict[str, Any] | None  # what the router chart creates, mirrored for checks and the summary
     monitor: dict[str, Any] | None
+
+    @property
+    def model_server(self) -> ServerSpec:
+        return self.roles[-1].spec
+
+    @property
+    def model_server_manifests(self) -> list[Manifest]:
+        return self.roles[-1].manifests
 
 
 def combo_defaults(config: StackConfig) -> ComboDefaults:
@@ -68,6 +86,8 @@ def _image(config: StackConfig) -> str:
         return cache.image
     if cache.server == "sglang":
         return versions.SGLANG_IMAGE
+    if cache.connector == "lmcache-server":  # the client must speak the server's protocol version
+        return versions.lmcache_image(config.lmcache.version)
     if cache.connector == "lmcache-connector":
         return lmcache_image_for(accelerator.key) or accelerator.vllm_image
     return accelerator.vllm_image
@@ -91,6 +111,8 @@ def _size(config: StackConfig, defaults: ComboDefaults, tp: int, replicas: int) 
         return sizing.size_hicache(model, accelerator, tp, tier), None
     if cache.connector == "lmcache-connector":
         return sizing.size_lmcache(model, accelerator, tp, tier, disk if cache.tier.variant == "fs" else None), None
+    if cache.connector == "lmcache-server":
+        return sizing.size_lmcache_server_client(model, accelerator, tp, tier), None
     if cache.connector == "mooncake-store":
         if cache.tier.variant == "fs":
             assert disk is not None, "MooncakeStore fs defaults its SSD size"
@@ -99,19 +121,49 @@ def _size(config: StackConfig, defaults: ComboDefaults, tp: int, replicas: int) 
     return sizing.size_native_cpu_tier(model, accelerator, tp, tier), None
 
 
-def check_router_reaches_model_servers(pool: dict[str, Any], server: ServerSpec) -> None:
+def check_router_reaches_model_servers(values: dict[str, Any], servers: list[ServerSpec]) -> None:
     """The seed's troubleshooting table: a selector that matches no pod, or a port nobody listens on."""
-    selector = pool["spec"]["selector"]["matchLabels"]
-    pod_labels = server.serving_pod_labels
-    if any(pod_labels.get(k) != v for k, v in selector.items()):
-        raise ConfigError(
-            "router.modelServers.matchLabels", selector, f"selects no model-server pod (pods carry {pod_labels})"
-        )
-    ports = [p["number"] for p in pool["spec"]["targetPorts"]]
+    model_servers = values["router"]["modelServers"]
+    selector = model_servers["matchLabels"]
+    for server in servers:
+        pod_labels = server.serving_pod_labels
+        if any(pod_labels.get(k) != v for k, v in selector.items()):
+            raise ConfigError(
+                "router.match_labels",
+                selector,
+                f"selects no {server.role} pod (its pods carry {pod_labels})",
+            )
+    ports = [p["number"] for p in model_servers["targetPorts"]]
     if ports != [labels.MODEL_SERVER_PORT]:
         raise ConfigError(
             "router.modelServers.targetPorts", ports, f"must be the model-server port [{labels.MODEL_SERVER_PORT}]"
         )
+
+
+def _lmcache_settings(config: StackConfig, l1: Any) -> lmcache.LMCacheServerSettings:
+    lm = config.lmcache
+    return lmcache.LMCacheServerSettings(
+        version=lm.version,
+        namespace=config.namespace,
+        l1_size=l1,
+        chunk_size=lm.chunk_size,
+        hash_algorithm=lm.hash_algorithm,
+        isolated_ipc=lm.isolated_ipc,
+        eviction_policy=lm.eviction_policy,
+        eviction_trigger_watermark=lm.eviction_trigger_watermark,
+        eviction_ratio=lm.eviction_ratio,
+        max_workers=lm.max_workers,
+        privileged=lm.privileged,
+    )
+
+
+def _router_profile(config: StackConfig, replicas: int) -> str:
+    if config.cache.connector != "lmcache-server":
+        return "tiered"
+    if config.lmcache.mode == "pd":
+        return "pd"
+    # Prefix scoring on token blocks needs the tokenizer once there is more than one pod to choose from.
+    return "token-routing" if replicas >= 2 else "default"
 
 
 def plan(config: StackConfig) -> StackPlan:
@@ -120,7 +172,9 @@ def plan(config: StackConfig) -> StackPlan:
     tp = cache.tensor_parallelism or defaults.tensor_parallelism
     replicas = cache.replicas or defaults.replicas
     tier_sizing, client_sizing = _size(config, defaults, tp, replicas)
-    server = ServerSpec(
+    is_lmcache_server = cache.connector == "lmcache-server"
+    disaggregated = is_lmcache_server and config.lmcache.mode == "pd"
+    decode = ServerSpec(
         namespace=config.namespace,
         accelerator=accelerator,
         server=cache.server,
@@ -137,12 +191,17 @@ def plan(config: StackConfig) -> StackPlan:
         sizing=tier_sizing,
         scheduling=_scheduling(config),
         mooncake_client=client_sizing,
+        guide=LMCACHE_GUIDES[config.lmcache.mode] if is_lmcache_server else labels.GUIDE,
+        disaggregated=disaggregated,
+        test_mode=config.lmcache.test_mode,
+        sidecar_image=versions.disagg_sidecar_image(config.router.version) if disaggregated else None,
     )
+    servers = [dataclasses.replace(decode, role="prefill"), decode] if disaggregated else [decode]
     router = config.router
     values = router_values(
         RouterInputs(
             chart_version=router.version,
-            match_labels=router_selector(server),
+            match_labels=router.match_labels if router.match_labels is not None else router_selector(decode),
             target_port=labels.MODEL_SERVER_PORT,
             cpu_lru_capacity_per_server=tier_sizing.lru_capacity_per_server,
             epp_replicas=router.epp_replicas,
@@ -151,10 +210,11 @@ def plan(config: StackConfig) -> StackPlan:
             proxy_cpu=router.proxy_resources.cpu,
             proxy_memory=router.proxy_resources.memory,
             monitoring=config.monitoring.provider if config.monitoring.enabled else None,
+            profile=_router_profile(config, replicas),
+            model_name=tier_sizing.model.name,
         )
     )
-    pool = inference_pool(router.release, config.namespace, values)
-    check_router_reaches_model_servers(pool, server)
+    check_router_reaches_model_servers(values, servers)
     uses_claim = cache.tier.variant == "fs" and cache.connector != "mooncake-store"
     storage = (
         [files_storage_claim(config.namespace, config.storage.storage_class, config.storage.size.quantity())]
@@ -163,21 +223,25 @@ def plan(config: StackConfig) -> StackPlan:
     )
     is_mooncake = cache.connector == "mooncake-store"
     monitor = (
-        model_server_monitor(config.monitoring.provider, config.namespace, router_selector(server), server.role)
+        model_server_monitor(config.monitoring.provider, config.namespace, router_selector(decode), decode.role)
         if config.monitoring.enabled
         else None
     )
     return StackPlan(
         config=config,
         sizing=tier_sizing,
-        model_server=server,
-        model_server_manifests=model_server_manifests(server),
+        roles=[Role(s, model_server_manifests(s)) for s in servers],
         storage_manifests=storage,
         mooncake_master=[mooncake.namespace(), *mooncake.master_manifests()] if is_mooncake else [],
         mooncake_client=(
-            mooncake.client_manifests(client_sizing, server.scheduling.node_selector) if client_sizing else []
+            mooncake.client_manifests(client_sizing, decode.scheduling.node_selector) if client_sizing else []
+        ),
+        lmcache_server=(
+            lmcache.server_manifests(_lmcache_settings(config, tier_sizing.cpu_tier_per_pod))
+            if is_lmcache_server
+            else []
         ),
         router_values=values,
-        inference_pool=pool,
+        inference_pool=inference_pool(router.release, config.namespace, values),
         monitor=monitor,
     )

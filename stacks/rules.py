@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from components.catalog.accelerators import ACCELERATORS
 from components.catalog.models import MODELS
 from components.catalog.support import SUPPORTED, supported_for
 from components.specs.units import GiB
@@ -51,6 +52,19 @@ def check_stack(config: StackConfig) -> None:
                 cache.tier.cpu.human(),
                 f"Mooncake segments are whole GiB{' per rank' if ranks > 1 else ''}: use a multiple of {ranks} GiB",
             )
+
+    if cache.connector == "lmcache-server":
+        block = ACCELERATORS[cache.accelerator].kv_block_tokens
+        if config.lmcache.chunk_size % block:
+            raise ConfigError(
+                "lmcache.chunk_size",
+                config.lmcache.chunk_size,
+                f"must be a multiple of the model server's {block}-token KV block, or LMCache chunks split blocks",
+            )
+    elif config.lmcache.model_fields_set:
+        raise ConfigError(
+            "lmcache", sorted(config.lmcache.model_fields_set), "applies only with cache.connector lmcache-server"
+        )
 
     if cache.node_pool is not None and cache.node_pool not in config.node_pools:
         allowed = ", ".join(sorted(config.node_pools)) or "none are described in node_pools"

@@ -14,7 +14,8 @@ def _table(header: tuple[str, ...], rows: list[tuple[str, str]] | list[tuple[str
 
 def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
     config, server, sizing = stack_plan.config, stack_plan.model_server, stack_plan.sizing
-    pool = stack_plan.inference_pool["spec"]
+    pool = stack_plan.inference_pool
+    router_values = stack_plan.router_values["router"]
     workload = stack_plan.model_server_manifests[-1]
     pods = f"{server.replicas} x {server.group_size} hosts" if server.group_size > 1 else str(server.replicas)
     device = server.accelerator.device_resource or f"DRA {server.accelerator.dra_device_class}"
@@ -39,8 +40,10 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
         ("router endpoint", str(recording.outputs.get("routerEndpoint", ""))),
         (
             "InferencePool (created by the chart)",
-            f"`{config.router.release}`: selector {pool['selector']['matchLabels']},"
-            f" target ports {[p['number'] for p in pool['targetPorts']]}",
+            f"`{config.router.release}`: selector {pool['spec']['selector']['matchLabels']},"
+            f" target ports {[p['number'] for p in pool['spec']['targetPorts']]}"
+            if pool
+            else f"none: the EPP selects {router_values['modelServers']['matchLabels']} by label",
         ),
         ("GAIE CRDs", config.router.gaie_version),
     ]
@@ -57,6 +60,24 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
     if stack_plan.mooncake_master:
         client = "and the Mooncake Client DaemonSet" if stack_plan.mooncake_client else "(embedded pool)"
         rows.append(("MooncakeStore", f"Mooncake Master in namespace `mooncake` {client}"))
+    if len(stack_plan.roles) > 1:
+        rows.append(
+            (
+                "P/D roles",
+                ", ".join(f"`{r.manifests[-1]['metadata']['name']}` ({r.spec.role})" for r in stack_plan.roles),
+            )
+        )
+    if stack_plan.lmcache_server:
+        lm = config.lmcache
+        rows.append(
+            (
+                "LMCache server",
+                f"DaemonSet `lmcache-engine` {lm.version} on every GPU node, mode {lm.mode},"
+                f" isolated IPC {lm.isolated_ipc}, test mode {lm.test_mode}",
+            )
+        )
+    if "tokenizer" in router_values:
+        rows.append(("router tokenizer", f"sidecar for {router_values['tokenizer']['modelName']} (token-producer)"))
     rows.append(("monitoring", config.monitoring.provider if config.monitoring.enabled else "off"))
     lines = [
         f"# {stack}: llm-d tiered prefix cache",

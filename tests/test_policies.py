@@ -255,6 +255,16 @@ def test_literal_hf_token_is_caught() -> None:
     assert _violations(RULE["hf-token-secret"], resources)
 
 
+def test_two_router_releases_in_one_namespace_are_caught() -> None:
+    resources = _resources()
+    assert _violations(RULE["one-router-per-namespace"], resources) == []
+    chart = next(r for r in resources if r.type == "kubernetes:helm.sh/v4:Chart")
+    second = Resource(chart.type, "second-router", copy.deepcopy(chart.props))
+    assert "share namespace" in _violations(RULE["one-router-per-namespace"], [*resources, second])[0]
+    second.props["namespace"] = "elsewhere"
+    assert _violations(RULE["one-router-per-namespace"], [*resources, second]) == []
+
+
 def test_cluster_hardening() -> None:
     good = Resource(
         "gcp:container/cluster:Cluster",
@@ -279,7 +289,7 @@ def test_every_rule_has_a_test_above() -> None:
         "router-capacity-within-tier", "memory-limit-covers-tier", "filesystem-tier-rwx", "mooncake-rdma",
         "lmcache-hash-seed", "lmcache-image-tags", "lmcache-isolated-ipc", "prefix-scoring-tokens",
         "prefix-caching-on", "router-selects-servers", "images-pinned", "resource-requests",
-        "privileged-containers", "hf-token-secret", "cluster-hardening",
+        "privileged-containers", "hf-token-secret", "cluster-hardening", "one-router-per-namespace",
     }  # fmt: skip
     assert tested == set(RULE)
 

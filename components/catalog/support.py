@@ -53,6 +53,8 @@ SUPPORTED: dict[Combo, ComboDefaults] = {
     ("gpu", "vllm", "mooncake-store", "fs", "single-host"): ComboDefaults(
         QWEN3_32B, 2, 2, ByteSize(80 * GiB), disk_tier=ByteSize(1 * TiB)
     ),
+    # The LMCache integration guide: vLLM pods on the node's LMCache server (prefix reuse or P/D).
+    ("gpu", "vllm", "lmcache-server", "cpu", "single-host"): ComboDefaults("Qwen/Qwen3-0.6B", 1, 1, ByteSize(20 * GiB)),
     ("gpu", "sglang", "native", "cpu", "single-host"): ComboDefaults(
         QWEN3_32B, 2, 2, ByteSize(2 * 200 * GB), platforms=_GPU
     ),

@@ -18,12 +18,21 @@ def gaie_crds_url(version: str) -> str:
     )
 
 
-# The P/D routing sidecar runs in decode pods; it is released with the router.
-DISAGG_SIDECAR_IMAGE = f"ghcr.io/llm-d/llm-d-router-disagg-sidecar:{ROUTER_VERSION}"
+def disagg_sidecar_image(router_version: str) -> str:
+    """The P/D routing sidecar of decode pods, released with the router: one tag for both."""
+    return f"ghcr.io/llm-d/llm-d-router-disagg-sidecar:{router_version}"
+
 
 # LMCache: the server and the vLLM pods that talk to it must share one tag (versioned protocol).
 LMCACHE_VERSION = "v0.5.6"
-LMCACHE_VLLM_IMAGE = f"lmcache/vllm-openai:{LMCACHE_VERSION}"
+
+
+def lmcache_image(version: str) -> str:
+    """LMCache's vLLM image; the LMCache server runs from the same image, so the two share one tag."""
+    return f"lmcache/vllm-openai:{version}"
+
+
+LMCACHE_VLLM_IMAGE = lmcache_image(LMCACHE_VERSION)
 
 # Model server images (llm-d/llm-d guides at d557f83e, see shared/reference/llm-d-upstream.md).
 VLLM_VERSION = "v0.26.0"

@@ -45,6 +45,9 @@ def chart_layout(version: str) -> ChartLayout:
     return ChartLayout(inline_map=False, config_api_version="llm-d.ai/v1alpha1")
 
 
+Profile = str  # "tiered" | "default" | "token-routing" | "pd"
+
+
 @dataclass(frozen=True)
 class RouterInputs:
     chart_version: str
@@ -57,6 +60,10 @@ class RouterInputs:
     proxy_cpu: str
     proxy_memory: ByteSize
     monitoring: str | None  # None, "prometheus-operator" or "gke-managed-prometheus"
+    # tiered: the guide's HBM + CPU-tier producers; default: the chart's plugins; token-routing: the
+    # chart's tokenizer sidecar and token-based prefix scoring; pd: prefill/decode disaggregation.
+    profile: Profile = "tiered"
+    model_name: str = ""  # what the tokenizer loads (token-routing)
 
 
 def endpoint_picker_config(api_version: str, cpu_lru_capacity_per_server: int) -> Values:
@@ -103,6 +110,77 @@ def endpoint_picker_config(api_version: str, cpu_lru_capacity_per_server: int) -
     }
 
 
+METRICS_SOURCE = {
+    "type": "metrics-data-source",
+    "parameters": {"scheme": "http", "path": "/metrics", "insecureSkipVerify": True},
+}
+TOKENIZER_PORT = 8000  # the tokenizer sidecar's loopback port in the EPP pod
+
+
+def token_routing_config(api_version: str, model_name: str) -> Values:
+    """Prefix scoring on token blocks: the EPP tokenizes through the chart's tokenizer sidecar."""
+    return {
+        "apiVersion": api_version,
+        "kind": "EndpointPickerConfig",
+        "plugins": [
+            {
+                "type": "token-producer",
+                "parameters": {
+                    "modelName": model_name,
+                    "vllm": {"url": f"http://localhost:{TOKENIZER_PORT}", "timeout": "10s"},
+                },
+            },
+            {"type": "queue-scorer"},
+            {"type": "kv-cache-utilization-scorer"},
+            {"type": "prefix-cache-scorer"},
+            METRICS_SOURCE,
+            {"type": "core-metrics-extractor"},
+        ],
+        "schedulingProfiles": [
+            {
+                "name": "default",
+                "plugins": [
+                    {"pluginRef": "queue-scorer", "weight": 2},
+                    {"pluginRef": "kv-cache-utilization-scorer", "weight": 2},
+                    {"pluginRef": "prefix-cache-scorer", "weight": 3},
+                ],
+            }
+        ],
+    }
+
+
+def pd_config(api_version: str) -> Values:
+    """Every request disaggregated: a prefill pod and a decode pod, chosen by their `llm-d.ai/role`."""
+    return {
+        "apiVersion": api_version,
+        "kind": "EndpointPickerConfig",
+        "plugins": [
+            {"type": "always-disagg-pd-decider"},
+            {"type": "disagg-profile-handler", "parameters": {"deciders": {"prefill": "always-disagg-pd-decider"}}},
+            {"type": "prefill-filter"},
+            {"type": "decode-filter"},
+            {"type": "queue-scorer"},
+            {"type": "max-score-picker"},
+            METRICS_SOURCE,
+            {"type": "core-metrics-extractor"},
+        ],
+        "schedulingProfiles": [
+            {
+                "name": role,
+                "plugins": [
+                    {"pluginRef": f"{role}-filter"},
+                    {"pluginRef": "queue-scorer"},
+                    {"pluginRef": "max-score-picker"},
+                ],
+            }
+            for role in ("prefill", "decode")
+        ],
+    }
+
+
+PLUGIN_FILES = {"tiered": PLUGINS_FILE, "token-routing": "lmcache-plugins.yaml", "pd": "pd-plugins.yaml"}
+
+
 def _resources(cpu: str, memory: ByteSize) -> Values:
     """The guide's shape: CPU and memory requested, memory limited at twice the request, CPU unlimited."""
     return {"requests": {"cpu": cpu, "memory": memory.quantity()}, "limits": {"memory": (memory * 2).quantity()}}
@@ -121,21 +199,31 @@ def _monitoring(provider: str) -> Values:
 
 def router_values(inputs: RouterInputs) -> Values:
     layout = chart_layout(inputs.chart_version)
-    picker = endpoint_picker_config(layout.config_api_version, inputs.cpu_lru_capacity_per_server)
+    api = layout.config_api_version
+    pickers = {
+        "tiered": lambda: endpoint_picker_config(api, inputs.cpu_lru_capacity_per_server),
+        "token-routing": lambda: token_routing_config(api, inputs.model_name),
+        "pd": lambda: pd_config(api),
+    }
     epp: Values = {
         "replicas": inputs.epp_replicas,
         "flags": {"v": 2},
         "image": {"tag": inputs.chart_version},
-        "pluginsConfigFile": PLUGINS_FILE,
+        "pluginsConfigFile": PLUGIN_FILES.get(inputs.profile, "default-plugins.yaml"),
         "resources": _resources(inputs.epp_cpu, inputs.epp_memory),
     }
-    if layout.inline_map:
-        epp["pluginsConfig"] = picker
-    else:
-        epp["pluginsCustomConfig"] = {PLUGINS_FILE: yaml.safe_dump(picker, sort_keys=False)}
+    if inputs.profile in pickers:
+        picker = pickers[inputs.profile]()
+        if layout.inline_map:
+            epp["pluginsConfig"] = picker
+        else:
+            epp["pluginsCustomConfig"] = {epp["pluginsConfigFile"]: yaml.safe_dump(picker, sort_keys=False)}
+    pool: Values = {"failureMode": "FailOpen"}
+    if inputs.profile == "pd":
+        pool["create"] = False  # the EPP selects prefill and decode pods by label; no InferencePool
     router: Values = {
         "epp": epp,
-        "inferencePool": {"failureMode": "FailOpen"},
+        "inferencePool": pool,
         "modelServers": {
             "protocol": "http",
             "matchLabels": dict(inputs.match_labels),
@@ -159,18 +247,30 @@ def router_values(inputs: RouterInputs) -> Values:
             }
         ],
     }
+    if inputs.profile == "token-routing":
+        router["tokenizer"] = {
+            "enabled": True,
+            "flavor": "python",
+            "modelName": inputs.model_name,
+            "port": TOKENIZER_PORT,
+            "env": [],  # the chart passes HF_TOKEN from llm-d-hf-token itself
+            "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
+        }
     if inputs.monitoring:
         router["monitoring"] = _monitoring(inputs.monitoring)
     return {"router": router}
 
 
-def inference_pool(release: str, namespace: str, values: Values) -> Values:
-    """The InferencePool the chart renders from these values (routerlib `_inferencepool.yaml`).
+def inference_pool(release: str, namespace: str, values: Values) -> Values | None:
+    """The InferencePool the chart renders from these values (routerlib `_inferencepool.yaml`), or None
+    when `inferencePool.create` is false and the EPP selects pods by label.
 
     The chart owns the pool, so the program does not declare it; this mirror feeds the summary,
     config-time checks and schema tests.
     """
     router = values["router"]
+    if router["inferencePool"].get("create") is False:
+        return None
     return {
         "apiVersion": "inference.networking.k8s.io/v1",
         "kind": "InferencePool",

@@ -7,6 +7,7 @@ carries the formulas the render summary shows.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -72,6 +73,8 @@ class TierSizing:
     shm_size_limit: ByteSize | None
     knobs: dict[str, str] = field(default_factory=dict)  # connector settings by their upstream name
     steps: tuple[Derivation, ...] = ()
+    # False where the router keeps no CPU-tier index (the LMCache server: it scores token blocks).
+    router_counts_tier: bool = True
 
     @property
     def derivations(self) -> list[Derivation]:
@@ -88,12 +91,17 @@ class TierSizing:
                 "router block", f"{block.bytes} B ({block.human()})", f"{ROUTER_BLOCK_TOKENS} tokens x {kv.human()}"
             ),
         ]
-        tail = [
+        capacity = (
             Derivation(
                 "router `lruCapacityPerServer`",
                 str(self.lru_capacity_per_server),
                 f"floor({self.cpu_tier_per_pod.bytes} / {block.bytes})",
-            ),
+            )
+            if self.router_counts_tier
+            else Derivation("router CPU-tier index", "none", "the router scores token blocks; the tier is the server's")
+        )
+        tail = [
+            capacity,
             Derivation(
                 "model-server runtime memory",
                 self.host_runtime_memory.quantity(),
@@ -361,3 +369,34 @@ def size_mooncake_standalone(
         ],
     )
     return sizing, client
+
+
+def size_lmcache_server_client(
+    model: ModelSpec, accelerator: AcceleratorProfile, tensor_parallelism: int, l1_per_node: ByteSize
+) -> TierSizing:
+    """vLLM pods of the LMCache server: the CPU tier is the server's L1 on each node, shared by its pods.
+
+    The pods hold no tier themselves; the router scores token blocks and does not count the tier.
+    """
+    server_request = (l1_per_node + ByteSize(5 * GiB)).ceil_to(GiB)
+    sized = _sized(
+        model,
+        accelerator,
+        tensor_parallelism,
+        l1_per_node,
+        l1_per_node,
+        [("/dev/shm", SHM_HEADROOM)],
+        SHM_HEADROOM,
+        {"l1-size-gb": f"{l1_per_node.bytes / GiB:g}"},
+        [
+            Derivation(
+                "LMCache server L1 per node (`--l1-size-gb`)", l1_per_node.human(), "stack config `cache.tier.cpu`"
+            ),
+            Derivation(
+                "LMCache server memory request / limit",
+                f"{server_request.quantity()} / {ByteSize(server_request.bytes * 3 // 2).ceil_to(GiB).quantity()}",
+                "L1 + 5 GiB; limit 1.5 x request",
+            ),
+        ],
+    )
+    return dataclasses.replace(sized, router_counts_tier=False)

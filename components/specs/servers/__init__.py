@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from components.specs.servers.base import Manifest, ServerSpec
+from components.specs.servers.lmcache_mp import lmcache_mp_manifests
 from components.specs.servers.sglang import sglang_manifests
 from components.specs.servers.tpu import tpu_manifests, tpu_multihost_manifests
 from components.specs.servers.vllm import vllm_manifests
@@ -14,6 +15,8 @@ def model_server_manifests(spec: ServerSpec) -> list[Manifest]:
     """Every object one model-server role needs: ServiceAccount, workload, and what the connector adds."""
     if spec.accelerator.is_tpu:
         return tpu_multihost_manifests(spec) if spec.host_type == "multi-host" else tpu_manifests(spec)
+    if spec.connector == "lmcache-server":
+        return lmcache_mp_manifests(spec)
     if spec.server == "sglang":
         return sglang_manifests(spec)
     return vllm_manifests(spec)

@@ -53,6 +53,10 @@ class ServerSpec:
     scheduling: Scheduling = Scheduling()
     mooncake_client: MooncakeClientSizing | None = None
     role: str = "decode"
+    guide: str = labels.GUIDE  # the `llm-d.ai/guide` value the router selects
+    disaggregated: bool = False  # P/D: a prefill and a decode role
+    test_mode: bool = False  # LMCache: `--no-enable-prefix-caching`, so a repeat goes to LMCache
+    sidecar_image: str | None = None  # P/D decode: the router's routing sidecar
 
     @property
     def filesystem_tier(self) -> bool:
@@ -73,7 +77,7 @@ class ServerSpec:
     @property
     def pod_labels(self) -> dict[str, str]:
         out = {
-            labels.GUIDE_LABEL: labels.GUIDE,
+            labels.GUIDE_LABEL: self.guide,
             labels.MODEL_LABEL: self.model.short_name,
             labels.ACCELERATOR_VARIANT_LABEL: self.accelerator.variant,
             labels.ACCELERATOR_VENDOR_LABEL: self.accelerator.vendor,
@@ -99,7 +103,7 @@ class ServerSpec:
 
 def router_selector(spec: ServerSpec) -> dict[str, str]:
     """What the router (and its InferencePool) select: the guide label, and on multi-host only the leaders."""
-    selector = {labels.GUIDE_LABEL: labels.GUIDE}
+    selector = {labels.GUIDE_LABEL: spec.guide}
     if spec.host_type == "multi-host":
         selector |= {labels.LWS_NAME_LABEL: spec.workload_name, labels.LWS_ROLE_LABEL: labels.LWS_LEADER}
     return selector

@@ -1,0 +1,175 @@
+"""The LMCache server (one per GPU node) and the connector configs its clients use, from one source.
+
+The server's flags and the `lmcache.mp.*` settings of every client are built from the same
+`LMCacheServerSettings`, so `lmcache.mp.isolated_ipc` always agrees with `--isolated-ipc`, the host
+is the Service's in-cluster name, and server and clients share one image tag.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from components.catalog import versions
+from components.specs.units import ByteSize, GiB
+
+Manifest = dict[str, Any]
+
+NAME = "lmcache-engine"  # DaemonSet, Service; the ConfigMap is `<NAME>-connection`
+CONNECTION_CONFIG_MAP = f"{NAME}-connection"
+SERVER_PORT, HTTP_PORT, METRICS_PORT = 5555, 8080, 9090
+REUSE_KEY = "kv-transfer-config.json"
+PREFILLER_KEY = "kv-transfer-config-prefiller.json"
+DECODER_KEY = "kv-transfer-config-decoder.json"
+LABELS = {"app.kubernetes.io/name": "lmcache", "app.kubernetes.io/instance": NAME}
+SERVER_OVERHEAD = ByteSize(5 * GiB)  # the server process beside its L1 pool: request = L1 + 5 GiB
+
+
+@dataclass(frozen=True)
+class LMCacheServerSettings:
+    version: str
+    namespace: str
+    l1_size: ByteSize
+    chunk_size: int
+    hash_algorithm: str
+    isolated_ipc: bool
+    eviction_policy: str
+    eviction_trigger_watermark: float
+    eviction_ratio: float
+    max_workers: int
+    privileged: bool
+
+    @property
+    def image(self) -> str:
+        return versions.lmcache_image(self.version)
+
+    @property
+    def host(self) -> str:
+        return f"tcp://{NAME}.{self.namespace}.svc.cluster.local"
+
+    @property
+    def memory_request(self) -> ByteSize:
+        return (self.l1_size + SERVER_OVERHEAD).ceil_to(GiB)
+
+    @property
+    def memory_limit(self) -> ByteSize:
+        """Half again the request: room for the server's transfer buffers under eviction pressure."""
+        return ByteSize(self.memory_request.bytes * 3 // 2).ceil_to(GiB)
+
+
+def mp_connector(settings: LMCacheServerSettings) -> Manifest:
+    return {
+        "kv_connector": "LMCacheMPConnector",
+        "kv_connector_module_path": "lmcache.integration.vllm.lmcache_mp_connector",
+        "kv_role": "kv_both",
+        "kv_connector_extra_config": {
+            "lmcache.mp.host": settings.host,
+            "lmcache.mp.port": str(SERVER_PORT),
+            "lmcache.mp.isolated_ipc": settings.isolated_ipc,
+        },
+    }
+
+
+def pd_connector(settings: LMCacheServerSettings, role: str) -> Manifest:
+    """NIXL moves the prefill's KV to the decode pod; LMCache stores and reuses prefixes behind it."""
+    kv_role = "kv_producer" if role == "prefill" else "kv_consumer"
+    nixl = {"kv_connector": "NixlConnector", "kv_role": kv_role, "kv_load_failure_policy": "fail"}
+    return {
+        "kv_connector": "MultiConnector",
+        "kv_role": kv_role,
+        "kv_connector_extra_config": {"connectors": [nixl, mp_connector(settings)]},
+    }
+
+
+def _json(config: Manifest) -> str:
+    return json.dumps(config, separators=(",", ":")) + "\n"
+
+
+def server_args(settings: LMCacheServerSettings) -> list[str]:
+    args = [
+        "--host=0.0.0.0",
+        f"--port={SERVER_PORT}",
+        f"--http-port={HTTP_PORT}",
+        f"--l1-size-gb={settings.l1_size.bytes / GiB:g}",
+        f"--chunk-size={settings.chunk_size}",
+        f"--max-workers={settings.max_workers}",
+        f"--hash-algorithm={settings.hash_algorithm}",
+    ]
+    if settings.isolated_ipc:
+        args.append("--isolated-ipc")  # KV over driver-level CUDA IPC; no hostIPC
+    return [
+        *args,
+        f"--eviction-policy={settings.eviction_policy}",
+        f"--eviction-trigger-watermark={settings.eviction_trigger_watermark:.2f}",
+        f"--eviction-ratio={settings.eviction_ratio:.2f}",
+        f"--prometheus-port={METRICS_PORT}",
+    ]
+
+
+def server_manifests(settings: LMCacheServerSettings) -> list[Manifest]:
+    meta = {"name": NAME, "namespace": settings.namespace, "labels": LABELS}
+    container: Manifest = {
+        "name": "lmcache",
+        "image": settings.image,
+        "command": ["/opt/venv/bin/lmcache", "server"],
+        "args": server_args(settings),
+        # The server opens vLLM's KV cache through CUDA IPC: it sees every GPU of its node and requests none.
+        "env": [
+            {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
+            {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "all"},
+        ],
+        "ports": [
+            {"name": "server", "containerPort": SERVER_PORT, "protocol": "TCP"},
+            {"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"},
+            {"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"},
+        ],
+        "startupProbe": {"tcpSocket": {"port": SERVER_PORT}, "periodSeconds": 10, "failureThreshold": 30},
+        "resources": {
+            "requests": {"cpu": "2", "memory": settings.memory_request.quantity()},
+            "limits": {"memory": settings.memory_limit.quantity()},
+        },
+    }
+    if settings.privileged:  # where `nvidia-smi -L` fails in the pod (NVML cannot see the devices)
+        container["securityContext"] = {"privileged": True}
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {**meta, "name": CONNECTION_CONFIG_MAP},
+            "data": {
+                REUSE_KEY: _json(mp_connector(settings)),
+                PREFILLER_KEY: _json(pd_connector(settings, "prefill")),
+                DECODER_KEY: _json(pd_connector(settings, "decode")),
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": meta,
+            "spec": {
+                "selector": LABELS,
+                "internalTrafficPolicy": "Local",  # each vLLM pod reaches the server on its own node
+                "ports": [
+                    {"name": "server", "port": SERVER_PORT, "protocol": "TCP"},
+                    {"name": "http", "port": HTTP_PORT, "protocol": "TCP"},
+                ],
+            },
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": meta,
+            "spec": {
+                "selector": {"matchLabels": LABELS},
+                "template": {
+                    "metadata": {"labels": LABELS},
+                    "spec": {
+                        "runtimeClassName": "nvidia",
+                        "nodeSelector": {"nvidia.com/gpu.present": "true"},  # GPU nodes only
+                        "containers": [container],
+                    },
+                },
+            },
+        },
+    ]

@@ -1,0 +1,111 @@
+"""vLLM pods that use the node's LMCache server (LMCacheMPConnector): prefix reuse, and P/D disaggregation."""
+
+from __future__ import annotations
+
+from components.catalog import labels
+from components.specs import lmcache
+from components.specs.servers.base import Manifest, ServerSpec, deployment, memory_volume, service_account
+
+VLLM_BEHIND_SIDECAR_PORT = 8200  # P/D decode: the routing sidecar takes :8000 and forwards here
+NIXL_PORT = 5600
+# vLLM unregisters its KV cache from the LMCache server before it stops.
+GRACE_SECONDS = 120
+# The sidecar keeps idle connections for 90 s; a shorter vLLM keep-alive resets them.
+KEEP_ALIVE_SECONDS = "120"
+READINESS = {"initialDelaySeconds": 60, "periodSeconds": 15, "failureThreshold": 60}
+
+
+def _env(spec: ServerSpec, key: str) -> list[Manifest]:
+    env: list[Manifest] = [
+        {"name": "PYTHONHASHSEED", "value": "0"},  # one token hash in every process
+        {
+            "name": "LMCACHE_KV_CONFIG",
+            "valueFrom": {"configMapKeyRef": {"name": lmcache.CONNECTION_CONFIG_MAP, "key": key}},
+        },
+    ]
+    if spec.disaggregated:
+        env += [
+            {"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            {"name": "VLLM_HTTP_TIMEOUT_KEEP_ALIVE", "value": KEEP_ALIVE_SECONDS},
+        ]
+    return env
+
+
+def lmcache_mp_args(spec: ServerSpec) -> list[str]:
+    """`--no-enable-prefix-caching` only in test mode: it sends a repeated prompt to LMCache so the
+    server log shows the retrieve; production keeps both cache layers."""
+    behind_sidecar = spec.disaggregated and spec.role == "decode"
+    port = VLLM_BEHIND_SIDECAR_PORT if behind_sidecar else labels.MODEL_SERVER_PORT
+    args = [spec.model.name, f"--port={port}"]
+    if spec.test_mode and (spec.role == "prefill" or not spec.disaggregated):
+        args.append("--no-enable-prefix-caching")
+    if behind_sidecar:
+        args.append("--enable-prompt-tokens-details")  # responses show cached_tokens
+    if spec.disaggregated:
+        args.append("--disable-hybrid-kv-cache-manager")  # needed by LMCacheMPConnector beside NIXL
+    if spec.tensor_parallelism > 1:
+        args.append(f"--tensor-parallel-size={spec.tensor_parallelism}")
+    return [*args, "--kv-transfer-config", "$(LMCACHE_KV_CONFIG)"]
+
+
+def _config_key(spec: ServerSpec) -> str:
+    if not spec.disaggregated:
+        return lmcache.REUSE_KEY
+    return lmcache.PREFILLER_KEY if spec.role == "prefill" else lmcache.DECODER_KEY
+
+
+def lmcache_mp_manifests(spec: ServerSpec) -> list[Manifest]:
+    behind_sidecar = spec.disaggregated and spec.role == "decode"
+    vllm_port = VLLM_BEHIND_SIDECAR_PORT if behind_sidecar else labels.MODEL_SERVER_PORT
+    ports: list[Manifest] = [
+        {
+            "name": "vllm" if behind_sidecar else labels.MODEL_SERVER_PORT_NAME,
+            "containerPort": vllm_port,
+            "protocol": "TCP",
+        }
+    ]
+    if spec.disaggregated:
+        ports.append({"name": "nixl", "containerPort": NIXL_PORT, "protocol": "TCP"})
+    memory = spec.sizing.pod_memory.quantity()
+    devices = {str(spec.accelerator.device_resource): spec.devices}
+    shm = spec.sizing.shm_size_limit
+    container: Manifest = {
+        "name": "modelserver",
+        "image": spec.image,
+        "command": ["vllm", "serve"],
+        "args": lmcache_mp_args(spec),
+        "env": _env(spec, _config_key(spec)),
+        "ports": ports,
+        "readinessProbe": {"httpGet": {"path": "/health", "port": vllm_port}, **READINESS},
+        "resources": {
+            "requests": {"cpu": "4", "memory": memory, **devices},
+            "limits": {"memory": memory, **devices},
+        },
+        "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}],
+    }
+    pod: Manifest = {
+        "serviceAccountName": spec.service_account_name,
+        "terminationGracePeriodSeconds": GRACE_SECONDS,
+        "containers": [container],
+        "volumes": [memory_volume("shm", shm.quantity() if shm else None)],
+    }
+    if behind_sidecar:
+        pod["initContainers"] = [
+            {
+                "name": "routing-proxy",
+                "image": str(spec.sidecar_image),
+                "restartPolicy": "Always",  # a native sidecar: runs for the life of the pod
+                "args": [
+                    f"--port={labels.MODEL_SERVER_PORT}",
+                    f"--model-server-port={VLLM_BEHIND_SIDECAR_PORT}",
+                    "--kv-connector=nixlv2",
+                    "--secure-serving=false",
+                ],
+                "ports": [{"name": "sidecar", "containerPort": labels.MODEL_SERVER_PORT, "protocol": "TCP"}],
+                "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "2Gi"}},
+            }
+        ]
+    out = [deployment(spec, pod)]
+    if spec.role == "decode":  # one ServiceAccount for both roles
+        out.insert(0, service_account(spec))
+    return out
