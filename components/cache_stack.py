@@ -17,10 +17,11 @@ from components.catalog import labels
 from components.inference_pool import InferencePoolCrds, InferencePoolCrdsArgs
 from components.lmcache_server import LMCacheServer, LMCacheServerArgs
 from components.model_server import ModelServer, ModelServerArgs
-from components.monitoring import ModelServerMonitoring, ModelServerMonitoringArgs
+from components.monitoring import Monitoring, MonitoringArgs
 from components.mooncake import MooncakeArgs, MooncakeClient, MooncakeMaster
 from components.router import Router, RouterArgs
 from components.storage import SharedStorage, SharedStorageArgs
+from components.verification_job import VerificationJob, VerificationJobArgs
 
 Manifest = dict[str, Any]
 
@@ -39,7 +40,8 @@ class CacheStackArgs:
     lmcache_server: list[Manifest] = field(default_factory=list)
     mooncake_master: list[Manifest] = field(default_factory=list)
     mooncake_client: list[Manifest] = field(default_factory=list)
-    monitor: Manifest | None = None
+    monitoring: list[Manifest] = field(default_factory=list)
+    verification: list[Manifest] = field(default_factory=list)
 
 
 class CacheStack(pulumi.ComponentResource):
@@ -102,17 +104,25 @@ class CacheStack(pulumi.ComponentResource):
                     pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
                 )
             )
-        for role, manifests in args.model_servers.items():
+        servers = [
             ModelServer(
                 f"{name}-model-server" if role == "decode" else f"{name}-model-server-{role}",
                 ModelServerArgs(manifests=manifests),
                 pulumi.ResourceOptions(parent=self, depends_on=serving_needs),
             )
-        if args.monitor is not None:
-            ModelServerMonitoring(
+            for role, manifests in args.model_servers.items()
+        ]
+        if args.monitoring:
+            Monitoring(
                 f"{name}-monitoring",
-                ModelServerMonitoringArgs(monitor=args.monitor),
-                pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
+                MonitoringArgs(manifests=args.monitoring),
+                pulumi.ResourceOptions(parent=self, depends_on=serving_needs),
+            )
+        if args.verification:  # after everything it exercises is up (Pulumi awaits Deployment readiness)
+            VerificationJob(
+                f"{name}-verification",
+                VerificationJobArgs(manifests=args.verification),
+                pulumi.ResourceOptions(parent=self, depends_on=[router, *servers]),
             )
         self.namespace = ns_name
         self.router_endpoint = router.endpoint

@@ -1,4 +1,4 @@
-"""ModelServerMonitoring: scrape the model servers' /metrics (PodMonitor, or PodMonitoring on GKE)."""
+"""Monitoring: scrape configs for the model servers (and LMCache server, Mooncake master), alert rules, dashboard."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from components.k8s_objects import declare_all
 
 
 @dataclass(frozen=True)
-class ModelServerMonitoringArgs:
-    monitor: dict[str, Any]
+class MonitoringArgs:
+    manifests: list[dict[str, Any]]  # components.specs.monitoring / alerts / dashboard
 
 
-class ModelServerMonitoring(pulumi.ComponentResource):
-    def __init__(self, name: str, args: ModelServerMonitoringArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("llmd:monitoring:ModelServerMonitoring", name, None, opts)
-        declare_all(self, name, [args.monitor], opts)
+class Monitoring(pulumi.ComponentResource):
+    def __init__(self, name: str, args: MonitoringArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("llmd:monitoring:Monitoring", name, None, opts)
+        declare_all(self, name, args.manifests, opts)
         self.register_outputs({})

@@ -41,7 +41,8 @@ def compose(stack_plan: StackPlan, hf_token: pulumi.Input[str]) -> StackOutputs:
             storage_claim=stack_plan.storage_manifests[0] if stack_plan.storage_manifests else None,
             mooncake_master=stack_plan.mooncake_master,
             mooncake_client=stack_plan.mooncake_client,
-            monitor=stack_plan.monitor,
+            monitoring=stack_plan.monitoring,
+            verification=stack_plan.verification,
         ),
         pulumi.ResourceOptions(providers=[provider]),
     )

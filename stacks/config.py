@@ -150,9 +150,35 @@ class RouterConfig(_Section):
     _release_is_dns_label = field_validator("release")(_dns_label)
 
 
+class AlertThresholds(_Section):
+    """When the tiered-cache alerts fire (each rule's runbook line says what to do)."""
+
+    window: str = Field(default="15m", pattern=r"^\d+[smh]$", description="rate window of every rule")
+    offload_hit_rate_floor: float = Field(default=0.01, ge=0, le=1, description="offload hits / queries below this")
+    hbm_hit_rate_drop: float = Field(default=0.8, gt=0, le=1, description="HBM hit rate below this x an hour ago")
+    loads_per_store: float = Field(default=0.01, ge=0, le=1, description="loaded / stored bytes below this")
+    min_load_bandwidth: ByteSize = Field(
+        default=ByteSize(2 * 1000**3), description="bytes per second a CPU->HBM load must beat (2GB: PCIe-bound)"
+    )
+    router_hit_ratio_margin: float = Field(
+        default=0.2, ge=0, le=1, description="router CPU index hit ratio above the servers' by more than this"
+    )
+    lmcache_hit_rate_floor: float = Field(default=0.01, ge=0, le=1)
+
+
 class MonitoringConfig(_Section):
     enabled: bool = False
     provider: Literal["prometheus-operator", "gke-managed-prometheus"] = "prometheus-operator"
+    alerts: AlertThresholds = AlertThresholds()
+    dashboard: bool = Field(default=True, description="a Grafana dashboard ConfigMap (sidecar label grafana_dashboard)")
+
+
+class VerificationConfig(_Section):
+    """A Job `pulumi up` waits on: the seed's verification steps, failing with the seed's messages."""
+
+    enabled: bool = False
+    image: str = Field(default=versions.VERIFICATION_IMAGE, description="a Python image; the script uses the stdlib")
+    requests: int = Field(default=10, ge=1, le=100, description="requests of the shared-prefix burst")
 
 
 class StackConfig(_Section):
@@ -165,6 +191,7 @@ class StackConfig(_Section):
     lmcache: LMCacheConfig = LMCacheConfig()
     router: RouterConfig = RouterConfig()
     monitoring: MonitoringConfig = MonitoringConfig()
+    verification: VerificationConfig = VerificationConfig()
 
     _namespace_is_dns_label = field_validator("namespace")(_dns_label)
 

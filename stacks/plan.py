@@ -14,12 +14,12 @@ from components.catalog import labels, versions
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.models import MODELS
 from components.catalog.support import SUPPORTED, ComboDefaults
-from components.specs import lmcache, mooncake, sizing
-from components.specs.monitoring import model_server_monitor
+from components.specs import alerts, dashboard, lmcache, monitoring, mooncake, sizing
 from components.specs.router_values import RouterInputs, inference_pool, router_values
 from components.specs.servers import Manifest, ServerSpec, model_server_manifests
 from components.specs.servers.base import Scheduling, files_storage_claim, router_selector
 from components.specs.servers.vllm import lmcache_image_for
+from components.specs.verification import VerificationSpec, verification_manifests
 from stacks.config import StackConfig
 from stacks.errors import ConfigError
 
@@ -44,7 +44,10 @@ class StackPlan:
     lmcache_server: list[Manifest]
     router_values: dict[str, Any]
     inference_pool: dict[str, Any] | None  # what the router chart creates, mirrored for checks and the summary
-    monitor: dict[str, Any] | None
+    monitoring: list[Manifest]  # monitors, alert rules, dashboard
+    verification: list[Manifest]
+    alerts: list[alerts.Alert]
+    metrics_to_watch: list[str]
 
     @property
     def model_server(self) -> ServerSpec:
@@ -222,10 +225,43 @@ def plan(config: StackConfig) -> StackPlan:
         else []
     )
     is_mooncake = cache.connector == "mooncake-store"
-    monitor = (
-        model_server_monitor(config.monitoring.provider, config.namespace, router_selector(decode), decode.role)
-        if config.monitoring.enabled
-        else None
+    profile = _router_profile(config, replicas)
+    exports = alerts.Exports(
+        vllm=cache.server == "vllm",
+        vllm_offload=cache.server == "vllm" and cache.connector == "native" and not accelerator.is_tpu,
+        sglang=cache.server == "sglang",
+        lmcache=cache.connector in ("lmcache-connector", "lmcache-server"),
+        router_cpu_index=profile == "tiered",
+    )
+    t = config.monitoring.alerts
+    stack_alerts = alerts.alerts(
+        exports,
+        alerts.Thresholds(
+            window=t.window,
+            offload_hit_rate_floor=t.offload_hit_rate_floor,
+            hbm_hit_rate_drop=t.hbm_hit_rate_drop,
+            loads_per_store=t.loads_per_store,
+            min_load_bandwidth_bytes=t.min_load_bandwidth.bytes,
+            router_hit_ratio_margin=t.router_hit_ratio_margin,
+            lmcache_hit_rate_floor=t.lmcache_hit_rate_floor,
+        ),
+    )
+    monitors = _monitoring(config, decode, exports, stack_alerts) if config.monitoring.enabled else []
+    verification = (
+        verification_manifests(
+            VerificationSpec(
+                namespace=config.namespace,
+                image=config.verification.image,
+                model=tier_sizing.model.name,
+                router_url=f"http://{router.release}-epp.{config.namespace}.svc.cluster.local:{labels.ROUTER_SERVICE_PORT}",
+                selector=router_selector(decode),
+                check="sglang" if exports.sglang else "native" if exports.vllm_offload else "external",
+                shared_tier=exports.vllm_offload and cache.tier.variant == "fs",
+                requests=config.verification.requests,
+            )
+        )
+        if config.verification.enabled
+        else []
     )
     return StackPlan(
         config=config,
@@ -243,5 +279,24 @@ def plan(config: StackConfig) -> StackPlan:
         ),
         router_values=values,
         inference_pool=inference_pool(router.release, config.namespace, values),
-        monitor=monitor,
+        monitoring=monitors,
+        verification=verification,
+        alerts=stack_alerts,
+        metrics_to_watch=alerts.metrics_to_watch(exports),
     )
+
+
+def _monitoring(
+    config: StackConfig, decode: ServerSpec, exports: alerts.Exports, stack_alerts: list[alerts.Alert]
+) -> list[Manifest]:
+    provider, namespace = config.monitoring.provider, config.namespace
+    out = [monitoring.model_server_monitor(provider, namespace, router_selector(decode), decode.role)]
+    if config.cache.connector == "lmcache-server":
+        out.append(monitoring.lmcache_server_monitor(provider, namespace))
+    if config.cache.connector == "mooncake-store":
+        out.append(monitoring.mooncake_master_monitor(provider))
+    if provider == "prometheus-operator":  # GKE Managed Prometheus evaluates rules from its own Rules kind
+        out.append(alerts.prometheus_rule("tiered-prefix-cache", namespace, stack_alerts))
+    if config.monitoring.dashboard:
+        out.append(dashboard.dashboard_config_map(namespace, exports, config.monitoring.alerts.window))
+    return out

@@ -40,6 +40,7 @@ def run() -> None:
     sizing = stack_plan.sizing
     pulumi.export("namespace", outputs.namespace)
     pulumi.export("routerEndpoint", outputs.router_endpoint)
+    pulumi.export("metricsToWatch", stack_plan.metrics_to_watch)
     pulumi.export(
         "cacheSizing",
         {

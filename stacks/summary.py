@@ -94,6 +94,15 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
         "",
         *_table(("quantity", "value", "from"), [(d.name, d.value, d.formula) for d in sizing.derivations]),
         "",
+        "## Metrics to watch",
+        "",
+        *(f"- {m}" for m in stack_plan.metrics_to_watch),
+        *(
+            ["", f"Alert rules: {', '.join(a.name for a in stack_plan.alerts)}."]
+            if config.monitoring.enabled and config.monitoring.provider == "prometheus-operator"
+            else []
+        ),
+        "",
         "## Resources",
         "",
         f"{len(recording.resources)} Pulumi resources; `resources.json` lists their inputs and dependencies.",

@@ -45,3 +45,5 @@ XPU_NATIVE_IMAGE = "ghcr.io/llm-d/llm-d-xpu-dev:pr-1230"
 XPU_LMCACHE_IMAGE = "ghcr.io/llm-d/llm-d-xpu-dev:pr-1731"
 # Init containers (upstream: `busybox` / `busybox:latest`, pinned here).
 BUSYBOX_IMAGE = "docker.io/library/busybox:1.37.0"
+# The verification Job: its script needs only the Python standard library.
+VERIFICATION_IMAGE = "docker.io/library/python:3.12.8-slim"

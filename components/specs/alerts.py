@@ -1,0 +1,203 @@
+"""PrometheusRule alerts for the seed's "Common failure modes", each with its runbook line.
+
+Which rules a stack gets follows what its model servers export: vLLM's offload counters
+(`vllm:kv_offload_*`, native OffloadingConnector only), vLLM's external prefix-cache counters (every
+vLLM connector), SGLang HiCache, LMCache, and the router's CPU-tier index (tiered router values).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+Manifest = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    window: str
+    offload_hit_rate_floor: float
+    hbm_hit_rate_drop: float
+    loads_per_store: float
+    min_load_bandwidth_bytes: int
+    router_hit_ratio_margin: float
+    lmcache_hit_rate_floor: float
+
+
+@dataclass(frozen=True)
+class Exports:
+    """The metric families a stack's servers and router export."""
+
+    vllm: bool  # vllm:* prefix-cache and external prefix-cache counters
+    vllm_offload: bool  # vllm:kv_offload_* (the native OffloadingConnector)
+    sglang: bool
+    lmcache: bool
+    router_cpu_index: bool  # the tiered router values' cpu-prefix-cache-producer
+
+
+@dataclass(frozen=True)
+class Alert:
+    name: str
+    expr: str
+    duration: str
+    summary: str
+    runbook: str
+    severity: str = "warning"
+
+    def rule(self) -> Manifest:
+        return {
+            "alert": self.name,
+            "expr": self.expr,
+            "for": self.duration,
+            "labels": {"severity": self.severity},
+            "annotations": {"summary": self.summary, "runbook": self.runbook},
+        }
+
+
+def _rate(metric: str, window: str, by: str = "pod", offset: str = "") -> str:
+    shift = f" offset {offset}" if offset else ""
+    return f"sum by ({by}) (rate({metric}[{window}]{shift}))"
+
+
+def _ratio(hits: str, queries: str, window: str, offset: str = "") -> str:
+    return f"({_rate(hits, window, offset=offset)} / {_rate(queries, window, offset=offset)})"
+
+
+def alerts(exports: Exports, t: Thresholds) -> list[Alert]:
+    w = t.window
+    out: list[Alert] = []
+    if exports.vllm:
+        offload = _ratio("vllm:external_prefix_cache_hits_total", "vllm:external_prefix_cache_queries_total", w)
+        hbm_now = _ratio("vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total", w)
+        hbm_before = _ratio("vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total", w, offset="1h")
+        out.append(
+            Alert(
+                "TieredCacheOffloadHitRateNearZero",
+                f"{offload} < {t.offload_hit_rate_floor} and on (pod) {hbm_now} < {t.hbm_hit_rate_drop} * {hbm_before}",
+                "30m",
+                "Offload-tier hit rate near zero while the HBM hit rate falls on {{ $labels.pod }}",
+                "Blocks are not reaching the offload tier, or are evicted from it before reuse. If"
+                " vllm:kv_offload_store_bytes_total is flat, confirm the pod started with the connector in"
+                " --kv-transfer-config; if stores are steady, raise the CPU tier within the pod's memory limit.",
+            )
+        )
+    if exports.vllm_offload:
+        store = _rate("vllm:kv_offload_store_bytes_total", w)
+        load = _rate("vllm:kv_offload_load_bytes_total", w)
+        out += [
+            Alert(
+                "TieredCacheStoresWithoutLoads",
+                f"{store} > 0 and on (pod) {load} < {t.loads_per_store} * {store}",
+                "1h",
+                "{{ $labels.pod }} writes KV blocks to the offload tier but almost never loads them",
+                "Evicted blocks are written but not reused: the tier costs memory and copy time without saving"
+                " prefill. Either the workload rarely repeats prefixes or the tier is too small for the working set.",
+                severity="info",
+            ),
+            Alert(
+                "TieredCacheLoadTooSlow",
+                f"{load} / {_rate('vllm:kv_offload_load_time_total', w)} < {t.min_load_bandwidth_bytes}"
+                f" and on (pod) {_rate('vllm:kv_offload_load_time_total', w)} > 0",
+                "30m",
+                "CPU-to-accelerator loads on {{ $labels.pod }} are slower than the prefill they replace",
+                "TTFT can be worse than the HBM-only baseline. Check load speed"
+                " (vllm:kv_offload_load_bytes_total / vllm:kv_offload_load_time_total), and on filesystem paths the"
+                " storage backend's read throughput.",
+            ),
+            Alert(
+                "TieredCacheStoreAllocationFailures",
+                f"{_rate('vllm:kv_offload_allocation_failure_total', '5m')} > 0",
+                "15m",
+                "Stores on {{ $labels.pod }} cannot get CPU blocks (the log shows `cannot store chunks`)",
+                "The CPU tier has no free or evictable blocks, usually because in-flight transfers hold them under"
+                " high concurrency; vllm:kv_offload_cpu_cache_usage_perc near 1.0 confirms it. Increase"
+                " cpu_bytes_to_use.",
+            ),
+        ]
+    if exports.vllm and exports.router_cpu_index:
+        servers = (
+            f"((sum(rate(vllm:prefix_cache_hits_total[{w}])) + sum(rate(vllm:external_prefix_cache_hits_total[{w}])))"
+            f" / sum(rate(vllm:prefix_cache_queries_total[{w}])))"
+        )
+        out.append(
+            Alert(
+                "TieredCacheRouterCPUIndexAhead",
+                f'max(llm_d_epp_prefix_indexer_hit_ratio{{plugin_name="cpu-prefix-cache-producer"}})'
+                f" > scalar({servers}) + {t.router_hit_ratio_margin}",
+                "30m",
+                "The router's CPU-tier index hits far more often than the model servers do",
+                "The router steers requests toward blocks the servers no longer hold: lruCapacityPerServer of"
+                " cpu-prefix-cache-producer is larger than the CPU tier fits. Lower it (this program derives it"
+                " from cache.tier.cpu; check the tier size the pods really run with).",
+            )
+        )
+    if exports.sglang:
+        out += [
+            Alert(
+                "HiCacheHostTierUnused",
+                "sum by (pod) (sglang:hicache_host_used_tokens) == 0"
+                f" and on (pod) {_rate('sglang:evicted_tokens_total', w)} > 0",
+                "30m",
+                "SGLang on {{ $labels.pod }} evicts from HBM but its HiCache host tier holds nothing",
+                "With --hicache-write-policy write_through every computed block is copied to host memory; an empty"
+                " host tier means HiCache is off. Check the --hicache-* flags.",
+            ),
+            Alert(
+                "HiCacheHostTierFullWithoutHits",
+                "sum by (pod) (sglang:hicache_host_used_tokens) / sum by (pod) (sglang:hicache_host_total_tokens) > 0.9"
+                f' and on (pod) sum by (pod) (rate(sglang:cached_tokens_total{{cache_source="host"}}[{w}])) == 0',
+                "1h",
+                "The HiCache host tier of {{ $labels.pod }} is full but serves no hits",
+                "Blocks are stored but never reused: the workload rarely repeats prefixes, or requests for a prefix"
+                " reach a different pod (check the router's prefix scoring).",
+                severity="info",
+            ),
+        ]
+    if exports.lmcache:
+        out.append(
+            Alert(
+                "LMCacheHitRateNearZero",
+                f"max by (pod) (lmcache:retrieve_hit_rate) < {t.lmcache_hit_rate_floor}"
+                " and on (pod) max by (pod) (lmcache:local_cache_usage) > 0",
+                "30m",
+                "LMCache on {{ $labels.pod }} holds KV but retrieves almost none of it",
+                "Check that every process sets the same PYTHONHASHSEED, that prompts exceed one LMCache chunk, and"
+                " (LMCache server) that the pod talks to the server on its own node.",
+            )
+        )
+    return out
+
+
+def metrics_to_watch(exports: Exports) -> list[str]:
+    """The seed's key metrics for this stack, for operators (a stack output)."""
+    out: list[str] = []
+    if exports.vllm:
+        out += [
+            "vllm:external_prefix_cache_hits_total / vllm:external_prefix_cache_queries_total (offload-tier hit rate)",
+            "vllm:prefix_cache_hits_total (HBM hits)",
+            "vllm:time_to_first_token_seconds (TTFT)",
+        ]
+    if exports.vllm_offload:
+        out += [
+            "vllm:kv_offload_store_bytes_total, vllm:kv_offload_load_bytes_total (store and load volume)",
+            "vllm:kv_offload_load_bytes_total / vllm:kv_offload_load_time_total (load speed)",
+            "vllm:kv_offload_allocation_failure_total (store allocation failures)",
+        ]
+    if exports.sglang:
+        out += [
+            "sglang:hicache_host_used_tokens / sglang:hicache_host_total_tokens (host tier occupancy)",
+            'sglang:cached_tokens_total{cache_source="host"} (host-tier hits)',
+        ]
+    if exports.lmcache:
+        out += ["lmcache:retrieve_hit_rate, lmcache:local_cache_usage"]
+    out += ["llm_d_epp_prefix_indexer_size, llm_d_epp_prefix_indexer_hit_ratio by plugin_name (router index per tier)"]
+    return out
+
+
+def prometheus_rule(name: str, namespace: str, rules: list[Alert]) -> Manifest:
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"groups": [{"name": "tiered-prefix-cache", "rules": [a.rule() for a in rules]}]},
+    }

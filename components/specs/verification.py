@@ -1,0 +1,93 @@
+"""The verification Job `pulumi up` waits on: the project's script in a ConfigMap, run with a pinned image."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from components.catalog import labels
+
+Manifest = dict[str, Any]
+
+NAME = "verify-offload"
+SCRIPT = Path(__file__).resolve().parents[1] / "verification" / "verify_offload.py"
+LABELS = {"app.kubernetes.io/name": NAME, labels.GUIDE_LABEL: labels.GUIDE}
+
+
+@dataclass(frozen=True)
+class VerificationSpec:
+    namespace: str
+    image: str
+    model: str
+    router_url: str
+    selector: dict[str, str]
+    check: str  # native | sglang | external (see the script's GATES)
+    shared_tier: bool
+    requests: int
+
+
+def verification_manifests(spec: VerificationSpec) -> list[Manifest]:
+    meta = {"namespace": spec.namespace, "labels": LABELS}
+    selector = ",".join(f"{k}={v}" for k, v in sorted(spec.selector.items()))
+    env = {
+        "MODEL": spec.model,
+        "ROUTER_URL": spec.router_url,
+        "CHECK": spec.check,
+        "SHARED_TIER": "true" if spec.shared_tier else "false",
+        "REQUESTS": str(spec.requests),
+        "PORT": str(labels.MODEL_SERVER_PORT),
+        "SELECTOR": selector,
+    }
+    container = {
+        "name": "verify",
+        "image": spec.image,
+        "command": ["python3", f"/verify/{SCRIPT.name}"],
+        "env": [
+            {"name": "NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+            *({"name": k, "value": v} for k, v in env.items()),
+        ],
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
+        "volumeMounts": [{"name": "script", "mountPath": "/verify", "readOnly": True}],
+        "securityContext": {"runAsNonRoot": True, "runAsUser": 65534, "allowPrivilegeEscalation": False},
+    }
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {**meta, "name": f"{NAME}-script"},
+            "data": {SCRIPT.name: SCRIPT.read_text()},
+        },
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {**meta, "name": NAME}},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {**meta, "name": NAME},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {**meta, "name": NAME},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": NAME},
+            "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": spec.namespace}],
+        },
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {**meta, "name": NAME},
+            "spec": {
+                "backoffLimit": 1,
+                "activeDeadlineSeconds": 3600,
+                "template": {
+                    "metadata": {"labels": LABELS},
+                    "spec": {
+                        "serviceAccountName": NAME,
+                        "restartPolicy": "Never",
+                        "containers": [container],
+                        "volumes": [{"name": "script", "configMap": {"name": f"{NAME}-script"}}],
+                    },
+                },
+            },
+        },
+    ]

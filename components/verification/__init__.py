@@ -1,0 +1,1 @@
+"""The post-deploy verification script, run by the verification Job (stdlib only)."""
