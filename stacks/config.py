@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from components.catalog import labels, versions
 from components.catalog.accelerators import ACCELERATORS
+from components.catalog.machines import MACHINES
 from components.catalog.models import MODELS
 from components.specs.units import ByteSize, GiB
 
@@ -29,15 +30,52 @@ def _dns_label(value: str) -> str:
     return value
 
 
-class ClusterConfig(_Section):
-    """How the program reaches the cluster. `existing`: a cluster the user already has."""
+class GkeSettings(_Section):
+    """A GKE cluster this stack creates: regional control plane, private nodes, Workload Identity."""
 
-    provider: Literal["existing"] = "existing"
-    platform: Literal["base", "gke", "amd-ci"] = Field(
-        default="base", description="the seed's INFRA_PROVIDER: what the cluster's platform needs from the pods"
+    project: str = Field(min_length=1)
+    region: str = Field(min_length=1, description="the control plane's region, e.g. us-central1")
+    zone: str = Field(min_length=1, description="accelerator node pools and the Lustre instance, e.g. us-central1-a")
+    network: str = "default"
+    subnetwork: str | None = None
+    release_channel: Literal["RAPID", "REGULAR", "STABLE"] = "REGULAR"
+    master_ipv4_cidr: str = Field(default="172.16.0.0/28", pattern=r"^\d+\.\d+\.\d+\.\d+/28$")
+    system_machine_type: str = "e2-standard-8"
+    system_node_count: int = Field(default=1, ge=1, le=10)
+    cloud_nat: bool = Field(default=True, description="private nodes pull public images through Cloud NAT")
+    deletion_protection: bool = False
+
+
+class EksSettings(_Section):
+    """An EKS cluster this stack creates, with its VPC (public subnets for NAT, private ones for nodes)."""
+
+    region: str = Field(min_length=1)
+    version: str = Field(default="1.33", pattern=r"^1\.\d+$")
+    vpc_cidr: str = Field(default="10.0.0.0/16", pattern=r"^\d+\.\d+\.0\.0/16$")
+    availability_zones: list[str] = Field(min_length=2, max_length=3)
+    system_instance_type: str = "m6i.2xlarge"
+    system_node_count: int = Field(default=2, ge=1, le=10)
+
+
+class ClusterConfig(_Section):
+    """How the program reaches the cluster: one it creates (GKE, EKS), or one the user already has."""
+
+    provider: Literal["existing", "gke", "eks"] = "existing"
+    name: str = Field(default="llmd", description="name of a created cluster (and prefix of its node pools)")
+    platform: Literal["base", "gke", "amd-ci"] | None = Field(
+        default=None,
+        description="the seed's INFRA_PROVIDER: what the platform needs from the pods; default: gke on GKE, else base",
     )
-    kubeconfig: str | None = Field(default=None, description="path to a kubeconfig; default: the ambient one")
-    context: str | None = Field(default=None, description="kubeconfig context; default: the current one")
+    kubeconfig: str | None = Field(default=None, description="existing: path to a kubeconfig; default: the ambient one")
+    context: str | None = Field(default=None, description="existing: kubeconfig context; default: the current one")
+    gke: GkeSettings | None = None
+    eks: EksSettings | None = None
+
+    _name_is_dns_label = field_validator("name")(_dns_label)
+
+    @property
+    def effective_platform(self) -> str:
+        return self.platform or ("gke" if self.provider == "gke" else "base")
 
 
 class Taint(_Section):
@@ -47,18 +85,39 @@ class Taint(_Section):
 
 
 class NodePoolConfig(_Section):
-    """An accelerator node pool as the scheduler sees it (on an existing cluster: described, not created)."""
+    """An accelerator node pool: created on GKE/EKS from a machine type, described on an existing cluster.
 
+    Its hardware (devices and host memory per node) feeds scheduling and the config-time fit checks.
+    """
+
+    machine_type: str | None = Field(
+        default=None, description="a catalog machine type (a3-highgpu-8g, p5.48xlarge, ...)"
+    )
+    node_count: int = Field(default=1, ge=0, le=1000, description="nodes (TPU multi-host: hosts per slice)")
+    slices: int = Field(default=1, ge=1, le=64, description="TPU multi-host: one node pool per slice")
+    tpu_topology: str | None = Field(default=None, pattern=r"^\d+x\d+(x\d+)?$")
+    spot: bool = False
+    reservation: str | None = Field(default=None, description="a specific reservation to consume")
     labels: dict[str, str] = Field(default_factory=dict, description="node labels the model servers select")
     taints: list[Taint] = Field(default_factory=list, description="taints the model servers tolerate")
+    accelerator: str | None = Field(default=None, description="existing pools: the accelerator they carry")
+    accelerators_per_node: int | None = Field(default=None, ge=1, le=64)
+    host_memory: ByteSize | None = Field(default=None, description="memory of one node")
+
+    @field_validator("machine_type")
+    @classmethod
+    def _known_machine(cls, value: str | None) -> str | None:
+        if value is not None and value not in MACHINES:
+            raise ValueError(f"allowed: {', '.join(sorted(MACHINES))}")
+        return value
 
 
 class TierConfig(_Section):
     variant: Literal["cpu", "fs"] = "cpu"
-    cpu: ByteSize | None = Field(
+    cpu: ByteSize | Literal["auto"] | None = Field(
         default=None,
         description="CPU tier per model-server pod (MooncakeStore fs: Mooncake Client DRAM per node);"
-        " default: the seed's size for the combination",
+        " default: the seed's size for the combination; auto: the largest that fits the node pool",
     )
     disk: ByteSize | None = Field(
         default=None, description="LMCache local disk / Mooncake Client SSD budget of the filesystem tier"
@@ -66,8 +125,8 @@ class TierConfig(_Section):
 
     @field_validator("cpu")
     @classmethod
-    def _at_least_a_gib(cls, value: ByteSize | None) -> ByteSize | None:
-        if value is not None and value.bytes < GiB:
+    def _at_least_a_gib(cls, value: ByteSize | str | None) -> ByteSize | str | None:
+        if isinstance(value, ByteSize) and value.bytes < GiB:
             raise ValueError("the CPU tier must be at least 1GiB")
         return value
 
@@ -101,11 +160,22 @@ class CacheConfig(_Section):
         return value
 
 
+class LustreSettings(_Section):
+    """GCP Managed Lustre: capacity is `storage.size`; throughput per TiB sets its minimum and step."""
+
+    per_unit_storage_throughput: Literal[125, 250, 500, 1000] = 1000
+    filesystem: str = Field(default="kvcache", pattern=r"^[A-Za-z][A-Za-z0-9]{0,7}$")
+
+
 class StorageConfig(_Section):
     """The filesystem tier's ReadWriteMany claim (`llm-d-kv-cache-storage`, mounted at /mnt/files-storage)."""
 
-    storage_class: str = Field(default="", description="StorageClass of the claim; empty: the cluster default")
+    backend: Literal["existing", "gcp-lustre", "aws-efs"] = Field(
+        default="existing", description="existing: a StorageClass the cluster has; else created with the stack"
+    )
+    storage_class: str = Field(default="", description="existing: the claim's StorageClass; empty: the cluster default")
     size: ByteSize = Field(default=ByteSize(9000 * GiB), description="requested capacity of the claim")
+    lustre: LustreSettings = LustreSettings()
 
 
 class LMCacheConfig(_Section):

@@ -19,7 +19,9 @@ from components.specs.router_values import RouterInputs, inference_pool, router_
 from components.specs.servers import Manifest, ServerSpec, model_server_manifests
 from components.specs.servers.base import Scheduling, files_storage_claim, router_selector
 from components.specs.servers.vllm import lmcache_image_for
+from components.specs.units import ByteSize, GiB
 from components.specs.verification import VerificationSpec, verification_manifests
+from stacks import hardware
 from stacks.config import StackConfig
 from stacks.errors import ConfigError
 
@@ -48,6 +50,7 @@ class StackPlan:
     verification: list[Manifest]
     alerts: list[alerts.Alert]
     metrics_to_watch: list[str]
+    fit: hardware.Fit | None  # the stack against its node pool (None: no pool described)
 
     @property
     def model_server(self) -> ServerSpec:
@@ -67,6 +70,8 @@ def _scheduling(config: StackConfig) -> Scheduling:
     if config.cache.node_pool is None:
         return Scheduling()
     pool = config.node_pools[config.cache.node_pool]
+    if config.cluster.provider != "existing":  # created pools label their nodes with their key
+        return Scheduling(node_selector={hardware.POOL_LABEL: config.cache.node_pool})
     tolerations = [
         {
             k: v
@@ -96,17 +101,19 @@ def _image(config: StackConfig) -> str:
     return accelerator.vllm_image
 
 
-def _size(config: StackConfig, defaults: ComboDefaults, tp: int, replicas: int) -> tuple[sizing.TierSizing, Any]:
+def _default_tier(config: StackConfig, defaults: ComboDefaults) -> ByteSize:
+    model, accelerator = MODELS[config.cache.model or defaults.model], ACCELERATORS[config.cache.accelerator]
+    if defaults.cpu_tier_blocks is not None:
+        return sizing.tpu_tier_bytes(model, accelerator, defaults.cpu_tier_blocks)
+    assert defaults.cpu_tier is not None, "every combination defaults its CPU tier"
+    return defaults.cpu_tier
+
+
+def _size(
+    config: StackConfig, defaults: ComboDefaults, tp: int, replicas: int, tier: ByteSize
+) -> tuple[sizing.TierSizing, sizing.MooncakeClientSizing | None]:
     cache = config.cache
     model, accelerator = MODELS[cache.model or defaults.model], ACCELERATORS[cache.accelerator]
-    tier = cache.tier.cpu
-    if tier is None:
-        tier = (
-            sizing.tpu_tier_bytes(model, accelerator, defaults.cpu_tier_blocks)
-            if defaults.cpu_tier_blocks is not None
-            else defaults.cpu_tier
-        )
-    assert tier is not None, "every combination defaults its CPU tier"
     disk = cache.tier.disk or defaults.disk_tier
     if accelerator.is_tpu:
         return sizing.size_tpu(model, accelerator, tp, tier, hosts=defaults.group_size), None
@@ -122,6 +129,57 @@ def _size(config: StackConfig, defaults: ComboDefaults, tp: int, replicas: int) 
             return sizing.size_mooncake_standalone(model, accelerator, tp, replicas, tier, disk)
         return sizing.size_mooncake_embedded(model, accelerator, tp, replicas, tier), None
     return sizing.size_native_cpu_tier(model, accelerator, tp, tier), None
+
+
+def _per_node_daemon(config: StackConfig, tier: ByteSize, client: sizing.MooncakeClientSizing | None) -> ByteSize:
+    """Memory a per-node DaemonSet of the cache takes beside the model servers on each node."""
+    if client is not None:
+        return client.memory_request
+    if config.cache.connector == "lmcache-server":
+        return (tier + lmcache.SERVER_OVERHEAD).ceil_to(GiB)
+    return ByteSize(0)
+
+
+def _size_on_hardware(
+    config: StackConfig, defaults: ComboDefaults, tp: int, replicas: int, devices: int
+) -> tuple[sizing.TierSizing, sizing.MooncakeClientSizing | None, hardware.Fit | None]:
+    """Size the tier (the combination's default, the stack's, or `auto`: the largest that fits), then
+    check the stack against its node pool: devices per node, nodes, and memory per node."""
+    cache = config.cache
+    requested = cache.tier.cpu
+    pool = hardware.pool_hardware(config, cache.node_pool) if cache.node_pool else None
+    if pool is not None and pool.accelerator not in (None, cache.accelerator):
+        raise ConfigError(
+            "cache.node_pool", cache.node_pool, f"{pool.describe()} carries {pool.accelerator}, not {cache.accelerator}"
+        )
+    on_node = hardware.pods_per_node(pool, devices) if pool else 1
+    if pool is not None:
+        roles = 2 if cache.connector == "lmcache-server" and config.lmcache.mode == "pd" else 1
+        hardware.check_capacity(pool, replicas * defaults.group_size * roles, on_node)
+
+    def memory_for(tier: ByteSize) -> tuple[ByteSize, ByteSize]:
+        tier_sizing, client = _size(config, defaults, tp, replicas, tier)
+        return tier_sizing.pod_memory, _per_node_daemon(config, tier, client)
+
+    largest = None
+    if requested == "auto":
+        if pool is None:
+            raise ConfigError("cache.tier.cpu", "auto", "needs cache.node_pool: the tier is sized to its nodes")
+        per_rank = cache.connector == "mooncake-store" and cache.tier.variant == "cpu"
+        largest = hardware.largest_fitting_tier(pool, on_node, memory_for, ByteSize(GiB) * (tp if per_rank else 1))
+        tier = largest
+    elif requested is None:
+        tier = _default_tier(config, defaults)
+    else:
+        tier = requested
+    tier_sizing, client = _size(config, defaults, tp, replicas, tier)
+    fit = None
+    if pool is not None:
+        fit = hardware.check_memory(
+            pool, tier_sizing.pod_memory, on_node, _per_node_daemon(config, tier, client), tier.human()
+        )
+        fit = dataclasses.replace(fit, largest_tier=largest)
+    return tier_sizing, client, fit
 
 
 def check_router_reaches_model_servers(values: dict[str, Any], servers: list[ServerSpec]) -> None:
@@ -174,7 +232,8 @@ def plan(config: StackConfig) -> StackPlan:
     accelerator = ACCELERATORS[cache.accelerator]
     tp = cache.tensor_parallelism or defaults.tensor_parallelism
     replicas = cache.replicas or defaults.replicas
-    tier_sizing, client_sizing = _size(config, defaults, tp, replicas)
+    devices = defaults.devices if defaults.devices is not None else tp
+    tier_sizing, client_sizing, fit = _size_on_hardware(config, defaults, tp, replicas, devices)
     is_lmcache_server = cache.connector == "lmcache-server"
     disaggregated = is_lmcache_server and config.lmcache.mode == "pd"
     decode = ServerSpec(
@@ -184,11 +243,11 @@ def plan(config: StackConfig) -> StackPlan:
         connector=cache.connector,
         variant=cache.tier.variant,
         host_type=cache.host_type,
-        platform=config.cluster.platform,
+        platform=config.cluster.effective_platform,
         model=tier_sizing.model,
         replicas=replicas,
         tensor_parallelism=tp,
-        devices=defaults.devices if defaults.devices is not None else tp,
+        devices=devices,
         group_size=defaults.group_size,
         image=_image(config),
         sizing=tier_sizing,
@@ -283,6 +342,7 @@ def plan(config: StackConfig) -> StackPlan:
         verification=verification,
         alerts=stack_alerts,
         metrics_to_watch=alerts.metrics_to_watch(exports),
+        fit=fit,
     )
 
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from components.catalog.accelerators import ACCELERATORS
+from components.catalog.machines import MACHINES
 from components.catalog.models import MODELS
 from components.catalog.support import SUPPORTED, supported_for
-from components.specs.units import GiB
+from components.specs.units import ByteSize, GiB
 from stacks.config import StackConfig
 from stacks.errors import ConfigError
 
@@ -18,10 +19,11 @@ def check_stack(config: StackConfig) -> None:
         raise ConfigError(field, value, allowed)
     defaults = SUPPORTED[combo]
 
-    if config.cluster.platform not in defaults.platforms:
+    platform = config.cluster.effective_platform
+    if platform not in defaults.platforms:
         raise ConfigError(
             "cluster.platform",
-            config.cluster.platform,
+            platform,
             f"not supported for {'/'.join(combo[:4])}; allowed: {', '.join(defaults.platforms)}",
         )
 
@@ -44,7 +46,7 @@ def check_stack(config: StackConfig) -> None:
             "only lmcache-connector and mooncake-store with the fs variant take a disk size; leave it unset",
         )
 
-    if cache.connector == "mooncake-store" and cache.tier.cpu is not None:
+    if cache.connector == "mooncake-store" and isinstance(cache.tier.cpu, ByteSize):
         ranks = tp if cache.tier.variant == "cpu" else 1  # embedded: one segment per rank
         if cache.tier.cpu.bytes % (GiB * ranks):
             raise ConfigError(
@@ -69,3 +71,84 @@ def check_stack(config: StackConfig) -> None:
     if cache.node_pool is not None and cache.node_pool not in config.node_pools:
         allowed = ", ".join(sorted(config.node_pools)) or "none are described in node_pools"
         raise ConfigError("cache.node_pool", cache.node_pool, f"allowed: {allowed}")
+    check_cluster(config)
+    check_storage(config)
+
+
+def _machines_on(cloud: str) -> str:
+    return ", ".join(sorted(m.key for m in MACHINES.values() if m.cloud == cloud))
+
+
+def check_cluster(config: StackConfig) -> None:
+    cluster = config.cluster
+    for provider, value in (("gke", cluster.gke), ("eks", cluster.eks)):
+        if cluster.provider == provider and value is None:
+            raise ConfigError(f"cluster.{provider}", None, f"required with cluster.provider {provider}")
+        if cluster.provider != provider and value is not None:
+            raise ConfigError(f"cluster.{provider}", "(set)", f"applies only with cluster.provider {provider}")
+    if cluster.provider == "gke" and cluster.effective_platform != "gke":
+        raise ConfigError("cluster.platform", cluster.platform, "a GKE cluster's platform is gke")
+    for key, pool in config.node_pools.items():
+        field = f"node_pools.{key}.machine_type"
+        machine = MACHINES.get(pool.machine_type or "")
+        if cluster.provider == "existing":
+            if machine is not None:
+                raise ConfigError(
+                    field,
+                    pool.machine_type,
+                    "an existing cluster's pools are described (accelerator, accelerators_per_node, host_memory),"
+                    " not created",
+                )
+            continue
+        if machine is None or machine.cloud != cluster.provider:
+            raise ConfigError(
+                field, pool.machine_type, f"a {cluster.provider} machine; allowed: {_machines_on(cluster.provider)}"
+            )
+        if pool.slices > 1 and machine.tpu_topology is None:
+            raise ConfigError(f"node_pools.{key}.slices", pool.slices, "only TPU pools come in slices")
+    if cluster.provider != "existing" and config.cache.node_pool is None:
+        allowed = ", ".join(sorted(config.node_pools)) or "describe one in node_pools"
+        raise ConfigError("cache.node_pool", None, f"required on a created cluster; allowed: {allowed}")
+
+
+# Managed Lustre capacity per throughput tier (MB/s per TiB), in GiB: minimum, step up to a
+# threshold, and the step above it (storage.md, from GCP's performance tiers page).
+LUSTRE_CAPACITY: dict[int, tuple[int, int, int | None, int]] = {
+    1000: (9000, 9000, 1530000, 72000),
+    500: (18000, 18000, 3060000, 144000),
+    250: (36000, 36000, 6120000, 288000),
+    125: (72000, 72000, None, 72000),
+}
+
+
+def lustre_capacity_error(size_gib: float, throughput: int) -> str | None:
+    minimum, step, threshold, step_above = LUSTRE_CAPACITY[throughput]
+    if size_gib < minimum:
+        return f"at least {minimum}Gi at {throughput} MB/s per TiB"
+    if threshold is None or size_gib <= threshold:
+        return f"a multiple of {step}Gi at {throughput} MB/s per TiB" if size_gib % step else None
+    if (size_gib - threshold) % step_above:
+        return f"{threshold}Gi plus a multiple of {step_above}Gi above it at {throughput} MB/s per TiB"
+    return None
+
+
+def check_storage(config: StackConfig) -> None:
+    storage, provider = config.storage, config.cluster.provider
+    needs = {"gcp-lustre": "gke", "aws-efs": "eks"}
+    if storage.backend in needs and provider != needs[storage.backend]:
+        raise ConfigError("storage.backend", storage.backend, f"needs cluster.provider {needs[storage.backend]}")
+    if storage.backend != "existing":
+        if config.cache.tier.variant != "fs" or config.cache.connector == "mooncake-store":
+            raise ConfigError(
+                "storage.backend", storage.backend, "creates the filesystem tier's storage: needs cache.tier.variant fs"
+            )
+        if storage.storage_class:
+            raise ConfigError(
+                "storage.storage_class",
+                storage.storage_class,
+                f"set by storage.backend {storage.backend}; leave it empty",
+            )
+    if storage.backend == "gcp-lustre":
+        problem = lustre_capacity_error(storage.size.bytes / GiB, storage.lustre.per_unit_storage_throughput)
+        if problem:
+            raise ConfigError("storage.size", storage.size.quantity(), f"Managed Lustre capacity must be {problem}")

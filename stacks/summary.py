@@ -22,7 +22,7 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
     rows: list[tuple[str, str]] = [
         (
             "cluster",
-            f"{config.cluster.provider}, platform {config.cluster.platform}"
+            f"{config.cluster.provider}, platform {config.cluster.effective_platform}"
             f" (context: {config.cluster.context or 'current'})",
         ),
         ("namespace", config.namespace),

@@ -88,7 +88,7 @@ BAD_INPUTS = [
     (["router.epp_resources.cpu=lots"], "router.epp_resources.cpu = 'lots': string should match pattern"),
     (["monitoring.provider=datadog"], "monitoring.provider = 'datadog': input should be 'prometheus-operator'"),
     (["node_pools.a.taints=[{key: k, effect: Never}]"], "node_pools.a.taints[0].effect = 'Never'"),
-    (["node_pools.a.colour=blue"], "node_pools.a.colour = 'blue': unknown key; allowed keys: labels, taints"),
+    (["node_pools.a.colour=blue"], "node_pools.a.colour = 'blue': unknown key; allowed keys: machine_type, node_count"),
     (["cache"], "--set = 'cache': expected path=value"),
     (["cache.accelerator.x=1"], "cache.accelerator = 'gpu': is a value, not a mapping"),
 ]

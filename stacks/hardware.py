@@ -1,0 +1,131 @@
+"""What a node pool's hardware allows: pods per node, allocatable memory, and whether a stack fits.
+
+The checks run at config load (through `plan`) and end in one line giving both numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from components.catalog.machines import MACHINES
+from components.specs.units import ByteSize, GiB, MiB
+from stacks.config import StackConfig
+from stacks.errors import ConfigError
+
+POOL_LABEL = "llm-d.ai/node-pool"  # created pools label their nodes with their key; model servers select it
+# GKE's memory reservation for the kubelet and system daemons: 25% of the first 4 GiB, 20% of the
+# next 4, 10% of the next 8, 6% of the next 112, 2% above 128 GiB, plus a 100 MiB eviction threshold.
+_RESERVATION = ((4 * GiB, 0.25), (4 * GiB, 0.20), (8 * GiB, 0.10), (112 * GiB, 0.06))
+_ABOVE, _EVICTION = 0.02, 100 * MiB
+
+
+def allocatable_memory(total: ByteSize) -> ByteSize:
+    remaining, reserved = total.bytes, 0.0
+    for band, share in _RESERVATION:
+        taken = min(remaining, band)
+        reserved += taken * share
+        remaining -= taken
+    reserved += remaining * _ABOVE + _EVICTION
+    return ByteSize(int(total.bytes - reserved))
+
+
+@dataclass(frozen=True)
+class PoolHardware:
+    key: str
+    accelerator: str | None
+    devices_per_node: int | None
+    host_memory: ByteSize | None
+    nodes: int
+    machine_type: str | None
+
+    @property
+    def allocatable(self) -> ByteSize | None:
+        return allocatable_memory(self.host_memory) if self.host_memory else None
+
+    def describe(self) -> str:
+        return f"node pool {self.key}" + (f" ({self.machine_type})" if self.machine_type else "")
+
+
+def pool_hardware(config: StackConfig, key: str) -> PoolHardware:
+    pool = config.node_pools[key]
+    machine = MACHINES.get(pool.machine_type or "")
+    return PoolHardware(
+        key=key,
+        accelerator=pool.accelerator or (machine.accelerator if machine else None),
+        devices_per_node=pool.accelerators_per_node or (machine.devices_per_node if machine else None),
+        host_memory=pool.host_memory or (machine.host_memory if machine else None),
+        nodes=pool.node_count * pool.slices,
+        machine_type=pool.machine_type,
+    )
+
+
+@dataclass(frozen=True)
+class Fit:
+    pods_per_node: int
+    per_node: ByteSize
+    allocatable: ByteSize | None
+    largest_tier: ByteSize | None = None  # where the tier was sized with `auto`
+
+
+def pods_per_node(hardware: PoolHardware, devices_per_pod: int) -> int:
+    if hardware.devices_per_node is None:
+        return 1
+    if devices_per_pod > hardware.devices_per_node:
+        raise ConfigError(
+            "cache.tensor_parallelism",
+            devices_per_pod,
+            f"a pod needs {devices_per_pod} devices, a node of {hardware.describe()} has {hardware.devices_per_node}",
+        )
+    return hardware.devices_per_node // devices_per_pod
+
+
+def check_capacity(hardware: PoolHardware, pods: int, per_node: int) -> None:
+    if hardware.devices_per_node is not None and pods > hardware.nodes * per_node:
+        raise ConfigError(
+            "cache.replicas",
+            pods,
+            f"{pods} pods need {-(-pods // per_node)} nodes of {hardware.describe()}, which has {hardware.nodes}",
+        )
+
+
+def check_memory(hardware: PoolHardware, per_pod: ByteSize, pods_on_node: int, daemon: ByteSize, tier: str) -> Fit:
+    need = per_pod * pods_on_node + daemon
+    allocatable = hardware.allocatable
+    if allocatable is not None and need > allocatable:
+        daemon_text = f" + {daemon.quantity()} per-node daemon" if daemon.bytes else ""
+        raise ConfigError(
+            "cache.tier.cpu",
+            tier,
+            f"{pods_on_node} pods x {per_pod.quantity()}{daemon_text} = {need.ceil_to(GiB).quantity()} per node exceed"
+            f" the {allocatable.ceil_to(GiB).quantity()} allocatable of {hardware.describe()}",
+        )
+    return Fit(pods_on_node, need, allocatable)
+
+
+def largest_fitting_tier(
+    hardware: PoolHardware,
+    pods_on_node: int,
+    memory_for: Callable[[ByteSize], tuple[ByteSize, ByteSize]],
+    step: ByteSize,
+) -> ByteSize:
+    """`tier: auto`: the largest multiple of `step` whose pods (and per-node daemon) fit a node."""
+    allocatable = hardware.allocatable
+    if allocatable is None:
+        raise ConfigError(
+            "cache.tier.cpu",
+            "auto",
+            f"needs the host memory of {hardware.describe()} (node_pools.{hardware.key}.host_memory)",
+        )
+
+    def fits(tier: ByteSize) -> bool:
+        per_pod, daemon = memory_for(tier)
+        return per_pod * pods_on_node + daemon <= allocatable
+
+    low, high = 1, allocatable.bytes // step.bytes  # in steps
+    if not fits(step * low):
+        raise ConfigError("cache.tier.cpu", "auto", f"not even {step.human()} fits {hardware.describe()}")
+    while low < high:
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if fits(step * mid) else (low, mid - 1)
+    return step * low
