@@ -42,6 +42,8 @@ class CacheStackArgs:
     mooncake_client: list[Manifest] = field(default_factory=list)
     monitoring: list[Manifest] = field(default_factory=list)
     verification: list[Manifest] = field(default_factory=list)
+    # What the model servers need from outside the stack: their node pool, the tier's storage backend.
+    serving_needs: list[pulumi.Resource] = field(default_factory=list)
 
 
 class CacheStack(pulumi.ComponentResource):
@@ -76,13 +78,13 @@ class CacheStack(pulumi.ComponentResource):
             ),
             pulumi.ResourceOptions(parent=self, depends_on=[crds, namespace]),
         )
-        serving_needs: list[pulumi.Resource] = [namespace, hf_token]
+        serving_needs: list[pulumi.Resource] = [namespace, hf_token, *args.serving_needs]
         if args.storage_claim is not None:
             serving_needs.append(
                 SharedStorage(
                     f"{name}-storage",
                     SharedStorageArgs(claim=args.storage_claim),
-                    pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
+                    pulumi.ResourceOptions(parent=self, depends_on=[namespace, *args.serving_needs]),
                 )
             )
         if args.mooncake_master:

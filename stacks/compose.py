@@ -1,4 +1,5 @@
-"""StackConfig -> Pulumi resources: the Kubernetes provider, then the cache stack on it."""
+"""StackConfig -> Pulumi resources, in dependency order: the cluster and its node pools (when created),
+the Kubernetes provider from its kubeconfig, the filesystem tier's backend, then the cache stack."""
 
 from __future__ import annotations
 
@@ -8,7 +9,13 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.cache_stack import CacheStack, CacheStackArgs
-from stacks.plan import StackPlan
+from components.cloud_storage import EfsArgs, EfsStorage, LustreArgs, LustreStorage
+from components.cluster.addons import NvidiaDevicePlugin
+from components.cluster.eks import EksCluster, EksClusterArgs
+from components.cluster.gke import GkeCluster, GkeClusterArgs
+from components.specs.clusters import POOL_LABEL
+from components.specs.units import GiB
+from stacks.plan import StackPlan, lustre_volume_name
 
 STACK_NAME = "llmd"
 
@@ -17,15 +24,114 @@ STACK_NAME = "llmd"
 class StackOutputs:
     namespace: pulumi.Output[str]
     router_endpoint: pulumi.Output[str]
+    kubeconfig: pulumi.Output[str] | None  # secret; None on an existing cluster
+
+
+def _gke(stack_plan: StackPlan) -> GkeCluster:
+    config = stack_plan.config
+    gke = config.cluster.gke
+    assert gke is not None, "checked at config load"
+    return GkeCluster(
+        f"{STACK_NAME}-gke",
+        GkeClusterArgs(
+            name=config.cluster.name,
+            project=gke.project,
+            region=gke.region,
+            zone=gke.zone,
+            network=gke.network,
+            subnetwork=gke.subnetwork,
+            release_channel=gke.release_channel,
+            master_cidr=gke.master_ipv4_cidr,
+            system_machine_type=gke.system_machine_type,
+            system_node_count=gke.system_node_count,
+            cloud_nat=gke.cloud_nat,
+            deletion_protection=gke.deletion_protection,
+            lustre_csi=config.storage.backend == "gcp-lustre",
+            pools=stack_plan.pools,
+        ),
+    )
+
+
+def _eks(stack_plan: StackPlan) -> EksCluster:
+    config = stack_plan.config
+    eks = config.cluster.eks
+    assert eks is not None, "checked at config load"
+    return EksCluster(
+        f"{STACK_NAME}-eks",
+        EksClusterArgs(
+            name=config.cluster.name,
+            region=eks.region,
+            version=eks.version,
+            vpc_cidr=eks.vpc_cidr,
+            availability_zones=list(eks.availability_zones),
+            system_instance_type=eks.system_instance_type,
+            system_node_count=eks.system_node_count,
+            pools=stack_plan.pools,
+        ),
+    )
 
 
 def compose(stack_plan: StackPlan, hf_token: pulumi.Input[str]) -> StackOutputs:
     config = stack_plan.config
-    provider = k8s.Provider(
-        "k8s",
-        kubeconfig=config.cluster.kubeconfig,
-        context=config.cluster.context,
-    )
+    cluster: GkeCluster | EksCluster | None = None
+    if config.cluster.provider == "gke":
+        cluster = _gke(stack_plan)
+    elif config.cluster.provider == "eks":
+        cluster = _eks(stack_plan)
+    if cluster is not None:
+        provider = k8s.Provider("k8s", kubeconfig=cluster.kubeconfig, opts=pulumi.ResourceOptions(depends_on=[cluster]))
+    else:
+        provider = k8s.Provider("k8s", kubeconfig=config.cluster.kubeconfig, context=config.cluster.context)
+    on_cluster = pulumi.ResourceOptions(providers=[provider])
+
+    serving_needs: list[pulumi.Resource] = []
+    if cluster is not None and config.cache.node_pool:
+        serving_needs += cluster.node_pools[config.cache.node_pool]
+    if isinstance(cluster, EksCluster) and any(p.machine.accelerator == "gpu" for p in stack_plan.pools):
+        gpu_pools = sorted({p.key for p in stack_plan.pools if p.machine.accelerator == "gpu"})
+        serving_needs.append(
+            NvidiaDevicePlugin(
+                f"{STACK_NAME}-nvidia-device-plugin",
+                {POOL_LABEL: gpu_pools[0]},
+                pulumi.ResourceOptions(providers=[provider], depends_on=[cluster]),
+            )
+        )
+    if config.storage.backend == "gcp-lustre" and config.cluster.gke is not None:
+        gke = config.cluster.gke
+        serving_needs.append(
+            LustreStorage(
+                f"{STACK_NAME}-lustre",
+                LustreArgs(
+                    name=config.cluster.name,
+                    project=gke.project,
+                    region=gke.region,
+                    zone=gke.zone,
+                    network=gke.network,
+                    capacity_gib=config.storage.size.bytes // GiB,
+                    throughput=config.storage.lustre.per_unit_storage_throughput,
+                    filesystem=config.storage.lustre.filesystem,
+                    volume_name=lustre_volume_name(config),
+                    claim=(config.namespace, "llm-d-kv-cache-storage"),
+                ),
+                pulumi.ResourceOptions(providers=[provider], depends_on=[cluster] if cluster else []),
+            )
+        )
+    if config.storage.backend == "aws-efs" and isinstance(cluster, EksCluster):
+        serving_needs.append(
+            EfsStorage(
+                f"{STACK_NAME}-efs",
+                EfsArgs(
+                    name=config.cluster.name,
+                    vpc_id=cluster.vpc_id,
+                    subnet_ids=list(cluster.private_subnet_ids),
+                    node_security_group_id=cluster.node_security_group_id,
+                    cluster_name=cluster.cluster_name,
+                    oidc_provider_arn=cluster.oidc_provider_arn,
+                    oidc_issuer=cluster.oidc_issuer,
+                ),
+                pulumi.ResourceOptions(providers=[provider], depends_on=[cluster]),
+            )
+        )
     stack = CacheStack(
         STACK_NAME,
         CacheStackArgs(
@@ -43,7 +149,12 @@ def compose(stack_plan: StackPlan, hf_token: pulumi.Input[str]) -> StackOutputs:
             mooncake_client=stack_plan.mooncake_client,
             monitoring=stack_plan.monitoring,
             verification=stack_plan.verification,
+            serving_needs=serving_needs,
         ),
-        pulumi.ResourceOptions(providers=[provider]),
+        on_cluster,
     )
-    return StackOutputs(namespace=stack.namespace, router_endpoint=stack.router_endpoint)
+    return StackOutputs(
+        namespace=stack.namespace,
+        router_endpoint=stack.router_endpoint,
+        kubeconfig=cluster.kubeconfig if cluster is not None else None,
+    )

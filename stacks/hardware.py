@@ -9,11 +9,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from components.catalog.machines import MACHINES
+from components.specs.clusters import POOL_LABEL
 from components.specs.units import ByteSize, GiB, MiB
 from stacks.config import StackConfig
 from stacks.errors import ConfigError
 
-POOL_LABEL = "llm-d.ai/node-pool"  # created pools label their nodes with their key; model servers select it
 # GKE's memory reservation for the kubelet and system daemons: 25% of the first 4 GiB, 20% of the
 # next 4, 10% of the next 8, 6% of the next 112, 2% above 128 GiB, plus a 100 MiB eviction threshold.
 _RESERVATION = ((4 * GiB, 0.25), (4 * GiB, 0.20), (8 * GiB, 0.10), (112 * GiB, 0.06))
@@ -28,6 +28,9 @@ def allocatable_memory(total: ByteSize) -> ByteSize:
         remaining -= taken
     reserved += remaining * _ABOVE + _EVICTION
     return ByteSize(int(total.bytes - reserved))
+
+
+__all__ = ["POOL_LABEL", "Fit", "PoolHardware", "allocatable_memory", "pool_hardware"]
 
 
 @dataclass(frozen=True)

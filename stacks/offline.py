@@ -83,10 +83,38 @@ def _clean(value: Any, path: str, secrets: list[str]) -> Any:
     return value
 
 
+# What the cloud providers compute on create, played by the mocks with recognisably fake values, so
+# that what the program derives from them (kubeconfigs, volume handles, IRSA policies) renders.
+_PROVIDER_OUTPUTS: dict[str, dict[str, Any]] = {
+    "gcp:container/cluster:Cluster": {
+        "endpoint": "203.0.113.10",
+        "masterAuth": {"clusterCaCertificate": "b2ZmbGluZS1yZW5kZXI="},
+    },
+    "gcp:lustre/instance:Instance": {"mountPoint": "10.90.0.2@tcp:/kvcache"},
+    "gcp:compute/globalAddress:GlobalAddress": {"address": "10.90.0.0"},
+    "aws:eks/cluster:Cluster": {
+        "endpoint": "https://offline-render.eks.example",
+        "certificateAuthority": {"data": "b2ZmbGluZS1yZW5kZXI="},
+        "identities": [{"oidcs": [{"issuer": "https://oidc.eks.example/id/OFFLINE"}]}],
+        "vpcConfig": {"clusterSecurityGroupId": "sg-offline"},
+    },
+    "aws:iam/role:Role": {"arn": "arn:aws:iam::000000000000:role/offline-render"},
+    "aws:iam/openIdConnectProvider:OpenIdConnectProvider": {
+        "arn": "arn:aws:iam::000000000000:oidc-provider/oidc.eks.example/id/OFFLINE"
+    },
+    "aws:ec2/launchTemplate:LaunchTemplate": {"latestVersion": 1},
+}
+
+
 class _Mocks(pulumi.runtime.Mocks):
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         outputs = dict(args.inputs)
         outputs.setdefault("name", args.name)
+        for key, value in _PROVIDER_OUTPUTS.get(args.typ, {}).items():
+            if isinstance(value, dict) and isinstance(outputs.get(key), dict):
+                outputs[key] = {**outputs[key], **value}
+            else:
+                outputs.setdefault(key, value)
         return f"{args.name}-id", outputs
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:

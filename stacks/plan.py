@@ -12,13 +12,16 @@ from typing import Any
 
 from components.catalog import labels, versions
 from components.catalog.accelerators import ACCELERATORS
+from components.catalog.machines import MACHINES
 from components.catalog.models import MODELS
 from components.catalog.support import SUPPORTED, ComboDefaults
 from components.specs import alerts, dashboard, lmcache, monitoring, mooncake, sizing
+from components.specs.clusters import PoolSpec
 from components.specs.router_values import RouterInputs, inference_pool, router_values
 from components.specs.servers import Manifest, ServerSpec, model_server_manifests
 from components.specs.servers.base import Scheduling, files_storage_claim, router_selector
 from components.specs.servers.vllm import lmcache_image_for
+from components.specs.storage import EFS_CLASS, LUSTRE_CLASS
 from components.specs.units import ByteSize, GiB
 from components.specs.verification import VerificationSpec, verification_manifests
 from stacks import hardware
@@ -51,6 +54,7 @@ class StackPlan:
     alerts: list[alerts.Alert]
     metrics_to_watch: list[str]
     fit: hardware.Fit | None  # the stack against its node pool (None: no pool described)
+    pools: list[PoolSpec]  # node pools to create
 
     @property
     def model_server(self) -> ServerSpec:
@@ -152,10 +156,13 @@ def _size_on_hardware(
         raise ConfigError(
             "cache.node_pool", cache.node_pool, f"{pool.describe()} carries {pool.accelerator}, not {cache.accelerator}"
         )
-    on_node = hardware.pods_per_node(pool, devices) if pool else 1
+    roles = 2 if cache.connector == "lmcache-server" and config.lmcache.mode == "pd" else 1
+    pods = replicas * defaults.group_size * roles
+    on_node = 1
     if pool is not None:
-        roles = 2 if cache.connector == "lmcache-server" and config.lmcache.mode == "pd" else 1
-        hardware.check_capacity(pool, replicas * defaults.group_size * roles, on_node)
+        slots = hardware.pods_per_node(pool, devices)
+        hardware.check_capacity(pool, pods, slots)
+        on_node = min(slots, pods)  # at most this many of the stack's pods share a node
 
     def memory_for(tier: ByteSize) -> tuple[ByteSize, ByteSize]:
         tier_sizing, client = _size(config, defaults, tp, replicas, tier)
@@ -278,11 +285,7 @@ def plan(config: StackConfig) -> StackPlan:
     )
     check_router_reaches_model_servers(values, servers)
     uses_claim = cache.tier.variant == "fs" and cache.connector != "mooncake-store"
-    storage = (
-        [files_storage_claim(config.namespace, config.storage.storage_class, config.storage.size.quantity())]
-        if uses_claim
-        else []
-    )
+    storage = [_claim(config)] if uses_claim else []
     is_mooncake = cache.connector == "mooncake-store"
     profile = _router_profile(config, replicas)
     exports = alerts.Exports(
@@ -343,7 +346,48 @@ def plan(config: StackConfig) -> StackPlan:
         alerts=stack_alerts,
         metrics_to_watch=alerts.metrics_to_watch(exports),
         fit=fit,
+        pools=pool_specs(config),
     )
+
+
+def lustre_volume_name(config: StackConfig) -> str:
+    return f"{config.namespace}-kv-cache-lustre"
+
+
+def _claim(config: StackConfig) -> Manifest:
+    backend = config.storage.backend
+    storage_class = {"gcp-lustre": LUSTRE_CLASS, "aws-efs": EFS_CLASS}.get(backend, config.storage.storage_class)
+    volume = lustre_volume_name(config) if backend == "gcp-lustre" else None
+    return files_storage_claim(config.namespace, storage_class, config.storage.size.quantity(), volume)
+
+
+def pool_specs(config: StackConfig) -> list[PoolSpec]:
+    """The node pools to create (none on an existing cluster); TPU multi-host pools, one per slice."""
+    if config.cluster.provider == "existing":
+        return []
+    out = []
+    for key, pool in sorted(config.node_pools.items()):
+        taints = [{k: v for k, v in t.model_dump().items() if v is not None} for t in pool.taints]
+        names = (
+            [f"{config.cluster.name}-{key}"]
+            if pool.slices == 1
+            else [f"{config.cluster.name}-{key}-{i}" for i in range(pool.slices)]
+        )
+        for name in names:
+            out.append(
+                PoolSpec(
+                    key=key,
+                    name=name,
+                    machine=MACHINES[str(pool.machine_type)],
+                    node_count=pool.node_count,
+                    tpu_topology=pool.tpu_topology,
+                    spot=pool.spot,
+                    reservation=pool.reservation,
+                    labels=dict(pool.labels),
+                    taints=taints,
+                )
+            )
+    return out
 
 
 def _monitoring(

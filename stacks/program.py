@@ -41,6 +41,8 @@ def run() -> None:
     pulumi.export("namespace", outputs.namespace)
     pulumi.export("routerEndpoint", outputs.router_endpoint)
     pulumi.export("metricsToWatch", stack_plan.metrics_to_watch)
+    if outputs.kubeconfig is not None:
+        pulumi.export("kubeconfig", outputs.kubeconfig)  # a secret
     pulumi.export(
         "cacheSizing",
         {

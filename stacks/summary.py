@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from components.specs.clusters import PoolSpec
+from components.specs.units import GiB
 from stacks.offline import Recording
 from stacks.plan import StackPlan
 
@@ -23,7 +25,11 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
         (
             "cluster",
             f"{config.cluster.provider}, platform {config.cluster.effective_platform}"
-            f" (context: {config.cluster.context or 'current'})",
+            + (
+                f" (context: {config.cluster.context or 'current'})"
+                if config.cluster.provider == "existing"
+                else f", `{config.cluster.name}`"
+            ),
         ),
         ("namespace", config.namespace),
         ("model", server.model.name),
@@ -78,6 +84,37 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
         )
     if "tokenizer" in router_values:
         rows.append(("router tokenizer", f"sidecar for {router_values['tokenizer']['modelName']} (token-producer)"))
+    if stack_plan.pools:
+        by_key: dict[str, list[PoolSpec]] = {}
+        for pool_spec in stack_plan.pools:
+            by_key.setdefault(pool_spec.key, []).append(pool_spec)
+        for key, slices in by_key.items():
+            first = slices[0]
+            count = (
+                f"{len(slices)} slices x {first.node_count} hosts" if len(slices) > 1 else f"{first.node_count} nodes"
+            )
+            rows.append(
+                (
+                    f"node pool `{key}` (created)",
+                    f"{first.machine.key}: {count}, {first.machine.devices_per_node} x {first.machine.accelerator}"
+                    f" per node, {first.machine.host_memory.human()} host memory"
+                    + (", spot" if first.spot else "")
+                    + (f", reservation {first.reservation}" if first.reservation else ""),
+                )
+            )
+    if stack_plan.fit is not None:
+        fit = stack_plan.fit
+        allocatable = f" of {fit.allocatable.ceil_to(GiB).quantity()} allocatable" if fit.allocatable else ""
+        auto = f"; `cache.tier.cpu: auto` chose {fit.largest_tier.human()}" if fit.largest_tier else ""
+        rows.append(
+            (
+                "fit per node",
+                f"{fit.pods_per_node} model-server pods, {fit.per_node.ceil_to(GiB).quantity()} requested"
+                f"{allocatable}{auto}",
+            )
+        )
+    if config.storage.backend != "existing":
+        rows.append(("filesystem tier backend", config.storage.backend))
     rows.append(("monitoring", config.monitoring.provider if config.monitoring.enabled else "off"))
     lines = [
         f"# {stack}: llm-d tiered prefix cache",

@@ -18,7 +18,7 @@ GOLDEN = Path(__file__).parent / "golden"
 
 
 def golden_files(result: Render) -> dict[str, str]:
-    charts = [r for r in json.loads(result.resources) if r["type"] == "kubernetes:helm.sh/v4:Chart"]
+    charts = [r for r in json.loads(result.resources) if r["name"] == "llmd-router-chart"]
     values = yaml.safe_dump(charts[0]["inputs"]["values"], sort_keys=True, width=120) if charts else ""
     return {"manifests.yaml": result.manifests, "router-values.yaml": values, "summary.md": result.summary}
 

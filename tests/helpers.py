@@ -74,3 +74,11 @@ def validate(obj: dict[str, Any]) -> None:
         jsonschema.Draft7Validator(schema).validate(obj)
         return
     kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+
+
+def router_chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The router's Helm chart resource (other charts, such as a device plugin, may sit beside it)."""
+    chart: dict[str, Any] = next(
+        r for r in rows if r["type"] == "kubernetes:helm.sh/v4:Chart" and r["name"] == "llmd-router-chart"
+    )
+    return chart

@@ -104,7 +104,9 @@ def test_bad_input_gives_one_line_naming_field_value_and_allowed(overrides: list
 
 
 def test_unknown_preset_lists_the_presets() -> None:
-    with pytest.raises(ConfigError, match=r"preset = 'nope': allowed: amd-vllm-lmcache-connector-cpu, .*, dev, gpu-"):
+    with pytest.raises(
+        ConfigError, match=r"preset = 'nope': allowed: amd-vllm-lmcache-connector-cpu, .*, dev, eks-h100-efs, "
+    ):
         loading.load_preset("nope")
 
 

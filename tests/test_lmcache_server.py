@@ -9,7 +9,7 @@ import pytest
 
 from stacks import loading
 from stacks.errors import ConfigError
-from tests.helpers import by_kind, manifests, rendered, resources
+from tests.helpers import by_kind, manifests, rendered, resources, router_chart
 
 REUSE, PD, ROUTING = "gpu-vllm-lmcache-server", "gpu-vllm-lmcache-server-pd", "gpu-vllm-lmcache-server-routing"
 
@@ -36,7 +36,7 @@ def _env(container: dict[str, Any]) -> dict[str, Any]:
 
 
 def _router(name: str, *overrides: str) -> dict[str, Any]:
-    chart = next(r for r in resources(rendered(name, tuple(overrides))) if r["type"] == "kubernetes:helm.sh/v4:Chart")
+    chart = router_chart(resources(rendered(name, tuple(overrides))))
     router: dict[str, Any] = chart["inputs"]["values"]["router"]
     return router
 

@@ -13,7 +13,7 @@ from stacks import loading
 from stacks.offline import OFFLINE_HF_TOKEN
 from stacks.plan import plan
 from stacks.render import render
-from tests.helpers import by_kind, manifests, rendered, resources, validate
+from tests.helpers import by_kind, manifests, rendered, resources, router_chart, validate
 
 PRESETS = loading.preset_names()
 MONITORING = ("monitoring.enabled=true",)
@@ -64,8 +64,13 @@ def test_hf_token_never_appears_and_is_recorded_secret(name: str) -> None:
     secret = next(r for r in resources(result) if r["type"] == "kubernetes:core/v1:Secret")
     assert secret["secretPaths"] == ["stringData"]
     assert secret["inputs"]["stringData"] == {"HF_TOKEN": "[secret]"}
-    # Nothing else carries a secret: the pods read the token from the Secret, by reference.
-    assert [r["name"] for r in resources(result) if r["secretPaths"]] == [secret["name"]]
+    # Nothing else carries a secret but a created cluster's kubeconfig: the pods read the token by reference.
+    carriers = {r["name"]: r["secretPaths"] for r in resources(result) if r["secretPaths"]}
+    provider = next(r for r in resources(result) if r["type"] == "pulumi:providers:kubernetes")
+    expected = {secret["name"]: ["stringData"]}
+    if provider["inputs"].get("kubeconfig"):
+        expected[provider["name"]] = ["kubeconfig"]
+    assert carriers == expected
 
 
 def test_default_preset_is_the_seed_default_deployment() -> None:
@@ -151,7 +156,7 @@ def test_pod_memory_holds_the_cpu_tier(name: str) -> None:
 
 
 def test_router_chart_values_carry_the_derived_capacity() -> None:
-    chart = next(r for r in resources(rendered("gpu-vllm-native-cpu")) if r["type"] == "kubernetes:helm.sh/v4:Chart")
+    chart = router_chart(resources(rendered("gpu-vllm-native-cpu")))
     inputs = chart["inputs"]
     assert inputs["chart"] == "oci://ghcr.io/llm-d/charts/llm-d-router-standalone"
     assert inputs["version"] == "v1.0.0"
@@ -165,7 +170,7 @@ def test_router_chart_values_carry_the_derived_capacity() -> None:
 @pytest.mark.parametrize("name", PRESETS)
 def test_router_selects_exactly_the_serving_pods(name: str) -> None:
     result = rendered(name)
-    chart = next(r for r in resources(result) if r["type"] == "kubernetes:helm.sh/v4:Chart")
+    chart = router_chart(resources(result))
     selector = chart["inputs"]["values"]["router"]["modelServers"]["matchLabels"]
     objects = manifests(result)
     lws = by_kind(objects, "LeaderWorkerSet")
@@ -214,7 +219,7 @@ def test_monitoring_renders_the_router_values_and_a_pod_monitor() -> None:
     result = rendered("gpu-vllm-native-cpu", MONITORING)
     monitor = by_kind(manifests(result), "PodMonitor")[0]
     assert monitor["spec"]["selector"]["matchLabels"] == {"llm-d.ai/guide": "tiered-prefix-cache"}
-    chart = next(r for r in resources(result) if r["type"] == "kubernetes:helm.sh/v4:Chart")
+    chart = router_chart(resources(result))
     assert chart["inputs"]["values"]["router"]["monitoring"]["prometheus"]["enabled"] is True
     gke = rendered("gpu-vllm-native-cpu", GKE_MONITORING)
     assert by_kind(manifests(gke), "PodMonitoring")

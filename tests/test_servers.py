@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import by_kind, manifests, rendered, resources
+from tests.helpers import by_kind, manifests, rendered, resources, router_chart
 
 QWEN3_32B_100GIB = 107374182400
 
@@ -42,7 +42,7 @@ def _kv(container: dict[str, Any]) -> dict[str, Any]:
 
 
 def _router(name: str) -> dict[str, Any]:
-    chart = next(r for r in resources(rendered(name)) if r["type"] == "kubernetes:helm.sh/v4:Chart")
+    chart = router_chart(resources(rendered(name)))
     router: dict[str, Any] = chart["inputs"]["values"]["router"]
     return router
 

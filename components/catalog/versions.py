@@ -47,3 +47,7 @@ XPU_LMCACHE_IMAGE = "ghcr.io/llm-d/llm-d-xpu-dev:pr-1731"
 BUSYBOX_IMAGE = "docker.io/library/busybox:1.37.0"
 # The verification Job: its script needs only the Python standard library.
 VERIFICATION_IMAGE = "docker.io/library/python:3.12.8-slim"
+
+# EKS GPU nodes: the AL2023 NVIDIA AMI has the driver; the device plugin advertises nvidia.com/gpu.
+NVIDIA_DEVICE_PLUGIN_REPO = "https://nvidia.github.io/k8s-device-plugin"
+NVIDIA_DEVICE_PLUGIN_VERSION = "0.17.1"

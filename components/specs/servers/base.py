@@ -227,11 +227,14 @@ def deployment(spec: ServerSpec, pod: Manifest, template_labels: dict[str, str] 
     }
 
 
-def files_storage_claim(namespace: str, storage_class: str, size: str) -> Manifest:
-    """The filesystem tier's shared claim. An empty StorageClass means the cluster default, so it is omitted."""
+def files_storage_claim(namespace: str, storage_class: str, size: str, volume_name: str | None = None) -> Manifest:
+    """The filesystem tier's shared claim. An empty StorageClass means the cluster default, so it is omitted;
+    `volume_name` binds a volume made for this claim (a managed Lustre instance)."""
     claim_spec: Manifest = {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": size}}}
     if storage_class:
         claim_spec["storageClassName"] = storage_class
+    if volume_name:
+        claim_spec["volumeName"] = volume_name
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",

@@ -1,0 +1,102 @@
+"""GkeCluster: a private, Workload-Identity GKE cluster with a system pool and accelerator node pools."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.specs import clusters
+from components.specs.clusters import PoolSpec
+
+
+@dataclass(frozen=True)
+class GkeClusterArgs:
+    name: str
+    project: str
+    region: str
+    zone: str
+    network: str
+    subnetwork: str | None
+    release_channel: str
+    master_cidr: str
+    system_machine_type: str
+    system_node_count: int
+    cloud_nat: bool
+    deletion_protection: bool
+    lustre_csi: bool
+    pools: list[PoolSpec] = field(default_factory=list)
+
+
+class GkeCluster(pulumi.ComponentResource):
+    kubeconfig: pulumi.Output[str]  # secret
+    node_pools: dict[str, list[pulumi.Resource]]  # by pool key (TPU multi-host: one per slice)
+
+    def __init__(self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("llmd:cluster:GkeCluster", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        dependencies: list[pulumi.Resource] = []
+        if args.cloud_nat:  # private nodes reach docker.io, ghcr.io and Hugging Face through Cloud NAT
+            router = gcp.compute.Router(
+                f"{name}-router",
+                name=f"{args.name}-nat",
+                project=args.project,
+                region=args.region,
+                network=args.network,
+                opts=child,
+            )
+            dependencies.append(
+                gcp.compute.RouterNat(
+                    f"{name}-nat",
+                    name=f"{args.name}-nat",
+                    project=args.project,
+                    region=args.region,
+                    router=router.name,
+                    nat_ip_allocate_option="AUTO_ONLY",
+                    source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
+                    opts=child,
+                )
+            )
+        cluster = gcp.container.Cluster(
+            f"{name}-cluster",
+            **clusters.gke_cluster_args(
+                args.name,
+                args.project,
+                args.region,
+                args.network,
+                args.subnetwork,
+                args.release_channel,
+                args.master_cidr,
+                args.lustre_csi,
+                args.deletion_protection,
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=dependencies),
+        )
+        pool_opts = pulumi.ResourceOptions(parent=self)
+        system = gcp.container.NodePool(
+            f"{name}-system",
+            cluster=cluster.name,
+            project=args.project,
+            **clusters.gke_system_pool_args(
+                f"{args.name}-system", args.region, args.system_machine_type, args.system_node_count
+            ),
+            opts=pool_opts,
+        )
+        self.node_pools = {"system": [system]}
+        for pool in args.pools:
+            self.node_pools.setdefault(pool.key, []).append(
+                gcp.container.NodePool(
+                    f"{name}-{pool.name.removeprefix(args.name + '-')}",
+                    cluster=cluster.name,
+                    project=args.project,
+                    **clusters.gke_accelerator_pool_args(pool, args.region, args.zone),
+                    opts=pool_opts,
+                )
+            )
+        self.kubeconfig = pulumi.Output.secret(
+            pulumi.Output.all(cluster.endpoint, cluster.master_auth.cluster_ca_certificate).apply(
+                lambda v: clusters.gke_kubeconfig(args.name, v[0], v[1])
+            )
+        )
+        self.register_outputs({"kubeconfig": self.kubeconfig})

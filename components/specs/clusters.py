@@ -1,0 +1,227 @@
+"""Cluster, node-pool and kubeconfig arguments as plain data (the cluster components pass them on)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from components.catalog.machines import MachineType
+
+Args = dict[str, Any]
+POOL_LABEL = "llm-d.ai/node-pool"  # created pools label their nodes with their key
+
+
+@dataclass(frozen=True)
+class PoolSpec:
+    """A node pool to create, resolved from the stack config and the machine catalog."""
+
+    key: str
+    name: str  # the cloud-side name
+    machine: MachineType
+    node_count: int
+    tpu_topology: str | None = None
+    spot: bool = False
+    reservation: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def node_labels(self) -> dict[str, str]:
+        return {POOL_LABEL: self.key, **self.labels}
+
+
+# --- GKE ------------------------------------------------------------------------------------------
+
+# Kubernetes taint effects as the GKE and EKS node-pool APIs spell them.
+TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
+
+
+def cloud_taints(taints: list[dict[str, str]]) -> list[dict[str, str]]:
+    return [{**t, "effect": TAINT_EFFECTS[t["effect"]]} for t in taints]
+
+
+SHIELDED = {"enable_secure_boot": True, "enable_integrity_monitoring": True}
+
+
+def gke_cluster_args(
+    name: str,
+    project: str,
+    region: str,
+    network: str,
+    subnetwork: str | None,
+    release_channel: str,
+    master_cidr: str,
+    lustre: bool,
+    deletion_protection: bool,
+) -> Args:
+    """A regional cluster: private nodes, Workload Identity, Gateway API, Managed Prometheus, and the
+    Managed Lustre CSI driver when the Lustre tier is on. Its default pool is replaced by ours."""
+    return {
+        "name": name,
+        "project": project,
+        "location": region,
+        "network": network,
+        "subnetwork": subnetwork,
+        "release_channel": {"channel": release_channel},
+        "remove_default_node_pool": True,
+        "initial_node_count": 1,
+        "deletion_protection": deletion_protection,
+        "networking_mode": "VPC_NATIVE",
+        "ip_allocation_policy": {},
+        "private_cluster_config": {
+            "enable_private_nodes": True,
+            "enable_private_endpoint": False,
+            "master_ipv4_cidr_block": master_cidr,
+        },
+        "workload_identity_config": {"workload_pool": f"{project}.svc.id.goog"},
+        "enable_shielded_nodes": True,
+        "gateway_api_config": {"channel": "CHANNEL_STANDARD"},
+        "monitoring_config": {
+            "enable_components": ["SYSTEM_COMPONENTS"],
+            "managed_prometheus": {"enabled": True},
+        },
+        "addons_config": {"lustre_csi_driver_config": {"enabled": lustre}},
+        "node_config": {"shielded_instance_config": SHIELDED},
+    }
+
+
+def _gke_node_config(machine_type: str, labels: dict[str, str], spot: bool, reservation: str | None) -> Args:
+    config: Args = {
+        "machine_type": machine_type,
+        "labels": labels,
+        "spot": spot,
+        "shielded_instance_config": SHIELDED,
+        "workload_metadata_config": {"mode": "GKE_METADATA"},
+        "oauth_scopes": ["https://www.googleapis.com/auth/cloud-platform"],
+    }
+    if reservation:
+        config["reservation_affinity"] = {
+            "consume_reservation_type": "SPECIFIC_RESERVATION",
+            "key": "compute.googleapis.com/reservation-name",
+            "values": [reservation],
+        }
+    return config
+
+
+def gke_system_pool_args(name: str, region: str, machine_type: str, node_count: int) -> Args:
+    return {
+        "name": name,
+        "location": region,
+        "node_count": node_count,
+        "management": {"auto_repair": True, "auto_upgrade": True},
+        "node_config": _gke_node_config(machine_type, {POOL_LABEL: "system"}, False, None),
+    }
+
+
+def gke_accelerator_pool_args(pool: PoolSpec, region: str, zone: str) -> Args:
+    node_config = _gke_node_config(pool.machine.key, pool.node_labels, pool.spot, pool.reservation)
+    if pool.taints:
+        node_config["taints"] = cloud_taints(pool.taints)
+    if pool.machine.gke_accelerator:  # GPUs: GKE installs and manages the driver
+        node_config["guest_accelerators"] = [
+            {
+                "type": pool.machine.gke_accelerator,
+                "count": pool.machine.devices_per_node,
+                "gpu_driver_installation_config": {"gpu_driver_version": "LATEST"},
+            }
+        ]
+        node_config["gvnic"] = {"enabled": True}
+    args: Args = {
+        "name": pool.name,
+        "location": region,
+        "node_locations": [zone],  # accelerators are zonal
+        "node_count": pool.node_count,
+        "management": {"auto_repair": True, "auto_upgrade": True},
+        "node_config": node_config,
+    }
+    topology = pool.tpu_topology or pool.machine.tpu_topology
+    if topology:  # a TPU slice: hosts placed together in the topology the pods select
+        args["placement_policy"] = {"type": "COMPACT", "tpu_topology": topology}
+    return args
+
+
+def gke_kubeconfig(name: str, endpoint: str | None, ca_certificate: str | None) -> str:
+    """Authenticates through gke-gcloud-auth-plugin (Application Default Credentials)."""
+    user = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1beta1",
+            "command": "gke-gcloud-auth-plugin",
+            "installHint": "Install gke-gcloud-auth-plugin: gcloud components install gke-gcloud-auth-plugin",
+            "provideClusterInfo": True,
+        }
+    }
+    return _kubeconfig(name, f"https://{endpoint}", ca_certificate, user)
+
+
+# --- EKS ------------------------------------------------------------------------------------------
+
+
+def assume_role_policy(service: str) -> str:
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}],
+        },
+        sort_keys=True,
+    )
+
+
+def irsa_policy(oidc_provider_arn: str, oidc_issuer: str, namespace: str, service_account: str) -> str:
+    """Only this Kubernetes ServiceAccount may assume the role (IAM Roles for Service Accounts)."""
+    issuer = oidc_issuer.removeprefix("https://")
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Principal": {"Federated": oidc_provider_arn},
+                    "Action": "sts:AssumeRoleWithWebIdentity",
+                    "Condition": {
+                        "StringEquals": {
+                            f"{issuer}:sub": f"system:serviceaccount:{namespace}:{service_account}",
+                            f"{issuer}:aud": "sts.amazonaws.com",
+                        }
+                    },
+                }
+            ],
+        },
+        sort_keys=True,
+    )
+
+
+def subnet_cidrs(vpc_cidr: str, count: int) -> tuple[list[str], list[str]]:
+    """Public /20s (NAT, load balancers) and private /18s (nodes, pods) of a /16, one each per zone."""
+    a, b = vpc_cidr.split(".")[:2]
+    public = [f"{a}.{b}.{16 * i}.0/20" for i in range(count)]
+    private = [f"{a}.{b}.{64 * (i + 1)}.0/18" for i in range(count)]
+    return public, private
+
+
+def eks_kubeconfig(name: str, region: str, endpoint: str | None, ca_data: str | None) -> str:
+    """Authenticates through `aws eks get-token` (the caller's AWS credentials)."""
+    user = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1beta1",
+            "command": "aws",
+            "args": ["eks", "get-token", "--cluster-name", name, "--region", region, "--output", "json"],
+        }
+    }
+    return _kubeconfig(name, str(endpoint), ca_data, user)
+
+
+def _kubeconfig(name: str, server: str, ca_data: str | None, user: Args) -> str:
+    return yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": name, "cluster": {"server": server, "certificate-authority-data": ca_data or ""}}],
+            "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+            "current-context": name,
+            "users": [{"name": name, "user": user}],
+        },
+        sort_keys=False,
+    )
