@@ -1,0 +1,213 @@
+"""Clusters, node pools and shared storage deployed with the cache stack, in one graph."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from components.specs.units import ByteSize, GiB, MiB
+from stacks import loading
+from stacks.errors import ConfigError
+from stacks.hardware import allocatable_memory
+from stacks.plan import plan
+from tests.helpers import by_kind, manifests, rendered, resources
+
+
+def _rows(name: str, *overrides: str) -> list[dict[str, Any]]:
+    return resources(rendered(name, tuple(overrides)))
+
+
+def _one(rows: list[dict[str, Any]], typ: str, name: str | None = None) -> dict[str, Any]:
+    matches = [r for r in rows if r["type"] == typ and (name is None or r["name"] == name)]
+    assert len(matches) == 1, (typ, name, [r["name"] for r in matches])
+    return matches[0]
+
+
+def _deployment(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    return next(r for r in rows if r["type"] == "kubernetes:apps/v1:Deployment" and "model-server" in r["name"])
+
+
+def test_gke_cluster_is_private_with_workload_identity_and_the_lustre_driver() -> None:
+    rows = _rows("gke-h100-lustre")
+    cluster = _one(rows, "gcp:container/cluster:Cluster")["inputs"]
+    assert cluster["privateClusterConfig"]["enablePrivateNodes"] is True
+    assert cluster["workloadIdentityConfig"] == {"workloadPool": "my-gcp-project.svc.id.goog"}
+    assert cluster["releaseChannel"] == {"channel": "REGULAR"}
+    assert cluster["gatewayApiConfig"] == {"channel": "CHANNEL_STANDARD"}
+    assert cluster["monitoringConfig"]["managedPrometheus"] == {"enabled": True}
+    assert cluster["addonsConfig"]["lustreCsiDriverConfig"] == {"enabled": True}
+    assert cluster["removeDefaultNodePool"] is True
+    assert _one(rows, "gcp:compute/routerNat:RouterNat")  # private nodes pull public images
+    lustre_off = _one(_rows("gke-tpu-v6e"), "gcp:container/cluster:Cluster")["inputs"]
+    assert lustre_off["addonsConfig"]["lustreCsiDriverConfig"] == {"enabled": False}
+
+
+def test_gke_h100_pool_and_the_model_servers_on_it() -> None:
+    rows = _rows("gke-h100-lustre")
+    pool = _one(rows, "gcp:container/nodePool:NodePool", "llmd-gke-h100")["inputs"]
+    config = pool["nodeConfig"]
+    assert config["machineType"] == "a3-highgpu-8g"
+    assert config["guestAccelerators"] == [
+        {"type": "nvidia-h100-80gb", "count": 8, "gpuDriverInstallationConfig": {"gpuDriverVersion": "LATEST"}}
+    ]
+    assert config["labels"] == {"llm-d.ai/node-pool": "h100"}
+    assert config["shieldedInstanceConfig"]["enableSecureBoot"] is True
+    assert pool["nodeLocations"] == ["us-central1-a"]
+    deployment = _deployment(rows)
+    assert deployment["inputs"]["spec"]["template"]["spec"]["nodeSelector"] == {"llm-d.ai/node-pool": "h100"}
+    # The model servers wait for their pool and their storage, so a destroy removes them first.
+    assert "gcp:container/nodePool:NodePool::llmd-gke-h100" in deployment["dependsOn"]
+    assert "kubernetes:core/v1:PersistentVolume::llmd-lustre-volume" in deployment["dependsOn"]
+
+
+def test_lustre_instance_network_class_volume_and_claim() -> None:
+    rows = _rows("gke-h100-lustre")
+    instance = _one(rows, "gcp:lustre/instance:Instance")["inputs"]
+    assert (instance["capacityGib"], instance["perUnitStorageThroughput"]) == ("9000", "1000")
+    assert instance["gkeSupportEnabled"] is True
+    assert instance["network"] == "projects/my-gcp-project/global/networks/default"
+    assert _one(rows, "gcp:compute/globalAddress:GlobalAddress")["inputs"]["purpose"] == "VPC_PEERING"
+    assert _one(rows, "gcp:servicenetworking/connection:Connection")
+    firewall = _one(rows, "gcp:compute/firewall:Firewall")["inputs"]
+    assert firewall["allows"] == [{"protocol": "tcp", "ports": ["988", "6988"]}]
+    objects = manifests(rendered("gke-h100-lustre"))
+    [storage_class] = by_kind(objects, "StorageClass")
+    assert storage_class["metadata"]["name"] == "lustre-class"
+    assert storage_class["parameters"]["perUnitStorageThroughput"] == "1000"
+    [volume] = by_kind(objects, "PersistentVolume")
+    [claim] = by_kind(objects, "PersistentVolumeClaim")
+    assert claim["spec"]["volumeName"] == volume["metadata"]["name"]
+    assert volume["spec"]["claimRef"] == {
+        "namespace": claim["metadata"]["namespace"],
+        "name": claim["metadata"]["name"],
+    }
+    assert volume["spec"]["csi"]["volumeHandle"] == "my-gcp-project/us-central1-a/llmd-h100-kv-cache"
+
+
+def test_eks_cluster_networking_node_groups_and_irsa() -> None:
+    rows = _rows("eks-h100-efs")
+    assert len([r for r in rows if r["type"] == "aws:ec2/subnet:Subnet"]) == 4  # public and private per zone
+    assert _one(rows, "aws:ec2/natGateway:NatGateway")
+    cluster = _one(rows, "aws:eks/cluster:Cluster")["inputs"]
+    assert cluster["version"] == "1.33"
+    h100 = _one(rows, "aws:eks/nodeGroup:NodeGroup", "llmd-eks-h100")["inputs"]
+    assert h100["instanceTypes"] == ["p5.48xlarge"]
+    assert h100["amiType"] == "AL2023_x86_64_NVIDIA"
+    assert h100["labels"] == {"llm-d.ai/node-pool": "h100"}
+    template = _one(rows, "aws:ec2/launchTemplate:LaunchTemplate")["inputs"]
+    assert template["networkInterfaces"][0]["interfaceType"] == "efa"
+    assert _one(rows, "aws:iam/openIdConnectProvider:OpenIdConnectProvider")["inputs"]["clientIdLists"] == [
+        "sts.amazonaws.com"
+    ]
+    plugin = _one(rows, "kubernetes:helm.sh/v4:Chart", "llmd-nvidia-device-plugin-chart")["inputs"]
+    assert plugin["chart"] == "nvidia-device-plugin" and plugin["version"] == "0.17.1"
+
+
+def test_efs_file_system_mount_targets_nfs_only_and_csi_driver() -> None:
+    rows = _rows("eks-h100-efs")
+    assert _one(rows, "aws:efs/fileSystem:FileSystem")["inputs"]["encrypted"] is True
+    targets = [r for r in rows if r["type"] == "aws:efs/mountTarget:MountTarget"]
+    assert len(targets) == 2  # one per private (node) subnet
+    group = _one(rows, "aws:ec2/securityGroup:SecurityGroup")["inputs"]
+    assert group["ingress"] == [{"protocol": "tcp", "fromPort": 2049, "toPort": 2049, "securityGroups": ["sg-offline"]}]
+    addon = _one(rows, "aws:eks/addon:Addon")["inputs"]
+    assert addon["addonName"] == "aws-efs-csi-driver"
+    role = next(r for r in rows if r["type"] == "aws:iam/role:Role" and r["name"] == "llmd-efs-csi")
+    policy = json.loads(role["inputs"]["assumeRolePolicy"])
+    condition = policy["Statement"][0]["Condition"]["StringEquals"]
+    assert condition["oidc.eks.example/id/OFFLINE:sub"] == "system:serviceaccount:kube-system:efs-csi-controller-sa"
+    [storage_class] = by_kind(manifests(rendered("eks-h100-efs")), "StorageClass")
+    assert storage_class["metadata"]["name"] == "efs-sc"
+    assert storage_class["parameters"]["provisioningMode"] == "efs-ap"
+
+
+@pytest.mark.parametrize("name", ["gke-h100-lustre", "eks-h100-efs", "gke-tpu-v7-multi-host"])
+def test_kubernetes_objects_go_through_the_clusters_provider(name: str) -> None:
+    rows = _rows(name)
+    provider = _one(rows, "pulumi:providers:kubernetes")
+    assert provider["secretPaths"] == ["kubeconfig"]
+    cluster_type = "aws:eks/cluster:Cluster" if name.startswith("eks") else "gcp:container/cluster:Cluster"
+    assert any(d.startswith(cluster_type + "::") for d in provider["dependsOn"])
+    kube = [r for r in rows if r["type"].startswith("kubernetes:")]
+    assert {r["provider"] for r in kube} == {"k8s"}
+    cloud = [r for r in rows if r["type"].startswith(("gcp:", "aws:"))]
+    assert cloud and all(r["provider"] is None for r in cloud)  # the default cloud providers (ambient credentials)
+
+
+@pytest.mark.parametrize(
+    ("name", "machine", "topology", "pools", "nodes"),
+    [
+        ("gke-tpu-v5p", "ct5p-hightpu-4t", "2x2x1", 1, 3),
+        ("gke-tpu-v6e", "ct6e-standard-8t", "2x4", 1, 3),
+        ("gke-tpu-v7", "tpu7x-standard-4t", "2x2x1", 1, 3),
+        ("gke-tpu-v7-multi-host", "tpu7x-standard-4t", "2x2x2", 3, 2),
+    ],
+)
+def test_tpu_pools(name: str, machine: str, topology: str, pools: int, nodes: int) -> None:
+    rows = [
+        r for r in _rows(name) if r["type"] == "gcp:container/nodePool:NodePool" and not r["name"].endswith("system")
+    ]
+    assert len(rows) == pools
+    for pool in rows:
+        assert pool["inputs"]["nodeConfig"]["machineType"] == machine
+        assert pool["inputs"]["placementPolicy"] == {"type": "COMPACT", "tpuTopology": topology}
+        assert pool["inputs"]["nodeCount"] == nodes
+
+
+def test_a_tier_that_cannot_fit_the_node_fails_with_both_numbers() -> None:
+    with pytest.raises(ConfigError) as caught:
+        plan(loading.load_preset("gke-h100-lustre", ["cache.tier.cpu=900GiB", "cache.replicas=4"]))
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith("invalid stack config: cache.tier.cpu = '900 GiB': 4 pods x 940Gi = 3760Gi per node")
+    assert "exceed the 1702Gi allocatable of node pool h100 (a3-highgpu-8g)" in message
+
+
+def test_more_accelerators_than_the_pool_has_fail() -> None:
+    with pytest.raises(
+        ConfigError, match=r"cache.replicas = 5: 5 pods need 2 nodes of node pool h100 \(a3-highgpu-8g\), which has 1"
+    ):
+        plan(loading.load_preset("gke-h100-lustre", ["cache.replicas=5"]))
+    with pytest.raises(ConfigError, match=r"a pod needs 16 devices, a node of node pool h100 .* has 8"):
+        plan(loading.load_preset("gke-h100-lustre", ["cache.tensor_parallelism=16"]))
+
+
+def test_tier_auto_picks_the_largest_tier_that_fits() -> None:
+    chosen = plan(loading.load_preset("existing-mi300"))
+    assert chosen.fit is not None and chosen.fit.largest_tier is not None
+    tier = chosen.fit.largest_tier
+    assert chosen.sizing.cpu_tier_per_pod == tier
+    assert chosen.fit.allocatable is not None and chosen.fit.per_node <= chosen.fit.allocatable
+    with pytest.raises(ConfigError, match="allocatable"):
+        plan(loading.load_preset("existing-mi300", [f"cache.tier.cpu={tier.bytes // GiB + 1}GiB"]))
+
+
+def test_allocatable_memory_reserves_as_gke_does() -> None:
+    reserved = 0.25 * 4 * GiB + 0.20 * 4 * GiB + 0.10 * 8 * GiB + 100 * MiB
+    assert allocatable_memory(ByteSize(16 * GiB)).bytes == int(16 * GiB - reserved)
+    big = allocatable_memory(ByteSize(1000 * GiB))
+    assert big.bytes == int(1000 * GiB - (reserved + 0.06 * 112 * GiB + 0.02 * 872 * GiB))
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["storage.size=10000Gi"], "storage.size = '10000Gi': Managed Lustre capacity must be a multiple of 9000Gi"),
+        (["storage.size=4500Gi"], "must be at least 9000Gi at 1000 MB/s per TiB"),
+        (["storage.lustre.per_unit_storage_throughput=500"], "must be at least 18000Gi at 500 MB/s per TiB"),
+        (["node_pools.h100.machine_type=p5.48xlarge"], "node_pools.h100.machine_type = 'p5.48xlarge': a gke machine"),
+        (["storage.backend=aws-efs"], "storage.backend = 'aws-efs': needs cluster.provider eks"),
+        (["cluster.gke=null", "cluster.provider=existing"], "an existing cluster's pools are described"),
+        (["cache.node_pool=null"], "cache.node_pool = None: required on a created cluster; allowed: h100"),
+    ],
+)
+def test_cluster_and_storage_config_errors(overrides: list[str], message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        plan(loading.load_preset("gke-h100-lustre", overrides))
+    assert message in str(caught.value)
+
+
+def test_lustre_capacity_accepts_the_tier_steps() -> None:
+    assert plan(loading.load_preset("gke-h100-lustre", ["storage.size=18000Gi"])).storage_manifests
