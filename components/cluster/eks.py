@@ -59,50 +59,32 @@ class EksCluster(pulumi.ComponentResource):
         )
         gateway = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=vpc.id, tags=tags, opts=child)
         public_cidrs, private_cidrs = clusters.subnet_cidrs(args.vpc_cidr, len(args.availability_zones))
-        public_routes = aws.ec2.RouteTable(
-            f"{name}-public",
-            vpc_id=vpc.id,
-            routes=[{"cidr_block": "0.0.0.0/0", "gateway_id": gateway.id}],
-            tags=tags,
-            opts=child,
-        )
-        public, private = [], []
-        for i, zone in enumerate(args.availability_zones):
-            subnet = aws.ec2.Subnet(
-                f"{name}-public-{zone}",
-                vpc_id=vpc.id,
-                cidr_block=public_cidrs[i],
-                availability_zone=zone,
-                map_public_ip_on_launch=True,
-                tags={**tags, "kubernetes.io/role/elb": "1"},
-                opts=child,
-            )
-            aws.ec2.RouteTableAssociation(
-                f"{name}-public-{zone}", subnet_id=subnet.id, route_table_id=public_routes.id, opts=child
-            )
-            public.append(subnet)
+
+        def subnets(tier: str, cidrs: list[str], route: dict[str, Any], elb_role: str) -> list[aws.ec2.Subnet]:
+            """One subnet per zone, all routed through one table (public: the gateway; private: the NAT)."""
+            default_route: Any = {"cidr_block": "0.0.0.0/0", **route}
+            table = aws.ec2.RouteTable(f"{name}-{tier}", vpc_id=vpc.id, routes=[default_route], tags=tags, opts=child)
+            out = []
+            for zone, cidr in zip(args.availability_zones, cidrs, strict=True):
+                subnet = aws.ec2.Subnet(
+                    f"{name}-{tier}-{zone}",
+                    vpc_id=vpc.id,
+                    cidr_block=cidr,
+                    availability_zone=zone,
+                    map_public_ip_on_launch=tier == "public",
+                    tags={**tags, f"kubernetes.io/role/{elb_role}": "1"},
+                    opts=child,
+                )
+                aws.ec2.RouteTableAssociation(
+                    f"{name}-{tier}-{zone}", subnet_id=subnet.id, route_table_id=table.id, opts=child
+                )
+                out.append(subnet)
+            return out
+
+        public = subnets("public", public_cidrs, {"gateway_id": gateway.id}, "elb")
         nat_ip = aws.ec2.Eip(f"{name}-nat", domain="vpc", tags=tags, opts=child)
         nat = aws.ec2.NatGateway(f"{name}-nat", allocation_id=nat_ip.id, subnet_id=public[0].id, tags=tags, opts=child)
-        private_routes = aws.ec2.RouteTable(
-            f"{name}-private",
-            vpc_id=vpc.id,
-            routes=[{"cidr_block": "0.0.0.0/0", "nat_gateway_id": nat.id}],
-            tags=tags,
-            opts=child,
-        )
-        for i, zone in enumerate(args.availability_zones):
-            subnet = aws.ec2.Subnet(
-                f"{name}-private-{zone}",
-                vpc_id=vpc.id,
-                cidr_block=private_cidrs[i],
-                availability_zone=zone,
-                tags={**tags, "kubernetes.io/role/internal-elb": "1"},
-                opts=child,
-            )
-            aws.ec2.RouteTableAssociation(
-                f"{name}-private-{zone}", subnet_id=subnet.id, route_table_id=private_routes.id, opts=child
-            )
-            private.append(subnet)
+        private = subnets("private", private_cidrs, {"nat_gateway_id": nat.id}, "internal-elb")
 
         roles = {}
         for role, policies in EKS_POLICIES.items():
