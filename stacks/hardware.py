@@ -101,7 +101,7 @@ def check_memory(hardware: PoolHardware, per_pod: ByteSize, pods_on_node: int, d
             "cache.tier.cpu",
             tier,
             f"{pods_on_node} pods x {per_pod.quantity()}{daemon_text} = {need.ceil_to(GiB).quantity()} per node exceed"
-            f" the {allocatable.ceil_to(GiB).quantity()} allocatable of {hardware.describe()}",
+            f" the {allocatable.floor_to(GiB).quantity()} allocatable of {hardware.describe()}",
         )
     return Fit(pods_on_node, need, allocatable)
 
@@ -127,7 +127,14 @@ def largest_fitting_tier(
 
     low, high = 1, allocatable.bytes // step.bytes  # in steps
     if not fits(step * low):
-        raise ConfigError("cache.tier.cpu", "auto", f"not even {step.human()} fits {hardware.describe()}")
+        per_pod, daemon = memory_for(step)
+        need = (per_pod * pods_on_node + daemon).ceil_to(GiB)
+        raise ConfigError(
+            "cache.tier.cpu",
+            "auto",
+            f"even a {step.human()} tier needs {need.quantity()} per node, beyond the"
+            f" {allocatable.floor_to(GiB).quantity()} allocatable of {hardware.describe()}",
+        )
     while low < high:
         mid = (low + high + 1) // 2
         low, high = (mid, high) if fits(step * mid) else (low, mid - 1)

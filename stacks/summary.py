@@ -104,7 +104,7 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
             )
     if stack_plan.fit is not None:
         fit = stack_plan.fit
-        allocatable = f" of {fit.allocatable.ceil_to(GiB).quantity()} allocatable" if fit.allocatable else ""
+        allocatable = f" of {fit.allocatable.floor_to(GiB).quantity()} allocatable" if fit.allocatable else ""
         auto = f"; `cache.tier.cpu: auto` chose {fit.largest_tier.human()}" if fit.largest_tier else ""
         rows.append(
             (

@@ -162,7 +162,7 @@ def test_a_tier_that_cannot_fit_the_node_fails_with_both_numbers() -> None:
     message = str(caught.value)
     assert "\n" not in message
     assert message.startswith("invalid stack config: cache.tier.cpu = '900 GiB': 4 pods x 940Gi = 3760Gi per node")
-    assert "exceed the 1702Gi allocatable of node pool h100 (a3-highgpu-8g)" in message
+    assert "exceed the 1701Gi allocatable of node pool h100 (a3-highgpu-8g)" in message
 
 
 def test_more_accelerators_than_the_pool_has_fail() -> None:
@@ -211,3 +211,11 @@ def test_cluster_and_storage_config_errors(overrides: list[str], message: str) -
 
 def test_lustre_capacity_accepts_the_tier_steps() -> None:
     assert plan(loading.load_preset("gke-h100-lustre", ["storage.size=18000Gi"])).storage_manifests
+
+
+def test_tier_auto_on_a_node_too_small_gives_both_numbers() -> None:
+    with pytest.raises(ConfigError) as caught:
+        plan(loading.load_preset("existing-mi300", ["node_pools.mi300.host_memory=64GiB"]))
+    assert "'auto': even a 1 GiB tier needs 82Gi per node, beyond the 58Gi allocatable of node pool mi300" in str(
+        caught.value
+    )

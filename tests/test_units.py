@@ -25,6 +25,10 @@ def test_quantity_uses_the_largest_exact_binary_unit() -> None:
     assert ByteSize(1001).quantity() == "1001"
 
 
+def test_floor_to() -> None:
+    assert ByteSize(2 * GiB - 1).floor_to(GiB) == ByteSize(GiB)
+
+
 def test_ceil_to() -> None:
     assert ByteSize(GiB + 1).ceil_to(GiB) == ByteSize(2 * GiB)
     assert ByteSize(2 * GiB).ceil_to(GiB) == ByteSize(2 * GiB)

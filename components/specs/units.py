@@ -94,6 +94,10 @@ class ByteSize:
         """Round up to a whole multiple of `unit` bytes (e.g. GiB for memory requests)."""
         return ByteSize(math.ceil(self.bytes / unit) * unit)
 
+    def floor_to(self, unit: int) -> ByteSize:
+        """Round down to a whole multiple of `unit` bytes (e.g. GiB for what is available)."""
+        return ByteSize(self.bytes // unit * unit)
+
     def quantity(self) -> str:
         """The Kubernetes quantity: the first unit of _QUANTITY_SUFFIXES that divides exactly, else bytes."""
         for suffix, size in _QUANTITY_SUFFIXES:
