@@ -109,7 +109,8 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
         rows.append(
             (
                 "fit per node",
-                f"{fit.pods_per_node} model-server pods, {fit.per_node.ceil_to(GiB).quantity()} requested"
+                f"{fit.pods_per_node} model-server pod{'s' if fit.pods_per_node != 1 else ''},"
+                f" {fit.per_node.ceil_to(GiB).quantity()} requested"
                 f"{allocatable}{auto}",
             )
         )
