@@ -140,7 +140,7 @@ def _per_node_daemon(config: StackConfig, tier: ByteSize, client: sizing.Mooncak
     if client is not None:
         return client.memory_request
     if config.cache.connector == "lmcache-server":
-        return (tier + lmcache.SERVER_OVERHEAD).ceil_to(GiB)
+        return lmcache.server_memory(tier)[0]
     return ByteSize(0)
 
 

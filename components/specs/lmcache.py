@@ -50,12 +50,18 @@ class LMCacheServerSettings:
 
     @property
     def memory_request(self) -> ByteSize:
-        return (self.l1_size + SERVER_OVERHEAD).ceil_to(GiB)
+        return server_memory(self.l1_size)[0]
 
     @property
     def memory_limit(self) -> ByteSize:
-        """Half again the request: room for the server's transfer buffers under eviction pressure."""
-        return ByteSize(self.memory_request.bytes * 3 // 2).ceil_to(GiB)
+        return server_memory(self.l1_size)[1]
+
+
+def server_memory(l1_size: ByteSize) -> tuple[ByteSize, ByteSize]:
+    """Request: the L1 pool plus the server process; limit: half again the request, room for the
+    server's transfer buffers under eviction pressure."""
+    request = (l1_size + SERVER_OVERHEAD).ceil_to(GiB)
+    return request, ByteSize(request.bytes * 3 // 2).ceil_to(GiB)
 
 
 def mp_connector(settings: LMCacheServerSettings) -> Manifest:

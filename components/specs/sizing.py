@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
+from components.specs.lmcache import server_memory
 from components.specs.units import GB, ByteSize, GiB
 
 # The router's approximate prefix index hashes prompts in blocks of 64 tokens.
@@ -378,7 +379,7 @@ def size_lmcache_server_client(
 
     The pods hold no tier themselves; the router scores token blocks and does not count the tier.
     """
-    server_request = (l1_per_node + ByteSize(5 * GiB)).ceil_to(GiB)
+    server_request, server_limit = server_memory(l1_per_node)
     sized = _sized(
         model,
         accelerator,
@@ -394,7 +395,7 @@ def size_lmcache_server_client(
             ),
             Derivation(
                 "LMCache server memory request / limit",
-                f"{server_request.quantity()} / {ByteSize(server_request.bytes * 3 // 2).ceil_to(GiB).quantity()}",
+                f"{server_request.quantity()} / {server_limit.quantity()}",
                 "L1 + 5 GiB; limit 1.5 x request",
             ),
         ],
