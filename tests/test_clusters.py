@@ -219,3 +219,16 @@ def test_tier_auto_on_a_node_too_small_gives_both_numbers() -> None:
     assert "'auto': even a 1 GiB tier needs 82Gi per node, beyond the 58Gi allocatable of node pool mi300" in str(
         caught.value
     )
+
+
+def test_spot_and_reservations_per_pool() -> None:
+    gke = _one(_rows("gke-h100-lustre", "node_pools.h100.spot=true", "node_pools.h100.reservation=h100-res"),
+               "gcp:container/nodePool:NodePool", "llmd-gke-h100")["inputs"]["nodeConfig"]  # fmt: skip
+    assert gke["spot"] is True
+    assert gke["reservationAffinity"]["values"] == ["h100-res"]
+    rows = _rows("eks-h100-efs", "node_pools.h100.spot=true", "node_pools.h100.reservation=cr-0123")
+    assert _one(rows, "aws:eks/nodeGroup:NodeGroup", "llmd-eks-h100")["inputs"]["capacityType"] == "SPOT"
+    template = _one(rows, "aws:ec2/launchTemplate:LaunchTemplate")["inputs"]
+    assert template["capacityReservationSpecification"]["capacityReservationTarget"] == {
+        "capacityReservationId": "cr-0123"
+    }

@@ -132,18 +132,20 @@ class EksCluster(pulumi.ComponentResource):
         )
         self.node_pools = {"system": [system]}
         for pool in args.pools:
-            launch_template = None
+            template: dict[str, Any] = {}
             if pool.machine.efa:  # EFA: RDMA between nodes, in one placement group
                 placement = aws.ec2.PlacementGroup(f"{name}-{pool.key}", strategy="cluster", tags=tags, opts=child)
-                launch_template = aws.ec2.LaunchTemplate(
-                    f"{name}-{pool.key}",
-                    network_interfaces=[
-                        {"device_index": 0, "interface_type": "efa", "security_groups": [node_security_group]}
-                    ],
-                    placement={"group_name": placement.name},
-                    tags=tags,
-                    opts=child,
-                )
+                template["network_interfaces"] = [
+                    {"device_index": 0, "interface_type": "efa", "security_groups": [node_security_group]}
+                ]
+                template["placement"] = {"group_name": placement.name}
+            if pool.reservation:  # an EC2 capacity reservation (e.g. a Capacity Block for ML)
+                template["capacity_reservation_specification"] = {
+                    "capacity_reservation_target": {"capacity_reservation_id": pool.reservation}
+                }
+            launch_template = (
+                aws.ec2.LaunchTemplate(f"{name}-{pool.key}", tags=tags, opts=child, **template) if template else None
+            )
             node_group: dict[str, Any] = {
                 "cluster_name": cluster.name,
                 "node_group_name": pool.name,
