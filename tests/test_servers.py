@@ -245,3 +245,20 @@ def test_rocm_native_patch_raises_the_triton_threshold(tmp_path: Path) -> None:
         _kv(_container(_server("amd-vllm-native-fs")))["kv_connector_extra_config"]["spec_name"]
         == "TieringOffloadingSpec"
     )
+
+
+def test_models_with_mixed_attention_layers_get_the_hybrid_flag_with_the_native_connector() -> None:
+    """The seed's Gemma 4 note: the native connector needs the hybrid KV-cache manager off."""
+    import dataclasses
+
+    from components.catalog.models import MODELS
+    from components.specs.servers.vllm import vllm_args
+    from stacks import loading
+    from stacks.plan import plan
+
+    spec = plan(loading.load_preset("gpu-vllm-native-cpu")).model_server
+    assert "--disable-hybrid-kv-cache-manager" not in vllm_args(spec)
+    hybrid = dataclasses.replace(MODELS["Qwen/Qwen3-32B"], hybrid_attention=True)
+    assert "--disable-hybrid-kv-cache-manager" in vllm_args(dataclasses.replace(spec, model=hybrid))
+    lmcache = plan(loading.load_preset("gpu-vllm-lmcache-connector-cpu")).model_server
+    assert "--disable-hybrid-kv-cache-manager" not in vllm_args(dataclasses.replace(lmcache, model=hybrid))
