@@ -6,6 +6,7 @@ Each rule takes every resource of the stack and its own config, and returns its 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -216,8 +217,6 @@ def lmcache_image_tags_match(resources: list[Resource], _: dict[str, Any]) -> li
 
 
 def lmcache_isolated_ipc_agrees(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
-    import json
-
     servers = [("--isolated-ipc" in args(c)) for _, c in _lmcache_servers(resources)]
     out = []
     for r in resources:

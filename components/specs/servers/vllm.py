@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 
 from components.catalog import labels, versions
@@ -224,8 +225,6 @@ def _claim_template(spec: ServerSpec) -> Manifest:
 
 
 def _mooncake_config(spec: ServerSpec) -> Manifest:
-    import json
-
     knobs = spec.sizing.knobs
     standalone = spec.filesystem_tier
     config = {
