@@ -11,8 +11,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.catalog import labels
 from components.k8s_objects import child_options
+from components.specs.router_values import router_endpoint
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class Router(pulumi.ComponentResource):
             opts=child_options(self, opts),
         )
         self.release = args.release
-        self.endpoint = pulumi.Output.concat(
-            "http://", args.release, "-epp.", args.namespace, ".svc.cluster.local:", str(labels.ROUTER_SERVICE_PORT)
+        self.endpoint = pulumi.Output.from_input(args.namespace).apply(
+            lambda namespace: router_endpoint(args.release, namespace)
         )
         self.register_outputs({"endpoint": self.endpoint})

@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from components.catalog.accelerators import TPU_KV_BLOCK_TOKENS
 from components.specs.units import ByteSize
 
 Props = dict[str, Any]
@@ -163,9 +164,6 @@ def tensor_parallelism(container: Props) -> int:
     return int(value) if value and value.isdigit() else 1
 
 
-TPU_BLOCK_TOKENS = 128  # the vLLM TPU offload connector counts its CPU tier in 128-token KV blocks
-
-
 def cpu_tier_bytes(container: Props, kv_bytes_per_token: int) -> int | None:
     """The CPU tier one pod holds, read the way its connector reads its settings (None: not a tiered server)."""
     extra = (kv_transfer_config(container) or {}).get("kv_connector_extra_config") or {}
@@ -179,5 +177,5 @@ def cpu_tier_bytes(container: Props, kv_bytes_per_token: int) -> int | None:
     if hicache and hicache.isdigit():
         return int(hicache) * 10**9 * tp
     if variables.get("TPU_OFFLOAD_NUM_CPU_CHUNKS", "").isdigit():
-        return int(variables["TPU_OFFLOAD_NUM_CPU_CHUNKS"]) * TPU_BLOCK_TOKENS * kv_bytes_per_token
+        return int(variables["TPU_OFFLOAD_NUM_CPU_CHUNKS"]) * TPU_KV_BLOCK_TOKENS * kv_bytes_per_token
     return None

@@ -14,6 +14,7 @@ from components.cluster.addons import NvidiaDevicePlugin
 from components.cluster.eks import EksCluster, EksClusterArgs
 from components.cluster.gke import GkeCluster, GkeClusterArgs
 from components.specs.clusters import POOL_LABEL
+from components.specs.servers.base import FILES_STORAGE_CLAIM
 from components.specs.units import GiB
 from stacks.plan import StackPlan, lustre_volume_name
 
@@ -111,7 +112,7 @@ def compose(stack_plan: StackPlan, hf_token: pulumi.Input[str]) -> StackOutputs:
                     throughput=config.storage.lustre.per_unit_storage_throughput,
                     filesystem=config.storage.lustre.filesystem,
                     volume_name=lustre_volume_name(config),
-                    claim=(config.namespace, "llm-d-kv-cache-storage"),
+                    claim=(config.namespace, FILES_STORAGE_CLAIM),
                 ),
                 pulumi.ResourceOptions(providers=[provider], depends_on=[cluster] if cluster else []),
             )

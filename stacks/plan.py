@@ -17,7 +17,7 @@ from components.catalog.models import MODELS
 from components.catalog.support import SUPPORTED, ComboDefaults
 from components.specs import alerts, dashboard, lmcache, monitoring, mooncake, sizing
 from components.specs.clusters import PoolSpec
-from components.specs.router_values import RouterInputs, inference_pool, router_values
+from components.specs.router_values import RouterInputs, inference_pool, router_endpoint, router_values
 from components.specs.servers import Manifest, ServerSpec, model_server_manifests
 from components.specs.servers.base import Scheduling, files_storage_claim, router_selector
 from components.specs.servers.vllm import lmcache_image_for
@@ -315,7 +315,7 @@ def plan(config: StackConfig) -> StackPlan:
                 namespace=config.namespace,
                 image=config.verification.image,
                 model=tier_sizing.model.name,
-                router_url=f"http://{router.release}-epp.{config.namespace}.svc.cluster.local:{labels.ROUTER_SERVICE_PORT}",
+                router_url=router_endpoint(router.release, config.namespace),
                 selector=router_selector(decode),
                 check="sglang" if exports.sglang else "native" if exports.vllm_offload else "external",
                 shared_tier=exports.vllm_offload and cache.tier.variant == "fs",

@@ -37,6 +37,9 @@ class AcceleratorProfile:
         return self.tpu_accelerator is not None
 
 
+# The vLLM TPU offload connector counts its CPU tier in KV blocks of this many tokens.
+TPU_KV_BLOCK_TOKENS = 128
+
 _TPU = {
     "vendor": "google",
     "variant": "tpu",
@@ -84,7 +87,7 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             devices_per_node=4,
             tpu_accelerator="tpu-v5p-slice",
             tpu_topology="2x2x1",
-            kv_block_tokens=128,
+            kv_block_tokens=TPU_KV_BLOCK_TOKENS,
             **_TPU,  # type: ignore[arg-type]
         ),
         AcceleratorProfile(
@@ -93,7 +96,7 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             devices_per_node=8,
             tpu_accelerator="tpu-v6e-slice",
             tpu_topology="2x4",
-            kv_block_tokens=128,
+            kv_block_tokens=TPU_KV_BLOCK_TOKENS,
             **_TPU,  # type: ignore[arg-type]
         ),
         AcceleratorProfile(
@@ -102,7 +105,7 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             devices_per_node=4,
             tpu_accelerator="tpu7x",
             tpu_topology="2x2x1",
-            kv_block_tokens=128,
+            kv_block_tokens=TPU_KV_BLOCK_TOKENS,
             **_TPU,  # type: ignore[arg-type]
         ),
     )

@@ -261,6 +261,11 @@ def router_values(inputs: RouterInputs) -> Values:
     return {"router": router}
 
 
+def router_endpoint(release: str, namespace: str) -> str:
+    """The in-cluster URL clients use: the EPP Service's port 80, in front of the Envoy listener."""
+    return f"http://{release}-epp.{namespace}.svc.cluster.local:{labels.ROUTER_SERVICE_PORT}"
+
+
 def inference_pool(release: str, namespace: str, values: Values) -> Values | None:
     """The InferencePool the chart renders from these values (routerlib `_inferencepool.yaml`), or None
     when `inferencePool.create` is false and the EPP selects pods by label.

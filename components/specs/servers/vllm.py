@@ -6,7 +6,7 @@ import json
 import shlex
 
 from components.catalog import labels, versions
-from components.specs import connectors
+from components.specs import connectors, mooncake
 from components.specs.servers.base import (
     CACHE_MOUNTS,
     TERMINATION_GRACE_SECONDS,
@@ -30,7 +30,6 @@ from components.specs.servers.base import (
 
 MOONCAKE_CONFIG_MAP = "mooncake-store-config"
 MOONCAKE_CONFIG_DIR = "/etc/mooncake"
-MOONCAKE_MASTER = "mooncake-master-store.mooncake.svc.cluster.local:50051"
 LMCACHE_METRICS_DIR = "/tmp/lmcache_prometheus"
 # ROCm: CPU->GPU loads of native offloading take the fast Triton path below this many bytes per
 # block; the guide raises it from 28 KiB to 40 KiB for Qwen3-32B's blocks.
@@ -230,7 +229,7 @@ def _mooncake_config(spec: ServerSpec) -> Manifest:
     config = {
         "mode": "standalone-store" if standalone else "embedded",
         "metadata_server": "P2PHANDSHAKE",
-        "master_server_address": MOONCAKE_MASTER,
+        "master_server_address": mooncake.MASTER_ADDRESS,
         "global_segment_size": 0 if standalone else knobs["global_segment_size"],
         "local_buffer_size": knobs["local_buffer_size"],
         "protocol": "rdma",
