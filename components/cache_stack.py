@@ -16,14 +16,13 @@ import pulumi_kubernetes as k8s
 from components.catalog import labels
 from components.inference_pool import InferencePoolCrds, InferencePoolCrdsArgs
 from components.lmcache_server import LMCacheServer, LMCacheServerArgs
+from components.manifest import Manifest
 from components.model_server import ModelServer, ModelServerArgs
 from components.monitoring import Monitoring, MonitoringArgs
 from components.mooncake import MooncakeArgs, MooncakeClient, MooncakeMaster
 from components.router import Router, RouterArgs
 from components.storage import SharedStorage, SharedStorageArgs
 from components.verification_job import VerificationJob, VerificationJobArgs
-
-Manifest = dict[str, Any]
 
 
 @dataclass(frozen=True)

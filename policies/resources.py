@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from components.catalog.accelerators import TPU_KV_BLOCK_TOKENS
-from components.specs.units import ByteSize
+from components.units import ByteSize
 
 Props = dict[str, Any]
 WORKLOAD_TYPES = {

@@ -15,7 +15,7 @@ from components.cluster.eks import EksCluster, EksClusterArgs
 from components.cluster.gke import GkeCluster, GkeClusterArgs
 from components.specs.clusters import POOL_LABEL
 from components.specs.servers.base import FILES_STORAGE_CLAIM
-from components.specs.units import GiB
+from components.units import GiB
 from stacks.plan import StackPlan, lustre_volume_name
 
 STACK_NAME = "llmd"

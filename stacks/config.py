@@ -15,7 +15,7 @@ from components.catalog import labels, versions
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.machines import MACHINES
 from components.catalog.models import MODELS
-from components.specs.units import ByteSize, GiB
+from components.units import ByteSize, GiB
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 

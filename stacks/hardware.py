@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from components.catalog.machines import MACHINES
 from components.specs.clusters import POOL_LABEL
-from components.specs.units import ByteSize, GiB, MiB
+from components.units import ByteSize, GiB, MiB
 from stacks.config import StackConfig
 from stacks.errors import ConfigError
 

@@ -15,15 +15,16 @@ from components.catalog.accelerators import ACCELERATORS
 from components.catalog.machines import MACHINES
 from components.catalog.models import MODELS
 from components.catalog.support import SUPPORTED, ComboDefaults
+from components.manifest import Manifest
 from components.specs import alerts, dashboard, lmcache, monitoring, mooncake, sizing
 from components.specs.clusters import PoolSpec
 from components.specs.router_values import RouterInputs, inference_pool, router_endpoint, router_values
-from components.specs.servers import Manifest, ServerSpec, model_server_manifests
+from components.specs.servers import ServerSpec, model_server_manifests
 from components.specs.servers.base import Scheduling, files_storage_claim, router_selector
 from components.specs.servers.vllm import lmcache_image_for
 from components.specs.storage import EFS_CLASS, LUSTRE_CLASS
-from components.specs.units import ByteSize, GiB
 from components.specs.verification import VerificationSpec, verification_manifests
+from components.units import ByteSize, GiB
 from stacks import hardware
 from stacks.config import StackConfig
 from stacks.errors import ConfigError

@@ -6,7 +6,7 @@ from components.catalog.accelerators import ACCELERATORS
 from components.catalog.machines import MACHINES
 from components.catalog.models import MODELS
 from components.catalog.support import SUPPORTED, supported_for
-from components.specs.units import ByteSize, GiB
+from components.units import ByteSize, GiB
 from stacks.config import StackConfig
 from stacks.errors import ConfigError
 

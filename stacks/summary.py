@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from components.specs.clusters import PoolSpec
-from components.specs.units import GiB
+from components.units import GiB
 from stacks.offline import Recording
 from stacks.plan import StackPlan
 

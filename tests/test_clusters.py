@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from components.specs.units import ByteSize, GiB, MiB
+from components.units import ByteSize, GiB, MiB
 from stacks import loading
 from stacks.errors import ConfigError
 from stacks.hardware import allocatable_memory

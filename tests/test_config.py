@@ -2,7 +2,7 @@
 
 import pytest
 
-from components.specs.units import ByteSize, GiB
+from components.units import ByteSize, GiB
 from stacks import loading
 from stacks.errors import ConfigError
 from stacks.plan import plan

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from components.catalog.models import MODELS
-from components.specs.units import ByteSize
+from components.units import ByteSize
 from stacks import loading
 from stacks.offline import OFFLINE_HF_TOKEN
 from stacks.plan import plan

@@ -5,7 +5,7 @@ import pytest
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.models import MODELS
 from components.specs.sizing import router_lru_capacity, size_native_cpu_tier
-from components.specs.units import GB, ByteSize, GiB, KiB
+from components.units import GB, ByteSize, GiB, KiB
 
 QWEN3_32B = MODELS["Qwen/Qwen3-32B"]
 QWEN3_8B = MODELS["Qwen/Qwen3-8B"]

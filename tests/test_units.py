@@ -1,6 +1,6 @@
 import pytest
 
-from components.specs.units import GB, ByteSize, GiB
+from components.units import GB, ByteSize, GiB
 
 
 @pytest.mark.parametrize(

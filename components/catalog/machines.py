@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.specs.units import GB, ByteSize, GiB
+from components.units import GB, ByteSize, GiB
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.specs.units import ByteSize
+from components.units import ByteSize
 
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "fp8": 1}
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.specs.units import GB, ByteSize, GiB, TiB
+from components.units import GB, ByteSize, GiB, TiB
 
 Combo = tuple[str, str, str, str, str]  # accelerator, server, connector, variant, host type
 FIELDS = ("cache.accelerator", "cache.server", "cache.connector", "cache.tier.variant", "cache.host_type")

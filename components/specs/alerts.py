@@ -8,9 +8,8 @@ vLLM connector), SGLang HiCache, LMCache, and the router's CPU-tier index (tiere
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-Manifest = dict[str, Any]
+from components.manifest import Manifest
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from components.manifest import Manifest
 from components.specs.alerts import Exports
 
-Manifest = dict[str, Any]
 SIDECAR_LABEL = {"grafana_dashboard": "1"}  # the kube-prometheus-stack Grafana sidecar's default label
 
 

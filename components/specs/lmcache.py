@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
 from components.catalog import versions
-from components.specs.units import ByteSize, GiB
-
-Manifest = dict[str, Any]
+from components.manifest import Manifest
+from components.units import ByteSize, GiB
 
 NAME = "lmcache-engine"  # DaemonSet, Service; the ConfigMap is `<NAME>-connection`
 CONNECTION_CONFIG_MAP = f"{NAME}-connection"

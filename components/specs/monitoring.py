@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from components.catalog import labels
+from components.manifest import Manifest
 from components.specs import lmcache, mooncake
-
-Manifest = dict[str, Any]
 
 
 def _pod_monitor(

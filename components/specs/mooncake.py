@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import yaml
 
 from components.catalog import versions
+from components.manifest import Manifest
 from components.specs.sizing import MooncakeClientSizing, mooncake_text
-
-Manifest = dict[str, Any]
 
 NAMESPACE = "mooncake"
 MASTER = "mooncake-master-store"

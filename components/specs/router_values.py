@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from components.catalog import labels
-from components.specs.units import ByteSize
+from components.units import ByteSize
 
 Values = dict[str, Any]
 

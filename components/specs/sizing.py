@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
 from components.specs.lmcache import server_memory
-from components.specs.units import GB, ByteSize, GiB
+from components.units import GB, ByteSize, GiB
 
 # The router's approximate prefix index hashes prompts in blocks of 64 tokens.
 ROUTER_BLOCK_TOKENS = 64

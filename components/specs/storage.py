@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.catalog import labels
-
-Manifest = dict[str, Any]
+from components.manifest import Manifest
 
 LUSTRE_CLASS, EFS_CLASS = "lustre-class", "efs-sc"
 LUSTRE_DRIVER, EFS_DRIVER = "lustre.csi.storage.gke.io", "efs.csi.aws.com"

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from components.catalog import labels
-
-Manifest = dict[str, Any]
+from components.manifest import Manifest
 
 NAME = "verify-offload"
 SCRIPT = Path(__file__).resolve().parents[1] / "verification" / "verify_offload.py"

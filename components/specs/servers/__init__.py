@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from components.specs.servers.base import Manifest, ServerSpec
+from components.manifest import Manifest
+from components.specs.servers.base import ServerSpec
 from components.specs.servers.lmcache_mp import lmcache_mp_manifests
 from components.specs.servers.sglang import sglang_manifests
 from components.specs.servers.tpu import tpu_manifests, tpu_multihost_manifests
 from components.specs.servers.vllm import vllm_manifests
 
-__all__ = ["Manifest", "ServerSpec", "model_server_manifests"]
+__all__ = ["ServerSpec", "model_server_manifests"]
 
 
 def model_server_manifests(spec: ServerSpec) -> list[Manifest]:

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from components.catalog import labels, versions
 from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
+from components.manifest import Manifest
 from components.specs.connectors import FILES_STORAGE
 from components.specs.sizing import MooncakeClientSizing, TierSizing
-
-Manifest = dict[str, Any]
 
 # Probe timings of the guide's model-server patches (a 32B model can take most of an hour to load).
 STARTUP_PROBE = {"initialDelaySeconds": 15, "periodSeconds": 30, "timeoutSeconds": 5, "failureThreshold": 120}

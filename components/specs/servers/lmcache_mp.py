@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from components.catalog import labels
+from components.manifest import Manifest
 from components.specs import lmcache
-from components.specs.servers.base import Manifest, ServerSpec, deployment, memory_volume, service_account
+from components.specs.servers.base import ServerSpec, deployment, memory_volume, service_account
 
 VLLM_BEHIND_SIDECAR_PORT = 8200  # P/D decode: the routing sidecar takes :8000 and forwards here
 NIXL_PORT = 5600

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from components.catalog import labels
+from components.manifest import Manifest
 from components.specs.connectors import FILES_STORAGE
 from components.specs.servers.base import (
-    Manifest,
     ServerSpec,
     deployment,
     env_var,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import shlex
 
 from components.catalog import labels, versions
+from components.manifest import Manifest
 from components.specs import connectors
 from components.specs.servers.base import (
     INIT_RESOURCES,
-    Manifest,
     ServerSpec,
     deployment,
     env_var,

@@ -6,11 +6,11 @@ import json
 import shlex
 
 from components.catalog import labels, versions
+from components.manifest import Manifest
 from components.specs import connectors, mooncake
 from components.specs.servers.base import (
     CACHE_MOUNTS,
     TERMINATION_GRACE_SECONDS,
-    Manifest,
     ServerSpec,
     deployment,
     empty_dir,
