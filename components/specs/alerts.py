@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from components.manifest import Manifest
+from components.specs.promql import rate, ratio
 
 
 @dataclass(frozen=True)
@@ -53,118 +54,137 @@ class Alert:
         }
 
 
-def _rate(metric: str, window: str, by: str = "pod", offset: str = "") -> str:
-    shift = f" offset {offset}" if offset else ""
-    return f"sum by ({by}) (rate({metric}[{window}]{shift}))"
-
-
-def _ratio(hits: str, queries: str, window: str, offset: str = "") -> str:
-    return f"({_rate(hits, window, offset=offset)} / {_rate(queries, window, offset=offset)})"
-
-
 def alerts(exports: Exports, t: Thresholds) -> list[Alert]:
-    w = t.window
     out: list[Alert] = []
     if exports.vllm:
-        offload = _ratio("vllm:external_prefix_cache_hits_total", "vllm:external_prefix_cache_queries_total", w)
-        hbm_now = _ratio("vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total", w)
-        hbm_before = _ratio("vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total", w, offset="1h")
-        out.append(
-            Alert(
-                "TieredCacheOffloadHitRateNearZero",
-                f"{offload} < {t.offload_hit_rate_floor} and on (pod) {hbm_now} < {t.hbm_hit_rate_drop} * {hbm_before}",
-                "30m",
-                "Offload-tier hit rate near zero while the HBM hit rate falls on {{ $labels.pod }}",
-                "Blocks are not reaching the offload tier, or are evicted from it before reuse. If"
-                " vllm:kv_offload_store_bytes_total is flat, confirm the pod started with the connector in"
-                " --kv-transfer-config; if stores are steady, raise the CPU tier within the pod's memory limit.",
-            )
-        )
+        out += _offload_hit_rate(t)
     if exports.vllm_offload:
-        store = _rate("vllm:kv_offload_store_bytes_total", w)
-        load = _rate("vllm:kv_offload_load_bytes_total", w)
-        out += [
-            Alert(
-                "TieredCacheStoresWithoutLoads",
-                f"{store} > 0 and on (pod) {load} < {t.loads_per_store} * {store}",
-                "1h",
-                "{{ $labels.pod }} writes KV blocks to the offload tier but almost never loads them",
-                "Evicted blocks are written but not reused: the tier costs memory and copy time without saving"
-                " prefill. Either the workload rarely repeats prefixes or the tier is too small for the working set.",
-                severity="info",
-            ),
-            Alert(
-                "TieredCacheLoadTooSlow",
-                f"{load} / {_rate('vllm:kv_offload_load_time_total', w)} < {t.min_load_bandwidth_bytes}"
-                f" and on (pod) {_rate('vllm:kv_offload_load_time_total', w)} > 0",
-                "30m",
-                "CPU-to-accelerator loads on {{ $labels.pod }} are slower than the prefill they replace",
-                "TTFT can be worse than the HBM-only baseline. Check load speed"
-                " (vllm:kv_offload_load_bytes_total / vllm:kv_offload_load_time_total), and on filesystem paths the"
-                " storage backend's read throughput.",
-            ),
-            Alert(
-                "TieredCacheStoreAllocationFailures",
-                f"{_rate('vllm:kv_offload_allocation_failure_total', '5m')} > 0",
-                "15m",
-                "Stores on {{ $labels.pod }} cannot get CPU blocks (the log shows `cannot store chunks`)",
-                "The CPU tier has no free or evictable blocks, usually because in-flight transfers hold them under"
-                " high concurrency; vllm:kv_offload_cpu_cache_usage_perc near 1.0 confirms it. Increase"
-                " cpu_bytes_to_use.",
-            ),
-        ]
+        out += _offload_transfers(t)
     if exports.vllm and exports.router_cpu_index:
-        servers = (
-            f"((sum(rate(vllm:prefix_cache_hits_total[{w}])) + sum(rate(vllm:external_prefix_cache_hits_total[{w}])))"
-            f" / sum(rate(vllm:prefix_cache_queries_total[{w}])))"
-        )
-        out.append(
-            Alert(
-                "TieredCacheRouterCPUIndexAhead",
-                f'max(llm_d_epp_prefix_indexer_hit_ratio{{plugin_name="cpu-prefix-cache-producer"}})'
-                f" > scalar({servers}) + {t.router_hit_ratio_margin}",
-                "30m",
-                "The router's CPU-tier index hits far more often than the model servers do",
-                "The router steers requests toward blocks the servers no longer hold: lruCapacityPerServer of"
-                " cpu-prefix-cache-producer is larger than the CPU tier fits. Lower it (this program derives it"
-                " from cache.tier.cpu; check the tier size the pods really run with).",
-            )
-        )
+        out += _router_cpu_index(t)
     if exports.sglang:
-        out += [
-            Alert(
-                "HiCacheHostTierUnused",
-                "sum by (pod) (sglang:hicache_host_used_tokens) == 0"
-                f" and on (pod) {_rate('sglang:evicted_tokens_total', w)} > 0",
-                "30m",
-                "SGLang on {{ $labels.pod }} evicts from HBM but its HiCache host tier holds nothing",
-                "With --hicache-write-policy write_through every computed block is copied to host memory; an empty"
-                " host tier means HiCache is off. Check the --hicache-* flags.",
-            ),
-            Alert(
-                "HiCacheHostTierFullWithoutHits",
-                "sum by (pod) (sglang:hicache_host_used_tokens) / sum by (pod) (sglang:hicache_host_total_tokens) > 0.9"
-                f' and on (pod) sum by (pod) (rate(sglang:cached_tokens_total{{cache_source="host"}}[{w}])) == 0',
-                "1h",
-                "The HiCache host tier of {{ $labels.pod }} is full but serves no hits",
-                "Blocks are stored but never reused: the workload rarely repeats prefixes, or requests for a prefix"
-                " reach a different pod (check the router's prefix scoring).",
-                severity="info",
-            ),
-        ]
+        out += _hicache(t)
     if exports.lmcache:
-        out.append(
-            Alert(
-                "LMCacheHitRateNearZero",
-                f"max by (pod) (lmcache:retrieve_hit_rate) < {t.lmcache_hit_rate_floor}"
-                " and on (pod) max by (pod) (lmcache:local_cache_usage) > 0",
-                "30m",
-                "LMCache on {{ $labels.pod }} holds KV but retrieves almost none of it",
-                "Check that every process sets the same PYTHONHASHSEED, that prompts exceed one LMCache chunk, and"
-                " (LMCache server) that the pod talks to the server on its own node.",
-            )
-        )
+        out += _lmcache(t)
     return out
+
+
+def _offload_hit_rate(t: Thresholds) -> list[Alert]:
+    """vLLM (every connector): the offload tier misses while the HBM hit rate falls."""
+    w = t.window
+    offload = ratio("vllm:external_prefix_cache_hits_total", "vllm:external_prefix_cache_queries_total", w)
+    hbm_now = ratio("vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total", w)
+    hbm_before = ratio("vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total", w, offset="1h")
+    return [
+        Alert(
+            "TieredCacheOffloadHitRateNearZero",
+            f"{offload} < {t.offload_hit_rate_floor} and on (pod) {hbm_now} < {t.hbm_hit_rate_drop} * {hbm_before}",
+            "30m",
+            "Offload-tier hit rate near zero while the HBM hit rate falls on {{ $labels.pod }}",
+            "Blocks are not reaching the offload tier, or are evicted from it before reuse. If"
+            " vllm:kv_offload_store_bytes_total is flat, confirm the pod started with the connector in"
+            " --kv-transfer-config; if stores are steady, raise the CPU tier within the pod's memory limit.",
+        )
+    ]
+
+
+def _offload_transfers(t: Thresholds) -> list[Alert]:
+    """The native OffloadingConnector's stores, loads and CPU-block allocations."""
+    w = t.window
+    store = rate("vllm:kv_offload_store_bytes_total", w)
+    load = rate("vllm:kv_offload_load_bytes_total", w)
+    return [
+        Alert(
+            "TieredCacheStoresWithoutLoads",
+            f"{store} > 0 and on (pod) {load} < {t.loads_per_store} * {store}",
+            "1h",
+            "{{ $labels.pod }} writes KV blocks to the offload tier but almost never loads them",
+            "Evicted blocks are written but not reused: the tier costs memory and copy time without saving"
+            " prefill. Either the workload rarely repeats prefixes or the tier is too small for the working set.",
+            severity="info",
+        ),
+        Alert(
+            "TieredCacheLoadTooSlow",
+            f"{load} / {rate('vllm:kv_offload_load_time_total', w)} < {t.min_load_bandwidth_bytes}"
+            f" and on (pod) {rate('vllm:kv_offload_load_time_total', w)} > 0",
+            "30m",
+            "CPU-to-accelerator loads on {{ $labels.pod }} are slower than the prefill they replace",
+            "TTFT can be worse than the HBM-only baseline. Check load speed"
+            " (vllm:kv_offload_load_bytes_total / vllm:kv_offload_load_time_total), and on filesystem paths the"
+            " storage backend's read throughput.",
+        ),
+        Alert(
+            "TieredCacheStoreAllocationFailures",
+            f"{rate('vllm:kv_offload_allocation_failure_total', '5m')} > 0",
+            "15m",
+            "Stores on {{ $labels.pod }} cannot get CPU blocks (the log shows `cannot store chunks`)",
+            "The CPU tier has no free or evictable blocks, usually because in-flight transfers hold them under"
+            " high concurrency; vllm:kv_offload_cpu_cache_usage_perc near 1.0 confirms it. Increase"
+            " cpu_bytes_to_use.",
+        ),
+    ]
+
+
+def _router_cpu_index(t: Thresholds) -> list[Alert]:
+    """The router's CPU-tier index against what the model servers really hit."""
+    w = t.window
+    servers = (
+        f"((sum(rate(vllm:prefix_cache_hits_total[{w}])) + sum(rate(vllm:external_prefix_cache_hits_total[{w}])))"
+        f" / sum(rate(vllm:prefix_cache_queries_total[{w}])))"
+    )
+    return [
+        Alert(
+            "TieredCacheRouterCPUIndexAhead",
+            f'max(llm_d_epp_prefix_indexer_hit_ratio{{plugin_name="cpu-prefix-cache-producer"}})'
+            f" > scalar({servers}) + {t.router_hit_ratio_margin}",
+            "30m",
+            "The router's CPU-tier index hits far more often than the model servers do",
+            "The router steers requests toward blocks the servers no longer hold: lruCapacityPerServer of"
+            " cpu-prefix-cache-producer is larger than the CPU tier fits. Lower it (this program derives it"
+            " from cache.tier.cpu; check the tier size the pods really run with).",
+        )
+    ]
+
+
+def _hicache(t: Thresholds) -> list[Alert]:
+    """SGLang HiCache's host tier."""
+    w = t.window
+    return [
+        Alert(
+            "HiCacheHostTierUnused",
+            "sum by (pod) (sglang:hicache_host_used_tokens) == 0"
+            f" and on (pod) {rate('sglang:evicted_tokens_total', w)} > 0",
+            "30m",
+            "SGLang on {{ $labels.pod }} evicts from HBM but its HiCache host tier holds nothing",
+            "With --hicache-write-policy write_through every computed block is copied to host memory; an empty"
+            " host tier means HiCache is off. Check the --hicache-* flags.",
+        ),
+        Alert(
+            "HiCacheHostTierFullWithoutHits",
+            "sum by (pod) (sglang:hicache_host_used_tokens) / sum by (pod) (sglang:hicache_host_total_tokens) > 0.9"
+            f' and on (pod) sum by (pod) (rate(sglang:cached_tokens_total{{cache_source="host"}}[{w}])) == 0',
+            "1h",
+            "The HiCache host tier of {{ $labels.pod }} is full but serves no hits",
+            "Blocks are stored but never reused: the workload rarely repeats prefixes, or requests for a prefix"
+            " reach a different pod (check the router's prefix scoring).",
+            severity="info",
+        ),
+    ]
+
+
+def _lmcache(t: Thresholds) -> list[Alert]:
+    """LMCache's retrieve hit rate."""
+    return [
+        Alert(
+            "LMCacheHitRateNearZero",
+            f"max by (pod) (lmcache:retrieve_hit_rate) < {t.lmcache_hit_rate_floor}"
+            " and on (pod) max by (pod) (lmcache:local_cache_usage) > 0",
+            "30m",
+            "LMCache on {{ $labels.pod }} holds KV but retrieves almost none of it",
+            "Check that every process sets the same PYTHONHASHSEED, that prompts exceed one LMCache chunk, and"
+            " (LMCache server) that the pod talks to the server on its own node.",
+        )
+    ]
 
 
 def metrics_to_watch(exports: Exports) -> list[str]:

@@ -7,93 +7,105 @@ from typing import Any
 
 from components.manifest import Manifest
 from components.specs.alerts import Exports
+from components.specs.promql import rate, ratio
 
 SIDECAR_LABEL = {"grafana_dashboard": "1"}  # the kube-prometheus-stack Grafana sidecar's default label
 
 
-def panels(exports: Exports, window: str) -> list[tuple[str, str, list[tuple[str, str]]]]:
-    """(title, unit, [(legend, PromQL)]) per panel."""
-    out: list[tuple[str, str, list[tuple[str, str]]]] = []
+Panel = tuple[str, str, list[tuple[str, str]]]  # (title, unit, [(legend, PromQL)])
 
-    def ratio(hits: str, queries: str) -> str:
-        return f"sum by (pod) (rate({hits}[{window}])) / sum by (pod) (rate({queries}[{window}]))"
 
+def panels(exports: Exports, window: str) -> list[Panel]:
+    out: list[Panel] = []
     if exports.vllm:
-        out.append(
-            (
-                "Offload-tier hit rate beside the HBM hit rate",
-                "percentunit",
-                [
-                    (
-                        "offload {{pod}}",
-                        ratio("vllm:external_prefix_cache_hits_total", "vllm:external_prefix_cache_queries_total"),
-                    ),
-                    ("HBM {{pod}}", ratio("vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total")),
-                ],
-            )
-        )
+        out += _hit_rate_panels(window)
     if exports.vllm_offload:
-        out += [
-            (
-                "Store and load volume",
-                "Bps",
-                [
-                    ("stored {{pod}}", f"sum by (pod) (rate(vllm:kv_offload_store_bytes_total[{window}]))"),
-                    ("loaded {{pod}}", f"sum by (pod) (rate(vllm:kv_offload_load_bytes_total[{window}]))"),
-                ],
-            ),
-            (
-                "Load speed (CPU to accelerator)",
-                "Bps",
-                [("{{pod}}", ratio("vllm:kv_offload_load_bytes_total", "vllm:kv_offload_load_time_total"))],
-            ),
-            (
-                "Store allocation failures",
-                "ops",
-                [("{{pod}}", f"sum by (pod) (rate(vllm:kv_offload_allocation_failure_total[{window}]))")],
-            ),
-            (
-                "CPU tier pinned by in-flight transfers",
-                "percentunit",
-                [("{{pod}}", "max by (pod) (vllm:kv_offload_cpu_cache_usage_perc)")],
-            ),
-        ]
+        out += _offload_panels(window)
     if exports.sglang:
-        out += [
-            (
-                "HiCache host tier occupancy",
-                "percentunit",
-                [
-                    (
-                        "{{pod}}",
-                        "sum by (pod) (sglang:hicache_host_used_tokens)"
-                        " / sum by (pod) (sglang:hicache_host_total_tokens)",
-                    )
-                ],
-            ),
-            (
-                "Cached tokens by tier",
-                "short",
-                [
-                    (
-                        "{{cache_source}} {{pod}}",
-                        f"sum by (pod, cache_source) (rate(sglang:cached_tokens_total[{window}]))",
-                    )
-                ],
-            ),
-        ]
+        out += _hicache_panels(window)
     if exports.lmcache:
-        out.append(
-            (
-                "LMCache retrieve hit rate and usage",
-                "percentunit",
-                [
-                    ("hit rate {{pod}}", "max by (pod) (lmcache:retrieve_hit_rate)"),
-                    ("usage {{pod}}", "max by (pod) (lmcache:local_cache_usage)"),
-                ],
-            )
+        out += _lmcache_panels()
+    out += _router_panels()
+    if exports.vllm:
+        out += _ttft_panels(window)
+    return out
+
+
+def _hit_rate_panels(window: str) -> list[Panel]:
+    offload = ratio("vllm:external_prefix_cache_hits_total", "vllm:external_prefix_cache_queries_total", window)
+    hbm = ratio("vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total", window)
+    return [
+        (
+            "Offload-tier hit rate beside the HBM hit rate",
+            "percentunit",
+            [("offload {{pod}}", offload), ("HBM {{pod}}", hbm)],
         )
-    out += [
+    ]
+
+
+def _offload_panels(window: str) -> list[Panel]:
+    return [
+        (
+            "Store and load volume",
+            "Bps",
+            [
+                ("stored {{pod}}", rate("vllm:kv_offload_store_bytes_total", window)),
+                ("loaded {{pod}}", rate("vllm:kv_offload_load_bytes_total", window)),
+            ],
+        ),
+        (
+            "Load speed (CPU to accelerator)",
+            "Bps",
+            [("{{pod}}", ratio("vllm:kv_offload_load_bytes_total", "vllm:kv_offload_load_time_total", window))],
+        ),
+        (
+            "Store allocation failures",
+            "ops",
+            [("{{pod}}", rate("vllm:kv_offload_allocation_failure_total", window))],
+        ),
+        (
+            "CPU tier pinned by in-flight transfers",
+            "percentunit",
+            [("{{pod}}", "max by (pod) (vllm:kv_offload_cpu_cache_usage_perc)")],
+        ),
+    ]
+
+
+def _hicache_panels(window: str) -> list[Panel]:
+    return [
+        (
+            "HiCache host tier occupancy",
+            "percentunit",
+            [
+                (
+                    "{{pod}}",
+                    "sum by (pod) (sglang:hicache_host_used_tokens) / sum by (pod) (sglang:hicache_host_total_tokens)",
+                )
+            ],
+        ),
+        (
+            "Cached tokens by tier",
+            "short",
+            [("{{cache_source}} {{pod}}", rate("sglang:cached_tokens_total", window, by="pod, cache_source"))],
+        ),
+    ]
+
+
+def _lmcache_panels() -> list[Panel]:
+    return [
+        (
+            "LMCache retrieve hit rate and usage",
+            "percentunit",
+            [
+                ("hit rate {{pod}}", "max by (pod) (lmcache:retrieve_hit_rate)"),
+                ("usage {{pod}}", "max by (pod) (lmcache:local_cache_usage)"),
+            ],
+        )
+    ]
+
+
+def _router_panels() -> list[Panel]:
+    return [
         (
             "Router prefix index size by tier",
             "short",
@@ -105,16 +117,17 @@ def panels(exports: Exports, window: str) -> list[tuple[str, str, list[tuple[str
             [("{{plugin_name}}", "max by (plugin_name) (llm_d_epp_prefix_indexer_hit_ratio)")],
         ),
     ]
-    if exports.vllm:
-        ttft = f"sum by (le) (rate(vllm:time_to_first_token_seconds_bucket[{window}]))"
-        out.append(
-            (
-                "Time to first token",
-                "s",
-                [("p50", f"histogram_quantile(0.5, {ttft})"), ("p95", f"histogram_quantile(0.95, {ttft})")],
-            )
+
+
+def _ttft_panels(window: str) -> list[Panel]:
+    ttft = rate("vllm:time_to_first_token_seconds_bucket", window, by="le")
+    return [
+        (
+            "Time to first token",
+            "s",
+            [("p50", f"histogram_quantile(0.5, {ttft})"), ("p95", f"histogram_quantile(0.95, {ttft})")],
         )
-    return out
+    ]
 
 
 def dashboard(exports: Exports, window: str) -> dict[str, Any]:
