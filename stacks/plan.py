@@ -237,16 +237,60 @@ def _router_profile(config: StackConfig, replicas: int) -> str:
 
 def plan(config: StackConfig) -> StackPlan:
     cache, defaults = config.cache, combo_defaults(config)
-    accelerator = ACCELERATORS[cache.accelerator]
     tp = cache.tensor_parallelism or defaults.tensor_parallelism
     replicas = cache.replicas or defaults.replicas
     devices = defaults.devices if defaults.devices is not None else tp
     tier_sizing, client_sizing, fit = _size_on_hardware(config, defaults, tp, replicas, devices)
+    decode = _decode_server(config, defaults, tier_sizing, client_sizing, tp, replicas, devices)
+    servers = [dataclasses.replace(decode, role="prefill"), decode] if decode.disaggregated else [decode]
+    profile = _router_profile(config, replicas)
+    values = _router_values(config, decode, tier_sizing, profile)
+    check_router_reaches_model_servers(values, servers)
+    uses_claim = cache.tier.variant == "fs" and cache.connector != "mooncake-store"
+    is_mooncake = cache.connector == "mooncake-store"
+    exports = _exports(config, profile)
+    stack_alerts = alerts.alerts(exports, _thresholds(config))
+    return StackPlan(
+        config=config,
+        sizing=tier_sizing,
+        roles=[Role(s, model_server_manifests(s)) for s in servers],
+        storage_manifests=[_claim(config)] if uses_claim else [],
+        mooncake_master=[mooncake.namespace(), *mooncake.master_manifests()] if is_mooncake else [],
+        mooncake_client=(
+            mooncake.client_manifests(client_sizing, decode.scheduling.node_selector) if client_sizing else []
+        ),
+        lmcache_server=(
+            lmcache.server_manifests(_lmcache_settings(config, tier_sizing.cpu_tier_per_pod))
+            if cache.connector == "lmcache-server"
+            else []
+        ),
+        router_values=values,
+        inference_pool=inference_pool(config.router.release, config.namespace, values),
+        monitoring=_monitoring(config, decode, exports, stack_alerts) if config.monitoring.enabled else [],
+        verification=_verification(config, decode, exports) if config.verification.enabled else [],
+        alerts=stack_alerts,
+        metrics_to_watch=alerts.metrics_to_watch(exports),
+        fit=fit,
+        pools=pool_specs(config),
+    )
+
+
+def _decode_server(
+    config: StackConfig,
+    defaults: ComboDefaults,
+    tier_sizing: sizing.TierSizing,
+    client_sizing: sizing.MooncakeClientSizing | None,
+    tp: int,
+    replicas: int,
+    devices: int,
+) -> ServerSpec:
+    """The decode role's model server (the only role unless the LMCache server runs P/D)."""
+    cache = config.cache
     is_lmcache_server = cache.connector == "lmcache-server"
     disaggregated = is_lmcache_server and config.lmcache.mode == "pd"
-    decode = ServerSpec(
+    return ServerSpec(
         namespace=config.namespace,
-        accelerator=accelerator,
+        accelerator=ACCELERATORS[cache.accelerator],
         server=cache.server,
         connector=cache.connector,
         variant=cache.tier.variant,
@@ -266,9 +310,13 @@ def plan(config: StackConfig) -> StackPlan:
         test_mode=config.lmcache.test_mode,
         sidecar_image=versions.disagg_sidecar_image(config.router.version) if disaggregated else None,
     )
-    servers = [dataclasses.replace(decode, role="prefill"), decode] if disaggregated else [decode]
+
+
+def _router_values(
+    config: StackConfig, decode: ServerSpec, tier_sizing: sizing.TierSizing, profile: str
+) -> dict[str, Any]:
     router = config.router
-    values = router_values(
+    return router_values(
         RouterInputs(
             chart_version=router.version,
             match_labels=router.match_labels if router.match_labels is not None else router_selector(decode),
@@ -280,74 +328,50 @@ def plan(config: StackConfig) -> StackPlan:
             proxy_cpu=router.proxy_resources.cpu,
             proxy_memory=router.proxy_resources.memory,
             monitoring=config.monitoring.provider if config.monitoring.enabled else None,
-            profile=_router_profile(config, replicas),
+            profile=profile,
             model_name=tier_sizing.model.name,
         )
     )
-    check_router_reaches_model_servers(values, servers)
-    uses_claim = cache.tier.variant == "fs" and cache.connector != "mooncake-store"
-    storage = [_claim(config)] if uses_claim else []
-    is_mooncake = cache.connector == "mooncake-store"
-    profile = _router_profile(config, replicas)
-    exports = alerts.Exports(
+
+
+def _exports(config: StackConfig, profile: str) -> alerts.Exports:
+    cache = config.cache
+    return alerts.Exports(
         vllm=cache.server == "vllm",
-        vllm_offload=cache.server == "vllm" and cache.connector == "native" and not accelerator.is_tpu,
+        vllm_offload=cache.server == "vllm"
+        and cache.connector == "native"
+        and not ACCELERATORS[cache.accelerator].is_tpu,
         sglang=cache.server == "sglang",
         lmcache=cache.connector in ("lmcache-connector", "lmcache-server"),
         router_cpu_index=profile == "tiered",
     )
+
+
+def _thresholds(config: StackConfig) -> alerts.Thresholds:
     t = config.monitoring.alerts
-    stack_alerts = alerts.alerts(
-        exports,
-        alerts.Thresholds(
-            window=t.window,
-            offload_hit_rate_floor=t.offload_hit_rate_floor,
-            hbm_hit_rate_drop=t.hbm_hit_rate_drop,
-            loads_per_store=t.loads_per_store,
-            min_load_bandwidth_bytes=t.min_load_bandwidth.bytes,
-            router_hit_ratio_margin=t.router_hit_ratio_margin,
-            lmcache_hit_rate_floor=t.lmcache_hit_rate_floor,
-        ),
+    return alerts.Thresholds(
+        window=t.window,
+        offload_hit_rate_floor=t.offload_hit_rate_floor,
+        hbm_hit_rate_drop=t.hbm_hit_rate_drop,
+        loads_per_store=t.loads_per_store,
+        min_load_bandwidth_bytes=t.min_load_bandwidth.bytes,
+        router_hit_ratio_margin=t.router_hit_ratio_margin,
+        lmcache_hit_rate_floor=t.lmcache_hit_rate_floor,
     )
-    monitors = _monitoring(config, decode, exports, stack_alerts) if config.monitoring.enabled else []
-    verification = (
-        verification_manifests(
-            VerificationSpec(
-                namespace=config.namespace,
-                image=config.verification.image,
-                model=tier_sizing.model.name,
-                router_url=router_endpoint(router.release, config.namespace),
-                selector=router_selector(decode),
-                check="sglang" if exports.sglang else "native" if exports.vllm_offload else "external",
-                shared_tier=exports.vllm_offload and cache.tier.variant == "fs",
-                requests=config.verification.requests,
-            )
+
+
+def _verification(config: StackConfig, decode: ServerSpec, exports: alerts.Exports) -> list[Manifest]:
+    return verification_manifests(
+        VerificationSpec(
+            namespace=config.namespace,
+            image=config.verification.image,
+            model=decode.model.name,
+            router_url=router_endpoint(config.router.release, config.namespace),
+            selector=router_selector(decode),
+            check="sglang" if exports.sglang else "native" if exports.vllm_offload else "external",
+            shared_tier=exports.vllm_offload and config.cache.tier.variant == "fs",
+            requests=config.verification.requests,
         )
-        if config.verification.enabled
-        else []
-    )
-    return StackPlan(
-        config=config,
-        sizing=tier_sizing,
-        roles=[Role(s, model_server_manifests(s)) for s in servers],
-        storage_manifests=storage,
-        mooncake_master=[mooncake.namespace(), *mooncake.master_manifests()] if is_mooncake else [],
-        mooncake_client=(
-            mooncake.client_manifests(client_sizing, decode.scheduling.node_selector) if client_sizing else []
-        ),
-        lmcache_server=(
-            lmcache.server_manifests(_lmcache_settings(config, tier_sizing.cpu_tier_per_pod))
-            if is_lmcache_server
-            else []
-        ),
-        router_values=values,
-        inference_pool=inference_pool(router.release, config.namespace, values),
-        monitoring=monitors,
-        verification=verification,
-        alerts=stack_alerts,
-        metrics_to_watch=alerts.metrics_to_watch(exports),
-        fit=fit,
-        pools=pool_specs(config),
     )
 
 
