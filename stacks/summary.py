@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from components.specs.clusters import PoolSpec
 from components.units import GiB
+from stacks.hardware import Fit
 from stacks.offline import Recording
 from stacks.plan import StackPlan
 
@@ -15,13 +16,55 @@ def _table(header: tuple[str, ...], rows: list[tuple[str, str]] | list[tuple[str
 
 
 def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
-    config, server, sizing = stack_plan.config, stack_plan.model_server, stack_plan.sizing
+    config = stack_plan.config
+    rows = _core_rows(stack_plan, recording) + _optional_rows(stack_plan) + _pool_rows(stack_plan.pools)
+    if stack_plan.fit is not None:
+        rows.append(_fit_row(stack_plan.fit))
+    if config.storage.backend != "existing":
+        rows.append(("filesystem tier backend", config.storage.backend))
+    rows.append(("monitoring", config.monitoring.provider if config.monitoring.enabled else "off"))
+    derivations = [(d.name, d.value, d.formula) for d in stack_plan.sizing.derivations]
+    lines = [
+        f"# {stack}: llm-d tiered prefix cache",
+        "",
+        config.description or "",
+        "",
+        "This is a render of desired state under the Pulumi mock engine, not a cloud preview.",
+        "",
+        "## What runs where",
+        "",
+        *_table(("what", "value"), rows),
+        "",
+        "## Cache sizing",
+        "",
+        *_table(("quantity", "value", "from"), derivations),
+        "",
+        "## Metrics to watch",
+        "",
+        *(f"- {m}" for m in stack_plan.metrics_to_watch),
+        *(
+            ["", f"Alert rules: {', '.join(a.name for a in stack_plan.alerts)}."]
+            if config.monitoring.enabled and config.monitoring.provider == "prometheus-operator"
+            else []
+        ),
+        "",
+        "## Resources",
+        "",
+        f"{len(recording.resources)} Pulumi resources; `resources.json` lists their inputs and dependencies.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _core_rows(stack_plan: StackPlan, recording: Recording) -> list[tuple[str, str]]:
+    """What every stack has: cluster, model server, router."""
+    config, server = stack_plan.config, stack_plan.model_server
     pool = stack_plan.inference_pool
     router_values = stack_plan.router_values["router"]
     workload = stack_plan.model_server_manifests[-1]
     pods = f"{server.replicas} x {server.group_size} hosts" if server.group_size > 1 else str(server.replicas)
     device = server.accelerator.device_resource or f"DRA {server.accelerator.dra_device_class}"
-    rows: list[tuple[str, str]] = [
+    return [
         (
             "cluster",
             f"{config.cluster.provider}, platform {config.cluster.effective_platform}"
@@ -53,6 +96,12 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
         ),
         ("GAIE CRDs", config.router.gaie_version),
     ]
+
+
+def _optional_rows(stack_plan: StackPlan) -> list[tuple[str, str]]:
+    """What some stacks add: the filesystem claim, Mooncake, P/D roles, the LMCache server, a tokenizer."""
+    config = stack_plan.config
+    rows: list[tuple[str, str]] = []
     if stack_plan.storage_manifests:
         claim = stack_plan.storage_manifests[0]
         storage_class = claim["spec"].get("storageClassName", "cluster default")
@@ -82,68 +131,39 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
                 f" isolated IPC {lm.isolated_ipc}, test mode {lm.test_mode}",
             )
         )
+    router_values = stack_plan.router_values["router"]
     if "tokenizer" in router_values:
         rows.append(("router tokenizer", f"sidecar for {router_values['tokenizer']['modelName']} (token-producer)"))
-    if stack_plan.pools:
-        by_key: dict[str, list[PoolSpec]] = {}
-        for pool_spec in stack_plan.pools:
-            by_key.setdefault(pool_spec.key, []).append(pool_spec)
-        for key, slices in by_key.items():
-            first = slices[0]
-            count = (
-                f"{len(slices)} slices x {first.node_count} hosts" if len(slices) > 1 else f"{first.node_count} nodes"
-            )
-            rows.append(
-                (
-                    f"node pool `{key}` (created)",
-                    f"{first.machine.key}: {count}, {first.machine.devices_per_node} x {first.machine.accelerator}"
-                    f" per node, {first.machine.host_memory.human()} host memory"
-                    + (", spot" if first.spot else "")
-                    + (f", reservation {first.reservation}" if first.reservation else ""),
-                )
-            )
-    if stack_plan.fit is not None:
-        fit = stack_plan.fit
-        allocatable = f" of {fit.allocatable.floor_to(GiB).quantity()} allocatable" if fit.allocatable else ""
-        auto = f"; `cache.tier.cpu: auto` chose {fit.largest_tier.human()}" if fit.largest_tier else ""
+    return rows
+
+
+def _pool_rows(pools: list[PoolSpec]) -> list[tuple[str, str]]:
+    """One row per created node pool (a multi-host TPU pool's slices together)."""
+    by_key: dict[str, list[PoolSpec]] = {}
+    for pool_spec in pools:
+        by_key.setdefault(pool_spec.key, []).append(pool_spec)
+    rows = []
+    for key, slices in by_key.items():
+        first = slices[0]
+        count = f"{len(slices)} slices x {first.node_count} hosts" if len(slices) > 1 else f"{first.node_count} nodes"
         rows.append(
             (
-                "fit per node",
-                f"{fit.pods_per_node} model-server pod{'s' if fit.pods_per_node != 1 else ''},"
-                f" {fit.per_node.ceil_to(GiB).quantity()} requested"
-                f"{allocatable}{auto}",
+                f"node pool `{key}` (created)",
+                f"{first.machine.key}: {count}, {first.machine.devices_per_node} x {first.machine.accelerator}"
+                f" per node, {first.machine.host_memory.human()} host memory"
+                + (", spot" if first.spot else "")
+                + (f", reservation {first.reservation}" if first.reservation else ""),
             )
         )
-    if config.storage.backend != "existing":
-        rows.append(("filesystem tier backend", config.storage.backend))
-    rows.append(("monitoring", config.monitoring.provider if config.monitoring.enabled else "off"))
-    lines = [
-        f"# {stack}: llm-d tiered prefix cache",
-        "",
-        config.description or "",
-        "",
-        "This is a render of desired state under the Pulumi mock engine, not a cloud preview.",
-        "",
-        "## What runs where",
-        "",
-        *_table(("what", "value"), rows),
-        "",
-        "## Cache sizing",
-        "",
-        *_table(("quantity", "value", "from"), [(d.name, d.value, d.formula) for d in sizing.derivations]),
-        "",
-        "## Metrics to watch",
-        "",
-        *(f"- {m}" for m in stack_plan.metrics_to_watch),
-        *(
-            ["", f"Alert rules: {', '.join(a.name for a in stack_plan.alerts)}."]
-            if config.monitoring.enabled and config.monitoring.provider == "prometheus-operator"
-            else []
-        ),
-        "",
-        "## Resources",
-        "",
-        f"{len(recording.resources)} Pulumi resources; `resources.json` lists their inputs and dependencies.",
-        "",
-    ]
-    return "\n".join(lines)
+    return rows
+
+
+def _fit_row(fit: Fit) -> tuple[str, str]:
+    allocatable = f" of {fit.allocatable.floor_to(GiB).quantity()} allocatable" if fit.allocatable else ""
+    auto = f"; `cache.tier.cpu: auto` chose {fit.largest_tier.human()}" if fit.largest_tier else ""
+    return (
+        "fit per node",
+        f"{fit.pods_per_node} model-server pod{'s' if fit.pods_per_node != 1 else ''},"
+        f" {fit.per_node.ceil_to(GiB).quantity()} requested"
+        f"{allocatable}{auto}",
+    )
