@@ -16,8 +16,10 @@ from stacks import loading
 from stacks.plan import plan
 from stacks.render import Render, render
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-SCHEMAS = SHARED / "schemas"
+# Outside data the tests check against, copied into the repo with its source (fixtures/upstream/SOURCES.md).
+UPSTREAM = Path(__file__).resolve().parent / "fixtures" / "upstream"
+SCHEMAS = UPSTREAM / "schemas"
+SEEDS = UPSTREAM / "seeds"
 KUBERNETES_VERSION = "1.34.0"
 
 
@@ -63,6 +65,7 @@ def _crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
                 api_version = f"{spec['group']}/{version['name']}"
                 schema = copy.deepcopy(version["schema"]["openAPIV3Schema"])
                 out[(api_version, spec["names"]["kind"])] = _strict(schema)
+    assert out, f"no CRD schemas under {SCHEMAS}"
     return out
 
 

@@ -12,11 +12,11 @@ import pytest
 
 from stacks import loading
 from stacks.plan import plan
-from tests.helpers import SHARED, by_kind, manifests, rendered
+from tests.helpers import SEEDS, by_kind, manifests, rendered
 
 PRESETS = loading.preset_names()
 ON = ("monitoring.enabled=true",)
-SEED_TEXT = "\n".join(p.read_text() for p in (SHARED / "seeds").glob("*.txt"))
+SEED_TEXT = "\n".join(p.read_text() for p in sorted(SEEDS.glob("*.txt")))
 # Metrics the seeds do not spell out, each the other half of a ratio they do name.
 COMPANIONS = {"vllm:prefix_cache_queries_total": "denominator of the HBM hit rate (vllm:prefix_cache_hits_total)"}
 

@@ -1,4 +1,4 @@
-"""The router values against the chart's own values files (shared/schemas/router-chart, chart v0.10.0)."""
+"""The router values against the chart's own values files (fixtures/upstream/schemas/router-chart, chart v0.10.0)."""
 
 from __future__ import annotations
 
