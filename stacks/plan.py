@@ -22,10 +22,11 @@ from components.specs.router_values import RouterInputs, inference_pool, router_
 from components.specs.servers import ServerSpec, model_server_manifests
 from components.specs.servers.base import Scheduling, files_storage_claim, router_selector
 from components.specs.servers.vllm import lmcache_image_for
+from components.specs.startup import AwaitBudget, with_await_budget
 from components.specs.storage import EFS_CLASS, LUSTRE_CLASS
 from components.specs.verification import VerificationSpec, verification_manifests
 from components.units import ByteSize, GiB
-from stacks import hardware
+from stacks import hardware, startup
 from stacks.config import StackConfig
 from stacks.errors import ConfigError
 
@@ -56,6 +57,7 @@ class StackPlan:
     metrics_to_watch: list[str]
     fit: hardware.Fit | None  # the stack against its node pool (None: no pool described)
     pools: list[PoolSpec]  # node pools to create
+    budgets: list[AwaitBudget] = dataclasses.field(default_factory=list)  # what Pulumi waits for, and why
 
     @property
     def model_server(self) -> ServerSpec:
@@ -250,7 +252,7 @@ def plan(config: StackConfig) -> StackPlan:
     is_mooncake = cache.connector == "mooncake-store"
     exports = _exports(config, profile)
     stack_alerts = alerts.alerts(exports, _thresholds(config))
-    return StackPlan(
+    stack_plan = StackPlan(
         config=config,
         sizing=tier_sizing,
         roles=[Role(s, model_server_manifests(s)) for s in servers],
@@ -273,6 +275,7 @@ def plan(config: StackConfig) -> StackPlan:
         fit=fit,
         pools=pool_specs(config),
     )
+    return _with_await_budgets(stack_plan)
 
 
 def _decode_server(
@@ -288,6 +291,8 @@ def _decode_server(
     cache = config.cache
     is_lmcache_server = cache.connector == "lmcache-server"
     disaggregated = is_lmcache_server and config.lmcache.mode == "pd"
+    image = _image(config)
+    cold = startup.model_server_cold_start(config, cache.accelerator, tier_sizing.model, image)
     return ServerSpec(
         namespace=config.namespace,
         accelerator=ACCELERATORS[cache.accelerator],
@@ -301,7 +306,7 @@ def _decode_server(
         tensor_parallelism=tp,
         devices=devices,
         group_size=defaults.group_size,
-        image=_image(config),
+        image=image,
         sizing=tier_sizing,
         scheduling=_scheduling(config),
         mooncake_client=client_sizing,
@@ -309,6 +314,7 @@ def _decode_server(
         disaggregated=disaggregated,
         test_mode=config.lmcache.test_mode,
         sidecar_image=versions.disagg_sidecar_image(config.router.version) if disaggregated else None,
+        startup_seconds=cold.budget,
     )
 
 
@@ -429,3 +435,72 @@ def _monitoring(
     if config.monitoring.dashboard:
         out.append(dashboard.dashboard_config_map(namespace, exports, config.monitoring.alerts.window))
     return out
+
+
+def _nodes_of_stack(stack_plan: StackPlan) -> int:
+    """Nodes a per-node daemon rolls over: the pool's, or (no pool described) one per model-server pod."""
+    config = stack_plan.config
+    if config.cache.node_pool:
+        return hardware.pool_hardware(config, config.cache.node_pool).nodes
+    return sum(r.spec.replicas * r.spec.group_size for r in stack_plan.roles)
+
+
+def _budget_workloads(
+    manifests: list[Manifest], kinds: tuple[str, ...], budget: AwaitBudget, wait_for: str | None = None
+) -> list[Manifest]:
+    return [with_await_budget(m, budget.seconds, wait_for) if m["kind"] in kinds else m for m in manifests]
+
+
+def _with_await_budgets(stack_plan: StackPlan) -> StackPlan:
+    """Every workload Pulumi awaits gets an explicit budget above its modeled cold start: model servers
+    (a rolling update restarts their pods one after the other), cache daemons, the verification Job."""
+    config, server = stack_plan.config, stack_plan.model_server
+    cold = startup.model_server_cold_start(config, server.accelerator.key, server.model, server.image)
+    budgets: list[AwaitBudget] = []
+    roles = []
+    for role in stack_plan.roles:
+        workload = role.manifests[-1]
+        budget = AwaitBudget(workload["metadata"]["name"], cold, waves=role.spec.replicas)
+        budgets.append(budget)
+        lws = workload["kind"] == "LeaderWorkerSet"  # no built-in await: the generic one, on its condition
+        awaited = _budget_workloads(role.manifests, (workload["kind"],), budget, "condition=Available" if lws else None)
+        roles.append(Role(role.spec, awaited))
+    nodes = _nodes_of_stack(stack_plan)
+    lmcache_server, mooncake_client, mooncake_master = (
+        stack_plan.lmcache_server,
+        stack_plan.mooncake_client,
+        stack_plan.mooncake_master,
+    )
+    if lmcache_server:
+        l1 = stack_plan.sizing.cpu_tier_per_pod.bytes
+        image = versions.lmcache_image(stack_plan.config.lmcache.version)
+        budget = AwaitBudget(lmcache.NAME, startup.daemon_cold_start(image, l1), nodes)
+        budgets.append(budget)
+        lmcache_server = _budget_workloads(lmcache_server, ("DaemonSet",), budget)
+    if mooncake_master:
+        budget = AwaitBudget(mooncake.MASTER, startup.daemon_cold_start(versions.MOONCAKE_IMAGE, 0), 1)
+        budgets.append(budget)
+        mooncake_master = _budget_workloads(mooncake_master, ("Deployment",), budget)
+    if mooncake_client:
+        pinned = stack_plan.roles[-1].spec.mooncake_client
+        cold_client = startup.daemon_cold_start(versions.MOONCAKE_IMAGE, pinned.dram.bytes if pinned else 0)
+        budget = AwaitBudget(mooncake.CLIENT, cold_client, nodes)
+        budgets.append(budget)
+        mooncake_client = _budget_workloads(mooncake_client, ("DaemonSet",), budget)
+    verification = stack_plan.verification
+    if verification:
+        job = next(m for m in verification if m["kind"] == "Job")
+        deadline = int(job["spec"]["activeDeadlineSeconds"])
+        cold_job = startup.job_cold_start(stack_plan.config.verification.image, deadline)
+        budget = AwaitBudget(job["metadata"]["name"], cold_job, 1)
+        budgets.append(budget)
+        verification = _budget_workloads(verification, ("Job",), budget)
+    return dataclasses.replace(
+        stack_plan,
+        roles=roles,
+        lmcache_server=lmcache_server,
+        mooncake_master=mooncake_master,
+        mooncake_client=mooncake_client,
+        verification=verification,
+        budgets=budgets,
+    )

@@ -39,6 +39,13 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
         "",
         *_table(("quantity", "value", "from"), derivations),
         "",
+        "## Await budgets",
+        "",
+        "How long `pulumi up` waits for each workload before it fails (`pulumi.com/timeoutSeconds`),"
+        " from the cold-start model of one pod (image pull on a new node, weights, load, compile) and a margin:",
+        "",
+        *_table(("workload", "budget"), [(f"`{b.workload}`", b.describe()) for b in stack_plan.budgets]),
+        "",
         "## Metrics to watch",
         "",
         *(f"- {m}" for m in stack_plan.metrics_to_watch),

@@ -19,7 +19,8 @@ class ModelSpec:
     head_dim: int
     attention_heads: int  # num_attention_heads: tensor parallelism must divide it
     kv_dtype: str = "bfloat16"
-    params_billion: float = 0.0  # total parameters, for the summary
+    params_billion: float = 0.0  # total parameters: the summary, and the weight bytes a pod fetches
+    weight_dtype: str = "bfloat16"  # of the published checkpoint
     # Attention layers of different shapes (e.g. Gemma's sliding-window and global layers with
     # different head dimensions) make vLLM build several KV-cache groups; the native
     # OffloadingConnector needs them unified with `--disable-hybrid-kv-cache-manager`.
@@ -29,6 +30,11 @@ class ModelSpec:
     def short_name(self) -> str:
         """The `llm-d.ai/model` label value upstream uses: the id without the organisation."""
         return self.name.split("/", 1)[-1]
+
+    @property
+    def weight_bytes(self) -> ByteSize:
+        """The checkpoint a pod downloads and loads: parameters x bytes per parameter."""
+        return ByteSize(round(self.params_billion * 1e9) * DTYPE_BYTES[self.weight_dtype])
 
     @property
     def kv_bytes_per_token(self) -> ByteSize:

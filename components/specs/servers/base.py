@@ -10,6 +10,7 @@ from components.catalog.models import ModelSpec
 from components.manifest import Manifest
 from components.specs.connectors import FILES_STORAGE
 from components.specs.sizing import MooncakeClientSizing, TierSizing
+from components.specs.startup import probe_failure_threshold
 
 # Probe timings of the guide's model-server patches (a 32B model can take most of an hour to load).
 STARTUP_PROBE = {"initialDelaySeconds": 15, "periodSeconds": 30, "timeoutSeconds": 5, "failureThreshold": 120}
@@ -55,6 +56,7 @@ class ServerSpec:
     disaggregated: bool = False  # P/D: a prefill and a decode role
     test_mode: bool = False  # LMCache: `--no-enable-prefix-caching`, so a repeat goes to LMCache
     sidecar_image: str | None = None  # P/D decode: the router's routing sidecar
+    startup_seconds: int = 0  # what the startup probe must allow (the plan's cold-start budget of one pod)
 
     @property
     def filesystem_tier(self) -> bool:
@@ -124,12 +126,23 @@ def service_account(spec: ServerSpec) -> Manifest:
     }
 
 
-def http_probes(port: str | int = labels.MODEL_SERVER_PORT_NAME) -> Manifest:
+def startup_probe(spec: ServerSpec) -> dict[str, int]:
+    """The guide's startup timings, allowing at least the pod's cold-start budget (upstream's hour as the floor)."""
+    threshold = probe_failure_threshold(
+        spec.startup_seconds,
+        STARTUP_PROBE["initialDelaySeconds"],
+        STARTUP_PROBE["periodSeconds"],
+        STARTUP_PROBE["failureThreshold"],
+    )
+    return {**STARTUP_PROBE, "failureThreshold": threshold}
+
+
+def http_probes(spec: ServerSpec, port: str | int = labels.MODEL_SERVER_PORT_NAME) -> Manifest:
     def probe(path: str, timings: dict[str, int]) -> Manifest:
         return {"httpGet": {"path": path, "port": port}, **timings}
 
     return {
-        "startupProbe": probe("/v1/models", STARTUP_PROBE),
+        "startupProbe": probe("/v1/models", startup_probe(spec)),
         "livenessProbe": probe("/health", LIVENESS_PROBE),
         "readinessProbe": probe("/v1/models", READINESS_PROBE),
     }

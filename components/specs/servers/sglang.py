@@ -79,7 +79,7 @@ def sglang_manifests(spec: ServerSpec) -> list[Manifest]:
         "args": sglang_args(spec),
         "env": _env(spec),
         "ports": server_port(),
-        **http_probes(),
+        **http_probes(spec),
         "resources": memory_resources(spec, {str(spec.accelerator.device_resource): spec.devices}),
         "volumeMounts": mounts,
     }

@@ -89,7 +89,7 @@ def tpu_manifests(spec: ServerSpec) -> list[Manifest]:
             *_offload_env(spec),
         ],
         "ports": server_port(),
-        **http_probes(),
+        **http_probes(spec),
         "resources": _resources(spec),
     }
     pod: Manifest = {
@@ -153,7 +153,7 @@ def _multihost_container(spec: ServerSpec, leader: bool) -> Manifest:
     }
     if leader:
         container["ports"] = server_port()
-        container.update(http_probes())
+        container.update(http_probes(spec))
     return container
 
 

@@ -175,7 +175,7 @@ def vllm_manifests(spec: ServerSpec) -> list[Manifest]:
         "args": args,
         "env": _env(spec),
         "ports": server_port(),
-        **http_probes(),
+        **http_probes(spec),
         "resources": resources,
         "volumeMounts": mounts,
     }

@@ -1,0 +1,93 @@
+"""Figures of the cold-start model (components/specs/startup.py) and of the cloud resources' creation time.
+
+Each figure is an estimate on the slow side, with where it comes from. The model is only as good as
+these: a stack whose real start is slower still fails its `pulumi up`, with the model's parts in the
+summary to say which figure was wrong.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from components.units import GB, MB
+
+MINUTE = 60
+
+# Compressed size of the images the model servers and daemons pull (what a cold node downloads).
+# vllm/vllm-openai: 10-12 GB (issue 10, measured upstream); the others are the same class of
+# CUDA/ROCm/XPU/JAX vLLM images, rounded up.
+IMAGE_BYTES: dict[str, int] = {
+    "docker.io/vllm/vllm-openai": 12 * GB,
+    "docker.io/vllm/vllm-tpu": 10 * GB,
+    "ghcr.io/llm-d/llm-d-rocm": 20 * GB,
+    "ghcr.io/llm-d/llm-d-xpu-dev": 16 * GB,
+    "docker.io/lmsysorg/sglang": 14 * GB,
+    "lmcache/vllm-openai": 14 * GB,
+    "ghcr.io/llm-d/mooncake-master-store": 3 * GB,
+    "docker.io/library/python": 50 * MB,
+}
+# An image the catalog does not know (`cache.image`): assume the largest model-server image.
+UNKNOWN_IMAGE_BYTES = 20 * GB
+
+# Registry pull including layer extraction on a cold node: 60 MB/s (conservative for the large
+# single layers of these images; extraction, not the network, is the limit).
+PULL_BYTES_PER_SECOND = 60 * MB
+
+
+@dataclass(frozen=True)
+class WeightSource:
+    """Where a model server reads its weights from, and how fast one pod gets them."""
+
+    name: str
+    bytes_per_second: int
+    why: str
+
+
+# Hugging Face Hub through huggingface_hub's default downloader (no hf_transfer): 100 MB/s per pod,
+# so Qwen3-32B's 65.6 GB take about 11 minutes: more than the engine's 10-minute default await alone.
+HUGGING_FACE = WeightSource("huggingface", 100 * MB, "Hugging Face Hub download, 100 MB/s per pod")
+
+
+@dataclass(frozen=True)
+class LoadProfile:
+    """Weights from local disk (or page cache) into device memory, then compile/warm-up, per accelerator."""
+
+    load_bytes_per_second: int
+    compile_seconds: int
+    why: str
+
+
+# NVIDIA: calibrated to the upstream measurement (issue 10) of about 3 minutes from container start
+# to serving for Qwen3-32B on H100, excluding pull and download: 65.6 GB / 0.75 GB/s = 87 s of
+# load + 90 s of torch.compile and CUDA graph capture.
+LOAD_PROFILES: dict[str, LoadProfile] = {
+    "gpu": LoadProfile(750 * MB, 90, "Qwen3-32B on H100: ~3 min from start to serving (upstream)"),
+    "amd": LoadProfile(750 * MB, 180, "as H100, with ROCm's longer graph capture (x2)"),
+    "xpu": LoadProfile(500 * MB, 180, "slower host-to-device path, x2 compile (estimate)"),
+    # JAX/XLA precompiles every shape bucket at start (SKIP_JAX_PRECOMPILE=0 in the guide).
+    "tpu-v5p": LoadProfile(500 * MB, 900, "XLA precompilation of every bucket (SKIP_JAX_PRECOMPILE=0)"),
+    "tpu-v6": LoadProfile(500 * MB, 900, "XLA precompilation of every bucket (SKIP_JAX_PRECOMPILE=0)"),
+    "tpu-v7": LoadProfile(500 * MB, 900, "XLA precompilation of every bucket (SKIP_JAX_PRECOMPILE=0)"),
+}
+
+# Margin on top of the modeled cold start: half of it, and never less than 5 minutes.
+MARGIN_RATIO = 0.5
+MARGIN_FLOOR_SECONDS = 5 * MINUTE
+
+# Per-node daemons (LMCache server, Mooncake client): the process itself starts in seconds; the
+# pinned host memory they allocate up front (the whole L1 / segment) is touched at about 2 GB/s.
+DAEMON_START_SECONDS = 60
+PIN_BYTES_PER_SECOND = 2 * GB
+
+# Cloud resources: their documented worst case of creation, which each create timeout exceeds by half.
+CLOUD_CREATE_WORST_SECONDS: dict[str, int] = {
+    # Google Cloud Managed Lustre: creation P99 40-80 minutes (issue 10, Google's documentation).
+    "gcp:lustre/instance:Instance": 80 * MINUTE,
+    # GKE regional clusters and GPU/TPU node pools: 20-30 minutes is common for a3 and TPU slices.
+    "gcp:container/cluster:Cluster": 30 * MINUTE,
+    "gcp:container/nodePool:NodePool": 30 * MINUTE,
+    # EKS: cluster creation 10-20 minutes, managed GPU node groups 20+ (issue 10).
+    "aws:eks/cluster:Cluster": 20 * MINUTE,
+    "aws:eks/nodeGroup:NodeGroup": 20 * MINUTE,
+}
+CLOUD_TIMEOUT_RATIO = 1.5

@@ -1,0 +1,92 @@
+"""The plan's choice of cold-start inputs: which image, which weights from where, which accelerator.
+
+components/specs/startup.py does the arithmetic; the figures live in components/catalog/startup.py.
+The weight source is a choice of the plan: Hugging Face today, a shared model cache when a stack has one.
+"""
+
+from __future__ import annotations
+
+import math
+
+from components.catalog import startup as figures
+from components.catalog.models import ModelSpec
+from components.catalog.startup import WeightSource
+from components.specs.startup import ColdStart, StartupInputs, cold_start
+from stacks.config import StackConfig
+
+
+def image_bytes(image: str) -> int:
+    """The catalog's size of an image by repository (tag or digest stripped); unknown images the largest."""
+    repository = image.split("@", 1)[0]
+    if ":" in repository.rsplit("/", 1)[-1]:
+        repository = repository.rsplit(":", 1)[0]
+    return figures.IMAGE_BYTES.get(repository, figures.UNKNOWN_IMAGE_BYTES)
+
+
+def weight_source(config: StackConfig) -> WeightSource:
+    """Where the model servers of this stack read their weights."""
+    del config  # every stack downloads from Hugging Face for now
+    return figures.HUGGING_FACE
+
+
+def model_server_cold_start(config: StackConfig, accelerator: str, model: ModelSpec, image: str) -> ColdStart:
+    """One model-server pod, scheduled on a node that has neither its image nor its weights."""
+    profile = figures.LOAD_PROFILES[accelerator]
+    return cold_start(
+        StartupInputs(
+            image=image,
+            image_bytes=image_bytes(image),
+            pull_bytes_per_second=figures.PULL_BYTES_PER_SECOND,
+            weight_bytes=model.weight_bytes.bytes,
+            weight_source=weight_source(config),
+            load_bytes_per_second=profile.load_bytes_per_second,
+            compile_seconds=profile.compile_seconds,
+            margin_ratio=figures.MARGIN_RATIO,
+            margin_floor_seconds=figures.MARGIN_FLOOR_SECONDS,
+        )
+    )
+
+
+def daemon_cold_start(image: str, pinned_bytes: int) -> ColdStart:
+    """A per-node cache daemon: pull, start, and touch the host memory it pins up front."""
+    return cold_start(
+        StartupInputs(
+            image=image,
+            image_bytes=image_bytes(image),
+            pull_bytes_per_second=figures.PULL_BYTES_PER_SECOND,
+            weight_bytes=0,
+            weight_source=figures.HUGGING_FACE,
+            load_bytes_per_second=1,
+            compile_seconds=0,
+            margin_ratio=figures.MARGIN_RATIO,
+            margin_floor_seconds=figures.MARGIN_FLOOR_SECONDS,
+            other_seconds=figures.DAEMON_START_SECONDS + math.ceil(pinned_bytes / figures.PIN_BYTES_PER_SECOND),
+        )
+    )
+
+
+def job_cold_start(image: str, active_deadline_seconds: int) -> ColdStart:
+    """A Job Pulumi waits on: its own deadline bounds it, so Pulumi waits at least that long (the Job's
+    failure, with its message, arrives before the engine gives up)."""
+    return cold_start(
+        StartupInputs(
+            image=image,
+            image_bytes=image_bytes(image),
+            pull_bytes_per_second=figures.PULL_BYTES_PER_SECOND,
+            weight_bytes=0,
+            weight_source=figures.HUGGING_FACE,
+            load_bytes_per_second=1,
+            compile_seconds=0,
+            margin_ratio=0.0,
+            margin_floor_seconds=figures.MARGIN_FLOOR_SECONDS,
+            other_seconds=active_deadline_seconds,
+        )
+    )
+
+
+def cloud_create_timeout(resource_type: str) -> str | None:
+    """A create timeout above the resource's documented worst case (`customTimeouts.create`), e.g. "120m"."""
+    worst = figures.CLOUD_CREATE_WORST_SECONDS.get(resource_type)
+    if worst is None:
+        return None
+    return f"{math.ceil(worst * figures.CLOUD_TIMEOUT_RATIO / 60)}m"
