@@ -7,11 +7,14 @@ Each rule takes every resource of the stack and its own config, and returns its 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from components.catalog import versions
 from components.catalog.models import MODELS
+from components.specs import mooncake, security
 from components.specs.sizing import ROUTER_BLOCK_TOKENS
 from policies.resources import (
     CHART_TYPE,
@@ -299,7 +302,19 @@ def one_router_per_namespace(resources: list[Resource], _: dict[str, Any]) -> li
 
 # --- platform hygiene ---------------------------------------------------------------------------
 
-MUTABLE_TAGS = ("latest", "main", "nightly")
+MUTABLE_TAGS = ("latest", "stable", "main", "master", "nightly", "dev", "edge")  # compared case-insensitively
+# OCI digests this rule accepts: the algorithm and its full lower-case hex length.
+DIGEST = re.compile(r"^@(sha256:[0-9a-f]{64}|sha512:[0-9a-f]{128})$")
+
+
+def _unpinned(image: str) -> str | None:
+    """Why an image reference is not pinned (None: pinned to a release tag or a well-formed digest)."""
+    tag = image_tag(image)
+    if tag is None:
+        return "has no tag"
+    if tag.startswith("@"):
+        return None if DIGEST.match(tag) else "has a malformed digest"
+    return f"uses the floating tag {tag}" if tag.lower() in MUTABLE_TAGS else None
 
 
 def images_pinned(resources: list[Resource], config: dict[str, Any]) -> list[Violation]:
@@ -308,9 +323,11 @@ def images_pinned(resources: list[Resource], config: dict[str, Any]) -> list[Vio
     out = []
     for pod in pods(resources):
         for c in pod.containers():
-            tag = image_tag(str(c.get("image", "")))
-            if tag is None or tag in MUTABLE_TAGS:
-                out.append(Violation(pod.owner, f"image {c.get('image')} is not pinned to a release tag or digest"))
+            why = _unpinned(str(c.get("image", "")))
+            if why:
+                out.append(
+                    Violation(pod.owner, f"image {c.get('image')} is not pinned to a release tag or digest: {why}")
+                )
     for chart in _charts(resources):
         version = str(chart.props.get("version") or "")
         if not version or version.lstrip("v").count(".") < 2:
@@ -327,7 +344,7 @@ def resource_requests(resources: list[Resource], _: dict[str, Any]) -> list[Viol
     ]
 
 
-PRIVILEGED_ALLOWED = ("tpu-node-setup", "lmcache")
+PRIVILEGED_ALLOWED = security.PRIVILEGED_CONTAINERS
 
 
 def privileged_only_where_required(resources: list[Resource], config: dict[str, Any]) -> list[Violation]:
@@ -338,6 +355,133 @@ def privileged_only_where_required(resources: list[Resource], config: dict[str, 
         for c in pod.containers()
         if (c.get("securityContext") or {}).get("privileged") and c.get("name") not in allowed
     ]
+
+
+def _subject(pod: Pod, container: dict[str, Any]) -> security.Subject:
+    return security.Subject(pod.labels, pod.spec, container)
+
+
+def _runs_as_root(pod: Pod, container: dict[str, Any]) -> bool:
+    """Root unless runAsNonRoot (container, else pod) holds and no runAsUser 0 overrides it."""
+    pod_context, context = pod.spec.get("securityContext") or {}, container.get("securityContext") or {}
+    user = context.get("runAsUser", pod_context.get("runAsUser"))
+    non_root = context.get("runAsNonRoot", pod_context.get("runAsNonRoot"))
+    return user == 0 or non_root is not True
+
+
+def root_only_with_exemption(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+    return [
+        Violation(pod.owner, f"container {c.get('name')} runs as root without an exemption (components.specs.security)")
+        for pod in pods(resources)
+        for c in pod.containers()
+        if _runs_as_root(pod, c) and not any(e.root for e in security.exemptions(_subject(pod, c)))
+    ]
+
+
+def containers_hardened(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+    """No privilege escalation, every capability dropped but those an exemption adds back, RuntimeDefault seccomp."""
+    out = []
+    for pod in pods(resources):
+        pod_seccomp = ((pod.spec.get("securityContext") or {}).get("seccompProfile") or {}).get("type")
+        for c in pod.containers():
+            context = c.get("securityContext") or {}
+            if context.get("privileged"):
+                continue  # privileged-containers decides
+            granted = {cap for e in security.exemptions(_subject(pod, c)) for cap in e.capabilities}
+            capabilities = context.get("capabilities") or {}
+            missing = [
+                what
+                for what, ok in (
+                    ("allowPrivilegeEscalation: false", context.get("allowPrivilegeEscalation") is False),
+                    ("capabilities.drop [ALL]", "ALL" in (capabilities.get("drop") or [])),
+                    ("seccompProfile RuntimeDefault", (context.get("seccompProfile") or {}).get("type", pod_seccomp)
+                     in ("RuntimeDefault", "Localhost")),
+                    ("no capability beyond its exemptions", set(capabilities.get("add") or []) <= granted),
+                )
+                if not ok
+            ]  # fmt: skip
+            if missing:
+                out.append(Violation(pod.owner, f"container {c.get('name')} lacks {', '.join(missing)}"))
+    return out
+
+
+def no_host_namespaces(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+    return [
+        Violation(pod.owner, f"pod shares the node's {key[4:].lower()} namespace ({key}: true)")
+        for pod in pods(resources)
+        for key in ("hostNetwork", "hostPID", "hostIPC")
+        if pod.spec.get(key) is True
+    ]
+
+
+HOST_PATHS_ALLOWED = (mooncake.HOST_OFFLOAD_DIR,)
+
+
+def host_paths_allowed(resources: list[Resource], config: dict[str, Any]) -> list[Violation]:
+    def normal(path: Any) -> str:
+        return str(path or "").rstrip("/") or "/"
+
+    allowed = {normal(p) for p in config.get("allowedHostPaths") or HOST_PATHS_ALLOWED}
+    return [
+        Violation(pod.owner, f"volume {v.get('name')} mounts host path {v['hostPath'].get('path')}")
+        for pod in pods(resources)
+        for v in pod.spec.get("volumes") or []
+        if "hostPath" in v and normal(v["hostPath"].get("path")) not in allowed
+    ]
+
+
+def _bound_service_accounts(resources: list[Resource]) -> set[tuple[str, str]]:
+    """(namespace, name) of every ServiceAccount a RoleBinding or ClusterRoleBinding of the stack grants."""
+    out = set()
+    for r in resources:
+        if r.type in (
+            "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding",
+            "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
+        ):
+            for subject in r.props.get("subjects") or []:
+                if subject.get("kind") == "ServiceAccount":
+                    out.add((str(subject.get("namespace", _namespace(r))), str(subject.get("name"))))
+    return out
+
+
+def _namespace(resource: Resource) -> str:
+    return str((resource.props.get("metadata") or {}).get("namespace") or "default")
+
+
+def token_only_for_api_access(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+    """A pod mounts a service-account token only when its account is granted something (it calls the API)."""
+    opted_out = {
+        (_namespace(r), str((r.props.get("metadata") or {}).get("name")))
+        for r in resources
+        if r.type == "kubernetes:core/v1:ServiceAccount" and r.props.get("automountServiceAccountToken") is False
+    }
+    bound = _bound_service_accounts(resources)
+    out = []
+    for pod in pods(resources):
+        account = (_namespace(pod.owner), str(pod.spec.get("serviceAccountName") or "default"))
+        mounted = pod.spec.get("automountServiceAccountToken")
+        if mounted is False or (mounted is None and account in opted_out) or account in bound:
+            continue
+        out.append(
+            Violation(pod.owner, f"pod mounts a token of service account {account[1]}, which is granted nothing")
+        )
+    return out
+
+
+CHART_REGISTRIES_ALLOWED = (versions.ROUTER_CHART.rsplit("/", 1)[0] + "/", versions.NVIDIA_DEVICE_PLUGIN_REPO)
+
+
+def charts_from_allowed_registries(resources: list[Resource], config: dict[str, Any]) -> list[Violation]:
+    allowed = tuple(config.get("allowedChartRegistries") or CHART_REGISTRIES_ALLOWED)
+    out = []
+    for r in resources:
+        if r.type != CHART_TYPE:
+            continue
+        chart = str(r.props.get("chart") or "")
+        source = chart if "://" in chart else str((r.props.get("repositoryOpts") or {}).get("repo") or "")
+        if not source or not any(source == a.rstrip("/") or source.startswith(a) for a in allowed):
+            out.append(Violation(r, f"chart {chart} comes from {source or 'no registry'}, not one of {list(allowed)}"))
+    return out
 
 
 def hf_token_from_secret(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
@@ -412,6 +556,29 @@ RULES: list[Rule] = [
         "mandatory",
         privileged_only_where_required,
         {"allowedContainers": list(PRIVILEGED_ALLOWED)},
+    ),
+    Rule(
+        "root-containers",
+        "Containers run as root only with an exemption",
+        "mandatory",
+        root_only_with_exemption,
+    ),
+    Rule("hardened-containers", "No escalation, capabilities dropped, seccomp", "mandatory", containers_hardened),
+    Rule("host-namespaces", "No pod shares the node's namespaces", "mandatory", no_host_namespaces),
+    Rule(
+        "host-paths",
+        "hostPath volumes only where allowed",
+        "mandatory",
+        host_paths_allowed,
+        {"allowedHostPaths": list(HOST_PATHS_ALLOWED)},
+    ),
+    Rule("token-automount", "Service-account tokens only for API access", "mandatory", token_only_for_api_access),
+    Rule(
+        "chart-registries",
+        "Charts only from allowed registries",
+        "mandatory",
+        charts_from_allowed_registries,
+        {"allowedChartRegistries": list(CHART_REGISTRIES_ALLOWED)},
     ),
     Rule("hf-token-secret", "HF token only through a Secret", "mandatory", hf_token_from_secret),
     Rule("cluster-hardening", "Private nodes, workload identity, shielded nodes", "mandatory", cluster_hardening),

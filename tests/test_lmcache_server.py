@@ -63,7 +63,12 @@ def test_server_daemonset_service_and_connection_configmap() -> None:
     ]  # fmt: skip
     assert _env(server) == {"NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "all"}
     assert server["resources"] == {"requests": {"cpu": "2", "memory": "25Gi"}, "limits": {"memory": "38Gi"}}
-    assert "securityContext" not in server
+    assert server["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+        "runAsUser": 0,  # the seed's: the image's root user, beside its CUDA IPC clients
+    }
     [service] = by_kind(objects, "Service")
     assert service["spec"]["internalTrafficPolicy"] == "Local"
     connection = _connection(objects)

@@ -13,7 +13,7 @@ from pulumi_policy import EnforcementLevel
 from pulumi_policy.policy import _PolicyAnalyzerServicer
 
 from policies.pack import PACK_NAME, POLICIES
-from policies.resources import Resource
+from policies.resources import Resource, pods
 from policies.rules import RULES, Rule
 from stacks import loading, offline
 from stacks.check import check
@@ -217,7 +217,19 @@ def test_router_selecting_no_pod_is_caught() -> None:
 
 
 @pytest.mark.parametrize(
-    "image", ["vllm/vllm-openai:latest", "vllm/vllm-tpu:nightly", "vllm/vllm-openai", "ghcr.io/x/y:main"]
+    "image",
+    [
+        "vllm/vllm-openai:latest",
+        "vllm/vllm-openai:LATEST",
+        "vllm/vllm-openai:Stable",
+        "vllm/vllm-tpu:nightly",
+        "vllm/vllm-openai",
+        "ghcr.io/x/y:main",
+        "vllm/vllm-openai@sha256:" + "a" * 63,
+        "vllm/vllm-openai@sha256:" + "A" * 64,
+        "vllm/vllm-openai@md5:" + "a" * 32,
+        "vllm/vllm-openai:v0.26.0@sha256",
+    ],
 )
 def test_mutable_images_are_caught(image: str) -> None:
     resources = _resources()
@@ -246,6 +258,111 @@ def test_privileged_container_is_caught_unless_allowed() -> None:
     _container(resources)["securityContext"] = {"privileged": True}
     assert _violations(RULE["privileged-containers"], resources)
     assert _violations(RULE["privileged-containers"], resources, allowedContainers=["modelserver"]) == []
+
+
+SECURITY_RULES = ("privileged-containers", "root-containers", "hardened-containers", "host-namespaces", "host-paths")
+
+
+@pytest.mark.parametrize("name", ["gpu-vllm-native-cpu", "gpu-vllm-mooncake-store-fs", "tpu-v7-vllm-native-cpu"])
+def test_the_rendered_pods_pass_the_security_rules(name: str) -> None:
+    resources = _resources(name)
+    for rule in SECURITY_RULES:
+        assert _violations(RULE[rule], resources) == [], rule
+
+
+def test_root_without_an_exemption_is_caught() -> None:
+    resources = _resources()
+    context = _container(resources)["securityContext"]
+    assert context["runAsNonRoot"] is True and _violations(RULE["root-containers"], resources) == []
+    context["runAsUser"] = 0
+    assert "runs as root without an exemption" in _violations(RULE["root-containers"], resources)[0]
+    del context["runAsUser"], context["runAsNonRoot"]  # the image's user: root unless it says otherwise
+    assert _violations(RULE["root-containers"], resources)
+    _deployment(resources).props["spec"]["template"]["spec"]["securityContext"] = {"runAsNonRoot": True}
+    assert _violations(RULE["root-containers"], resources) == []
+
+
+def test_a_root_exemption_names_its_container() -> None:
+    """The shared tier's writers run as root; the same container without the tier's mount may not."""
+    resources = _resources("gpu-vllm-native-fs")
+    assert _container(resources)["securityContext"]["runAsUser"] == 0
+    assert _violations(RULE["root-containers"], resources) == []
+    _container(resources)["volumeMounts"] = []
+    assert _violations(RULE["root-containers"], resources)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("allowPrivilegeEscalation", True),
+        ("capabilities", {"drop": ["NET_RAW"]}),
+        ("capabilities", {"drop": ["ALL"], "add": ["SYS_ADMIN"]}),
+        ("seccompProfile", {"type": "Unconfined"}),
+    ],
+)
+def test_a_container_without_the_hardened_context_is_caught(field: str, value: Any) -> None:
+    resources = _resources()
+    assert _violations(RULE["hardened-containers"], resources) == []
+    _container(resources)["securityContext"][field] = value
+    assert _violations(RULE["hardened-containers"], resources)
+
+
+def test_capabilities_are_added_back_only_where_an_exemption_grants_them() -> None:
+    resources = _resources("gpu-vllm-mooncake-store-cpu")  # RDMA: IPC_LOCK
+    server = next(r for r in resources if r.type == DEPLOYMENT and "model-server" in r.name)
+    container = server.props["spec"]["template"]["spec"]["containers"][0]
+    assert container["securityContext"]["capabilities"]["add"] == ["IPC_LOCK"]
+    assert _violations(RULE["hardened-containers"], resources) == []
+    del container["resources"]["requests"]["rdma/ib"]
+    assert "beyond its exemptions" in _violations(RULE["hardened-containers"], resources)[0]
+
+
+@pytest.mark.parametrize("key", ["hostNetwork", "hostPID", "hostIPC"])
+def test_host_namespaces_are_caught(key: str) -> None:
+    resources = _resources()
+    spec = _deployment(resources).props["spec"]["template"]["spec"]
+    spec[key] = False
+    assert _violations(RULE["host-namespaces"], resources) == []
+    spec[key] = True
+    assert key in _violations(RULE["host-namespaces"], resources)[0]
+
+
+def test_host_paths_outside_the_allow_list_are_caught() -> None:
+    resources = _resources("gpu-vllm-mooncake-store-fs")  # the Mooncake client's offload directory
+    assert any("hostPath" in v for p in pods(resources) for v in p.spec.get("volumes") or [])
+    assert _violations(RULE["host-paths"], resources) == []
+    volumes = _deployment(resources).props["spec"]["template"]["spec"]["volumes"]
+    volumes.append({"name": "root", "hostPath": {"path": "/"}})
+    assert "host path /" in _violations(RULE["host-paths"], resources)[0]
+    assert _violations(RULE["host-paths"], resources, allowedHostPaths=["/", "/mnt/mooncake-offload"]) == []
+
+
+def test_a_token_mounted_without_api_access_is_caught() -> None:
+    resources = _resources("dev")  # the verification Job lists pods: its account is bound, its token mounted
+    assert _violations(RULE["token-automount"], resources) == []
+    spec = _deployment(resources).props["spec"]["template"]["spec"]
+    spec["automountServiceAccountToken"] = True
+    assert "granted nothing" in _violations(RULE["token-automount"], resources)[0]
+    del spec["automountServiceAccountToken"]  # then the ServiceAccount's own setting decides
+    assert _violations(RULE["token-automount"], resources) == []
+    next(r for r in resources if r.type == "kubernetes:core/v1:ServiceAccount" and "verify" not in r.name).props[
+        "automountServiceAccountToken"
+    ] = True
+    assert _violations(RULE["token-automount"], resources)
+    binding = next(r for r in resources if r.type.endswith(":RoleBinding"))
+    binding.props["subjects"] = []
+    assert len(_violations(RULE["token-automount"], resources)) == 2  # the Job's account is bound no more
+
+
+def test_charts_from_outside_the_allowed_registries_are_caught() -> None:
+    resources = _resources("eks-h100-efs")  # the router chart (OCI) and the NVIDIA device plugin (Helm repo)
+    assert _violations(RULE["chart-registries"], resources) == []
+    router = next(r for r in resources if r.type == "kubernetes:helm.sh/v4:Chart" and "router" in r.props["values"])
+    router.props["chart"] = "oci://ghcr.io/someone-else/charts/llm-d-router-standalone"
+    assert "someone-else" in _violations(RULE["chart-registries"], resources)[0]
+    plugin = next(r for r in resources if "repositoryOpts" in r.props)
+    plugin.props["repositoryOpts"]["repo"] = "https://example.com/charts"
+    assert len(_violations(RULE["chart-registries"], resources)) == 2
 
 
 def test_literal_hf_token_is_caught() -> None:
@@ -290,6 +407,8 @@ def test_every_rule_has_a_test_above() -> None:
         "lmcache-hash-seed", "lmcache-image-tags", "lmcache-isolated-ipc", "prefix-scoring-tokens",
         "prefix-caching-on", "router-selects-servers", "images-pinned", "resource-requests",
         "privileged-containers", "hf-token-secret", "cluster-hardening", "one-router-per-namespace",
+        "root-containers", "hardened-containers", "host-namespaces", "host-paths", "token-automount",
+        "chart-registries",
     }  # fmt: skip
     assert tested == set(RULE)
 

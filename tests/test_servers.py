@@ -70,7 +70,7 @@ def test_native_fs_uses_the_tiering_spec_on_the_shared_claim() -> None:
         },
     }
     assert container["env"][0] == {"name": "PYTHONHASHSEED", "value": "42"}
-    assert container["securityContext"] == {"runAsUser": 0}
+    assert container["securityContext"]["runAsUser"] == 0  # the guide's: it writes the shared tier
     volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
     assert volumes["files-storage"]["persistentVolumeClaim"] == {"claimName": "llm-d-kv-cache-storage"}
     assert {"name": "files-storage", "mountPath": "/mnt/files-storage"} in container["volumeMounts"]

@@ -19,6 +19,8 @@ LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 LWS_ROLE_LABEL = "role"
 LWS_LEADER = "leader"
 
+FILES_STORAGE_MOUNT = "/mnt/files-storage"  # where the shared ReadWriteMany claim is mounted
+
 HF_TOKEN_SECRET = "llm-d-hf-token"
 HF_TOKEN_KEY = "HF_TOKEN"
 

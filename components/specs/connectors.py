@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from components.catalog import labels
 from components.specs.sizing import TierSizing
 
-FILES_STORAGE = "/mnt/files-storage"  # where the shared ReadWriteMany claim is mounted
+FILES_STORAGE = labels.FILES_STORAGE_MOUNT
 # vLLM's TieringOffloadingSpec: offloaded block size and the filesystem tier's I/O threads (the guide's values).
 TIERING_BLOCK_TOKENS = 256
 FS_IO_THREADS = 16

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from components.catalog import versions
 from components.manifest import Manifest
+from components.specs import security
 from components.units import ByteSize, GiB
 
 NAME = "lmcache-engine"  # DaemonSet, Service; the ConfigMap is `<NAME>-connection`
@@ -114,7 +115,7 @@ def server_args(settings: LMCacheServerSettings) -> list[str]:
 def server_manifests(settings: LMCacheServerSettings) -> list[Manifest]:
     meta = {"name": NAME, "namespace": settings.namespace, "labels": LABELS}
     container: Manifest = {
-        "name": "lmcache",
+        "name": security.LMCACHE_SERVER_CONTAINER,
         "image": settings.image,
         "command": ["/opt/venv/bin/lmcache", "server"],
         "args": server_args(settings),
@@ -160,20 +161,22 @@ def server_manifests(settings: LMCacheServerSettings) -> list[Manifest]:
                 ],
             },
         },
-        {
-            "apiVersion": "apps/v1",
-            "kind": "DaemonSet",
-            "metadata": meta,
-            "spec": {
-                "selector": {"matchLabels": LABELS},
-                "template": {
-                    "metadata": {"labels": LABELS},
-                    "spec": {
-                        "runtimeClassName": "nvidia",
-                        "nodeSelector": {"nvidia.com/gpu.present": "true"},  # GPU nodes only
-                        "containers": [container],
+        security.harden(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "metadata": meta,
+                "spec": {
+                    "selector": {"matchLabels": LABELS},
+                    "template": {
+                        "metadata": {"labels": LABELS},
+                        "spec": {
+                            "runtimeClassName": "nvidia",
+                            "nodeSelector": {"nvidia.com/gpu.present": "true"},  # GPU nodes only
+                            "containers": [container],
+                        },
                     },
                 },
-            },
-        },
+            }
+        ),
     ]

@@ -6,6 +6,7 @@ import yaml
 
 from components.catalog import versions
 from components.manifest import Manifest
+from components.specs import security
 from components.specs.sizing import MooncakeClientSizing, mooncake_text
 
 NAMESPACE = "mooncake"
@@ -13,6 +14,7 @@ MASTER = "mooncake-master-store"
 CLIENT = "mooncake-client"
 RPC_PORT, METADATA_PORT, METRICS_PORT, CLIENT_PORT = 50051, 8080, 9003, 50052
 OFFLOAD_DIR = "/data/mooncake-offload"
+HOST_OFFLOAD_DIR = "/mnt/mooncake-offload"  # the client's SSD tier on its node (the one hostPath of the stack)
 MASTER_ADDRESS = f"{MASTER}.{NAMESPACE}.svc.cluster.local:{RPC_PORT}"
 
 
@@ -65,6 +67,10 @@ def namespace() -> Manifest:
 
 
 def master_manifests() -> list[Manifest]:
+    return security.harden_all(_master_manifests())
+
+
+def _master_manifests() -> list[Manifest]:
     tcp = {"tcpSocket": {"port": "rpc"}}
     container = {
         "name": "master",
@@ -130,6 +136,8 @@ def master_manifests() -> list[Manifest]:
                         },
                     },
                     "spec": {
+                        # the non-root master writes its snapshots: the volume is given to its group
+                        "securityContext": {"fsGroup": security.NON_ROOT_UID},
                         "containers": [container],
                         "volumes": [
                             {"name": "config", "configMap": {"name": f"{MASTER}-config"}},
@@ -144,6 +152,10 @@ def master_manifests() -> list[Manifest]:
 
 def client_manifests(sizing: MooncakeClientSizing, node_selector: dict[str, str]) -> list[Manifest]:
     """One client per node: it registers `dram` of CPU memory and `ssd` of local disk with the master."""
+    return security.harden_all(_client_manifests(sizing, node_selector))
+
+
+def _client_manifests(sizing: MooncakeClientSizing, node_selector: dict[str, str]) -> list[Manifest]:
     args = [
         f"--master_server_address={MASTER_ADDRESS}",
         "--host=$(POD_IP)",
@@ -178,7 +190,7 @@ def client_manifests(sizing: MooncakeClientSizing, node_selector: dict[str, str]
         "terminationGracePeriodSeconds": 30,
         "containers": [container],
         "volumes": [
-            {"name": "offload", "hostPath": {"path": "/mnt/mooncake-offload", "type": "DirectoryOrCreate"}},
+            {"name": "offload", "hostPath": {"path": HOST_OFFLOAD_DIR, "type": "DirectoryOrCreate"}},
             {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"}},
         ],
     }

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from components.catalog import labels
 from components.manifest import Manifest
+from components.specs import security
 
 NAME = "verify-offload"
 SCRIPT = Path(__file__).resolve().parents[1] / "verification" / "verify_offload.py"
@@ -47,7 +48,7 @@ def verification_manifests(spec: VerificationSpec) -> list[Manifest]:
         ],
         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
         "volumeMounts": [{"name": "script", "mountPath": "/verify", "readOnly": True}],
-        "securityContext": {"runAsNonRoot": True, "runAsUser": 65534, "allowPrivilegeEscalation": False},
+        "securityContext": {"runAsUser": 65534},  # nobody; hardened below
     }
     return [
         {
@@ -70,22 +71,25 @@ def verification_manifests(spec: VerificationSpec) -> list[Manifest]:
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": NAME},
             "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": spec.namespace}],
         },
-        {
-            "apiVersion": "batch/v1",
-            "kind": "Job",
-            "metadata": {**meta, "name": NAME},
-            "spec": {
-                "backoffLimit": 1,
-                "activeDeadlineSeconds": 3600,
-                "template": {
-                    "metadata": {"labels": LABELS},
-                    "spec": {
-                        "serviceAccountName": NAME,
-                        "restartPolicy": "Never",
-                        "containers": [container],
-                        "volumes": [{"name": "script", "configMap": {"name": f"{NAME}-script"}}],
+        security.harden(
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {**meta, "name": NAME},
+                "spec": {
+                    "backoffLimit": 1,
+                    "activeDeadlineSeconds": 3600,
+                    "template": {
+                        "metadata": {"labels": LABELS},
+                        "spec": {
+                            "serviceAccountName": NAME,
+                            "restartPolicy": "Never",
+                            "containers": [container],
+                            "volumes": [{"name": "script", "configMap": {"name": f"{NAME}-script"}}],
+                        },
                     },
                 },
             },
-        },
+            api_access=True,  # it lists the model-server pods (the Role above)
+        ),
     ]

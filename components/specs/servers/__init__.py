@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from components.manifest import Manifest
+from components.specs.security import harden_all
 from components.specs.servers.base import ServerSpec
 from components.specs.servers.lmcache_mp import lmcache_mp_manifests
 from components.specs.servers.sglang import sglang_manifests
@@ -13,7 +14,12 @@ __all__ = ["ServerSpec", "model_server_manifests"]
 
 
 def model_server_manifests(spec: ServerSpec) -> list[Manifest]:
-    """Every object one model-server role needs: ServiceAccount, workload, and what the connector adds."""
+    """Every object one model-server role needs: ServiceAccount, workload, and what the connector adds,
+    with every container locked down (components.specs.security)."""
+    return harden_all(_manifests(spec))
+
+
+def _manifests(spec: ServerSpec) -> list[Manifest]:
     if spec.accelerator.is_tpu:
         return tpu_multihost_manifests(spec) if spec.host_type == "multi-host" else tpu_manifests(spec)
     if spec.connector == "lmcache-server":

@@ -9,6 +9,7 @@ from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
 from components.manifest import Manifest
 from components.specs.connectors import FILES_STORAGE
+from components.specs.security import LUSTRE_PERMISSIONS_CONTAINER
 from components.specs.sizing import MooncakeClientSizing, TierSizing
 from components.specs.startup import probe_failure_threshold
 
@@ -199,7 +200,7 @@ def lustre_permissions_init(spec: ServerSpec) -> list[Manifest]:
         return []
     return [
         {
-            "name": "fix-lustre-permissions",
+            "name": LUSTRE_PERMISSIONS_CONTAINER,
             "image": versions.BUSYBOX_IMAGE,
             "command": ["sh", "-c", f"chmod -R g+w {FILES_STORAGE}/"],
             "volumeMounts": [files_storage_mount()],

@@ -7,6 +7,7 @@ import shlex
 from components.catalog import labels, versions
 from components.manifest import Manifest
 from components.specs import connectors
+from components.specs.security import NODE_SETUP_CONTAINER
 from components.specs.servers.base import (
     INIT_RESOURCES,
     ServerSpec,
@@ -33,7 +34,7 @@ RAY_GCS_PORT = 6379
 
 def _node_setup() -> Manifest:
     return {
-        "name": "tpu-node-setup",
+        "name": NODE_SETUP_CONTAINER,
         "image": versions.BUSYBOX_IMAGE,
         "command": ["/bin/sh", "-c", NODE_SETUP_SCRIPT],
         "securityContext": {"privileged": True},

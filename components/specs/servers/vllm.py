@@ -187,9 +187,6 @@ def vllm_manifests(spec: ServerSpec) -> list[Manifest]:
         "containers": [container],
         "volumes": volumes,
     }
-    # The guide runs these as root: native fs writes the shared tier, ROCm's native overlay patches vLLM.
-    if spec.connector == "native" and (spec.filesystem_tier or spec.accelerator.key == "amd"):
-        container["securityContext"] = {"runAsUser": 0}
     init = lustre_permissions_init(spec)
     if init:
         pod["initContainers"] = init

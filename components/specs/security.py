@@ -1,0 +1,198 @@
+"""Least privilege for every container the program renders, and the one list of its exceptions.
+
+Every container gets `allowPrivilegeEscalation: false`, every capability dropped and the runtime's
+default seccomp profile, and runs as a non-root user, unless an `Exemption` below names it and
+says why (each reason is the upstream guide's or the seed's). The policy rules read the same list,
+so a container that runs as root, privileged or with an added capability without one is caught.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from components.catalog import labels
+from components.manifest import Manifest
+
+# A UID with no passwd entry in the images: HOME is then `/`, where the pods mount their writable
+# caches (/.cache, /.triton, /.config), and vLLM's `USER` env stands in for the missing name.
+NON_ROOT_UID = 2000
+RDMA_RESOURCE = "rdma/ib"
+NODE_SETUP_CONTAINER = "tpu-node-setup"
+LUSTRE_PERMISSIONS_CONTAINER = "fix-lustre-permissions"
+LMCACHE_SERVER_CONTAINER = "lmcache"
+
+
+@dataclass(frozen=True)
+class Subject:
+    """One container, with the pod it runs in (labels and spec), as the exemptions see it."""
+
+    labels: dict[str, str]
+    pod: Manifest
+    container: Manifest
+
+    def mounts(self, path: str) -> bool:
+        return any(m.get("mountPath") == path for m in self.container.get("volumeMounts") or [])
+
+    def requests(self, resource: str) -> bool:
+        return resource in ((self.container.get("resources") or {}).get("requests") or {})
+
+    def env(self, name: str) -> bool:
+        return any(e.get("name") == name for e in self.container.get("env") or [])
+
+
+@dataclass(frozen=True)
+class Exemption:
+    name: str
+    reason: str
+    applies: Callable[[Subject], bool]
+    root: bool = False
+    privileged: bool = False
+    capabilities: tuple[str, ...] = ()
+
+
+def _vendor(vendor: str) -> Callable[[Subject], bool]:
+    return lambda s: s.labels.get(labels.ACCELERATOR_VENDOR_LABEL) == vendor
+
+
+EXEMPTIONS: tuple[Exemption, ...] = (
+    Exemption(
+        "tpu-node-setup",
+        "raises vm.max_map_count and the vfio DMA entry limit on the host for the TPU runtime"
+        " (the guide's privileged init container)",
+        lambda s: s.container.get("name") == NODE_SETUP_CONTAINER,
+        root=True,
+        privileged=True,
+    ),
+    Exemption(
+        "lmcache-server",
+        "opens every GPU of its node through the NVIDIA runtime as the image's root user; `lmcache.privileged`"
+        " where NVML cannot see the devices (the seed: 'If a pod prints an NVML error ... securityContext.privileged')",
+        lambda s: (
+            s.container.get("name") == LMCACHE_SERVER_CONTAINER
+            and str((s.container.get("command") or [""])[0]).endswith("/lmcache")
+        ),
+        root=True,
+        privileged=True,
+    ),
+    Exemption(
+        "lustre-permissions",
+        "opens the root-owned Lustre mount to the pod's group: chmod on files it does not own"
+        " (the guide's gke overlays)",
+        lambda s: s.container.get("name") == LUSTRE_PERMISSIONS_CONTAINER,
+        root=True,
+        capabilities=("FOWNER",),
+    ),
+    Exemption(
+        "shared-tier-writer",
+        "writes the shared filesystem tier, whose root the storage backend owns"
+        " (the guide runs native fs with runAsUser 0)",
+        lambda s: s.mounts(labels.FILES_STORAGE_MOUNT),
+        root=True,
+    ),
+    Exemption(
+        "rdma",
+        "registers memory with the RDMA NIC (MooncakeStore): page pinning needs CAP_IPC_LOCK, which Kubernetes"
+        " grants only to root (no ambient capabilities)",
+        lambda s: s.requests(RDMA_RESOURCE),
+        root=True,
+        capabilities=("IPC_LOCK",),
+    ),
+    Exemption(
+        "rocm",
+        "the guide's ROCm overlay runs as root (runAsUser 0, it patches vLLM in site-packages); /dev/kfd and /dev/dri"
+        " belong to the host's render group",
+        _vendor("amd"),
+        root=True,
+    ),
+    Exemption(
+        "xpu",
+        "Intel GPU render nodes belong to the host's render group, whose GID varies per host (the guide's 107 is"
+        " the image's); the guide runs the image as its root user",
+        _vendor("intel"),
+        root=True,
+    ),
+    Exemption(
+        "tpu",
+        "the guide runs vllm-tpu as the image's root user and mounts no writable home for it",
+        _vendor("google"),
+        root=True,
+    ),
+    Exemption(
+        "sglang",
+        "the guide runs SGLang as the image's root user; its JIT caches under $HOME (/.cache, /.triton) have no"
+        " writable mount",
+        lambda s: s.labels.get(labels.ENGINE_TYPE_LABEL) == "sglang",
+        root=True,
+    ),
+    Exemption(
+        "lmcache-client",
+        "the seed's decode pod runs lmcache/vllm-openai as its root user, like the node's LMCache server it shares"
+        " KV with over CUDA IPC, and mounts no writable home",
+        lambda s: s.env("LMCACHE_KV_CONFIG"),
+        root=True,
+    ),
+)
+PRIVILEGED_CONTAINERS = (NODE_SETUP_CONTAINER, LMCACHE_SERVER_CONTAINER)
+
+
+def exemptions(subject: Subject) -> list[Exemption]:
+    return [e for e in EXEMPTIONS if e.applies(subject)]
+
+
+def container_context(subject: Subject) -> Manifest:
+    """The securityContext a container gets: hardened, loosened only by the exemptions that name it.
+
+    A privileged container keeps only `privileged: true` (the API rejects it beside
+    allowPrivilegeEscalation false, and dropping capabilities would not bind it).
+    """
+    current = subject.container.get("securityContext") or {}
+    found = exemptions(subject)
+    if current.get("privileged"):
+        if not any(e.privileged for e in found):
+            raise ValueError(f"container {subject.container.get('name')} is privileged without an exemption")
+        return {"privileged": True}
+    capabilities: Manifest = {"drop": ["ALL"]}
+    added = sorted({c for e in found for c in e.capabilities})
+    if added:
+        capabilities["add"] = added
+    user: Manifest = (
+        {"runAsUser": 0}
+        if any(e.root for e in found)
+        else {"runAsNonRoot": True, "runAsUser": current.get("runAsUser", NON_ROOT_UID)}
+    )
+    return {
+        "allowPrivilegeEscalation": False,
+        "capabilities": capabilities,
+        "seccompProfile": {"type": "RuntimeDefault"},
+        **user,
+    }
+
+
+def harden_pod(template: Manifest, api_access: bool = False) -> Manifest:
+    """A pod template with every container hardened, and no service-account token unless it calls the API."""
+    out = copy.deepcopy(template)
+    spec = out.setdefault("spec", {})
+    pod_labels = dict((out.get("metadata") or {}).get("labels") or {})
+    for key in ("initContainers", "containers"):
+        for container in spec.get(key) or []:
+            container["securityContext"] = container_context(Subject(pod_labels, spec, container))
+    spec["automountServiceAccountToken"] = api_access
+    return out
+
+
+def harden(manifest: Manifest, api_access: bool = False) -> Manifest:
+    """The same object with its pod templates hardened (Deployment, DaemonSet, Job, LeaderWorkerSet)."""
+    spec = manifest.get("spec") or {}
+    if "template" in spec and manifest["kind"] in ("Deployment", "DaemonSet", "StatefulSet", "Job"):
+        return {**manifest, "spec": {**spec, "template": harden_pod(spec["template"], api_access)}}
+    lws = spec.get("leaderWorkerTemplate")
+    if manifest["kind"] == "LeaderWorkerSet" and lws:
+        hardened = {k: harden_pod(v, api_access) if k.endswith("Template") else v for k, v in lws.items()}
+        return {**manifest, "spec": {**spec, "leaderWorkerTemplate": hardened}}
+    return manifest
+
+
+def harden_all(manifests: list[Manifest]) -> list[Manifest]:
+    return [harden(m) for m in manifests]
