@@ -1,4 +1,5 @@
-"""Golden renders: per preset, the manifests, the router chart's values and the summary, checked in.
+"""Golden renders: per preset, the manifests, the router chart's values, the Pulumi resources (cloud
+arguments, parents, dependencies, providers, secret paths) and the summary, checked in.
 
 `./run golden` rewrites them; review the diff like code, since it is the change to what deploys.
 """
@@ -15,22 +16,44 @@ from stacks import loading
 from stacks.render import Render
 
 GOLDEN = Path(__file__).parent / "golden"
+# Goldens beyond the presets: (preset, overrides) for settings no preset turns on.
+VARIANTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "gpu-vllm-native-cpu+monitoring": ("gpu-vllm-native-cpu", ("monitoring.enabled=true",)),
+    "gpu-vllm-lmcache-server+gke-monitoring": (
+        "gpu-vllm-lmcache-server",
+        ("monitoring.enabled=true", "monitoring.provider=gke-managed-prometheus"),
+    ),
+}
+
+
+def golden_names() -> list[str]:
+    return sorted([*loading.preset_names(), *VARIANTS])
+
+
+def golden_render(name: str) -> Render:
+    from tests.helpers import rendered
+
+    preset, overrides = VARIANTS.get(name, (name, ()))
+    return rendered(preset, overrides)
 
 
 def golden_files(result: Render) -> dict[str, str]:
     charts = [r for r in json.loads(result.resources) if r["name"] == "llmd-router-chart"]
     values = yaml.safe_dump(charts[0]["inputs"]["values"], sort_keys=True, width=120) if charts else ""
-    return {"manifests.yaml": result.manifests, "router-values.yaml": values, "summary.md": result.summary}
+    return {
+        "manifests.yaml": result.manifests,
+        "resources.json": result.resources,
+        "router-values.yaml": values,
+        "summary.md": result.summary,
+    }
 
 
 def write_all() -> list[str]:
-    from tests.helpers import rendered
-
     written = []
-    for name in loading.preset_names():
+    for name in golden_names():
         folder = GOLDEN / name
         folder.mkdir(parents=True, exist_ok=True)
-        for file, text in golden_files(rendered(name)).items():
+        for file, text in golden_files(golden_render(name)).items():
             (folder / file).write_text(text)
         written.append(name)
     for stale in {p.name for p in GOLDEN.iterdir() if p.is_dir()} - set(written):
@@ -42,4 +65,4 @@ def write_all() -> list[str]:
 
 if __name__ == "__main__":
     names = write_all()
-    print(f"wrote golden renders of {len(names)} presets to {GOLDEN}", file=sys.stderr)
+    print(f"wrote golden renders of {len(names)} presets and variants to {GOLDEN}", file=sys.stderr)

@@ -25,6 +25,14 @@ KUBERNETES_VERSION = "1.34.0"
 
 @functools.cache
 def rendered(name: str, overrides: tuple[str, ...] = ()) -> Render:
+    """A preset's render (a stack file of the same name, such as Pulumi.dev.yaml, is not read)."""
+    return render(plan(loading.load_preset(name, list(overrides))), name)
+
+
+@functools.cache
+def rendered_stack(name: str, overrides: tuple[str, ...] = ()) -> Render:
+    """The render of the stack file Pulumi.NAME.yaml (its preset under the stack's own config)."""
+    assert loading.stack_file_exists(name), f"no Pulumi.{name}.yaml"
     return render(plan(loading.load_named(name, list(overrides))), name)
 
 

@@ -12,18 +12,29 @@ from components.units import ByteSize
 from stacks import loading
 from stacks.offline import OFFLINE_HF_TOKEN
 from stacks.plan import plan
-from stacks.render import render
-from tests.helpers import by_kind, manifests, rendered, resources, router_chart, validate
+from stacks.render import Render, render
+from tests.helpers import by_kind, manifests, rendered, rendered_stack, resources, router_chart, validate
 
 PRESETS = loading.preset_names()
+# Every preset, and the stack files beside them (Pulumi.dev.yaml sets its own config over the dev preset).
+STACKS = ["dev"]
+TARGETS = [pytest.param(name, False, id=name) for name in PRESETS] + [
+    pytest.param(name, True, id=f"Pulumi.{name}.yaml") for name in STACKS
+]
+
+
+def _render(name: str, stack: bool, overrides: tuple[str, ...] = ()) -> Render:
+    return rendered_stack(name, overrides) if stack else rendered(name, overrides)
+
+
 MONITORING = ("monitoring.enabled=true",)
 GKE_MONITORING = ("monitoring.enabled=true", "monitoring.provider=gke-managed-prometheus")
 
 
-@pytest.mark.parametrize("name", [*PRESETS, "dev"])
+@pytest.mark.parametrize(("name", "stack"), TARGETS)
 @pytest.mark.parametrize("overrides", [(), MONITORING, GKE_MONITORING])
-def test_every_object_validates_against_its_schema(name: str, overrides: tuple[str, ...]) -> None:
-    objects = manifests(rendered(name, overrides))
+def test_every_object_validates_against_its_schema(name: str, stack: bool, overrides: tuple[str, ...]) -> None:
+    objects = manifests(_render(name, stack, overrides))
     assert objects
     for obj in objects:
         validate(obj)
@@ -56,9 +67,9 @@ def test_renders_are_byte_identical() -> None:
     assert first == second
 
 
-@pytest.mark.parametrize("name", [*PRESETS, "dev"])
-def test_hf_token_never_appears_and_is_recorded_secret(name: str) -> None:
-    result = rendered(name)
+@pytest.mark.parametrize(("name", "stack"), TARGETS)
+def test_hf_token_never_appears_and_is_recorded_secret(name: str, stack: bool) -> None:
+    result = _render(name, stack)
     for text in (result.manifests, result.resources, result.summary):
         assert OFFLINE_HF_TOKEN not in text
     secret = next(r for r in resources(result) if r["type"] == "kubernetes:core/v1:Secret")
