@@ -13,7 +13,7 @@ from components.cloud_storage import EfsArgs, EfsStorage, LustreArgs, LustreStor
 from components.cluster.addons import NvidiaDevicePlugin
 from components.cluster.eks import EksCluster, EksClusterArgs
 from components.cluster.gke import GkeCluster, GkeClusterArgs
-from components.specs.clusters import POOL_LABEL
+from components.specs.clusters import nvidia_device_plugin_pools, nvidia_device_plugin_values
 from components.specs.servers.base import FILES_STORAGE_CLAIM
 from components.units import GiB
 from stacks.plan import StackPlan, lustre_volume_name
@@ -88,12 +88,12 @@ def compose(stack_plan: StackPlan, hf_token: pulumi.Input[str]) -> StackOutputs:
     serving_needs: list[pulumi.Resource] = []
     if cluster is not None and config.cache.node_pool:
         serving_needs += cluster.node_pools[config.cache.node_pool]
-    if isinstance(cluster, EksCluster) and any(p.machine.accelerator == "gpu" for p in stack_plan.pools):
-        gpu_pools = sorted({p.key for p in stack_plan.pools if p.machine.accelerator == "gpu"})
+    gpu_pools = nvidia_device_plugin_pools(stack_plan.pools)
+    if cluster is not None and gpu_pools:  # one DaemonSet over every GPU pool's nodes
         serving_needs.append(
             NvidiaDevicePlugin(
                 f"{STACK_NAME}-nvidia-device-plugin",
-                {POOL_LABEL: gpu_pools[0]},
+                nvidia_device_plugin_values(gpu_pools),
                 pulumi.ResourceOptions(providers=[provider], depends_on=[cluster]),
             )
         )

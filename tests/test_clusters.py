@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 import pytest
 
+from components.catalog.machines import MACHINES
+from components.specs import clusters
+from components.specs.clusters import PoolSpec
 from components.units import ByteSize, GiB, MiB
 from stacks import loading
 from stacks.errors import ConfigError
 from stacks.hardware import allocatable_memory
 from stacks.plan import plan
+from stacks.render import render
 from tests.helpers import by_kind, manifests, rendered, resources
 
 
@@ -232,3 +237,56 @@ def test_spot_and_reservations_per_pool() -> None:
     assert template["capacityReservationSpecification"]["capacityReservationTarget"] == {
         "capacityReservationId": "cr-0123"
     }
+
+
+def _eks_pool(efa: bool = True, reservation: str | None = None) -> PoolSpec:
+    machine = dataclasses.replace(MACHINES["p5.48xlarge"], efa=efa)
+    return PoolSpec(key="h100", name="c-h100", machine=machine, node_count=2, reservation=reservation)
+
+
+def test_eks_accelerator_node_group_runs_in_one_zone_while_the_system_group_spans_all() -> None:
+    args = clusters.eks_accelerator_node_group_args(
+        _eks_pool(), "c", "role", ["subnet-a", "subnet-b", "subnet-c"], None, {}
+    )
+    assert args["subnet_ids"] == ["subnet-a"]  # a cluster placement group and EFA stay within one zone
+    rows = _rows("eks-h100-efs")
+    h100 = _one(rows, "aws:eks/nodeGroup:NodeGroup", "llmd-eks-h100")
+    assert h100["inputs"]["subnetIds"] == ["llmd-eks-private-us-east-1a-id"]
+    system = _one(rows, "aws:eks/nodeGroup:NodeGroup", "llmd-eks-system")
+    assert system["inputs"]["subnetIds"] == ["llmd-eks-private-us-east-1a-id", "llmd-eks-private-us-east-1b-id"]
+
+
+def test_eks_launch_template_only_for_efa_or_a_reservation() -> None:
+    assert clusters.eks_launch_template_args(_eks_pool(efa=False), "sg", None) is None
+    efa = clusters.eks_launch_template_args(_eks_pool(), "sg", "placement")
+    assert efa == {
+        "network_interfaces": [{"device_index": 0, "interface_type": "efa", "security_groups": ["sg"]}],
+        "placement": {"group_name": "placement"},
+    }
+    reserved = clusters.eks_launch_template_args(_eks_pool(efa=False, reservation="cr-1"), "sg", None)
+    assert reserved == {
+        "capacity_reservation_specification": {"capacity_reservation_target": {"capacity_reservation_id": "cr-1"}}
+    }
+    template = _one(_rows("eks-h100-efs"), "aws:ec2/launchTemplate:LaunchTemplate")
+    assert template["inputs"]["placement"] == {"groupName": "llmd-eks-h100"}
+    assert "aws:ec2/placementGroup:PlacementGroup::llmd-eks-h100" in template["dependsOn"]
+
+
+def test_gke_node_pools_repair_and_upgrade_their_nodes() -> None:
+    pools = [r for r in _rows("gke-h100-lustre") if r["type"] == "gcp:container/nodePool:NodePool"]
+    assert {p["name"] for p in pools} == {"llmd-gke-h100", "llmd-gke-system"}
+    for pool in pools:
+        assert pool["inputs"]["management"] == {"autoRepair": True, "autoUpgrade": True}, pool["name"]
+
+
+def test_the_nvidia_device_plugin_runs_on_every_gpu_pool() -> None:
+    spare = {"machine_type": "p5.48xlarge", "node_count": 1, "taints": [{"key": "team", "value": "ml"}]}
+    config = loading.build("eks-h100-efs", {"node_pools": {"spare": spare}})
+    rows = resources(render(plan(config), "two-pools"))
+    plugin = _one(rows, "kubernetes:helm.sh/v4:Chart", "llmd-nvidia-device-plugin-chart")["inputs"]["values"]
+    [term] = plugin["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert term == {"matchExpressions": [{"key": "llm-d.ai/node-pool", "operator": "In", "values": ["h100", "spare"]}]}
+    assert {"key": "team", "operator": "Exists", "effect": "NoSchedule"} in plugin["tolerations"]
+    assert "nodeSelector" not in plugin
+    # GKE installs its own plugin with the driver.
+    assert not [r for r in _rows("gke-h100-lustre") if "nvidia-device-plugin" in r["name"]]

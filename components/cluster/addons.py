@@ -1,6 +1,9 @@
-"""NvidiaDevicePlugin: advertises `nvidia.com/gpu` on EKS GPU nodes (GKE installs its own)."""
+"""NvidiaDevicePlugin: advertises `nvidia.com/gpu` on EKS GPU nodes (GKE installs its own); its values
+come from `specs.clusters.nvidia_device_plugin_values`."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -10,7 +13,7 @@ from components.k8s_objects import child_options
 
 
 class NvidiaDevicePlugin(pulumi.ComponentResource):
-    def __init__(self, name: str, node_selector: dict[str, str], opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, name: str, values: dict[str, Any], opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llmd:cluster:NvidiaDevicePlugin", name, None, opts)
         k8s.helm.v4.Chart(
             f"{name}-chart",
@@ -19,10 +22,7 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
                 repository_opts=k8s.helm.v4.RepositoryOptsArgs(repo=versions.NVIDIA_DEVICE_PLUGIN_REPO),
                 version=versions.NVIDIA_DEVICE_PLUGIN_VERSION,
                 namespace="kube-system",
-                values={
-                    "nodeSelector": node_selector,
-                    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-                },
+                values=values,
             ),
             opts=child_options(self, opts),
         )

@@ -19,8 +19,6 @@ EKS_POLICIES = {
         "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
     ],
 }
-GPU_AMI = "AL2023_x86_64_NVIDIA"  # the EKS-optimized AMI with the NVIDIA driver and container toolkit
-SYSTEM_AMI = "AL2023_x86_64_STANDARD"
 
 
 @dataclass(frozen=True)
@@ -47,8 +45,39 @@ class EksCluster(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: EksClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llmd:cluster:EksCluster", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        tags = {"llm-d.ai/stack": args.name}
+        self._name, self._child = name, pulumi.ResourceOptions(parent=self)
+        self._tags = {"llm-d.ai/stack": args.name}
+        vpc, private = self._network(args)
+        private_ids = [s.id for s in private]
+        roles = self._roles()
+        cluster = aws.eks.Cluster(
+            f"{name}-cluster",
+            **clusters.eks_cluster_args(args.name, args.version, roles["cluster"].arn, private_ids, self._tags),
+            opts=self._child,
+        )
+        issuer = cluster.identities.apply(lambda ids: str(ids[0].oidcs[0].issuer) if ids and ids[0].oidcs else "")
+        oidc = aws.iam.OpenIdConnectProvider(
+            f"{name}-oidc", url=issuer, client_id_lists=["sts.amazonaws.com"], tags=self._tags, opts=self._child
+        )
+        node_security_group = cluster.vpc_config.apply(lambda c: str(c.cluster_security_group_id))
+        self.node_pools = self._node_groups(args, cluster, roles, private_ids, node_security_group)
+        self.vpc_id = vpc.id
+        self.private_subnet_ids = private_ids
+        self.node_security_group_id = node_security_group
+        self.oidc_provider_arn = oidc.arn
+        self.oidc_issuer = issuer
+        self.cluster_name = cluster.name
+        self.kubeconfig = pulumi.Output.secret(
+            pulumi.Output.all(cluster.endpoint, cluster.certificate_authority.data).apply(
+                lambda v: clusters.eks_kubeconfig(args.name, args.region, v[0], v[1])
+            )
+        )
+        self.register_outputs({"kubeconfig": self.kubeconfig, "vpcId": self.vpc_id})
+
+    def _network(self, args: EksClusterArgs) -> tuple[aws.ec2.Vpc, list[aws.ec2.Subnet]]:
+        """The VPC: public subnets behind an internet gateway (NAT, load balancers), private subnets
+        behind the NAT (nodes, pods), one of each per zone. Returns the VPC and the private subnets."""
+        name, tags, child = self._name, self._tags, self._child
         vpc = aws.ec2.Vpc(
             f"{name}-vpc",
             cidr_block=args.vpc_cidr,
@@ -84,100 +113,63 @@ class EksCluster(pulumi.ComponentResource):
         public = subnets("public", public_cidrs, {"gateway_id": gateway.id}, "elb")
         nat_ip = aws.ec2.Eip(f"{name}-nat", domain="vpc", tags=tags, opts=child)
         nat = aws.ec2.NatGateway(f"{name}-nat", allocation_id=nat_ip.id, subnet_id=public[0].id, tags=tags, opts=child)
-        private = subnets("private", private_cidrs, {"nat_gateway_id": nat.id}, "internal-elb")
+        return vpc, subnets("private", private_cidrs, {"nat_gateway_id": nat.id}, "internal-elb")
 
+    def _roles(self) -> dict[str, aws.iam.Role]:
         roles = {}
         for role, policies in EKS_POLICIES.items():
             principal = "eks.amazonaws.com" if role == "cluster" else "ec2.amazonaws.com"
             roles[role] = aws.iam.Role(
-                f"{name}-{role}", assume_role_policy=clusters.assume_role_policy(principal), tags=tags, opts=child
+                f"{self._name}-{role}",
+                assume_role_policy=clusters.assume_role_policy(principal),
+                tags=self._tags,
+                opts=self._child,
             )
             for i, arn in enumerate(policies):
-                aws.iam.RolePolicyAttachment(f"{name}-{role}-{i}", role=roles[role].name, policy_arn=arn, opts=child)
-        cluster = aws.eks.Cluster(
-            f"{name}-cluster",
-            name=args.name,
-            version=args.version,
-            role_arn=roles["cluster"].arn,
-            vpc_config={
-                "subnet_ids": [s.id for s in private],
-                "endpoint_private_access": True,
-                "endpoint_public_access": True,
-            },
-            access_config={
-                "authentication_mode": "API_AND_CONFIG_MAP",
-                "bootstrap_cluster_creator_admin_permissions": True,
-            },
-            tags=tags,
-            opts=child,
-        )
-        issuer = cluster.identities.apply(lambda ids: str(ids[0].oidcs[0].issuer) if ids and ids[0].oidcs else "")
-        oidc = aws.iam.OpenIdConnectProvider(
-            f"{name}-oidc", url=issuer, client_id_lists=["sts.amazonaws.com"], tags=tags, opts=child
-        )
-        node_security_group = cluster.vpc_config.apply(lambda c: str(c.cluster_security_group_id))
+                aws.iam.RolePolicyAttachment(
+                    f"{self._name}-{role}-{i}", role=roles[role].name, policy_arn=arn, opts=self._child
+                )
+        return roles
+
+    def _node_groups(
+        self,
+        args: EksClusterArgs,
+        cluster: aws.eks.Cluster,
+        roles: dict[str, aws.iam.Role],
+        private_ids: list[pulumi.Output[str]],
+        node_security_group: pulumi.Output[str],
+    ) -> dict[str, list[pulumi.Resource]]:
+        """The system node group, then per accelerator pool its placement group and launch template
+        (when it needs them) and its node group."""
+        name, tags, child = self._name, self._tags, self._child
         node_opts = pulumi.ResourceOptions(parent=self, depends_on=list(roles.values()))
-        system = aws.eks.NodeGroup(
-            f"{name}-system",
-            cluster_name=cluster.name,
-            node_group_name=f"{args.name}-system",
-            node_role_arn=roles["node"].arn,
-            subnet_ids=[s.id for s in private],
-            instance_types=[args.system_instance_type],
-            ami_type=SYSTEM_AMI,
-            scaling_config={"desired_size": args.system_node_count, "min_size": 1, "max_size": args.system_node_count},
-            labels={clusters.POOL_LABEL: "system"},
-            tags=tags,
-            opts=node_opts,
+        system_args = clusters.eks_system_node_group_args(
+            args.name,
+            args.system_instance_type,
+            args.system_node_count,
+            cluster.name,
+            roles["node"].arn,
+            private_ids,
+            tags,
         )
-        self.node_pools = {"system": [system]}
+        out: dict[str, list[pulumi.Resource]] = {
+            "system": [aws.eks.NodeGroup(f"{name}-system", **system_args, opts=node_opts)]
+        }
         for pool in args.pools:
-            template: dict[str, Any] = {}
-            if pool.machine.efa:  # EFA: RDMA between nodes, in one placement group
-                placement = aws.ec2.PlacementGroup(f"{name}-{pool.key}", strategy="cluster", tags=tags, opts=child)
-                template["network_interfaces"] = [
-                    {"device_index": 0, "interface_type": "efa", "security_groups": [node_security_group]}
-                ]
-                template["placement"] = {"group_name": placement.name}
-            if pool.reservation:  # an EC2 capacity reservation (e.g. a Capacity Block for ML)
-                template["capacity_reservation_specification"] = {
-                    "capacity_reservation_target": {"capacity_reservation_id": pool.reservation}
-                }
-            launch_template = (
-                aws.ec2.LaunchTemplate(f"{name}-{pool.key}", tags=tags, opts=child, **template) if template else None
+            placement = (
+                aws.ec2.PlacementGroup(f"{name}-{pool.key}", strategy="cluster", tags=tags, opts=child)
+                if pool.machine.efa
+                else None
             )
-            node_group: dict[str, Any] = {
-                "cluster_name": cluster.name,
-                "node_group_name": pool.name,
-                "node_role_arn": roles["node"].arn,
-                "subnet_ids": [private[0].id],  # one zone: the GPUs of a pool talk over EFA within it
-                "instance_types": [pool.machine.key],
-                "ami_type": GPU_AMI,
-                "capacity_type": "SPOT" if pool.spot else "ON_DEMAND",
-                "scaling_config": {
-                    "desired_size": pool.node_count,
-                    "min_size": 0,
-                    "max_size": max(pool.node_count, 1),
-                },
-                "labels": pool.node_labels,
-                "taints": clusters.cloud_taints(pool.taints),
-                "tags": tags,
-            }
-            if launch_template is not None:
-                node_group["launch_template"] = {
-                    "id": launch_template.id,
-                    "version": launch_template.latest_version.apply(str),
-                }
-            self.node_pools[pool.key] = [aws.eks.NodeGroup(f"{name}-{pool.key}", opts=node_opts, **node_group)]
-        self.vpc_id = vpc.id
-        self.private_subnet_ids = [s.id for s in private]
-        self.node_security_group_id = node_security_group
-        self.oidc_provider_arn = oidc.arn
-        self.oidc_issuer = issuer
-        self.cluster_name = cluster.name
-        self.kubeconfig = pulumi.Output.secret(
-            pulumi.Output.all(cluster.endpoint, cluster.certificate_authority.data).apply(
-                lambda v: clusters.eks_kubeconfig(args.name, args.region, v[0], v[1])
+            template_args = clusters.eks_launch_template_args(
+                pool, node_security_group, placement.name if placement else None
             )
-        )
-        self.register_outputs({"kubeconfig": self.kubeconfig, "vpcId": self.vpc_id})
+            launch_template = None
+            if template_args is not None:
+                template = aws.ec2.LaunchTemplate(f"{name}-{pool.key}", tags=tags, opts=child, **template_args)
+                launch_template = {"id": template.id, "version": template.latest_version.apply(str)}
+            node_group = clusters.eks_accelerator_node_group_args(
+                pool, cluster.name, roles["node"].arn, private_ids, launch_template, tags
+            )
+            out[pool.key] = [aws.eks.NodeGroup(f"{name}-{pool.key}", opts=node_opts, **node_group)]
+        return out

@@ -201,6 +201,124 @@ def subnet_cidrs(vpc_cidr: str, count: int) -> tuple[list[str], list[str]]:
     return public, private
 
 
+GPU_AMI = "AL2023_x86_64_NVIDIA"  # the EKS-optimized AMI with the NVIDIA driver and container toolkit
+SYSTEM_AMI = "AL2023_x86_64_STANDARD"
+
+
+def eks_cluster_args(name: str, version: str, role_arn: Any, subnet_ids: list[Any], tags: dict[str, str]) -> Args:
+    """The control plane in the private subnets; its endpoint reachable from both sides."""
+    return {
+        "name": name,
+        "version": version,
+        "role_arn": role_arn,
+        "vpc_config": {"subnet_ids": subnet_ids, "endpoint_private_access": True, "endpoint_public_access": True},
+        "access_config": {
+            "authentication_mode": "API_AND_CONFIG_MAP",
+            "bootstrap_cluster_creator_admin_permissions": True,
+        },
+        "tags": tags,
+    }
+
+
+def eks_system_node_group_args(
+    name: str,
+    instance_type: str,
+    node_count: int,
+    cluster_name: Any,
+    node_role_arn: Any,
+    subnet_ids: list[Any],
+    tags: dict[str, str],
+) -> Args:
+    """The system node group, spread over every zone (it holds no accelerators)."""
+    return {
+        "cluster_name": cluster_name,
+        "node_group_name": f"{name}-system",
+        "node_role_arn": node_role_arn,
+        "subnet_ids": subnet_ids,
+        "instance_types": [instance_type],
+        "ami_type": SYSTEM_AMI,
+        "scaling_config": {"desired_size": node_count, "min_size": 1, "max_size": node_count},
+        "labels": {POOL_LABEL: "system"},
+        "tags": tags,
+    }
+
+
+def eks_launch_template_args(pool: PoolSpec, security_group: Any, placement_group: Any | None) -> Args | None:
+    """What a pool's nodes need beyond the node group's own arguments (None: no launch template).
+
+    EFA machines get an EFA interface and the pool's cluster placement group (`placement_group`, the
+    group's name; required for them); a reservation targets the EC2 capacity reservation (e.g. a
+    Capacity Block for ML)."""
+    template: Args = {}
+    if pool.machine.efa:
+        assert placement_group is not None, "an EFA pool runs in its cluster placement group"
+        template["network_interfaces"] = [
+            {"device_index": 0, "interface_type": "efa", "security_groups": [security_group]}
+        ]
+        template["placement"] = {"group_name": placement_group}
+    if pool.reservation:
+        template["capacity_reservation_specification"] = {
+            "capacity_reservation_target": {"capacity_reservation_id": pool.reservation}
+        }
+    return template or None
+
+
+def eks_accelerator_node_group_args(
+    pool: PoolSpec,
+    cluster_name: Any,
+    node_role_arn: Any,
+    zone_subnet_ids: list[Any],
+    launch_template: dict[str, Any] | None,
+    tags: dict[str, str],
+) -> Args:
+    """An accelerator pool's node group in ONE zone (the first private subnet): a cluster placement
+    group and EFA only span one, and the pool's GPUs talk over EFA within it."""
+    args: Args = {
+        "cluster_name": cluster_name,
+        "node_group_name": pool.name,
+        "node_role_arn": node_role_arn,
+        "subnet_ids": zone_subnet_ids[:1],
+        "instance_types": [pool.machine.key],
+        "ami_type": GPU_AMI,
+        "capacity_type": "SPOT" if pool.spot else "ON_DEMAND",
+        "scaling_config": {"desired_size": pool.node_count, "min_size": 0, "max_size": max(pool.node_count, 1)},
+        "labels": pool.node_labels,
+        "taints": cloud_taints(pool.taints),
+        "tags": tags,
+    }
+    if launch_template is not None:
+        args["launch_template"] = launch_template
+    return args
+
+
+def nvidia_device_plugin_pools(pools: list[PoolSpec]) -> list[PoolSpec]:
+    """The created pools whose nodes need the NVIDIA device plugin to advertise `nvidia.com/gpu` (EKS
+    GPU nodes; GKE installs its own plugin with the driver)."""
+    return [p for p in pools if p.machine.cloud == "eks" and p.machine.accelerator == "gpu"]
+
+
+def nvidia_device_plugin_values(pools: list[PoolSpec]) -> Args:
+    """The chart's values: one DaemonSet on the nodes of every such pool, tolerating their taints.
+    `affinity` replaces the chart's default, which asks for Node Feature Discovery labels (pci-10de)
+    that EKS nodes do not carry."""
+    keys = sorted({p.key for p in pools})
+    tolerations = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    for taint in (t for p in pools for t in p.taints):
+        toleration = {"key": taint["key"], "operator": "Exists", "effect": taint["effect"]}
+        if toleration not in tolerations:
+            tolerations.append(toleration)
+    return {
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [{"key": POOL_LABEL, "operator": "In", "values": keys}]}]
+                }
+            }
+        },
+        "tolerations": tolerations,
+    }
+
+
 def eks_kubeconfig(name: str, region: str, endpoint: str | None, ca_data: str | None) -> str:
     """Authenticates through `aws eks get-token` (the caller's AWS credentials)."""
     user = {
