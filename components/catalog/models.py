@@ -1,4 +1,5 @@
-"""Served models and their KV-cache geometry (from each model's Hugging Face config.json)."""
+"""Served models: their KV-cache geometry (from each model's Hugging Face config.json) and the
+parameters a token's forward pass multiplies (from each model card; MoE models count active experts)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ class ModelSpec:
     kv_dtype: str = "bfloat16"
     params_billion: float = 0.0  # total parameters: the summary, and the weight bytes a pod fetches
     weight_dtype: str = "bfloat16"  # of the published checkpoint
+    # Parameters one token's forward pass multiplies (MoE: the activated experts only); a prefill
+    # costs about 2 FLOPs per active parameter per token.
+    active_params_billion: float = 0.0
     # Attention layers of different shapes (e.g. Gemma's sliding-window and global layers with
     # different head dimensions) make vLLM build several KV-cache groups; the native
     # OffloadingConnector needs them unified with `--disable-hybrid-kv-cache-manager`.
@@ -45,9 +49,33 @@ class ModelSpec:
 MODELS: dict[str, ModelSpec] = {
     m.name: m
     for m in (
-        ModelSpec("Qwen/Qwen3-32B", layers=64, kv_heads=8, head_dim=128, attention_heads=64, params_billion=32.8),
-        ModelSpec("Qwen/Qwen3-8B", layers=36, kv_heads=8, head_dim=128, attention_heads=32, params_billion=8.2),
-        ModelSpec("Qwen/Qwen3-0.6B", layers=28, kv_heads=8, head_dim=128, attention_heads=16, params_billion=0.6),
+        ModelSpec(
+            "Qwen/Qwen3-32B",
+            layers=64,
+            kv_heads=8,
+            head_dim=128,
+            attention_heads=64,
+            params_billion=32.8,
+            active_params_billion=32.8,
+        ),
+        ModelSpec(
+            "Qwen/Qwen3-8B",
+            layers=36,
+            kv_heads=8,
+            head_dim=128,
+            attention_heads=32,
+            params_billion=8.2,
+            active_params_billion=8.2,
+        ),
+        ModelSpec(
+            "Qwen/Qwen3-0.6B",
+            layers=28,
+            kv_heads=8,
+            head_dim=128,
+            attention_heads=16,
+            params_billion=0.6,
+            active_params_billion=0.6,
+        ),
         ModelSpec(
             "Qwen/Qwen3-Coder-480B-A35B-Instruct",
             layers=62,
@@ -55,6 +83,7 @@ MODELS: dict[str, ModelSpec] = {
             head_dim=128,
             attention_heads=96,
             params_billion=480.0,
+            active_params_billion=35.0,  # "480B total, 35B activated" (8 of 160 experts)
         ),
     )
 }
