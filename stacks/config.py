@@ -175,6 +175,11 @@ class StorageConfig(_Section):
     )
     storage_class: str = Field(default="", description="existing: the claim's StorageClass; empty: the cluster default")
     size: ByteSize = Field(default=ByteSize(9000 * GiB), description="requested capacity of the claim")
+    read_bandwidth: ByteSize | None = Field(
+        default=None,
+        description="existing: aggregate read bytes per second of the StorageClass, shared by the pods"
+        " (the payoff table's filesystem tier); unset: not derived",
+    )
     lustre: LustreSettings = LustreSettings()
 
 
@@ -227,8 +232,10 @@ class AlertThresholds(_Section):
     offload_hit_rate_floor: float = Field(default=0.01, ge=0, le=1, description="offload hits / queries below this")
     hbm_hit_rate_drop: float = Field(default=0.8, gt=0, le=1, description="HBM hit rate below this x an hour ago")
     loads_per_store: float = Field(default=0.01, ge=0, le=1, description="loaded / stored bytes below this")
-    min_load_bandwidth: ByteSize = Field(
-        default=ByteSize(2 * 1000**3), description="bytes per second a CPU->HBM load must beat (2GB: PCIe-bound)"
+    min_load_bandwidth: ByteSize | None = Field(
+        default=None,
+        description="bytes per second a CPU->HBM load must beat; default: the stack's derived break-even"
+        " (the summary's payoff table)",
     )
     router_hit_ratio_margin: float = Field(
         default=0.2, ge=0, le=1, description="router CPU index hit ratio above the servers' by more than this"

@@ -13,13 +13,14 @@ from typing import Any
 from components.catalog import labels, versions
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.machines import MACHINES
-from components.catalog.models import MODELS
+from components.catalog.models import MODELS, ModelSpec
 from components.catalog.support import SUPPORTED, ComboDefaults
 from components.manifest import Manifest
-from components.specs import alerts, dashboard, lmcache, monitoring, mooncake, sizing
+from components.specs import alerts, dashboard, lmcache, monitoring, mooncake, payoff, sizing
 from components.specs.clusters import PoolSpec
+from components.specs.connectors import TIERING_BLOCK_TOKENS
 from components.specs.router_values import RouterInputs, inference_pool, router_endpoint, router_values
-from components.specs.servers import ServerSpec, model_server_manifests
+from components.specs.servers import ServerSpec, model_server_manifests, sglang
 from components.specs.servers.base import Scheduling, files_storage_claim, router_selector
 from components.specs.servers.vllm import lmcache_image_for
 from components.specs.startup import AwaitBudget, with_await_budget
@@ -57,6 +58,7 @@ class StackPlan:
     metrics_to_watch: list[str]
     fit: hardware.Fit | None  # the stack against its node pool (None: no pool described)
     pools: list[PoolSpec]  # node pools to create
+    payoff: payoff.Payoff  # break-even load bandwidth and each tier's expected reload
     budgets: list[AwaitBudget] = dataclasses.field(default_factory=list)  # what Pulumi waits for, and why
 
     @property
@@ -251,7 +253,8 @@ def plan(config: StackConfig) -> StackPlan:
     uses_claim = cache.tier.variant == "fs" and cache.connector != "mooncake-store"
     is_mooncake = cache.connector == "mooncake-store"
     exports = _exports(config, profile)
-    stack_alerts = alerts.alerts(exports, _thresholds(config))
+    stack_payoff = payoff.derive(_payoff_inputs(config, defaults, tier_sizing.model, devices, replicas))
+    stack_alerts = alerts.alerts(exports, _thresholds(config, stack_payoff))
     stack_plan = StackPlan(
         config=config,
         sizing=tier_sizing,
@@ -274,6 +277,7 @@ def plan(config: StackConfig) -> StackPlan:
         metrics_to_watch=alerts.metrics_to_watch(exports),
         fit=fit,
         pools=pool_specs(config),
+        payoff=stack_payoff,
     )
     return _with_await_budgets(stack_plan)
 
@@ -353,16 +357,62 @@ def _exports(config: StackConfig, profile: str) -> alerts.Exports:
     )
 
 
-def _thresholds(config: StackConfig) -> alerts.Thresholds:
+def _thresholds(config: StackConfig, stack_payoff: payoff.Payoff) -> alerts.Thresholds:
+    """The stack's alert thresholds; loads must beat the derived break-even unless the config says otherwise."""
     t = config.monitoring.alerts
     return alerts.Thresholds(
         window=t.window,
         offload_hit_rate_floor=t.offload_hit_rate_floor,
         hbm_hit_rate_drop=t.hbm_hit_rate_drop,
         loads_per_store=t.loads_per_store,
-        min_load_bandwidth_bytes=t.min_load_bandwidth.bytes,
+        min_load_bandwidth_bytes=(
+            t.min_load_bandwidth.bytes if t.min_load_bandwidth is not None else round(stack_payoff.break_even)
+        ),
         router_hit_ratio_margin=t.router_hit_ratio_margin,
         lmcache_hit_rate_floor=t.lmcache_hit_rate_floor,
+    )
+
+
+def _transfer_block(config: StackConfig) -> tuple[int, str]:
+    """Tokens per block the CPU tier moves to the accelerator, and what sets it."""
+    cache, accelerator = config.cache, ACCELERATORS[config.cache.accelerator]
+    if accelerator.is_tpu:
+        return accelerator.kv_block_tokens, "TPU offload KV block"
+    if cache.server == "sglang":
+        return sglang.PAGE_TOKENS, "HiCache page"
+    if cache.connector == "lmcache-server":
+        return config.lmcache.chunk_size, "LMCache chunk, `lmcache.chunk_size`"
+    if cache.connector == "lmcache-connector":
+        return payoff.LMCACHE_CHUNK_TOKENS, "LMCache chunk"
+    if cache.connector == "native" and cache.tier.variant == "fs":
+        return TIERING_BLOCK_TOKENS, "TieringOffloadingSpec `block_size`"
+    return accelerator.kv_block_tokens, "vLLM KV block"
+
+
+def _payoff_inputs(
+    config: StackConfig, defaults: ComboDefaults, model: ModelSpec, devices: int, replicas: int
+) -> payoff.PayoffInputs:
+    cache, storage = config.cache, config.storage
+    block_tokens, block_from = _transfer_block(config)
+    shared = cache.tier.variant == "fs" and cache.connector != "mooncake-store"
+    return payoff.PayoffInputs(
+        model=model,
+        accelerator=cache.accelerator,
+        devices_per_pod=devices,
+        pods_per_replica=defaults.group_size,
+        block_tokens=block_tokens,
+        block_from=block_from,
+        filesystem=(
+            payoff.filesystem(
+                storage.backend,
+                storage.size,
+                storage.lustre.per_unit_storage_throughput,
+                storage.read_bandwidth,
+                replicas * defaults.group_size,
+            )
+            if shared
+            else None
+        ),
     )
 
 

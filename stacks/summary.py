@@ -3,16 +3,48 @@
 from __future__ import annotations
 
 from components.specs.clusters import PoolSpec
+from components.specs.payoff import gbps
 from components.units import GiB
 from stacks.hardware import Fit
 from stacks.offline import Recording
 from stacks.plan import StackPlan
+
+LOAD_ALERT = "TieredCacheLoadTooSlow"
 
 
 def _table(header: tuple[str, ...], rows: list[tuple[str, str]] | list[tuple[str, str, str]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
     return lines
+
+
+def _payoff(stack_plan: StackPlan) -> list[str]:
+    """Break-even load bandwidth, each tier's expected reload, and what a slow tier still buys."""
+    payoff = stack_plan.payoff
+    rows = [(d.name, d.value, d.formula) for d in payoff.rows]
+    threshold = next((a for a in stack_plan.alerts if a.name == LOAD_ALERT), None)
+    if threshold is not None:
+        configured = stack_plan.config.monitoring.alerts.min_load_bandwidth
+        rows.append(
+            (
+                f"`{LOAD_ALERT}` threshold",
+                f"{configured.bytes if configured else round(payoff.break_even)} B/s"
+                f" ({gbps(configured.bytes if configured else payoff.break_even)})",
+                "stack config `monitoring.alerts.min_load_bandwidth`" if configured else "the break-even above",
+            )
+        )
+    verdicts = [
+        f"- The {t.tier} reloads slower than recompute: it still saves accelerator time (the prefill FLOPs it"
+        " skips) and holds more than HBM, but it does not shorten time to first token."
+        for t in payoff.short_of_break_even()
+    ]
+    return [
+        *_table(("quantity", "value", "from"), rows),
+        "",
+        *verdicts,
+        *(["", "Sources:"] if verdicts else ["Sources:"]),
+        *(f"- {s}" for s in payoff.sources),
+    ]
 
 
 def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
@@ -38,6 +70,10 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
         "## Cache sizing",
         "",
         *_table(("quantity", "value", "from"), derivations),
+        "",
+        "## Payoff",
+        "",
+        *_payoff(stack_plan),
         "",
         "## Await budgets",
         "",

@@ -22,6 +22,9 @@ from components.specs.servers.base import (
     service_account,
 )
 
+# Tokens per KV page; HiCache moves pages between HBM and host memory.
+PAGE_TOKENS = 64
+
 
 def sglang_args(spec: ServerSpec) -> list[str]:
     args = [
@@ -29,7 +32,7 @@ def sglang_args(spec: ServerSpec) -> list[str]:
         "--host=0.0.0.0",
         f"--port={labels.MODEL_SERVER_PORT}",
         f"--tensor-parallel-size={spec.tensor_parallelism}",
-        "--page-size=64",
+        f"--page-size={PAGE_TOKENS}",
         "--mem-fraction-static=0.9",
         "--enable-metrics",
         "--enable-hierarchical-cache",
