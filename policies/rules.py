@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from components.catalog import versions
-from components.catalog.models import MODELS
+from components.catalog.accelerators import ACCELERATORS, TPU_KV_BLOCK_TOKENS
+from components.catalog.models import MODELS, ModelSpec
+from components.catalog.rates import ACCELERATOR_RATES, STORAGE_RATES
 from components.specs import mooncake, security
 from components.specs.sizing import ROUTER_BLOCK_TOKENS
 from policies.resources import (
@@ -300,6 +302,155 @@ def one_router_per_namespace(resources: list[Resource], _: dict[str, Any]) -> li
     ]
 
 
+# --- does each tier pay off (advisory) ----------------------------------------------------------
+
+# Facts this rule holds itself (upstream defaults a rendered command may leave unset).
+VLLM_BLOCK_TOKENS = 16  # vLLM's KV block on GPUs (--block-size)
+LMCACHE_CHUNK_TOKENS = 256  # LMCache's chunk_size default
+LUSTRE_TYPE, EFS_TYPE = "gcp:lustre/instance:Instance", "aws:efs/fileSystem:FileSystem"
+RWX_CLAIM_TYPE = "kubernetes:core/v1:PersistentVolumeClaim"
+
+
+@dataclass(frozen=True)
+class _Server:
+    pod: Pod
+    model: ModelSpec
+    accelerator: str
+    devices: int  # per pod
+    group: int  # pods per replica (LeaderWorkerSet size)
+    pods: int  # pods of this workload
+    block_tokens: int
+    claims: list[str]
+
+
+def _accelerator(resources: list[Resource], pod: Pod, container: dict[str, Any]) -> tuple[str, int] | None:
+    """The catalog accelerator a model-server pod runs on, and how many devices it holds."""
+    limits = ((container.get("resources") or {}).get("limits")) or {}
+    selector = pod.spec.get("nodeSelector") or {}
+    for key, profile in ACCELERATORS.items():
+        if profile.tpu_accelerator and selector.get("cloud.google.com/gke-tpu-accelerator") != profile.tpu_accelerator:
+            continue
+        if profile.device_resource and profile.device_resource in limits:
+            return key, int(limits[profile.device_resource])
+        if profile.dra_device_class:
+            for request in _dra_requests(resources, pod):
+                if request.get("deviceClassName") == profile.dra_device_class:
+                    return key, int(request.get("count") or 1)
+    return None
+
+
+def _dra_requests(resources: list[Resource], pod: Pod) -> list[dict[str, Any]]:
+    names = {c.get("resourceClaimTemplateName") for c in pod.spec.get("resourceClaims") or []}
+    return [
+        request.get("exactly") or request
+        for r in resources
+        if r.type.endswith(":ResourceClaimTemplate") and (r.props.get("metadata") or {}).get("name") in names
+        for request in ((((r.props.get("spec") or {}).get("spec") or {}).get("devices") or {}).get("requests") or [])
+    ]
+
+
+def _flag_value(argv: list[str], name: str) -> str | None:
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def _block_tokens(resources: list[Resource], container: dict[str, Any]) -> int:
+    """Tokens per block the connector moves between host memory and the accelerator."""
+    argv, config = args(container), kv_transfer_config(container) or {}
+    block = (config.get("kv_connector_extra_config") or {}).get("block_size")
+    if block:
+        return int(block)
+    if "TPUOffloadConnector" in {c.get("kv_connector") for c in connectors(config)}:
+        return TPU_KV_BLOCK_TOKENS
+    page = _flag_value(argv, "--page-size")  # SGLang HiCache moves pages
+    if page:
+        return int(page)
+    if any(c is container for _, c in _lmcache_clients(resources)):
+        chunk = env(container).get("LMCACHE_CHUNK_SIZE", {}).get("value")
+        servers = [_flag_value(args(c), "--chunk-size") for _, c in _lmcache_servers(resources)]
+        return int(chunk or next((v for v in servers if v), LMCACHE_CHUNK_TOKENS))
+    return int(_flag_value(argv, "--block-size") or VLLM_BLOCK_TOKENS)
+
+
+def _tiered_servers(resources: list[Resource]) -> list[_Server]:
+    out = []
+    for pod in pods(resources):
+        for container in pod.containers(init=False):
+            model = MODELS.get(served_model(container) or "")
+            argv = args(container)
+            tiered = "--kv-transfer-config" in argv or "--enable-hierarchical-cache" in argv
+            found = _accelerator(resources, pod, container) if model and tiered else None
+            if model is None or found is None:
+                continue
+            spec = pod.owner.props.get("spec") or {}
+            group = int(((spec.get("leaderWorkerTemplate") or {}).get("size")) or 1)
+            claims = [(v.get("persistentVolumeClaim") or {}).get("claimName") for v in pod.spec.get("volumes") or []]
+            out.append(
+                _Server(
+                    pod, model, found[0], found[1], group, int(spec.get("replicas") or 1) * group,
+                    _block_tokens(resources, container), [c for c in claims if c],
+                )
+            )  # fmt: skip
+    return out
+
+
+def _shared_read(resources: list[Resource], config: dict[str, Any]) -> tuple[float, float | None, str] | None:
+    """(aggregate, per-client limit, what) of the stack's shared filesystem; None: not known."""
+    for r in resources:
+        if r.type == LUSTRE_TYPE:
+            tput, gib = float(r.props.get("perUnitStorageThroughput") or 0), float(r.props.get("capacityGib") or 0)
+            return tput * 10**6 * gib / 1024, None, f"Managed Lustre {tput:g} MB/s per TiB x {gib / 1024:.2f} TiB"
+        if r.type == EFS_TYPE and r.props.get("throughputMode") == "elastic":
+            efs = STORAGE_RATES["aws-efs"]
+            assert efs.aggregate is not None and efs.per_client is not None
+            return efs.aggregate.value, efs.per_client.value, "EFS Elastic throughput"
+    if config.get("filesystemReadBandwidth"):
+        return float(config["filesystemReadBandwidth"]), None, "the configured filesystemReadBandwidth"
+    return None
+
+
+def tiers_beat_recompute(resources: list[Resource], config: dict[str, Any]) -> list[Violation]:
+    """A tier pays off in latency only when a reload beats recomputing: KV bytes / recompute time."""
+    servers = _tiered_servers(resources)
+    rwx = {
+        (r.props.get("metadata") or {}).get("name")
+        for r in resources
+        if r.type == RWX_CLAIM_TYPE and "ReadWriteMany" in ((r.props.get("spec") or {}).get("accessModes") or [])
+    }
+    shared = _shared_read(resources, config)
+    readers = sum(s.pods for s in servers if rwx & set(s.claims))
+    out = []
+    for s in servers:
+        rates = ACCELERATOR_RATES[s.accelerator]
+        flops = 2 * s.model.active_params_billion * 1e9
+        seconds = flops / (s.devices * s.group * rates.bf16_peak.value * rates.prefill_efficiency.value)
+        kv = s.model.kv_bytes_per_token.bytes
+        break_even = kv / s.group / seconds
+        block = s.block_tokens * kv // (s.devices * s.group)
+        cpu = s.devices * rates.host_link.bandwidth(block)
+        tiers = [("CPU tier", cpu, f"{rates.host_link.name} at {block} B blocks")]
+        if shared is not None and rwx & set(s.claims):
+            aggregate, per_client, what = shared
+            share = min(aggregate / readers, per_client or aggregate, cpu)
+            tiers.append(("filesystem tier", share, f"{what}, shared by {readers} pods"))
+        for tier, bandwidth, how in tiers:
+            if bandwidth < break_even:
+                out.append(
+                    Violation(
+                        s.pod.owner,
+                        f"the {tier} of {s.pod.owner.name} reloads at about {bandwidth / 1e9:.2f} GB/s per pod ({how}),"
+                        f" below the {break_even / 1e9:.2f} GB/s at which a load beats recomputing {s.model.name} on"
+                        f" {s.devices * s.group} x {s.accelerator} ({seconds * 1e6:.1f} µs per token): it still saves"
+                        " accelerator time and holds more than HBM, but it does not shorten time to first token",
+                    )
+                )
+    return out
+
+
 # --- platform hygiene ---------------------------------------------------------------------------
 
 MUTABLE_TAGS = ("latest", "stable", "main", "master", "nightly", "dev", "edge")  # compared case-insensitively
@@ -537,6 +688,13 @@ RULES: list[Rule] = [
         lmcache_isolated_ipc_agrees,
     ),
     Rule("prefix-scoring-tokens", "Token-block prefix scoring has a tokenizer", "advisory", prefix_scoring_has_tokens),
+    Rule(
+        "tiers-beat-recompute",
+        "Each offload tier reloads faster than recompute (else it saves accelerator time, not TTFT)",
+        "advisory",
+        tiers_beat_recompute,
+        {"filesystemReadBandwidth": 0},
+    ),
     Rule(
         "prefix-caching-on",
         "--no-enable-prefix-caching only in test mode",

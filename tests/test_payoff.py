@@ -7,15 +7,22 @@ TPU v6e 918 x 0.6, TPU7x 2307 x 0.6; the PCIe Gen5 x16 host-link curve 64 KiB 14
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import pytest
 
 from components.catalog import rates
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.models import MODELS
 from components.specs.payoff import REFERENCE_PREFIX_TOKENS, Payoff
-from stacks import loading
+from policies.resources import Resource
+from policies.rules import RULES
+from stacks import loading, offline
 from stacks.plan import StackPlan, plan
+from stacks.summary import summary
 
+RULE = next(r for r in RULES if r.name == "tiers-beat-recompute")
 QWEN3_32B_KV = 2 * 64 * 8 * 128 * 2  # layers x KV heads x head dim x bf16, K and V: 262,144 B
 
 
@@ -113,3 +120,40 @@ def test_every_catalog_entry_has_its_figures() -> None:
     for r in rates.ACCELERATOR_RATES.values():
         assert r.bf16_peak.source and r.prefill_efficiency.source and r.host_link.source
         assert [s for s, _ in r.host_link.curve] == sorted(s for s, _ in r.host_link.curve)
+
+
+def _resources(name: str) -> tuple[StackPlan, list[Resource], offline.Recording]:
+    stack_plan = plan(loading.load_preset(name))
+    recording = offline.record(stack_plan, name)
+    return stack_plan, [Resource(r.type, r.name, r.inputs) for r in recording.resources], recording
+
+
+@pytest.mark.parametrize("name", loading.preset_names())
+def test_the_rule_warns_exactly_where_a_tier_cannot_beat_recompute(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    stack_plan, resources, recording = _resources(name)
+    assert "## Payoff" in summary(stack_plan, name, recording)
+    short = stack_plan.payoff.short_of_break_even()
+    messages = [v.message for v in RULE.check(resources, dict(RULE.config))]
+    assert bool(messages) == bool(short)
+    for tier in short:
+        assert any(tier.tier.split(" (")[0] in m and "time to first token" in m for m in messages)
+    # The rule reads this stack's servers: on a host link of 1 B/s, every CPU tier is short.
+    key = stack_plan.config.cache.accelerator
+    slow = dataclasses.replace(rates.ACCELERATOR_RATES[key].host_link, curve=((1, 1.0),))
+    monkeypatch.setitem(rates.ACCELERATOR_RATES, key, dataclasses.replace(rates.ACCELERATOR_RATES[key], host_link=slow))
+    assert any("the CPU tier" in v.message for v in RULE.check(resources, dict(RULE.config)))
+
+
+def test_the_rule_fires_on_a_preset_whose_tier_cannot_pay_off() -> None:
+    _, resources, _ = _resources("eks-h100-efs")
+    [message] = [v.message for v in RULE.check(resources, dict(RULE.config))]
+    assert "filesystem tier" in message and "1.57 GB/s" in message and "5.54 GB/s" in message
+    assert "saves accelerator time" in message and "does not shorten time to first token" in message
+
+
+def test_the_rule_judges_an_existing_class_by_its_configured_bandwidth() -> None:
+    _, resources, _ = _resources("gpu-vllm-native-fs")
+    config: dict[str, Any] = {"filesystemReadBandwidth": 4 * 10**9}  # 2 GB/s per pod of 2
+    assert RULE.check(resources, dict(RULE.config)) == []
+    [violation] = RULE.check(resources, config)
+    assert "2.00 GB/s" in violation.message
