@@ -75,10 +75,6 @@ class ByteSize:
             raise ValueError(f"{value!r} is not a whole number of bytes")
         return cls(int(exact))
 
-    @classmethod
-    def gib(cls, n: float) -> ByteSize:
-        return cls(int(n * GiB))
-
     def __add__(self, other: ByteSize) -> ByteSize:
         return ByteSize(self.bytes + other.bytes)
 
@@ -111,9 +107,6 @@ class ByteSize:
             if self.bytes and self.bytes % size == 0:
                 return f"{self.bytes // size} {suffix}B"
         return f"{self.bytes} B"
-
-    def in_units(self, unit: int) -> float:
-        return self.bytes / unit
 
     def __str__(self) -> str:
         return self.human()

@@ -14,10 +14,10 @@ from typing import Any, Literal
 
 from components.catalog import versions
 from components.catalog.accelerators import ACCELERATORS, TPU_KV_BLOCK_TOKENS
+from components.catalog.labels import ROUTER_BLOCK_TOKENS
 from components.catalog.models import MODELS, ModelSpec
 from components.catalog.rates import ACCELERATOR_RATES, STORAGE_RATES
 from components.specs import mooncake, security
-from components.specs.sizing import ROUTER_BLOCK_TOKENS
 from policies.resources import (
     CHART_TYPE,
     Pod,

@@ -1,4 +1,4 @@
-"""Names, labels and ports shared by the router, the pool and the model servers."""
+"""Names, labels, ports and block sizes shared by the router, the pool and the model servers."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ SUBGUIDE_LABEL = "llm-d.ai/subguide"
 INFERENCE_SERVING_LABEL = "llm-d.ai/inference-serving"
 # LeaderWorkerSet: the controller labels each pod with its set's name; the guide marks leaders `role: leader`.
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
-LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 LWS_ROLE_LABEL = "role"
 LWS_LEADER = "leader"
 
@@ -31,3 +30,7 @@ MODEL_SERVER_PORT_NAME = "modelserver"
 EPP_EXT_PROC_PORT = 9002
 ENVOY_LISTENER_PORT = 8081
 ROUTER_SERVICE_PORT = 80
+
+# The router's approximate prefix index hashes prompts in blocks of this many tokens (the
+# approx-prefix-cache-producer's block size); its lruCapacityPerServer counts these blocks.
+ROUTER_BLOCK_TOKENS = 64

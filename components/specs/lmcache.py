@@ -22,7 +22,8 @@ REUSE_KEY = "kv-transfer-config.json"
 PREFILLER_KEY = "kv-transfer-config-prefiller.json"
 DECODER_KEY = "kv-transfer-config-decoder.json"
 LABELS = {"app.kubernetes.io/name": "lmcache", "app.kubernetes.io/instance": NAME}
-SERVER_OVERHEAD = ByteSize(5 * GiB)  # the server process beside its L1 pool: request = L1 + 5 GiB
+SERVER_OVERHEAD = ByteSize(5 * GiB)  # the server process beside its L1 pool: request = L1 + overhead
+SERVER_LIMIT_FACTOR = (3, 2)  # limit = request x 3/2: room for transfer buffers under eviction pressure
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,14 @@ def server_memory(l1_size: ByteSize) -> tuple[ByteSize, ByteSize]:
     """Request: the L1 pool plus the server process; limit: half again the request, room for the
     server's transfer buffers under eviction pressure."""
     request = (l1_size + SERVER_OVERHEAD).ceil_to(GiB)
-    return request, ByteSize(request.bytes * 3 // 2).ceil_to(GiB)
+    numerator, denominator = SERVER_LIMIT_FACTOR
+    return request, ByteSize(request.bytes * numerator // denominator).ceil_to(GiB)
+
+
+def server_memory_formula() -> str:
+    """How `server_memory` sizes the server, for the summary's derivations."""
+    numerator, denominator = SERVER_LIMIT_FACTOR
+    return f"L1 + {SERVER_OVERHEAD.human()}; limit {numerator / denominator:g} x request"
 
 
 def mp_connector(settings: LMCacheServerSettings) -> Manifest:

@@ -12,12 +12,11 @@ import math
 from dataclasses import dataclass, field
 
 from components.catalog.accelerators import AcceleratorProfile
+from components.catalog.labels import ROUTER_BLOCK_TOKENS
 from components.catalog.models import ModelSpec
-from components.specs.lmcache import server_memory
+from components.specs.lmcache import server_memory, server_memory_formula
 from components.units import GB, ByteSize, GiB
 
-# The router's approximate prefix index hashes prompts in blocks of 64 tokens.
-ROUTER_BLOCK_TOKENS = 64
 # /dev/shm beyond any tier it holds: NCCL and torch multiprocessing buffers of the vLLM workers
 # (the container default of 64 MiB is too small for them).
 SHM_HEADROOM = ByteSize(8 * GiB)
@@ -125,7 +124,6 @@ def _sized(
     model: ModelSpec,
     accelerator: AcceleratorProfile,
     tp: int,
-    tier: ByteSize,
     capacity_bytes: ByteSize,
     memory_parts: list[tuple[str, ByteSize]],
     shm: ByteSize | None,
@@ -160,7 +158,6 @@ def size_native_cpu_tier(
         model,
         accelerator,
         tensor_parallelism,
-        cpu_tier_per_pod,
         cpu_tier_per_pod,
         [("/dev/shm", shm)],
         shm,
@@ -208,7 +205,7 @@ def size_lmcache(
         )
     shm = SHM_HEADROOM
     return _sized(
-        model, accelerator, tensor_parallelism, cpu_tier_per_pod, cpu_tier_per_pod,
+        model, accelerator, tensor_parallelism, cpu_tier_per_pod,
         [("CPU tier", cpu_tier_per_pod), ("/dev/shm", shm)], shm, knobs, steps,
     )  # fmt: skip
 
@@ -223,7 +220,6 @@ def size_hicache(
         model,
         accelerator,
         tensor_parallelism,
-        cpu_tier_per_pod,
         held,
         [("HiCache host pool", held), ("/dev/shm", SGLANG_SHM)],
         SGLANG_SHM,
@@ -270,7 +266,7 @@ def size_tpu(
         shm = SHM_HEADROOM
         parts.append(("/dev/shm", shm))
     return _sized(
-        model, accelerator, tensor_parallelism, cpu_tier_per_replica, held,
+        model, accelerator, tensor_parallelism, held,
         parts, shm, {"TPU_OFFLOAD_NUM_CPU_CHUNKS": str(chunks)}, steps,
         ranks_on_pod=tensor_parallelism // hosts,
     )  # fmt: skip
@@ -287,7 +283,6 @@ def size_mooncake_embedded(
         model,
         accelerator,
         tensor_parallelism,
-        tier_per_pod,
         pool,
         [("segments", tier_per_pod), ("local buffers", buffers), ("/dev/shm", SHM_HEADROOM)],
         SHM_HEADROOM,
@@ -339,7 +334,6 @@ def size_mooncake_standalone(
         model,
         accelerator,
         tensor_parallelism,
-        ByteSize(0),
         pool,
         [("local buffers", buffers), ("/dev/shm", SHM_HEADROOM)],
         SHM_HEADROOM,
@@ -385,7 +379,6 @@ def size_lmcache_server_client(
         accelerator,
         tensor_parallelism,
         l1_per_node,
-        l1_per_node,
         [("/dev/shm", SHM_HEADROOM)],
         SHM_HEADROOM,
         {"l1-size-gb": f"{l1_per_node.bytes / GiB:g}"},
@@ -396,7 +389,7 @@ def size_lmcache_server_client(
             Derivation(
                 "LMCache server memory request / limit",
                 f"{server_request.quantity()} / {server_limit.quantity()}",
-                "L1 + 5 GiB; limit 1.5 x request",
+                server_memory_formula(),
             ),
         ],
     )
