@@ -83,57 +83,83 @@ def compose(stack_plan: StackPlan, hf_token: pulumi.Input[str]) -> StackOutputs:
         provider = k8s.Provider("k8s", kubeconfig=cluster.kubeconfig, opts=pulumi.ResourceOptions(depends_on=[cluster]))
     else:
         provider = k8s.Provider("k8s", kubeconfig=config.cluster.kubeconfig, context=config.cluster.context)
-    on_cluster = pulumi.ResourceOptions(providers=[provider])
+    stack = _cache_stack(stack_plan, hf_token, _serving_needs(stack_plan, cluster, provider), provider)
+    return StackOutputs(
+        namespace=stack.namespace,
+        router_endpoint=stack.router_endpoint,
+        kubeconfig=cluster.kubeconfig if cluster is not None else None,
+    )
 
-    serving_needs: list[pulumi.Resource] = []
+
+def _serving_needs(
+    stack_plan: StackPlan, cluster: GkeCluster | EksCluster | None, provider: k8s.Provider
+) -> list[pulumi.Resource]:
+    """What the model servers wait for: their node pool, the device plugin, the filesystem tier's backend."""
+    config = stack_plan.config
+    after_cluster = pulumi.ResourceOptions(providers=[provider], depends_on=[cluster] if cluster else [])
+    needs: list[pulumi.Resource] = []
     if cluster is not None and config.cache.node_pool:
-        serving_needs += cluster.node_pools[config.cache.node_pool]
+        needs += cluster.node_pools[config.cache.node_pool]
     gpu_pools = nvidia_device_plugin_pools(stack_plan.pools)
     if cluster is not None and gpu_pools:  # one DaemonSet over every GPU pool's nodes
-        serving_needs.append(
+        needs.append(
             NvidiaDevicePlugin(
-                f"{STACK_NAME}-nvidia-device-plugin",
-                nvidia_device_plugin_values(gpu_pools),
-                pulumi.ResourceOptions(providers=[provider], depends_on=[cluster]),
+                f"{STACK_NAME}-nvidia-device-plugin", nvidia_device_plugin_values(gpu_pools), after_cluster
             )
         )
     if config.storage.backend == "gcp-lustre" and config.cluster.gke is not None:
-        gke = config.cluster.gke
-        serving_needs.append(
-            LustreStorage(
-                f"{STACK_NAME}-lustre",
-                LustreArgs(
-                    name=config.cluster.name,
-                    project=gke.project,
-                    region=gke.region,
-                    zone=gke.zone,
-                    network=gke.network,
-                    capacity_gib=config.storage.size.bytes // GiB,
-                    throughput=config.storage.lustre.per_unit_storage_throughput,
-                    filesystem=config.storage.lustre.filesystem,
-                    volume_name=lustre_volume_name(config),
-                    claim=(config.namespace, FILES_STORAGE_CLAIM),
-                ),
-                pulumi.ResourceOptions(providers=[provider], depends_on=[cluster] if cluster else []),
-            )
-        )
+        needs.append(_lustre(stack_plan, after_cluster))
     if config.storage.backend == "aws-efs" and isinstance(cluster, EksCluster):
-        serving_needs.append(
-            EfsStorage(
-                f"{STACK_NAME}-efs",
-                EfsArgs(
-                    name=config.cluster.name,
-                    vpc_id=cluster.vpc_id,
-                    subnet_ids=list(cluster.private_subnet_ids),
-                    node_security_group_id=cluster.node_security_group_id,
-                    cluster_name=cluster.cluster_name,
-                    oidc_provider_arn=cluster.oidc_provider_arn,
-                    oidc_issuer=cluster.oidc_issuer,
-                ),
-                pulumi.ResourceOptions(providers=[provider], depends_on=[cluster]),
-            )
-        )
-    stack = CacheStack(
+        needs.append(_efs(stack_plan, cluster, after_cluster))
+    return needs
+
+
+def _lustre(stack_plan: StackPlan, opts: pulumi.ResourceOptions) -> LustreStorage:
+    config = stack_plan.config
+    gke = config.cluster.gke
+    assert gke is not None, "checked at config load"
+    return LustreStorage(
+        f"{STACK_NAME}-lustre",
+        LustreArgs(
+            name=config.cluster.name,
+            project=gke.project,
+            region=gke.region,
+            zone=gke.zone,
+            network=gke.network,
+            capacity_gib=config.storage.size.bytes // GiB,
+            throughput=config.storage.lustre.per_unit_storage_throughput,
+            filesystem=config.storage.lustre.filesystem,
+            volume_name=lustre_volume_name(config),
+            claim=(config.namespace, FILES_STORAGE_CLAIM),
+        ),
+        opts,
+    )
+
+
+def _efs(stack_plan: StackPlan, cluster: EksCluster, opts: pulumi.ResourceOptions) -> EfsStorage:
+    return EfsStorage(
+        f"{STACK_NAME}-efs",
+        EfsArgs(
+            name=stack_plan.config.cluster.name,
+            vpc_id=cluster.vpc_id,
+            subnet_ids=list(cluster.private_subnet_ids),
+            node_security_group_id=cluster.node_security_group_id,
+            cluster_name=cluster.cluster_name,
+            oidc_provider_arn=cluster.oidc_provider_arn,
+            oidc_issuer=cluster.oidc_issuer,
+        ),
+        opts,
+    )
+
+
+def _cache_stack(
+    stack_plan: StackPlan,
+    hf_token: pulumi.Input[str],
+    serving_needs: list[pulumi.Resource],
+    provider: k8s.Provider,
+) -> CacheStack:
+    config = stack_plan.config
+    return CacheStack(
         STACK_NAME,
         CacheStackArgs(
             namespace=config.namespace,
@@ -152,10 +178,5 @@ def compose(stack_plan: StackPlan, hf_token: pulumi.Input[str]) -> StackOutputs:
             verification=stack_plan.verification,
             serving_needs=serving_needs,
         ),
-        on_cluster,
-    )
-    return StackOutputs(
-        namespace=stack.namespace,
-        router_endpoint=stack.router_endpoint,
-        kubeconfig=cluster.kubeconfig if cluster is not None else None,
+        pulumi.ResourceOptions(providers=[provider]),
     )
