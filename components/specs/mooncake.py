@@ -7,7 +7,7 @@ import yaml
 from components.catalog import versions
 from components.manifest import Manifest
 from components.specs import security
-from components.specs.sizing import MooncakeClientSizing, mooncake_text
+from components.specs.sizing import MOONCAKE_CLIENT_SHM, MooncakeClientSizing, mooncake_text
 
 NAMESPACE = "mooncake"
 MASTER = "mooncake-master-store"
@@ -70,9 +70,9 @@ def master_manifests() -> list[Manifest]:
     return security.harden_all(_master_manifests())
 
 
-def _master_manifests() -> list[Manifest]:
+def _master_container() -> Manifest:
     tcp = {"tcpSocket": {"port": "rpc"}}
-    container = {
+    return {
         "name": "master",
         "image": versions.MOONCAKE_IMAGE,
         "command": ["mooncake_master"],
@@ -91,6 +91,9 @@ def _master_manifests() -> list[Manifest]:
             {"name": "snapshots", "mountPath": "/data/snapshots"},
         ],
     }
+
+
+def _master_manifests() -> list[Manifest]:
     return [
         {
             "apiVersion": "v1",
@@ -118,36 +121,40 @@ def _master_manifests() -> list[Manifest]:
                 ],
             },
         },
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": _meta(MASTER, MASTER_LABELS),
-            "spec": {
-                "replicas": 1,
-                "strategy": {"type": "Recreate"},  # one master owns the snapshot volume
-                "selector": {"matchLabels": MASTER_LABELS},
-                "template": {
-                    "metadata": {
-                        "labels": MASTER_LABELS,
-                        "annotations": {
-                            "prometheus.io/scrape": "true",
-                            "prometheus.io/port": str(METRICS_PORT),
-                            "prometheus.io/path": "/metrics",
-                        },
+        _master_deployment(),
+    ]
+
+
+def _master_deployment() -> Manifest:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _meta(MASTER, MASTER_LABELS),
+        "spec": {
+            "replicas": 1,
+            "strategy": {"type": "Recreate"},  # one master owns the snapshot volume
+            "selector": {"matchLabels": MASTER_LABELS},
+            "template": {
+                "metadata": {
+                    "labels": MASTER_LABELS,
+                    "annotations": {
+                        "prometheus.io/scrape": "true",
+                        "prometheus.io/port": str(METRICS_PORT),
+                        "prometheus.io/path": "/metrics",
                     },
-                    "spec": {
-                        # the non-root master writes its snapshots: the volume is given to its group
-                        "securityContext": {"fsGroup": security.NON_ROOT_UID},
-                        "containers": [container],
-                        "volumes": [
-                            {"name": "config", "configMap": {"name": f"{MASTER}-config"}},
-                            {"name": "snapshots", "persistentVolumeClaim": {"claimName": f"{MASTER}-snapshots"}},
-                        ],
-                    },
+                },
+                "spec": {
+                    # the non-root master writes its snapshots: the volume is given to its group
+                    "securityContext": {"fsGroup": security.NON_ROOT_UID},
+                    "containers": [_master_container()],
+                    "volumes": [
+                        {"name": "config", "configMap": {"name": f"{MASTER}-config"}},
+                        {"name": "snapshots", "persistentVolumeClaim": {"claimName": f"{MASTER}-snapshots"}},
+                    ],
                 },
             },
         },
-    ]
+    }
 
 
 def client_manifests(sizing: MooncakeClientSizing, node_selector: dict[str, str]) -> list[Manifest]:
@@ -155,7 +162,7 @@ def client_manifests(sizing: MooncakeClientSizing, node_selector: dict[str, str]
     return security.harden_all(_client_manifests(sizing, node_selector))
 
 
-def _client_manifests(sizing: MooncakeClientSizing, node_selector: dict[str, str]) -> list[Manifest]:
+def _client_container(sizing: MooncakeClientSizing) -> Manifest:
     args = [
         f"--master_server_address={MASTER_ADDRESS}",
         "--host=$(POD_IP)",
@@ -166,7 +173,7 @@ def _client_manifests(sizing: MooncakeClientSizing, node_selector: dict[str, str
         "--metadata_server=P2PHANDSHAKE",
     ]
     tcp = {"tcpSocket": {"port": "rpc"}}
-    container = {
+    return {
         "name": "client",
         "image": versions.MOONCAKE_IMAGE,
         "command": ["mooncake_client"],
@@ -186,12 +193,15 @@ def _client_manifests(sizing: MooncakeClientSizing, node_selector: dict[str, str
         },
         "volumeMounts": [{"name": "offload", "mountPath": OFFLOAD_DIR}, {"name": "dshm", "mountPath": "/dev/shm"}],
     }
+
+
+def _client_manifests(sizing: MooncakeClientSizing, node_selector: dict[str, str]) -> list[Manifest]:
     pod: Manifest = {
         "terminationGracePeriodSeconds": 30,
-        "containers": [container],
+        "containers": [_client_container(sizing)],
         "volumes": [
             {"name": "offload", "hostPath": {"path": HOST_OFFLOAD_DIR, "type": "DirectoryOrCreate"}},
-            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"}},
+            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": MOONCAKE_CLIENT_SHM.quantity()}},
         ],
     }
     if node_selector:
