@@ -1,0 +1,124 @@
+"""The layering holds: every import arrow of the program points down a floor, read from the parsed source.
+
+Floors, lowest first: the ground floor (components/units.py, components/manifest.py) imports nothing of
+ours; the catalog (pure data) only the ground floor; specs (pure functions) the catalog and the ground
+floor, never Pulumi; the components (they declare resources) anything below; the policy pack the catalog
+and the ground floor; stacks/ (the plan and the program) decides, on top.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+OURS = ("components", "stacks", "policies")
+GROUND = {"components.units", "components.manifest"}
+# Facts the policy rules share with the specs on purpose, each defined once where it is applied: the
+# named security exemptions (and why each exists) and Mooncake's one hostPath.
+POLICY_READS_FROM_SPECS = {"components.specs.security", "components.specs.mooncake"}
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _resolve(name: str) -> str:
+    """A dotted name to the module it lives in (`components.specs.alerts.Exports` -> the alerts module)."""
+    parts = name.split(".")
+    while parts:
+        base = ROOT.joinpath(*parts)
+        if base.with_suffix(".py").is_file() or (base / "__init__.py").is_file():
+            return ".".join(parts)
+        parts.pop()
+    return name
+
+
+def imports(path: Path) -> set[str]:
+    """Every module of ours, and every Pulumi package, that a file imports (at any depth in the file)."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for name in names:
+            top = name.split(".")[0]
+            if top in OURS:
+                out.add(_resolve(name))
+            elif top.startswith("pulumi"):
+                out.add(top)
+    return out
+
+
+def _floor(module: str) -> str:
+    if module in GROUND:
+        return "ground"
+    for prefix, floor in (
+        ("components.catalog", "catalog"),
+        ("components.specs", "specs"),
+        ("components", "components"),
+        ("policies", "policies"),
+        ("stacks", "stacks"),
+    ):
+        if module == prefix or module.startswith(prefix + "."):
+            return floor
+    return "program"  # __main__.py
+
+
+# What each floor may import (besides its own floor, for the floors above the catalog).
+ALLOWED = {
+    "ground": set(),
+    "catalog": {"ground", "catalog"},
+    "specs": {"ground", "catalog", "specs"},
+    "components": {"ground", "catalog", "specs", "components", "pulumi"},
+    "policies": {"ground", "catalog", "policies", "pulumi"},
+    "stacks": {"ground", "catalog", "specs", "components", "policies", "stacks", "pulumi"},
+    "program": {"stacks", "pulumi"},
+}
+
+
+def violations(module: str, imported: set[str]) -> list[str]:
+    floor, out = _floor(module), []
+    for target in sorted(imported):
+        target_floor = "pulumi" if target.startswith("pulumi") else _floor(target)
+        if target_floor in ALLOWED[floor]:
+            continue
+        if floor == "policies" and target in POLICY_READS_FROM_SPECS:
+            continue
+        out.append(f"{module} ({floor}) imports {target} ({target_floor})")
+    return out
+
+
+SOURCES = sorted(
+    p for top in (*OURS, "__main__.py") for p in ([ROOT / top] if top.endswith(".py") else (ROOT / top).rglob("*.py"))
+)
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_import_points_down_a_floor(path: Path) -> None:
+    assert violations(_module(path), imports(path)) == []
+
+
+def test_the_layer_check_catches_an_arrow_up() -> None:
+    assert violations("components.catalog.models", {"components.specs.sizing"})
+    assert violations("components.units", {"components.catalog.labels"})
+    assert violations("components.specs.sizing", {"pulumi"})
+    assert violations("components.specs.sizing", {"stacks.plan"})
+    assert violations("policies.rules", {"components.specs.sizing"})
+    assert violations("components.router", {"stacks.config"})
+    assert not violations("stacks.plan", {"components.specs.sizing", "policies.rules"})
+
+
+def test_imports_are_read_from_the_syntax_tree(tmp_path: Path) -> None:
+    source = tmp_path / "x.py"
+    source.write_text(
+        "from components.specs import alerts\nimport pulumi_aws as aws\n"
+        "def f():\n    from stacks.plan import plan\n    return plan\n"
+    )
+    assert imports(source) == {"components.specs.alerts", "pulumi_aws", "stacks.plan"}
