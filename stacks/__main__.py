@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -52,16 +53,33 @@ def main(argv: list[str] | None = None) -> int:
             for name in loading.preset_names():
                 print(f"{name}\t{loading.load_preset(name).description}")
             return 0
+        if args.command == "render":
+            check_out_dir(args.out)
         config = loading.load_named(args.name, args.overrides)
         if args.command == "check":
             return _check(plan(config), args.name)
         result = render(plan(config), args.name)
+        try:
+            result.write(args.out)
+        except OSError as error:
+            raise ConfigError("--out", str(args.out), f"cannot write the render: {error.strerror}") from None
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    result.write(args.out)
     print(f"rendered {args.name} to {args.out}")
     return 0
+
+
+def check_out_dir(out: Path) -> None:
+    """Before rendering: `--out` is a directory, or can be created as one, and is writable."""
+    existing = out
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        where = "names a file" if existing == out else f"is under {existing}, a file"
+        raise ConfigError("--out", str(out), f"must be a directory; it {where}")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError("--out", str(out), f"must be writable; {existing} is not")
 
 
 if __name__ == "__main__":

@@ -6,55 +6,106 @@ VARIANT=cpu, 2 replicas x TP=2, 300 GiB CPU tier per replica); presets and stack
 
 from __future__ import annotations
 
-import re
-from typing import Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from components.catalog import labels, versions
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.machines import MACHINES
 from components.catalog.models import MODELS
-from components.units import ByteSize, GiB
+from components.units import ByteSize, GiB, MiB, TiB
+from stacks import formats
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+# Bounds of sizes no node pool bounds: no node holds more memory (AWS u7in-32tb: 32 TiB), and a
+# Kubernetes quantity is an int64 of bytes (8 EiB).
+MAX_NODE_MEMORY = ByteSize(32 * TiB)
+MAX_STORAGE = ByteSize(1024**4 * 1024**2)  # 1 EiB, well within an int64 quantity
+HELM_RELEASE_MAX = 53  # Helm's limit on release names
+
+
+def _is_number(annotation: Any) -> bool:
+    return annotation in (int, float) or any(a in (int, float) for a in get_args(annotation))
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Numbers are accepted for strings (`pulumi config set --path` stores `123` as a number), but
+    # booleans are never numbers (`replicas: true` is a mistake, not 1).
+    model_config = ConfigDict(frozen=True, extra="forbid", coerce_numbers_to_str=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_booleans_for_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, bool) and info.field_name and _is_number(cls.model_fields[info.field_name].annotation):
+            raise ValueError("must be a number, not a boolean")
+        return value
 
 
-def _dns_label(value: str) -> str:
-    if not _DNS_LABEL.match(value):
-        raise ValueError("must be a DNS label: lower-case letters, digits and '-', at most 63 characters")
-    return value
+def _size_between(low: ByteSize, high: ByteSize) -> AfterValidator:
+    def check(value: ByteSize | str | None) -> ByteSize | str | None:
+        if isinstance(value, ByteSize) and not low <= value <= high:
+            raise ValueError(f"must be between {low.human()} and {high.human()}")
+        return value
+
+    return AfterValidator(check)
+
+
+def _check(rule: Callable[[str], str]) -> AfterValidator:
+    return AfterValidator(rule)
+
+
+DnsLabel = Annotated[str, _check(formats.dns_label)]
+ImageReference = Annotated[str, _check(formats.image_reference)]
+Labels = Annotated[dict[str, str], AfterValidator(formats.labels)]
+Memory = Annotated[ByteSize, _size_between(ByteSize(MiB), MAX_NODE_MEMORY)]
 
 
 class GkeSettings(_Section):
     """A GKE cluster this stack creates: regional control plane, private nodes, Workload Identity."""
 
-    project: str = Field(min_length=1)
-    region: str = Field(min_length=1, description="the control plane's region, e.g. us-central1")
-    zone: str = Field(min_length=1, description="accelerator node pools and the Lustre instance, e.g. us-central1-a")
+    project: Annotated[str, _check(formats.gcp_project)]
+    region: Annotated[str, _check(formats.gcp_region)] = Field(
+        description="the control plane's region, e.g. us-central1"
+    )
+    zone: str = Field(description="accelerator node pools and the Lustre instance, e.g. us-central1-a")
     network: str = "default"
     subnetwork: str | None = None
     release_channel: Literal["RAPID", "REGULAR", "STABLE"] = "REGULAR"
-    master_ipv4_cidr: str = Field(default="172.16.0.0/28", pattern=r"^\d+\.\d+\.\d+\.\d+/28$")
+    master_ipv4_cidr: Annotated[str, _check(lambda v: formats.ipv4_network(v, 28))] = "172.16.0.0/28"
     system_machine_type: str = "e2-standard-8"
     system_node_count: int = Field(default=1, ge=1, le=10)
     cloud_nat: bool = Field(default=True, description="private nodes pull public images through Cloud NAT")
     deletion_protection: bool = False
 
+    @field_validator("zone")
+    @classmethod
+    def _zone_in_region(cls, zone: str, info: ValidationInfo) -> str:
+        region = info.data.get("region")
+        if region and not formats.zone_in(zone, region, "-"):
+            raise ValueError(f"must be a zone of region {region}, e.g. {region}-a")
+        return zone
+
 
 class EksSettings(_Section):
     """An EKS cluster this stack creates, with its VPC (public subnets for NAT, private ones for nodes)."""
 
-    region: str = Field(min_length=1)
+    region: Annotated[str, _check(formats.aws_region)]
     version: str = Field(default="1.33", pattern=r"^1\.\d+$")
-    vpc_cidr: str = Field(default="10.0.0.0/16", pattern=r"^\d+\.\d+\.0\.0/16$")
+    vpc_cidr: Annotated[str, _check(lambda v: formats.ipv4_network(v, 16))] = "10.0.0.0/16"
     availability_zones: list[str] = Field(min_length=2, max_length=3)
     system_instance_type: str = "m6i.2xlarge"
     system_node_count: int = Field(default=2, ge=1, le=10)
+
+    @field_validator("availability_zones")
+    @classmethod
+    def _zones_in_region(cls, zones: list[str], info: ValidationInfo) -> list[str]:
+        region = info.data.get("region")
+        if region and not all(formats.zone_in(zone, region, "") for zone in zones):
+            raise ValueError(f"must be zones of region {region}, e.g. {region}a")
+        if len(set(zones)) != len(zones):
+            raise ValueError("must be different zones (each gets its own subnets)")
+        return zones
 
 
 class ClusterConfig(_Section):
@@ -71,7 +122,7 @@ class ClusterConfig(_Section):
     gke: GkeSettings | None = None
     eks: EksSettings | None = None
 
-    _name_is_dns_label = field_validator("name")(_dns_label)
+    _name_is_dns_label = field_validator("name")(formats.dns_1035_label)
 
     @property
     def effective_platform(self) -> str:
@@ -79,8 +130,8 @@ class ClusterConfig(_Section):
 
 
 class Taint(_Section):
-    key: str
-    value: str | None = None
+    key: Annotated[str, _check(formats.label_key)]
+    value: Annotated[str, _check(formats.label_value)] | None = None
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
 
 
@@ -98,11 +149,13 @@ class NodePoolConfig(_Section):
     tpu_topology: str | None = Field(default=None, pattern=r"^\d+x\d+(x\d+)?$")
     spot: bool = False
     reservation: str | None = Field(default=None, description="a specific reservation to consume")
-    labels: dict[str, str] = Field(default_factory=dict, description="node labels the model servers select")
+    labels: Labels = Field(default_factory=dict, description="node labels the model servers select")
     taints: list[Taint] = Field(default_factory=list, description="taints the model servers tolerate")
     accelerator: str | None = Field(default=None, description="existing pools: the accelerator they carry")
     accelerators_per_node: int | None = Field(default=None, ge=1, le=64)
-    host_memory: ByteSize | None = Field(default=None, description="memory of one node")
+    host_memory: Annotated[ByteSize | None, _size_between(ByteSize(GiB), MAX_NODE_MEMORY)] = Field(
+        default=None, description="memory of one node"
+    )
 
     @field_validator("machine_type")
     @classmethod
@@ -114,21 +167,14 @@ class NodePoolConfig(_Section):
 
 class TierConfig(_Section):
     variant: Literal["cpu", "fs"] = "cpu"
-    cpu: ByteSize | Literal["auto"] | None = Field(
+    cpu: Annotated[ByteSize | Literal["auto"] | None, _size_between(ByteSize(GiB), MAX_NODE_MEMORY)] = Field(
         default=None,
         description="CPU tier per model-server pod (MooncakeStore fs: Mooncake Client DRAM per node);"
         " default: the seed's size for the combination; auto: the largest that fits the node pool",
     )
-    disk: ByteSize | None = Field(
+    disk: Annotated[ByteSize | None, _size_between(ByteSize(GiB), ByteSize(1024 * TiB))] = Field(
         default=None, description="LMCache local disk / Mooncake Client SSD budget of the filesystem tier"
     )
-
-    @field_validator("cpu")
-    @classmethod
-    def _at_least_a_gib(cls, value: ByteSize | str | None) -> ByteSize | str | None:
-        if isinstance(value, ByteSize) and value.bytes < GiB:
-            raise ValueError("the CPU tier must be at least 1GiB")
-        return value
 
 
 class CacheConfig(_Section):
@@ -143,7 +189,7 @@ class CacheConfig(_Section):
     replicas: int | None = Field(default=None, ge=1, le=256)
     tensor_parallelism: int | None = Field(default=None, ge=1, le=64)
     node_pool: str | None = Field(default=None, description="key of `node_pools` the model servers run on")
-    image: str | None = Field(default=None, description="model-server image; default: the pinned one")
+    image: ImageReference | None = Field(default=None, description="model-server image; default: the pinned one")
 
     @field_validator("accelerator")
     @classmethod
@@ -173,9 +219,13 @@ class StorageConfig(_Section):
     backend: Literal["existing", "gcp-lustre", "aws-efs"] = Field(
         default="existing", description="existing: a StorageClass the cluster has; else created with the stack"
     )
-    storage_class: str = Field(default="", description="existing: the claim's StorageClass; empty: the cluster default")
-    size: ByteSize = Field(default=ByteSize(9000 * GiB), description="requested capacity of the claim")
-    read_bandwidth: ByteSize | None = Field(
+    storage_class: Annotated[str, _check(lambda v: v and formats.dns_subdomain(v))] = Field(
+        default="", description="existing: the claim's StorageClass; empty: the cluster default"
+    )
+    size: Annotated[ByteSize, _size_between(ByteSize(MiB), MAX_STORAGE)] = Field(
+        default=ByteSize(9000 * GiB), description="requested capacity of the claim"
+    )
+    read_bandwidth: Annotated[ByteSize | None, _size_between(ByteSize(1), MAX_STORAGE)] = Field(
         default=None,
         description="existing: aggregate read bytes per second of the StorageClass, shared by the pods"
         " (the payoff table's filesystem tier); unset: not derived",
@@ -206,33 +256,37 @@ class LMCacheConfig(_Section):
 
 
 class ResourceSize(_Section):
-    cpu: str = Field(pattern=r"^\d+(\.\d+)?m?$")
-    memory: ByteSize
+    """Requests and limits of a router container; each field overridable on its own."""
+
+    cpu: Annotated[str, _check(formats.cpu_quantity)] = "4"
+    memory: Memory = ByteSize(8 * GiB)
 
 
 class RouterConfig(_Section):
-    release: str = Field(default=labels.GUIDE, description="Helm release name; objects are named after it")
-    chart: str = versions.ROUTER_CHART
+    release: Annotated[str, _check(lambda v: formats.dns_1035_label(v, HELM_RELEASE_MAX))] = Field(
+        default=labels.GUIDE, description="Helm release name; objects are named after it"
+    )
+    chart: Annotated[str, _check(formats.oci_chart)] = versions.ROUTER_CHART
     version: str = Field(default=versions.ROUTER_VERSION, pattern=r"^v\d+\.\d+\.\d+$")
     gaie_version: str = Field(default=versions.GAIE_VERSION, pattern=r"^v\d+\.\d+\.\d+$")
     epp_replicas: int = Field(default=1, ge=1, le=8)
-    match_labels: dict[str, str] | None = Field(
-        default=None, description="labels the router selects model servers by; default: derived from the pods"
+    match_labels: Labels | None = Field(
+        default=None,
+        min_length=1,
+        description="labels the router selects model servers by; default: derived from the pods",
     )
-    epp_resources: ResourceSize = ResourceSize(cpu="4", memory=ByteSize(8 * GiB))
-    proxy_resources: ResourceSize = ResourceSize(cpu="4", memory=ByteSize(8 * GiB))
-
-    _release_is_dns_label = field_validator("release")(_dns_label)
+    epp_resources: ResourceSize = ResourceSize()
+    proxy_resources: ResourceSize = ResourceSize()
 
 
 class AlertThresholds(_Section):
     """When the tiered-cache alerts fire (each rule's runbook line says what to do)."""
 
-    window: str = Field(default="15m", pattern=r"^\d+[smh]$", description="rate window of every rule")
+    window: str = Field(default="15m", pattern=r"^[1-9]\d{0,4}[smh]$", description="rate window of every rule")
     offload_hit_rate_floor: float = Field(default=0.01, ge=0, le=1, description="offload hits / queries below this")
     hbm_hit_rate_drop: float = Field(default=0.8, gt=0, le=1, description="HBM hit rate below this x an hour ago")
     loads_per_store: float = Field(default=0.01, ge=0, le=1, description="loaded / stored bytes below this")
-    min_load_bandwidth: ByteSize | None = Field(
+    min_load_bandwidth: Annotated[ByteSize | None, _size_between(ByteSize(1), MAX_STORAGE)] = Field(
         default=None,
         description="bytes per second a CPU->HBM load must beat; default: the stack's derived break-even"
         " (the summary's payoff table)",
@@ -254,13 +308,15 @@ class VerificationConfig(_Section):
     """A Job `pulumi up` waits on: the seed's verification steps, failing with the seed's messages."""
 
     enabled: bool = False
-    image: str = Field(default=versions.VERIFICATION_IMAGE, description="a Python image; the script uses the stdlib")
+    image: ImageReference = Field(
+        default=versions.VERIFICATION_IMAGE, description="a Python image; the script uses the stdlib"
+    )
     requests: int = Field(default=10, ge=1, le=100, description="requests of the shared-prefix burst")
 
 
 class StackConfig(_Section):
     description: str = ""
-    namespace: str = labels.DEFAULT_NAMESPACE
+    namespace: DnsLabel = labels.DEFAULT_NAMESPACE
     cluster: ClusterConfig = ClusterConfig()
     node_pools: dict[str, NodePoolConfig] = Field(default_factory=dict)
     cache: CacheConfig = CacheConfig()
@@ -269,8 +325,6 @@ class StackConfig(_Section):
     router: RouterConfig = RouterConfig()
     monitoring: MonitoringConfig = MonitoringConfig()
     verification: VerificationConfig = VerificationConfig()
-
-    _namespace_is_dns_label = field_validator("namespace")(_dns_label)
 
 
 SECTIONS: tuple[str, ...] = tuple(StackConfig.model_fields)

@@ -16,6 +16,8 @@ from io import BytesIO
 from pathlib import Path
 from typing import Any
 
+from stacks.errors import ConfigError
+
 Key = tuple[str, str]  # (type, name)
 
 
@@ -69,8 +71,13 @@ def diff_renders(name: str, old: str, new: str) -> str:
     return "\n".join([f"### {name}", "", *lines, ""])
 
 
-def _tree(revision: str, into: Path) -> Path:
-    archive = subprocess.run(["git", "archive", "--format=tar", revision], capture_output=True, check=True).stdout
+def _tree(revision: str, into: Path, option: str) -> Path:
+    result = subprocess.run(
+        ["git", "archive", "--format=tar", f"{revision}^{{tree}}"], capture_output=True, check=False
+    )
+    if result.returncode != 0 or revision.startswith("-"):
+        raise ConfigError(option, revision, "not a revision of this git repository")
+    archive = result.stdout
     with tarfile.open(fileobj=BytesIO(archive)) as tar:
         tar.extractall(into, filter="data")
     return into
@@ -94,9 +101,15 @@ def diff_revisions(base: str, head: str | None, names: list[str]) -> str:
     """head None: the working tree."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        base_tree = _tree(base, root / "base")
-        head_tree = _tree(head, root / "head") if head else Path.cwd()
-        wanted = names or sorted(_stack_names(base_tree) | _stack_names(head_tree))
+        base_tree = _tree(base, root / "base", "--base")
+        head_tree = _tree(head, root / "head", "--head") if head else Path.cwd()
+        known = _stack_names(base_tree) | _stack_names(head_tree)
+        for name in names:
+            if name not in known:
+                raise ConfigError(
+                    "NAME", name, f"a preset or stack at either revision; allowed: {', '.join(sorted(known))}"
+                )
+        wanted = names or sorted(known)
         sections = []
         for name in wanted:
             old = _render(base_tree, name, root / "out" / "base" / name)

@@ -30,6 +30,7 @@ from components.units import ByteSize, GiB
 from stacks import hardware, startup
 from stacks.config import StackConfig
 from stacks.errors import ConfigError
+from stacks.rules import pool_names
 
 # Guide labels of the LMCache integration's model servers (the router selects them).
 LMCACHE_GUIDES = {"prefix-reuse": "lmcache", "pd": "lmcache-pd"}
@@ -449,12 +450,7 @@ def pool_specs(config: StackConfig) -> list[PoolSpec]:
     out = []
     for key, pool in sorted(config.node_pools.items()):
         taints = [{k: v for k, v in t.model_dump().items() if v is not None} for t in pool.taints]
-        names = (
-            [f"{config.cluster.name}-{key}"]
-            if pool.slices == 1
-            else [f"{config.cluster.name}-{key}-{i}" for i in range(pool.slices)]
-        )
-        for name in names:
+        for name in pool_names(config.cluster.name, key, pool.slices):
             out.append(
                 PoolSpec(
                     key=key,

@@ -7,6 +7,7 @@ from components.catalog.machines import MACHINES
 from components.catalog.models import MODELS
 from components.catalog.support import SUPPORTED, supported_for
 from components.units import ByteSize, GiB
+from stacks import formats
 from stacks.config import StackConfig
 from stacks.errors import ConfigError
 
@@ -79,8 +80,46 @@ def _machines_on(cloud: str) -> str:
     return ", ".join(sorted(m.key for m in MACHINES.values() if m.cloud == cloud))
 
 
+# Cloud-side name limits: GKE clusters and node pools 40 characters, EKS node groups 63.
+NAME_LIMITS = {"gke": 40, "eks": 63}
+SYSTEM_POOL = "system"  # the pool every created cluster has for the router and system pods
+
+
+def pool_names(cluster_name: str, key: str, slices: int) -> list[str]:
+    """Cloud-side names of a created pool: `<cluster>-<key>`, one per TPU slice `-<i>` beyond one."""
+    base = f"{cluster_name}-{key}"
+    return [base] if slices == 1 else [f"{base}-{i}" for i in range(slices)]
+
+
+def check_names(config: StackConfig) -> None:
+    """Names the clouds reject: pool keys, the cluster name and the pool names derived from both."""
+    cluster = config.cluster
+    for key in config.node_pools:
+        try:
+            formats.dns_label(key)
+        except ValueError as error:
+            raise ConfigError(f"node_pools.{key}", key, f"a pool key {error}") from None
+    if cluster.provider == "existing":
+        return
+    limit = NAME_LIMITS[cluster.provider]
+    if cluster.provider == "gke" and len(cluster.name) > limit:
+        raise ConfigError("cluster.name", cluster.name, f"a GKE cluster name has at most {limit} characters")
+    system = f"{cluster.name}-{SYSTEM_POOL}"
+    if len(system) > limit:
+        raise ConfigError("cluster.name", cluster.name, f"its system pool name {system} exceeds {limit} characters")
+    for key, pool in config.node_pools.items():
+        if key == SYSTEM_POOL:
+            raise ConfigError(f"node_pools.{key}", key, "the name of the cluster's built-in system pool; pick another")
+        longest = max(pool_names(cluster.name, key, pool.slices), key=len)
+        if len(longest) > limit:
+            raise ConfigError(
+                f"node_pools.{key}", key, f"its {cluster.provider} pool name {longest} exceeds {limit} characters"
+            )
+
+
 def check_cluster(config: StackConfig) -> None:
     cluster = config.cluster
+    check_names(config)
     for provider, value in (("gke", cluster.gke), ("eks", cluster.eks)):
         if cluster.provider == provider and value is None:
             raise ConfigError(f"cluster.{provider}", None, f"required with cluster.provider {provider}")

@@ -114,10 +114,16 @@ def server_args(settings: LMCacheServerSettings) -> list[str]:
     return [
         *args,
         f"--eviction-policy={settings.eviction_policy}",
-        f"--eviction-trigger-watermark={settings.eviction_trigger_watermark:.2f}",
-        f"--eviction-ratio={settings.eviction_ratio:.2f}",
+        f"--eviction-trigger-watermark={_fraction(settings.eviction_trigger_watermark)}",
+        f"--eviction-ratio={_fraction(settings.eviction_ratio)}",
         f"--prometheus-port={METRICS_PORT}",
     ]
+
+
+def _fraction(value: float) -> str:
+    """Two decimals as the guide writes them (0.80), more where the value has more (0.001): never rounded."""
+    text = f"{value:.2f}"
+    return text if float(text) == value else repr(value)
 
 
 def server_manifests(settings: LMCacheServerSettings) -> list[Manifest]:

@@ -1,0 +1,147 @@
+"""What the platform accepts as a name, label, image reference, CIDR or zone: checks for config fields.
+
+Each check returns the value or raises ValueError with what is allowed (pydantic turns it into the
+one-line config error). Sources: Kubernetes' validation (DNS-1123/1035 names, label keys and values),
+the OCI distribution reference grammar, GKE's and EKS's resource naming rules.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+
+_LABEL_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+_DNS_LABEL = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
+_DNS_SUBDOMAIN = rf"(?=.{{1,253}}$){_DNS_LABEL}(\.{_DNS_LABEL})*"
+
+# The OCI distribution reference grammar (github.com/distribution/reference, regexp.go).
+_HOST_PART = r"([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9])"
+_DOMAIN = rf"(localhost|{_HOST_PART}(\.{_HOST_PART})+|{_HOST_PART}(\.{_HOST_PART})*:[0-9]+)"
+_PATH_PART = r"[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*"
+_IMAGE = re.compile(
+    rf"^(?P<name>({_DOMAIN}/)?{_PATH_PART}(/{_PATH_PART})*)"
+    r"(:(?P<tag>[\w][\w.-]{0,127}))?"
+    r"(@(?P<digest>sha256:[a-f0-9]{64}|sha512:[a-f0-9]{128}))?$"
+)
+
+
+def _full(pattern: str, value: str) -> bool:
+    return re.fullmatch(pattern, value) is not None
+
+
+def dns_label(value: str) -> str:
+    if not _full(_DNS_LABEL, value):
+        raise ValueError("must be a DNS label: lower-case letters, digits and '-', at most 63 characters")
+    return value
+
+
+def dns_1035_label(value: str, max_length: int = 63) -> str:
+    """A name that starts with a letter (Services, GKE and Helm names)."""
+    if len(value) > max_length or not _full(r"[a-z]([-a-z0-9]*[a-z0-9])?", value):
+        raise ValueError(
+            f"must start with a letter, then lower-case letters, digits and '-', at most {max_length} characters"
+        )
+    return value
+
+
+def dns_subdomain(value: str) -> str:
+    if not _full(_DNS_SUBDOMAIN, value):
+        raise ValueError("must be a DNS subdomain: lower-case DNS labels joined by '.', at most 253 characters")
+    return value
+
+
+def label_key(value: str) -> str:
+    prefix, _, name = value.rpartition("/")
+    if (prefix and not _full(_DNS_SUBDOMAIN, prefix)) or not _full(_LABEL_NAME, name) or ("/" in value and not prefix):
+        raise ValueError(
+            "must be a Kubernetes label key: an optional DNS-subdomain prefix and '/', then at most 63"
+            " letters, digits, '-', '_' or '.' beginning and ending with a letter or digit"
+        )
+    return value
+
+
+def label_value(value: str) -> str:
+    if value and not _full(_LABEL_NAME, value):
+        raise ValueError(
+            "must be a Kubernetes label value: empty, or at most 63 letters, digits, '-', '_' or '.'"
+            " beginning and ending with a letter or digit"
+        )
+    return value
+
+
+def labels(value: dict[str, str]) -> dict[str, str]:
+    for key, text in value.items():
+        label_key(key)
+        label_value(text)
+    return value
+
+
+def image_reference(value: str) -> str:
+    match = _IMAGE.match(value)
+    if match is None or len(match.group("name")) > 255:
+        raise ValueError(
+            "must be an image reference: [registry/]lower-case/path[:tag][@sha256:<64 hex digits>],"
+            " e.g. docker.io/vllm/vllm-openai:v0.26.0"
+        )
+    return value
+
+
+def oci_chart(value: str) -> str:
+    """A chart in an OCI registry, without a tag (the version is a field of its own)."""
+    match = _IMAGE.match(value.removeprefix("oci://"))
+    if not value.startswith("oci://") or match is None or match["tag"] or match["digest"] or "/" not in match["name"]:
+        raise ValueError("must be a chart in an OCI registry, oci://registry/path, without a tag")
+    return value
+
+
+def ipv4_network(value: str, prefix: int) -> str:
+    try:
+        network = ipaddress.IPv4Network(value)
+    except ValueError:
+        raise ValueError(f"must be an IPv4 network a.b.c.d/{prefix} with its host bits zero") from None
+    if network.prefixlen != prefix or not network.is_private:
+        raise ValueError(f"must be a private IPv4 network of prefix length /{prefix}, e.g. 10.0.0.0/{prefix}")
+    return value
+
+
+GCP_REGION = r"[a-z]+-[a-z]+[0-9]+"
+AWS_REGION = r"[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-[0-9]+"
+
+
+def gcp_region(value: str) -> str:
+    if not _full(GCP_REGION, value):
+        raise ValueError("must be a GCP region, e.g. us-central1")
+    return value
+
+
+def aws_region(value: str) -> str:
+    if not _full(AWS_REGION, value):
+        raise ValueError("must be an AWS region, e.g. us-east-1")
+    return value
+
+
+def gcp_project(value: str) -> str:
+    """6 to 30 characters, a letter first, not ending in '-' (optionally `domain:` scoped)."""
+    if not _full(r"([a-z][-a-z0-9.]*[a-z0-9]:)?[a-z][-a-z0-9]{4,28}[a-z0-9]", value):
+        raise ValueError("must be a GCP project id: 6 to 30 lower-case letters, digits or '-', starting with a letter")
+    return value
+
+
+def zone_in(zone: str, region: str, separator: str) -> bool:
+    """A zone of the region: `us-central1-a` in GCP (separator '-'), `us-east-1a` in AWS ('')."""
+    return _full(re.escape(region + separator) + r"[a-z]", zone)
+
+
+_CPU = re.compile(r"^(?P<number>\d+(\.\d+)?)(?P<milli>m?)$")
+MAX_CPU_CORES = 1024  # more than any node offers
+
+
+def cpu_quantity(value: str) -> str:
+    """A Kubernetes CPU quantity of at least 1m and at most MAX_CPU_CORES cores ("4", "0.5", "500m")."""
+    match = _CPU.match(value)
+    if match is None:
+        raise ValueError("must be a CPU quantity: cores (4, 0.5) or millicores (500m)")
+    millicores = float(match["number"]) * (1 if match["milli"] else 1000)
+    if not 1 <= millicores <= MAX_CPU_CORES * 1000:
+        raise ValueError(f"must be between 1m and {MAX_CPU_CORES} cores")
+    return value
