@@ -38,3 +38,19 @@ def test_stack_files_hold_only_known_llmd_keys() -> None:
     for path in ROOT.glob("Pulumi.*.yaml"):
         config = yaml.safe_load(path.read_text())["config"]
         loading.pulumi_sections(config)  # raises on an unknown llmd: key
+
+
+def test_pull_requests_run_the_projects_own_lint_and_tests() -> None:
+    """The PR workflow runs .ci/run, and .ci/run runs `./run lint` and the README's test command."""
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "tests.yml").read_text())
+    triggers = workflow[True]  # YAML 1.1 reads the key `on` as a boolean
+    assert "pull_request" in triggers and triggers["push"]["branches"] == ["main"]
+    steps = workflow["jobs"]["lint-and-test"]["steps"]
+    assert steps[0]["uses"].startswith("actions/checkout@")
+    assert [s["run"] for s in steps if "run" in s] == [".ci/run"]
+    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines() if not line.startswith("#")]
+    readme_test = next(
+        line.split("#")[0].strip() for line in (ROOT / "README.md").read_text().splitlines() if "./run test" in line
+    )
+    assert "rm -rf .venv" in ci  # a fresh environment, as a contributor's checkout has
+    assert "./run lint" in ci and readme_test in ci
