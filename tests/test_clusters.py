@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 
 from components.catalog.machines import MACHINES
-from components.specs import clusters
+from components.specs import clusters, lmcache
 from components.specs.clusters import PoolSpec
 from components.units import ByteSize, GiB, MiB
 from stacks import loading
+from stacks.config import StackConfig
 from stacks.errors import ConfigError
 from stacks.hardware import allocatable_memory
 from stacks.plan import plan
@@ -290,3 +291,29 @@ def test_the_nvidia_device_plugin_runs_on_every_gpu_pool() -> None:
     assert "nodeSelector" not in plugin
     # GKE installs its own plugin with the driver.
     assert not [r for r in _rows("gke-h100-lustre") if "nvidia-device-plugin" in r["name"]]
+
+
+def _on_described_pool(preset: str, host_memory: str) -> StackConfig:
+    pool = {"gpu": {"accelerator": "gpu", "accelerators_per_node": 8, "host_memory": host_memory}}
+    return loading.build(
+        preset, {"cluster": {"provider": "existing"}, "node_pools": pool, "cache": {"node_pool": "gpu"}}
+    )
+
+
+@pytest.mark.parametrize(
+    ("preset", "tight_host"),
+    [("gpu-vllm-lmcache-server", "48GiB"), ("gpu-vllm-mooncake-store-fs", "128GiB")],
+)
+def test_the_fit_check_counts_the_per_node_daemon(preset: str, tight_host: str) -> None:
+    """The LMCache server and the Mooncake Client run once per node beside the model servers."""
+    stack = plan(_on_described_pool(preset, "256GiB"))
+    client = stack.model_server.mooncake_client
+    daemon = client.memory_request if client else lmcache.server_memory(stack.sizing.cpu_tier_per_pod)[0]
+    assert daemon.bytes >= 20 * GiB
+    assert stack.fit is not None
+    assert stack.fit.per_node == stack.sizing.pod_memory * stack.fit.pods_per_node + daemon
+    # A node whose allocatable memory holds the pods but not the daemon beside them is refused.
+    allocatable = allocatable_memory(ByteSize.parse(tight_host))
+    assert stack.sizing.pod_memory * stack.fit.pods_per_node < allocatable < stack.fit.per_node
+    with pytest.raises(ConfigError, match="per-node daemon"):
+        plan(_on_described_pool(preset, tight_host))
