@@ -12,6 +12,7 @@ from pulumi.runtime.proto import analyzer_pb2
 from pulumi_policy import EnforcementLevel
 from pulumi_policy.policy import _PolicyAnalyzerServicer
 
+from components.units import GiB
 from policies.pack import PACK_NAME, POLICIES
 from policies.resources import Resource, pods
 from policies.rules import RULES, Rule
@@ -136,6 +137,16 @@ def test_memory_limit_below_the_tier_is_caught() -> None:
     assert _violations(RULE["memory-limit-covers-tier"], resources) == []
     _container(resources)["resources"]["limits"]["memory"] = "200Gi"
     assert "below its CPU tier" in _violations(RULE["memory-limit-covers-tier"], resources)[0]
+
+
+def test_memory_limit_below_the_memory_backed_volumes_is_caught() -> None:
+    """/dev/shm pages are charged to the pod: a limit above the tier but below its tmpfs is still short."""
+    resources = _resources()
+    volumes = _deployment(resources).props["spec"]["template"]["spec"]["volumes"]
+    assert next(v for v in volumes if v["name"] == "shm")["emptyDir"]["sizeLimit"] == "308Gi"  # tier 300 GiB + 8
+    _container(resources)["resources"]["limits"]["memory"] = "304Gi"
+    [message] = _violations(RULE["memory-limit-covers-tier"], resources)
+    assert f"memory-backed volumes ({308 * GiB} bytes)" in message
 
 
 def test_unbounded_dev_shm_beside_a_tier_is_caught() -> None:
