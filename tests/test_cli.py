@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,6 +42,18 @@ def test_bad_value_exits_non_zero_with_one_line_and_writes_nothing(tmp_path: Pat
     assert len(lines) == 1, result.stderr
     assert "cache.replicas" in lines[0] and "banana" in lines[0]
     assert "Traceback" not in result.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["render", "check"])
+def test_a_fit_error_exits_2_with_one_line_and_writes_nothing(command: str, tmp_path: Path) -> None:
+    """The planner's fit check runs inside the CLI's error handler, for every command that plans."""
+    out = tmp_path / "out"
+    overrides = ["--set", "cache.replicas=4", "--set", "cache.tier.cpu=900GiB"]
+    result = run(command, "gke-h100-lustre", *overrides, *(["--out", str(out)] if command == "render" else []))
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: invalid stack config: cache.tier.cpu = '900 GiB': 4 pods x 940Gi")
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert not out.exists()
 
 

@@ -61,6 +61,20 @@ def test_bad_stack_config_is_a_run_error_with_one_line() -> None:
         _run_program({"llmd:cache": json.dumps({"replicas": "banana"}), "llmd:hfToken": "x"}, ["llmd:hfToken"])
 
 
+def test_a_stack_that_cannot_fit_its_nodes_is_a_run_error_with_one_line() -> None:
+    """The planner's fit check (not only config parsing) runs inside the error handler."""
+    config = {
+        "llmd:preset": "gke-h100-lustre",
+        "llmd:cache": json.dumps({"replicas": 4, "tier": {"cpu": "900GiB"}}),
+        "llmd:hfToken": "x",
+    }
+    with pytest.raises(pulumi.RunError) as caught:
+        _run_program(config, ["llmd:hfToken"])
+    message = str(caught.value)
+    assert message.startswith("invalid stack config: cache.tier.cpu = '900 GiB': 4 pods x 940Gi = 3760Gi per node")
+    assert "\n" not in message
+
+
 def test_unknown_llmd_key_is_rejected() -> None:
     with pytest.raises(pulumi.RunError, match=r"llmd:cahce"):
         _run_program({"llmd:cahce": "{}", "llmd:hfToken": "x"}, ["llmd:hfToken"])
