@@ -4,7 +4,7 @@ import pytest
 
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.models import MODELS
-from components.specs.sizing import router_lru_capacity, size_native_cpu_tier
+from components.specs.sizing import SHM_HEADROOM, router_lru_capacity, size_lmcache, size_native_cpu_tier
 from components.units import GB, ByteSize, GiB, KiB
 
 QWEN3_32B = MODELS["Qwen/Qwen3-32B"]
@@ -66,3 +66,15 @@ def test_every_derivation_is_shown_with_its_inputs() -> None:
     assert rows["router `lruCapacityPerServer`"].value == "19200"
     assert rows["router `lruCapacityPerServer`"].formula == "floor(322122547200 / 16777216)"
     assert "64 layers" in rows["KV bytes per token"].formula
+
+
+def test_dev_shm_headroom_is_in_the_shm_limit_and_the_pod_memory() -> None:
+    """/dev/shm holds NCCL and torch buffers beside any tier in it, and every byte of it is pod memory."""
+    gpu = ACCELERATORS["gpu"]
+    native = size_native_cpu_tier(QWEN3_32B, gpu, 2, ByteSize(300 * GiB))
+    assert native.shm_size_limit == ByteSize(308 * GiB)  # the 300 GiB tier + 8 GiB headroom
+    assert native.pod_memory == native.host_runtime_memory + ByteSize(308 * GiB)
+    assert native.pod_memory == ByteSize(340 * GiB)  # the seed default's 32 GiB runtime + 308 GiB
+    lmcache = size_lmcache(QWEN3_32B, gpu, 2, ByteSize(100 * GiB), None)
+    assert lmcache.shm_size_limit == SHM_HEADROOM == ByteSize(8 * GiB)
+    assert lmcache.pod_memory == (lmcache.host_runtime_memory + ByteSize(100 * GiB) + SHM_HEADROOM).ceil_to(GiB)
