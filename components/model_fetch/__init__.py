@@ -1,0 +1,1 @@
+"""The model-cache fetch script, run by the model-cache Job (stdlib only)."""
