@@ -17,6 +17,7 @@ from components.catalog import labels
 from components.inference_pool import InferencePoolCrds, InferencePoolCrdsArgs
 from components.lmcache_server import LMCacheServer, LMCacheServerArgs
 from components.manifest import Manifest
+from components.model_cache import ModelCache, ModelCacheArgs
 from components.model_server import ModelServer, ModelServerArgs
 from components.monitoring import Monitoring, MonitoringArgs
 from components.mooncake import MooncakeArgs, MooncakeClient, MooncakeMaster
@@ -36,6 +37,7 @@ class CacheStackArgs:
     router_values: dict[str, Any]
     model_servers: dict[str, list[Manifest]]  # by role; "decode" for single-role stacks
     storage_claim: Manifest | None = None
+    model_cache: list[Manifest] = field(default_factory=list)  # [dedicated claim], fetch script, fetch Job
     lmcache_server: list[Manifest] = field(default_factory=list)
     mooncake_master: list[Manifest] = field(default_factory=list)
     mooncake_client: list[Manifest] = field(default_factory=list)
@@ -84,6 +86,14 @@ class CacheStack(pulumi.ComponentResource):
                     f"{name}-storage",
                     SharedStorageArgs(claim=args.storage_claim),
                     pulumi.ResourceOptions(parent=self, depends_on=[namespace, *args.serving_needs]),
+                )
+            )
+        if args.model_cache:  # the weights are on the volume before any model server starts
+            serving_needs.append(
+                ModelCache(
+                    f"{name}-model-cache",
+                    ModelCacheArgs(manifests=args.model_cache),
+                    pulumi.ResourceOptions(parent=self, depends_on=list(serving_needs)),
                 )
             )
         if args.mooncake_master:

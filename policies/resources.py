@@ -150,13 +150,19 @@ def _flag(argv: list[str], name: str) -> str | None:
     return None
 
 
-def served_model(container: Props) -> str | None:
-    """The model a vLLM or SGLang container serves: `vllm serve MODEL`, `--model=`, or `--model-path=`."""
+def model_source(container: Props) -> str | None:
+    """What a vLLM or SGLang container loads (a Hub id or a local path): `vllm serve MODEL`, `--model=`,
+    or `--model-path=`."""
     argv = _argv(container)
     for i, arg in enumerate(argv[:-1]):
         if arg == "serve" and argv[i + 1] and not argv[i + 1].startswith("-"):
             return argv[i + 1]
     return _flag(argv, "--model") or _flag(argv, "--model-path")
+
+
+def served_model(container: Props) -> str | None:
+    """The name clients and the router ask for: `--served-model-name`, else what the container loads."""
+    return _flag(_argv(container), "--served-model-name") or model_source(container)
 
 
 def tensor_parallelism(container: Props) -> int:

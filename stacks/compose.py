@@ -172,6 +172,7 @@ def _cache_stack(
             model_servers={role.spec.role: role.manifests for role in stack_plan.roles},
             lmcache_server=stack_plan.lmcache_server,
             storage_claim=stack_plan.storage_manifests[0] if stack_plan.storage_manifests else None,
+            model_cache=stack_plan.model_cache_manifests,
             mooncake_master=stack_plan.mooncake_master,
             mooncake_client=stack_plan.mooncake_client,
             monitoring=stack_plan.monitoring,

@@ -314,6 +314,38 @@ class VerificationConfig(_Section):
     requests: int = Field(default=10, ge=1, le=100, description="requests of the shared-prefix burst")
 
 
+class ModelCacheConfig(_Section):
+    """Model weights fetched once per stack by a Job into a ReadWriteMany volume: model servers load them
+    from there instead of each downloading from Hugging Face, and keep their compile caches beside them."""
+
+    mode: Literal["auto", "shared", "dedicated", "off"] = Field(
+        default="auto",
+        description="auto: shared where the stack has the filesystem tier's claim, else off; shared: on that"
+        " claim; dedicated: on its own ReadWriteMany claim `llm-d-model-cache`; off: every pod downloads",
+    )
+    revision: str = Field(
+        default="main", pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$", description="the model's branch, tag or commit"
+    )
+    storage_class: str = Field(
+        default="", description="dedicated: the claim's StorageClass (ReadWriteMany); empty: the cluster default"
+    )
+    size: ByteSize | None = Field(
+        default=None, description="dedicated: the claim's size; default: twice the weights (a revision beside another)"
+    )
+    compile_cache: bool = Field(
+        default=True, description="keep vLLM, torch.compile and Triton (GPU) or XLA (TPU) caches on the volume"
+    )
+    image: str = Field(
+        default=versions.MODEL_FETCH_IMAGE, description="the fetch Job's Python image; its script uses the stdlib"
+    )
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: object) -> object:
+        """YAML reads a bare `off` as false."""
+        return "off" if value is False else value
+
+
 class StackConfig(_Section):
     description: str = ""
     namespace: DnsLabel = labels.DEFAULT_NAMESPACE
@@ -325,6 +357,7 @@ class StackConfig(_Section):
     router: RouterConfig = RouterConfig()
     monitoring: MonitoringConfig = MonitoringConfig()
     verification: VerificationConfig = VerificationConfig()
+    model_cache: ModelCacheConfig = ModelCacheConfig()
 
 
 SECTIONS: tuple[str, ...] = tuple(StackConfig.model_fields)

@@ -13,15 +13,16 @@ from typing import Any
 from components.catalog import labels, versions
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.machines import MACHINES
+from components.catalog.model_cache import streams_weights
 from components.catalog.models import MODELS, ModelSpec
 from components.catalog.support import SUPPORTED, ComboDefaults
 from components.manifest import Manifest
-from components.specs import alerts, dashboard, lmcache, monitoring, mooncake, payoff, sizing
+from components.specs import alerts, dashboard, lmcache, model_cache, monitoring, mooncake, payoff, sizing
 from components.specs.clusters import PoolSpec
 from components.specs.connectors import TIERING_BLOCK_TOKENS
 from components.specs.router_values import RouterInputs, inference_pool, router_endpoint, router_values
 from components.specs.servers import ServerSpec, model_server_manifests, sglang
-from components.specs.servers.base import Scheduling, files_storage_claim, router_selector
+from components.specs.servers.base import FILES_STORAGE_CLAIM, Scheduling, files_storage_claim, router_selector
 from components.specs.servers.vllm import lmcache_image_for
 from components.specs.startup import AwaitBudget, with_await_budget
 from components.specs.storage import EFS_CLASS, LUSTRE_CLASS
@@ -48,6 +49,8 @@ class StackPlan:
     sizing: sizing.TierSizing
     roles: list[Role]  # model-server roles; the last is the decode role
     storage_manifests: list[Manifest]  # the filesystem tier's shared claim
+    model_cache: model_cache.ModelCache | None  # where the model servers load their weights from
+    model_cache_manifests: list[Manifest]  # a dedicated claim, the fetch script and its Job
     mooncake_master: list[Manifest]
     mooncake_client: list[Manifest]
     lmcache_server: list[Manifest]
@@ -251,7 +254,6 @@ def plan(config: StackConfig) -> StackPlan:
     profile = _router_profile(config, replicas)
     values = _router_values(config, decode, tier_sizing, profile)
     check_router_reaches_model_servers(values, servers)
-    uses_claim = cache.tier.variant == "fs" and cache.connector != "mooncake-store"
     is_mooncake = cache.connector == "mooncake-store"
     exports = _exports(config, profile)
     stack_payoff = payoff.derive(_payoff_inputs(config, defaults, tier_sizing.model, devices, replicas))
@@ -260,7 +262,9 @@ def plan(config: StackConfig) -> StackPlan:
         config=config,
         sizing=tier_sizing,
         roles=[Role(s, model_server_manifests(s)) for s in servers],
-        storage_manifests=[_claim(config)] if uses_claim else [],
+        storage_manifests=[_claim(config)] if uses_tier_claim(config) else [],
+        model_cache=decode.model_cache,
+        model_cache_manifests=_model_cache_manifests(config, decode.model_cache, tier_sizing.model),
         mooncake_master=[mooncake.namespace(), *mooncake.master_manifests()] if is_mooncake else [],
         mooncake_client=(
             mooncake.client_manifests(client_sizing, decode.scheduling.node_selector) if client_sizing else []
@@ -297,7 +301,9 @@ def _decode_server(
     is_lmcache_server = cache.connector == "lmcache-server"
     disaggregated = is_lmcache_server and config.lmcache.mode == "pd"
     image = _image(config)
-    cold = startup.model_server_cold_start(config, cache.accelerator, tier_sizing.model, image)
+    cached = resolve_model_cache(config, tier_sizing.model, image)
+    pods = replicas * defaults.group_size * (2 if disaggregated else 1)  # a first rollout reads all at once
+    cold = startup.model_server_cold_start(config, cache.accelerator, tier_sizing.model, image, cached, readers=pods)
     return ServerSpec(
         namespace=config.namespace,
         accelerator=ACCELERATORS[cache.accelerator],
@@ -320,7 +326,55 @@ def _decode_server(
         test_mode=config.lmcache.test_mode,
         sidecar_image=versions.disagg_sidecar_image(config.router.version) if disaggregated else None,
         startup_seconds=cold.budget,
+        model_cache=cached,
     )
+
+
+def uses_tier_claim(config: StackConfig) -> bool:
+    """The filesystem tier on the shared claim (MooncakeStore's filesystem tier is node-local SSD)."""
+    return config.cache.tier.variant == "fs" and config.cache.connector != "mooncake-store"
+
+
+def resolve_model_cache(config: StackConfig, model: ModelSpec, image: str) -> model_cache.ModelCache | None:
+    """auto: on the tier's claim where the stack has one (the weights belong beside the tier), else off."""
+    settings, has_claim = config.model_cache, uses_tier_claim(config)
+    mode = ("shared" if has_claim else "off") if settings.mode == "auto" else settings.mode
+    if mode == "off":
+        return None
+    if mode == "shared" and not has_claim:
+        raise ConfigError(
+            "model_cache.mode",
+            "shared",
+            "needs the filesystem tier's claim (cache.tier.variant fs, not mooncake-store); allowed: dedicated, off",
+        )
+    return model_cache.ModelCache(
+        claim=FILES_STORAGE_CLAIM if mode == "shared" else model_cache.MODEL_CACHE_CLAIM,
+        shared_with_tier=mode == "shared",
+        model=model.name,
+        compile_key=model_cache.compile_key(config.cache.accelerator, image, model.name),
+        load_format="runai_streamer" if config.cache.server == "vllm" and streams_weights(image) else None,
+        compile_cache=settings.compile_cache,
+    )
+
+
+def _model_cache_manifests(
+    config: StackConfig, cache: model_cache.ModelCache | None, model: ModelSpec
+) -> list[Manifest]:
+    """A dedicated claim (twice the weights: a new revision's files land beside the old ones), the Job."""
+    if cache is None:
+        return []
+    settings = config.model_cache
+    out = []
+    if not cache.shared_with_tier:
+        size = settings.size or ByteSize(-(-2 * model.weight_bytes.bytes // GiB) * GiB)
+        out.append(model_cache.dedicated_claim(config.namespace, settings.storage_class, size.quantity()))
+    budget = _fetch_budget(config, cache, model)
+    fetch = model_cache.FetchSpec(config.namespace, cache, settings.revision, settings.image, budget.seconds)
+    return out + model_cache.fetch_manifests(fetch)
+
+
+def _fetch_budget(config: StackConfig, cache: model_cache.ModelCache, model: ModelSpec) -> AwaitBudget:
+    return AwaitBudget(model_cache.FETCH_NAME, startup.fetch_job_cold_start(config, cache, model), 1)
 
 
 def _router_values(
@@ -395,7 +449,7 @@ def _payoff_inputs(
 ) -> payoff.PayoffInputs:
     cache, storage = config.cache, config.storage
     block_tokens, block_from = _transfer_block(config)
-    shared = cache.tier.variant == "fs" and cache.connector != "mooncake-store"
+    shared = uses_tier_claim(config)
     return payoff.PayoffInputs(
         model=model,
         accelerator=cache.accelerator,
@@ -501,7 +555,10 @@ def _with_await_budgets(stack_plan: StackPlan) -> StackPlan:
     """Every workload Pulumi awaits gets an explicit budget above its modeled cold start: model servers
     (a rolling update restarts their pods one after the other), cache daemons, the verification Job."""
     config, server = stack_plan.config, stack_plan.model_server
-    cold = startup.model_server_cold_start(config, server.accelerator.key, server.model, server.image)
+    pods = sum(r.spec.replicas * r.spec.group_size for r in stack_plan.roles)
+    cold = startup.model_server_cold_start(
+        config, server.accelerator.key, server.model, server.image, server.model_cache, readers=pods
+    )
     budgets: list[AwaitBudget] = []
     roles = []
     for role in stack_plan.roles:
@@ -533,6 +590,10 @@ def _with_await_budgets(stack_plan: StackPlan) -> StackPlan:
         budget = AwaitBudget(mooncake.CLIENT, cold_client, nodes)
         budgets.append(budget)
         mooncake_client = _budget_workloads(mooncake_client, ("DaemonSet",), budget)
+    if stack_plan.model_cache is not None:  # its Job carries its budget already (it names the Job)
+        job = next(m for m in stack_plan.model_cache_manifests if m["kind"] == "Job")
+        fetch = _fetch_budget(config, stack_plan.model_cache, server.model)
+        budgets.insert(0, dataclasses.replace(fetch, workload=job["metadata"]["name"]))
     verification = stack_plan.verification
     if verification:
         job = next(m for m in verification if m["kind"] == "Job")

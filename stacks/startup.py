@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import math
 
+from components.catalog import model_cache as cache_figures
 from components.catalog import startup as figures
 from components.catalog.models import ModelSpec
 from components.catalog.startup import WeightSource
+from components.specs import payoff
+from components.specs.model_cache import ModelCache
 from components.specs.startup import ColdStart, StartupInputs, cold_start
 from stacks.config import StackConfig
 
@@ -23,24 +26,74 @@ def image_bytes(image: str) -> int:
     return figures.IMAGE_BYTES.get(repository, figures.UNKNOWN_IMAGE_BYTES)
 
 
-def weight_source(config: StackConfig) -> WeightSource:
-    """Where the model servers of this stack read their weights."""
-    del config  # every stack downloads from Hugging Face for now
-    return figures.HUGGING_FACE
+def weight_source(config: StackConfig, cache: ModelCache | None, readers: int = 1) -> WeightSource:
+    """Where one model-server pod reads its weights: Hugging Face, or the model cache's volume, whose
+    bandwidth `readers` pods reading at once share (the tier's backend, as the payoff table derives it)."""
+    if cache is None:
+        return figures.HUGGING_FACE
+    if cache.shared_with_tier:
+        storage = config.storage
+        fs = payoff.filesystem(
+            storage.backend, storage.size, storage.lustre.per_unit_storage_throughput, storage.read_bandwidth, readers
+        )
+        share = payoff.filesystem_share(fs)
+        if share is not None:
+            name = f"model cache, {storage.backend}"
+            return WeightSource(name, int(share), f"{fs.aggregate_from}; {fs.per_client_from}; {readers} reading")
+    return WeightSource(
+        "model cache, assumed class",
+        cache_figures.ASSUMED_DEDICATED_READ_BYTES_PER_SECOND,
+        "a ReadWriteMany class of unknown bandwidth (assumed, components/catalog/model_cache.py)",
+    )
 
 
-def model_server_cold_start(config: StackConfig, accelerator: str, model: ModelSpec, image: str) -> ColdStart:
-    """One model-server pod, scheduled on a node that has neither its image nor its weights."""
+def model_server_cold_start(
+    config: StackConfig,
+    accelerator: str,
+    model: ModelSpec,
+    image: str,
+    cache: ModelCache | None = None,
+    *,
+    readers: int = 1,
+    image_on_node: bool = False,
+    warm: bool = False,
+) -> ColdStart:
+    """One model-server pod. By default on a node that has neither its image nor its weights, with an
+    empty compile cache; `readers` pods read the model cache at once; `warm`: its compile cache is filled
+    (a restart, or any pod after the first, when the compile cache is kept)."""
     profile = figures.LOAD_PROFILES[accelerator]
+    streamed = cache is not None and cache.load_format == "runai_streamer"
+    compile_seconds = profile.compile_seconds
+    if warm and cache is not None and cache.compile_cache:
+        compile_seconds = math.ceil(compile_seconds * cache_figures.WARM_COMPILE_RATIO[accelerator])
     return cold_start(
         StartupInputs(
             image=image,
-            image_bytes=image_bytes(image),
+            image_bytes=0 if image_on_node else image_bytes(image),
             pull_bytes_per_second=figures.PULL_BYTES_PER_SECOND,
             weight_bytes=model.weight_bytes.bytes,
-            weight_source=weight_source(config),
-            load_bytes_per_second=profile.load_bytes_per_second,
-            compile_seconds=profile.compile_seconds,
+            weight_source=weight_source(config, cache, readers),
+            load_bytes_per_second=(
+                cache_figures.STREAMED_LOAD_BYTES_PER_SECOND if streamed else profile.load_bytes_per_second
+            ),
+            compile_seconds=compile_seconds,
+            margin_ratio=figures.MARGIN_RATIO,
+            margin_floor_seconds=figures.MARGIN_FLOOR_SECONDS,
+        )
+    )
+
+
+def fetch_job_cold_start(config: StackConfig, cache: ModelCache, model: ModelSpec) -> ColdStart:
+    """The model cache's Job: the weights from Hugging Face, written to the volume (its "load")."""
+    return cold_start(
+        StartupInputs(
+            image=config.model_cache.image,
+            image_bytes=image_bytes(config.model_cache.image),
+            pull_bytes_per_second=figures.PULL_BYTES_PER_SECOND,
+            weight_bytes=model.weight_bytes.bytes,
+            weight_source=figures.HUGGING_FACE,
+            load_bytes_per_second=weight_source(config, cache).bytes_per_second,
+            compile_seconds=0,
             margin_ratio=figures.MARGIN_RATIO,
             margin_floor_seconds=figures.MARGIN_FLOOR_SECONDS,
         )

@@ -155,6 +155,7 @@ def _optional_rows(stack_plan: StackPlan) -> list[tuple[str, str]]:
                 f" {claim['spec']['resources']['requests']['storage']}, StorageClass {storage_class}",
             )
         )
+    rows.append(("model cache", _model_cache_row(stack_plan)))
     if stack_plan.mooncake_master:
         client = "and the Mooncake Client DaemonSet" if stack_plan.mooncake_client else "(embedded pool)"
         rows.append(("MooncakeStore", f"Mooncake Master in namespace `mooncake` {client}"))
@@ -178,6 +179,17 @@ def _optional_rows(stack_plan: StackPlan) -> list[tuple[str, str]]:
     if "tokenizer" in router_values:
         rows.append(("router tokenizer", f"sidecar for {router_values['tokenizer']['modelName']} (token-producer)"))
     return rows
+
+
+def _model_cache_row(stack_plan: StackPlan) -> str:
+    cache, model = stack_plan.model_cache, stack_plan.model_server.model.name
+    if cache is None:
+        return f"off: every model-server pod downloads {model} from Hugging Face"
+    job = next(m for m in stack_plan.model_cache_manifests if m["kind"] == "Job")
+    claim = f"the tier's claim `{cache.claim}`" if cache.shared_with_tier else f"claim `{cache.claim}`"
+    loading = f", loaded with `--load-format={cache.load_format}`" if cache.load_format else ""
+    compiled = f"; compile caches in `{cache.compile_subpath}`" if cache.compile_cache else ""
+    return f"`models/{model}` on {claim}, fetched once by Job `{job['metadata']['name']}`{loading}{compiled}"
 
 
 def _pool_rows(pools: list[PoolSpec]) -> list[tuple[str, str]]:

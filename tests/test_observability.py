@@ -117,7 +117,7 @@ VERIFY = ("verification.enabled=true",)
 
 
 def _job_env(name: str) -> dict[str, str]:
-    [job] = by_kind(manifests(rendered(name, VERIFY)), "Job")
+    [job] = [j for j in by_kind(manifests(rendered(name, VERIFY)), "Job") if j["metadata"]["name"] == "verify-offload"]
     container = job["spec"]["template"]["spec"]["containers"][0]
     return {e["name"]: e.get("value", "") for e in container["env"]}
 

@@ -73,7 +73,9 @@ def test_native_fs_uses_the_tiering_spec_on_the_shared_claim() -> None:
     assert container["securityContext"]["runAsUser"] == 0  # the guide's: it writes the shared tier
     volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
     assert volumes["files-storage"]["persistentVolumeClaim"] == {"claimName": "llm-d-kv-cache-storage"}
-    assert {"name": "files-storage", "mountPath": "/mnt/files-storage"} in container["volumeMounts"]
+    # The tier sees only its own directory of the claim: the model cache keeps the weights beside it.
+    tier_mount = {"name": "files-storage", "mountPath": "/mnt/files-storage", "subPath": "kv-cache"}
+    assert tier_mount in container["volumeMounts"]
     claim = by_kind(_objects("gpu-vllm-native-fs"), "PersistentVolumeClaim")[0]
     assert claim["spec"] == {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "9000Gi"}}}
     assert _capacity("gpu-vllm-native-fs") == 6400

@@ -47,6 +47,8 @@ XPU_LMCACHE_IMAGE = "ghcr.io/llm-d/llm-d-xpu-dev:pr-1731"
 BUSYBOX_IMAGE = "docker.io/library/busybox:1.37.0"
 # The verification Job: its script needs only the Python standard library.
 VERIFICATION_IMAGE = "docker.io/library/python:3.12.8-slim"
+# The model-cache Job: its fetch script, too, needs only the Python standard library.
+MODEL_FETCH_IMAGE = VERIFICATION_IMAGE
 
 # EKS GPU nodes: the AL2023 NVIDIA AMI has the driver; the device plugin advertises nvidia.com/gpu.
 NVIDIA_DEVICE_PLUGIN_REPO = "https://nvidia.github.io/k8s-device-plugin"

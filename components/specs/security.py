@@ -22,6 +22,7 @@ RDMA_RESOURCE = "rdma/ib"
 NODE_SETUP_CONTAINER = "tpu-node-setup"
 LUSTRE_PERMISSIONS_CONTAINER = "fix-lustre-permissions"
 LMCACHE_SERVER_CONTAINER = "lmcache"
+MODEL_FETCH_CONTAINER = "model-fetch"
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,14 @@ EXEMPTIONS: tuple[Exemption, ...] = (
         " (the guide runs native fs with runAsUser 0)",
         lambda s: s.mounts(labels.FILES_STORAGE_MOUNT),
         root=True,
+    ),
+    Exemption(
+        "model-cache-fetch",
+        "writes the weights into the model cache's volume, whose root the storage backend owns, and opens the"
+        " directories it creates to the model servers' users (chmod)",
+        lambda s: s.container.get("name") == MODEL_FETCH_CONTAINER,
+        root=True,
+        capabilities=("DAC_OVERRIDE", "FOWNER"),
     ),
     Exemption(
         "rdma",

@@ -8,7 +8,9 @@ from components.catalog import labels, versions
 from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
 from components.manifest import Manifest
+from components.specs import model_cache
 from components.specs.connectors import FILES_STORAGE
+from components.specs.model_cache import TIER_SUBPATH, ModelCache
 from components.specs.security import LUSTRE_PERMISSIONS_CONTAINER
 from components.specs.sizing import MooncakeClientSizing, TierSizing
 from components.specs.startup import probe_failure_threshold
@@ -58,6 +60,7 @@ class ServerSpec:
     test_mode: bool = False  # LMCache: `--no-enable-prefix-caching`, so a repeat goes to LMCache
     sidecar_image: str | None = None  # P/D decode: the router's routing sidecar
     startup_seconds: int = 0  # what the startup probe must allow (the plan's cold-start budget of one pod)
+    model_cache: ModelCache | None = None  # weights from the stack's model cache (None: each pod downloads)
 
     @property
     def filesystem_tier(self) -> bool:
@@ -100,6 +103,23 @@ class ServerSpec:
         if self.host_type == "multi-host":
             out |= {labels.LWS_ROLE_LABEL: labels.LWS_LEADER, labels.LWS_NAME_LABEL: self.workload_name}
         return out
+
+
+def model_load_args(spec: ServerSpec, flag: str | None = None) -> list[str]:
+    """The model (a local path from the model cache, served under its Hub id) and how to load it."""
+    cache = spec.model_cache
+    args = model_cache.model_args(cache, spec.model.name, flag)
+    if cache is not None and cache.load_format:
+        args.append(f"--load-format={cache.load_format}")
+    return args
+
+
+def model_cache_volumes(spec: ServerSpec, volumes: list[Manifest]) -> tuple[list[Manifest], list[Manifest]]:
+    """The model cache's volumes (none when it shares the pod's tier volume) and the server's mounts."""
+    if spec.model_cache is None:
+        return [], []
+    tier = "files-storage" if any(v["name"] == "files-storage" for v in volumes) else None
+    return model_cache.server_volumes(spec.model_cache, tier)
 
 
 def router_selector(spec: ServerSpec) -> dict[str, str]:
@@ -190,8 +210,12 @@ def files_storage_volume() -> Manifest:
     return {"name": "files-storage", "persistentVolumeClaim": {"claimName": FILES_STORAGE_CLAIM}}
 
 
-def files_storage_mount() -> Manifest:
-    return {"name": "files-storage", "mountPath": FILES_STORAGE}
+def files_storage_mount(spec: ServerSpec) -> Manifest:
+    """The tier's mount; beside the model cache, only its own directory of the claim."""
+    mount: Manifest = {"name": "files-storage", "mountPath": FILES_STORAGE}
+    if spec.model_cache is not None and spec.model_cache.shared_with_tier:
+        mount["subPath"] = TIER_SUBPATH
+    return mount
 
 
 def lustre_permissions_init(spec: ServerSpec) -> list[Manifest]:
@@ -203,7 +227,7 @@ def lustre_permissions_init(spec: ServerSpec) -> list[Manifest]:
             "name": LUSTRE_PERMISSIONS_CONTAINER,
             "image": versions.BUSYBOX_IMAGE,
             "command": ["sh", "-c", f"chmod -R g+w {FILES_STORAGE}/"],
-            "volumeMounts": [files_storage_mount()],
+            "volumeMounts": [files_storage_mount(spec)],
             "resources": INIT_RESOURCES,
         }
     ]

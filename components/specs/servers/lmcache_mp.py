@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from components.catalog import labels
 from components.manifest import Manifest
-from components.specs import lmcache
-from components.specs.servers.base import ServerSpec, deployment, memory_volume, service_account
+from components.specs import lmcache, model_cache
+from components.specs.servers.base import (
+    ServerSpec,
+    deployment,
+    memory_volume,
+    model_cache_volumes,
+    model_load_args,
+    service_account,
+)
 
 VLLM_BEHIND_SIDECAR_PORT = 8200  # P/D decode: the routing sidecar takes :8000 and forwards here
 NIXL_PORT = 5600
@@ -24,6 +31,8 @@ def _env(spec: ServerSpec, key: str) -> list[Manifest]:
             "valueFrom": {"configMapKeyRef": {"name": lmcache.CONNECTION_CONFIG_MAP, "key": key}},
         },
     ]
+    if spec.model_cache is not None:
+        env += model_cache.server_env(spec.model_cache, "vllm")
     if spec.disaggregated:
         env += [
             {"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
@@ -37,7 +46,7 @@ def lmcache_mp_args(spec: ServerSpec) -> list[str]:
     server log shows the retrieve; production keeps both cache layers."""
     behind_sidecar = spec.disaggregated and spec.role == "decode"
     port = VLLM_BEHIND_SIDECAR_PORT if behind_sidecar else labels.MODEL_SERVER_PORT
-    args = [spec.model.name, f"--port={port}"]
+    args = [*model_load_args(spec), f"--port={port}"]
     if spec.test_mode and (spec.role == "prefill" or not spec.disaggregated):
         args.append("--no-enable-prefix-caching")
     if behind_sidecar:
@@ -70,6 +79,8 @@ def lmcache_mp_manifests(spec: ServerSpec) -> list[Manifest]:
     memory = spec.sizing.pod_memory.quantity()
     devices = {str(spec.accelerator.device_resource): spec.devices}
     shm = spec.sizing.shm_size_limit
+    volumes = [memory_volume("shm", shm.quantity() if shm else None)]
+    cache_volumes, cache_mounts = model_cache_volumes(spec, volumes)
     container: Manifest = {
         "name": "modelserver",
         "image": spec.image,
@@ -82,13 +93,13 @@ def lmcache_mp_manifests(spec: ServerSpec) -> list[Manifest]:
             "requests": {"cpu": "4", "memory": memory, **devices},
             "limits": {"memory": memory, **devices},
         },
-        "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}],
+        "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}, *cache_mounts],
     }
     pod: Manifest = {
         "serviceAccountName": spec.service_account_name,
         "terminationGracePeriodSeconds": GRACE_SECONDS,
         "containers": [container],
-        "volumes": [memory_volume("shm", shm.quantity() if shm else None)],
+        "volumes": volumes + cache_volumes,
     }
     if behind_sidecar:
         pod["initContainers"] = [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from components.catalog import labels
 from components.manifest import Manifest
+from components.specs import model_cache
 from components.specs.connectors import FILES_STORAGE
 from components.specs.servers.base import (
     ServerSpec,
@@ -17,6 +18,8 @@ from components.specs.servers.base import (
     lustre_permissions_init,
     memory_resources,
     memory_volume,
+    model_cache_volumes,
+    model_load_args,
     platform_env,
     server_port,
     service_account,
@@ -28,7 +31,7 @@ PAGE_TOKENS = 64
 
 def sglang_args(spec: ServerSpec) -> list[str]:
     args = [
-        f"--model-path={spec.model.name}",
+        *model_load_args(spec, "--model-path"),
         "--host=0.0.0.0",
         f"--port={labels.MODEL_SERVER_PORT}",
         f"--tensor-parallel-size={spec.tensor_parallelism}",
@@ -62,6 +65,7 @@ def _env(spec: ServerSpec) -> list[Manifest]:
         field_env("POD_IP", "status.podIP"),
         hf_token_env(),
         *platform_env(spec),
+        *(model_cache.server_env(spec.model_cache, "sglang") if spec.model_cache else []),
     ]
 
 
@@ -74,7 +78,10 @@ def sglang_manifests(spec: ServerSpec) -> list[Manifest]:
     ]
     if spec.filesystem_tier:
         volumes.append(files_storage_volume())
-        mounts.append(files_storage_mount())
+        mounts.append(files_storage_mount(spec))
+    cache_volumes, cache_mounts = model_cache_volumes(spec, volumes)
+    volumes += cache_volumes
+    mounts += cache_mounts
     container: Manifest = {
         "name": "modelserver",
         "image": spec.image,

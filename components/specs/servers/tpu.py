@@ -6,7 +6,7 @@ import shlex
 
 from components.catalog import labels, versions
 from components.manifest import Manifest
-from components.specs import connectors
+from components.specs import connectors, model_cache
 from components.specs.security import NODE_SETUP_CONTAINER
 from components.specs.servers.base import (
     INIT_RESOURCES,
@@ -17,6 +17,8 @@ from components.specs.servers.base import (
     http_probes,
     memory_volume,
     metadata,
+    model_cache_volumes,
+    model_load_args,
     pod_template,
     server_port,
     service_account,
@@ -65,9 +67,13 @@ def _offload_env(spec: ServerSpec) -> list[Manifest]:
     ]
 
 
+def _cache_env(spec: ServerSpec) -> list[Manifest]:
+    return model_cache.server_env(spec.model_cache, "tpu") if spec.model_cache else []
+
+
 def tpu_args(spec: ServerSpec) -> list[str]:
     return [
-        spec.model.name,
+        *model_load_args(spec),
         "--kv-transfer-config",
         connectors.to_json(connectors.tpu_offload_connector()),
         "--port",
@@ -88,6 +94,7 @@ def tpu_manifests(spec: ServerSpec) -> list[Manifest]:
             env_var("PROMETHEUS_MULTIPROC_DIR", PROMETHEUS_DIR),
             env_var("SKIP_JAX_PRECOMPILE", "0"),
             *_offload_env(spec),
+            *_cache_env(spec),
         ],
         "ports": server_port(),
         **http_probes(spec),
@@ -99,6 +106,10 @@ def tpu_manifests(spec: ServerSpec) -> list[Manifest]:
         "containers": [container],
         "nodeSelector": _node_selector(spec),
     }
+    volumes, mounts = model_cache_volumes(spec, [])
+    if volumes:
+        container["volumeMounts"] = mounts
+        pod["volumes"] = volumes
     template_labels = {**spec.pod_labels, labels.INFERENCE_SERVING_LABEL: "true"}
     return [service_account(spec), deployment(spec, pod, template_labels)]
 
@@ -121,8 +132,8 @@ MULTI_HOST_ENV = (
 def multihost_serve_args(spec: ServerSpec) -> list[str]:
     return [
         "--port", str(labels.MODEL_SERVER_PORT),
-        "--load-format=runai_streamer",
-        f"--model={spec.model.name}",
+        "--load-format=runai_streamer",  # upstream's, from the Hub or from the model cache alike
+        *model_cache.model_args(spec.model_cache, spec.model.name, "--model"),
         "--enable-prefix-caching",
         "--async-scheduling",
         "--enable-chunked-prefill",
@@ -148,9 +159,9 @@ def _multihost_container(spec: ServerSpec, leader: bool) -> Manifest:
         "name": "modelserver" if leader else "worker",
         "image": spec.image,
         "command": ["/bin/bash", "-c", script],
-        "env": [hf_token_env(), *(env_var(k, v) for k, v in MULTI_HOST_ENV), *_offload_env(spec)],
+        "env": [hf_token_env(), *(env_var(k, v) for k, v in MULTI_HOST_ENV), *_offload_env(spec), *_cache_env(spec)],
         "resources": _resources(spec),
-        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}, *model_cache_volumes(spec, [])[1]],
     }
     if leader:
         container["ports"] = server_port()
@@ -165,7 +176,8 @@ def _multihost_pod(spec: ServerSpec, leader: bool) -> Manifest:
         "containers": [_multihost_container(spec, leader)],
         "nodeSelector": _node_selector(spec, MULTI_HOST_TOPOLOGY),
         "volumes": [
-            memory_volume("dshm", spec.sizing.shm_size_limit.quantity() if spec.sizing.shm_size_limit else None)
+            memory_volume("dshm", spec.sizing.shm_size_limit.quantity() if spec.sizing.shm_size_limit else None),
+            *model_cache_volumes(spec, [])[0],
         ],
     }
     template_labels = dict(spec.pod_labels)

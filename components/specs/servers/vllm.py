@@ -7,7 +7,7 @@ import shlex
 
 from components.catalog import labels, versions
 from components.manifest import Manifest
-from components.specs import connectors, mooncake
+from components.specs import connectors, model_cache, mooncake
 from components.specs.servers.base import (
     CACHE_MOUNTS,
     TERMINATION_GRACE_SECONDS,
@@ -23,6 +23,8 @@ from components.specs.servers.base import (
     memory_resources,
     memory_volume,
     metadata,
+    model_cache_volumes,
+    model_load_args,
     platform_env,
     server_port,
     service_account,
@@ -51,14 +53,14 @@ def _kv_config(spec: ServerSpec) -> str:
 
 
 def vllm_args(spec: ServerSpec) -> list[str]:
-    model, tp = spec.model.name, f"--tensor-parallel-size={spec.tensor_parallelism}"
+    model, tp = model_load_args(spec), f"--tensor-parallel-size={spec.tensor_parallelism}"
     kv = ["--kv-transfer-config", _kv_config(spec)]
     extra = ["--disable-hybrid-kv-cache-manager"] if spec.model.hybrid_attention and spec.connector == "native" else []
     if spec.accelerator.key == "xpu":
         if spec.connector == "lmcache-connector":
-            return [model, *XPU_DTYPE_ARGS, tp, *XPU_TAIL_ARGS, "--max-model-len", "20480", *XPU_LOG_ARGS, *kv]
+            return [*model, *XPU_DTYPE_ARGS, tp, *XPU_TAIL_ARGS, "--max-model-len", "20480", *XPU_LOG_ARGS, *kv]
         return [
-            model,
+            *model,
             *XPU_DTYPE_ARGS,
             tp,
             "--gpu-memory-utilization",
@@ -70,8 +72,8 @@ def vllm_args(spec: ServerSpec) -> list[str]:
         ]
     port = f"--port={labels.MODEL_SERVER_PORT}"
     if spec.connector == "lmcache-connector":
-        return [model, port, tp, *kv, "--max-num-seq=1024"]
-    return [model, port, tp, *kv, *extra]
+        return [*model, port, tp, *kv, "--max-num-seq=1024"]
+    return [*model, port, tp, *kv, *extra]
 
 
 def _command(spec: ServerSpec) -> tuple[list[str], list[str]]:
@@ -117,12 +119,14 @@ def _env(spec: ServerSpec) -> list[Manifest]:
     # (vllm-project/vllm#44548); the guide's CUDA and XPU image components append it.
     user = [] if spec.accelerator.key == "amd" else [env_var("USER", "llm-d")]
     accelerator = [env_var(k, v) for k, v in spec.accelerator.extra_env]
+    cache = model_cache.server_env(spec.model_cache, "vllm") if spec.model_cache else []
     return [
         *_connector_env(spec),
         hf_token_env(optional=spec.accelerator.key == "amd"),
         *accelerator,
         *user,
         *platform_env(spec),
+        *cache,
     ]
 
 
@@ -147,8 +151,9 @@ def _volumes(spec: ServerSpec) -> tuple[list[Manifest], list[Manifest]]:
             mounts.append({"name": "mooncake-offload-stub", "mountPath": "/data/mooncake-offload"})
     elif spec.filesystem_tier:
         volumes.append(files_storage_volume())
-        mounts.append(files_storage_mount())
-    return volumes, mounts
+        mounts.append(files_storage_mount(spec))
+    cache_volumes, cache_mounts = model_cache_volumes(spec, volumes)
+    return volumes + cache_volumes, mounts + cache_mounts
 
 
 def _claim_template_name(spec: ServerSpec) -> str:
