@@ -31,6 +31,7 @@ from policies.resources import (
     image_tag,
     kv_transfer_config,
     memory_volumes,
+    model_source,
     pods,
     quantity,
     selects,
@@ -451,6 +452,32 @@ def tiers_beat_recompute(resources: list[Resource], config: dict[str, Any]) -> l
     return out
 
 
+def weights_fetched_once(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+    """A model server that loads its model by Hub id downloads the weights in every pod, on every restart;
+    a stack with a ReadWriteMany claim can fetch them once onto it (`model_cache`)."""
+    shared = sorted(
+        str((r.props.get("metadata") or {}).get("name"))
+        for r in resources
+        if r.type == RWX_CLAIM_TYPE and "ReadWriteMany" in ((r.props.get("spec") or {}).get("accessModes") or [])
+    )
+    if not shared:
+        return []
+    out = []
+    for pod in pods(resources):
+        for container in pod.containers(init=False):
+            source = model_source(container)
+            if source and not source.startswith("/"):
+                out.append(
+                    Violation(
+                        pod.owner,
+                        f"container {container.get('name')} downloads {source} from Hugging Face in every pod"
+                        f" while the stack has the ReadWriteMany claim {', '.join(shared)}: set model_cache to"
+                        " fetch the weights once onto it",
+                    )
+                )
+    return out
+
+
 # --- platform hygiene ---------------------------------------------------------------------------
 
 MUTABLE_TAGS = ("latest", "stable", "main", "master", "nightly", "dev", "edge")  # compared case-insensitively
@@ -706,6 +733,12 @@ RULES: list[Rule] = [
         "router-selects-servers", "Router matchLabels select a model server", "mandatory", router_selects_model_servers
     ),
     Rule("one-router-per-namespace", "One router release per namespace", "mandatory", one_router_per_namespace),
+    Rule(
+        "weights-fetched-once",
+        "Weights fetched once onto shared storage, not per pod",
+        "advisory",
+        weights_fetched_once,
+    ),
     Rule("images-pinned", "Images and charts pinned", "mandatory", images_pinned, {"allowMutableTags": False}),
     Rule("resource-requests", "Every container requests cpu and memory", "mandatory", resource_requests),
     Rule(

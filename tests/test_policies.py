@@ -413,6 +413,18 @@ def test_cluster_hardening() -> None:
     assert _violations(RULE["cluster-hardening"], [eks, oidc]) == []
 
 
+def test_per_pod_weight_downloads_beside_shared_storage_are_caught() -> None:
+    rule = RULE["weights-fetched-once"]
+    assert _violations(rule, _resources("gpu-vllm-native-fs")) == []  # the model cache is on by default
+    assert _violations(rule, _resources("gpu-vllm-native-cpu")) == []  # no shared storage to fetch onto
+    recording = offline.record(plan(loading.load_named("gpu-vllm-native-fs", ["model_cache.mode=off"])), "x")
+    off = [Resource(r.type, r.name, copy.deepcopy(r.inputs)) for r in recording.resources]
+    assert _violations(rule, off) == [
+        "container modelserver downloads Qwen/Qwen3-32B from Hugging Face in every pod while the stack has the"
+        " ReadWriteMany claim llm-d-kv-cache-storage: set model_cache to fetch the weights once onto it"
+    ]
+
+
 def test_every_rule_has_a_test_above() -> None:
     tested = {
         "router-capacity-within-tier", "memory-limit-covers-tier", "filesystem-tier-rwx", "mooncake-rdma",
@@ -422,6 +434,7 @@ def test_every_rule_has_a_test_above() -> None:
         "root-containers", "hardened-containers", "host-namespaces", "host-paths", "token-automount",
         "chart-registries",
         "tiers-beat-recompute",  # tests/test_payoff.py
+        "weights-fetched-once",
     }  # fmt: skip
     assert tested == set(RULE)
 
