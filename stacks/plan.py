@@ -20,6 +20,7 @@ from components.manifest import Manifest
 from components.specs import alerts, dashboard, lmcache, model_cache, monitoring, mooncake, payoff, sizing
 from components.specs.clusters import PoolSpec
 from components.specs.connectors import TIERING_BLOCK_TOKENS
+from components.specs.rollout import pod_disruption_budget, with_node_by_node_update, with_rollout
 from components.specs.router_values import RouterInputs, inference_pool, router_endpoint, router_values
 from components.specs.servers import ServerSpec, model_server_manifests, sglang
 from components.specs.servers.base import FILES_STORAGE_CLAIM, Scheduling, files_storage_claim, router_selector
@@ -28,7 +29,7 @@ from components.specs.startup import AwaitBudget, with_await_budget
 from components.specs.storage import EFS_CLASS, LUSTRE_CLASS
 from components.specs.verification import VerificationSpec, verification_manifests
 from components.units import ByteSize, GiB
-from stacks import hardware, startup
+from stacks import hardware, rollout, startup
 from stacks.config import StackConfig
 from stacks.errors import ConfigError
 from stacks.rules import pool_names
@@ -64,6 +65,7 @@ class StackPlan:
     pools: list[PoolSpec]  # node pools to create
     payoff: payoff.Payoff  # break-even load bandwidth and each tier's expected reload
     budgets: list[AwaitBudget] = dataclasses.field(default_factory=list)  # what Pulumi waits for, and why
+    rollout: rollout.Rollout | None = None  # how a template change rolls the model servers
 
     @property
     def model_server(self) -> ServerSpec:
@@ -284,7 +286,7 @@ def plan(config: StackConfig) -> StackPlan:
         pools=pool_specs(config),
         payoff=stack_payoff,
     )
-    return _with_await_budgets(stack_plan)
+    return _with_await_budgets(_with_rollouts(stack_plan))
 
 
 def _decode_server(
@@ -610,4 +612,45 @@ def _with_await_budgets(stack_plan: StackPlan) -> StackPlan:
         mooncake_client=mooncake_client,
         verification=verification,
         budgets=budgets,
+    )
+
+
+def _rollout(stack_plan: StackPlan) -> rollout.Rollout:
+    config, server, fit = stack_plan.config, stack_plan.model_server, stack_plan.fit
+    cap = None
+    if config.cache.node_pool and fit is not None:
+        pool = hardware.pool_hardware(config, config.cache.node_pool)
+        daemon = fit.per_node - server.sizing.pod_memory * fit.pods_per_node
+        cap = rollout.capacity(pool, server.devices, server.group_size, server.sizing.pod_memory, daemon)
+    # The tier a model-server restart loses: the pod's own, unless a per-node daemon holds it.
+    in_daemon = config.cache.connector == "lmcache-server" or bool(stack_plan.mooncake_client)
+    return rollout.choose(
+        replicas=server.replicas,
+        roles=len(stack_plan.roles),
+        group_size=server.group_size,
+        cap=cap,
+        tier_dropped=None if in_daemon else server.sizing.cpu_tier_per_pod,
+        tier_auto=config.cache.tier.cpu == "auto",
+    )
+
+
+def _with_rollouts(stack_plan: StackPlan) -> StackPlan:
+    """The chosen strategy on every model-server workload, a disruption budget beside each, and
+    node-by-node updates for the per-node daemons."""
+    chosen = _rollout(stack_plan)
+    roles = []
+    for role in stack_plan.roles:
+        *objects, workload = role.manifests
+        rolled = with_rollout(workload, chosen.max_surge, chosen.max_unavailable)
+        roles.append(Role(role.spec, [*objects, pod_disruption_budget(rolled), rolled]))
+
+    def daemons(manifests: list[Manifest]) -> list[Manifest]:
+        return [with_node_by_node_update(m) if m["kind"] == "DaemonSet" else m for m in manifests]
+
+    return dataclasses.replace(
+        stack_plan,
+        roles=roles,
+        lmcache_server=daemons(stack_plan.lmcache_server),
+        mooncake_client=daemons(stack_plan.mooncake_client),
+        rollout=chosen,
     )

@@ -82,6 +82,10 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
         "",
         *_table(("workload", "budget"), [(f"`{b.workload}`", b.describe()) for b in stack_plan.budgets]),
         "",
+        "## How a template change rolls",
+        "",
+        *(f"- {line}" for line in _rollout_lines(stack_plan)),
+        "",
         "## Metrics to watch",
         "",
         *(f"- {m}" for m in stack_plan.metrics_to_watch),
@@ -222,3 +226,20 @@ def _fit_row(fit: Fit) -> tuple[str, str]:
         f" {fit.per_node.ceil_to(GiB).quantity()} requested"
         f"{allocatable}{auto}",
     )
+
+
+def _rollout_lines(stack_plan: StackPlan) -> list[str]:
+    lines = []
+    if stack_plan.rollout is not None:
+        names = ", ".join(f"`{r.manifests[-1]['metadata']['name']}`" for r in stack_plan.roles)
+        lines.append(f"model servers ({names}): {stack_plan.rollout.describe()}")
+        lines.append("a PodDisruptionBudget per role lets drains and upgrades take one pod at a time")
+    if stack_plan.lmcache_server:
+        l1 = stack_plan.sizing.cpu_tier_per_pod.human()
+        lines.append(f"LMCache server DaemonSet: one node at a time; each restart drops that node's {l1} L1")
+    client = stack_plan.model_server.mooncake_client
+    if stack_plan.mooncake_client and client is not None:
+        lines.append(
+            f"Mooncake client DaemonSet: one node at a time; each restart drops that node's {client.dram.human()} pool"
+        )
+    return lines
