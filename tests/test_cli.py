@@ -31,7 +31,7 @@ def test_render_writes_the_three_files(tmp_path: Path) -> None:
     assert result.stderr == ""
     assert sorted(p.name for p in tmp_path.iterdir()) == ["manifests.yaml", "resources.json", "summary.md"]
     kinds = {d["kind"] for d in yaml.safe_load_all((tmp_path / "manifests.yaml").read_text()) if d}
-    assert kinds == {"Deployment", "Namespace", "Secret", "ServiceAccount"}
+    assert kinds == {"Deployment", "Namespace", "PodDisruptionBudget", "Secret", "ServiceAccount"}
 
 
 def test_bad_value_exits_non_zero_with_one_line_and_writes_nothing(tmp_path: Path) -> None:
