@@ -83,6 +83,9 @@ def test_the_guides_router_values_are_reproduced_with_the_derived_capacity() -> 
     assert ours["proxy"]["args"] == base["proxy"]["args"]
     assert ours["epp"]["flags"] == base["epp"]["flags"]
     assert ours["inferencePool"] == base["inferencePool"]
-    assert ours["tracing"] == base["tracing"]
+    # The base values' `tracing.*` without `tracing.enabled` configures nothing (the chart reads it only when
+    # enabled) and equals the chart's defaults: left out (docs/upstream-differences.md).
+    assert "enabled" not in base["tracing"]
+    assert "tracing" not in ours
     assert ours["epp"]["resources"] == base["epp"]["resources"]
     assert ours["proxy"]["resources"] == base["proxy"]["resources"]

@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from components.catalog import labels
+from components.specs.servers.base import hf_token_env
 from components.units import ByteSize
 
 Values = dict[str, Any]
@@ -197,6 +198,22 @@ def _monitoring(provider: str) -> Values:
     return {"interval": "10s", "prometheus": {"enabled": True, "auth": {"enabled": False}}}
 
 
+def _tokenizer(layout: ChartLayout, model_name: str) -> Values:
+    """The chart's tokenizer sidecar, as the seed sets it; `flavor` exists from chart v1.0.0 on.
+
+    `env` replaces the chart's list: it passes HF_TOKEN from the stack's Secret, which a gated model
+    needs to be tokenized, marked optional so a Secret without the key does not hold the EPP pod back.
+    """
+    return {
+        "enabled": True,
+        **({"flavor": "python"} if layout.inline_map else {}),
+        "modelName": model_name,
+        "port": TOKENIZER_PORT,
+        "env": [hf_token_env(optional=True)],
+        "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
+    }
+
+
 def router_values(inputs: RouterInputs) -> Values:
     layout = chart_layout(inputs.chart_version)
     api = layout.config_api_version
@@ -234,10 +251,6 @@ def router_values(inputs: RouterInputs) -> Values:
             "args": list(ENVOY_ARGS),
             "resources": _resources(inputs.proxy_cpu, inputs.proxy_memory),
         },
-        "tracing": {
-            "otelExporterEndpoint": "http://localhost:4317",
-            "sampling": {"sampler": "parentbased_traceidratio", "samplerArg": "0.1"},
-        },
         "extraServicePorts": [
             {
                 "name": "http",
@@ -248,14 +261,7 @@ def router_values(inputs: RouterInputs) -> Values:
         ],
     }
     if inputs.profile == "token-routing":
-        router["tokenizer"] = {
-            "enabled": True,
-            "flavor": "python",
-            "modelName": inputs.model_name,
-            "port": TOKENIZER_PORT,
-            "env": [],  # the chart passes HF_TOKEN from llm-d-hf-token itself
-            "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
-        }
+        router["tokenizer"] = _tokenizer(layout, inputs.model_name)
     if inputs.monitoring:
         router["monitoring"] = _monitoring(inputs.monitoring)
     return {"router": router}

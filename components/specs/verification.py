@@ -11,7 +11,8 @@ from components.specs import security
 
 NAME = "verify-offload"
 SCRIPT = Path(__file__).resolve().parents[1] / "verification" / "verify_offload.py"
-LABELS = {"app.kubernetes.io/name": NAME, labels.GUIDE_LABEL: labels.GUIDE}
+# Not the guide label: the InferencePool selects on it, and the EPP would route requests to this pod.
+LABELS = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": labels.GUIDE}
 
 
 @dataclass(frozen=True)
