@@ -33,7 +33,8 @@ MODELS_SUBPATH = "models"
 COMPILE_SUBPATH = "compile-cache"
 FETCH_NAME = "model-fetch"
 SCRIPT = Path(__file__).resolve().parents[1] / "model_fetch" / "fetch_model.py"
-LABELS = {"app.kubernetes.io/name": FETCH_NAME, labels.GUIDE_LABEL: labels.GUIDE}
+# Not the guide label: the InferencePool selects on it, and the EPP would route requests to this pod.
+LABELS = {"app.kubernetes.io/name": FETCH_NAME, "app.kubernetes.io/part-of": labels.GUIDE}
 FETCH_RESOURCES = {"requests": {"cpu": "500m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}}
 # The Hub's redirects and each file resume on retry, so a failed pod's successor continues its work.
 FETCH_BACKOFF_LIMIT = 4
