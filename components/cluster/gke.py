@@ -35,29 +35,6 @@ class GkeCluster(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llmd:cluster:GkeCluster", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        dependencies: list[pulumi.Resource] = []
-        if args.cloud_nat:  # private nodes reach docker.io, ghcr.io and Hugging Face through Cloud NAT
-            router = gcp.compute.Router(
-                f"{name}-router",
-                name=f"{args.name}-nat",
-                project=args.project,
-                region=args.region,
-                network=args.network,
-                opts=child,
-            )
-            dependencies.append(
-                gcp.compute.RouterNat(
-                    f"{name}-nat",
-                    name=f"{args.name}-nat",
-                    project=args.project,
-                    region=args.region,
-                    router=router.name,
-                    nat_ip_allocate_option="AUTO_ONLY",
-                    source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
-                    opts=child,
-                )
-            )
         cluster = gcp.container.Cluster(
             f"{name}-cluster",
             **clusters.gke_cluster_args(
@@ -71,8 +48,45 @@ class GkeCluster(pulumi.ComponentResource):
                 args.lustre_csi,
                 args.deletion_protection,
             ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=dependencies),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=self._cloud_nat(name, args)),
         )
+        self.node_pools = self._node_pools(name, args, cluster)
+        self.kubeconfig = pulumi.Output.secret(
+            pulumi.Output.all(cluster.endpoint, cluster.master_auth.cluster_ca_certificate).apply(
+                lambda v: clusters.gke_kubeconfig(args.name, v[0], v[1])
+            )
+        )
+        self.register_outputs({"kubeconfig": self.kubeconfig})
+
+    def _cloud_nat(self, name: str, args: GkeClusterArgs) -> list[pulumi.Resource]:
+        """Private nodes reach docker.io, ghcr.io and Hugging Face through Cloud NAT (when asked for)."""
+        if not args.cloud_nat:
+            return []
+        child = pulumi.ResourceOptions(parent=self)
+        router = gcp.compute.Router(
+            f"{name}-router",
+            name=f"{args.name}-nat",
+            project=args.project,
+            region=args.region,
+            network=args.network,
+            opts=child,
+        )
+        nat = gcp.compute.RouterNat(
+            f"{name}-nat",
+            name=f"{args.name}-nat",
+            project=args.project,
+            region=args.region,
+            router=router.name,
+            nat_ip_allocate_option="AUTO_ONLY",
+            source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
+            opts=child,
+        )
+        return [nat]
+
+    def _node_pools(
+        self, name: str, args: GkeClusterArgs, cluster: gcp.container.Cluster
+    ) -> dict[str, list[pulumi.Resource]]:
+        """The system pool, then the accelerator pools by key (a TPU multi-host pool: one per slice)."""
         pool_opts = pulumi.ResourceOptions(parent=self)
         system = gcp.container.NodePool(
             f"{name}-system",
@@ -83,9 +97,9 @@ class GkeCluster(pulumi.ComponentResource):
             ),
             opts=pool_opts,
         )
-        self.node_pools = {"system": [system]}
+        out: dict[str, list[pulumi.Resource]] = {"system": [system]}
         for pool in args.pools:
-            self.node_pools.setdefault(pool.key, []).append(
+            out.setdefault(pool.key, []).append(
                 gcp.container.NodePool(
                     f"{name}-{pool.name.removeprefix(args.name + '-')}",
                     cluster=cluster.name,
@@ -94,9 +108,4 @@ class GkeCluster(pulumi.ComponentResource):
                     opts=pool_opts,
                 )
             )
-        self.kubeconfig = pulumi.Output.secret(
-            pulumi.Output.all(cluster.endpoint, cluster.master_auth.cluster_ca_certificate).apply(
-                lambda v: clusters.gke_kubeconfig(args.name, v[0], v[1])
-            )
-        )
-        self.register_outputs({"kubeconfig": self.kubeconfig})
+        return out
