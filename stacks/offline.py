@@ -7,7 +7,10 @@ Remote components (the Helm chart, the CRD ConfigFile) are recorded with their i
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -169,6 +172,24 @@ class _RecordingMonitor(MockMonitor):
         return response
 
 
+def _ambient(name: str) -> bool:
+    """Environment the Kubernetes provider reads for unset arguments (KUBECONFIG, PULUMI_K8S_*)."""
+    return name == "KUBECONFIG" or name.startswith("PULUMI_K8S_")
+
+
+@contextlib.contextmanager
+def _without_ambient_provider_settings() -> Iterator[None]:
+    """A render is the same on every machine: the provider's defaults from the caller's environment (a
+    kubeconfig path, feature flags) stay out of it. Under the real engine they apply as usual."""
+    saved = {k: v for k, v in os.environ.items() if _ambient(k)}
+    for key in saved:
+        del os.environ[key]
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
 def record(stack_plan: StackPlan, stack: str) -> Recording:
     """Run `compose` once under fresh mocks (a new event loop and root stack each time)."""
     loop = asyncio.new_event_loop()
@@ -186,7 +207,8 @@ def record(stack_plan: StackPlan, stack: str) -> Recording:
         )
 
     try:
-        pulumi.runtime.test(program)()  # type: ignore[no-untyped-call]
+        with _without_ambient_provider_settings():
+            pulumi.runtime.test(program)()  # type: ignore[no-untyped-call]
     finally:
         loop.run_until_complete(loop.shutdown_default_executor())  # join the monitor's worker threads
         loop.close()

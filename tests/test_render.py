@@ -1,6 +1,7 @@
 """The mocked program: every preset renders, validates, and keeps its secrets and dependencies."""
 
 import json
+import os
 import re
 from typing import Any
 
@@ -247,3 +248,14 @@ def test_manifests_are_sorted_by_kind_namespace_name() -> None:
     objects = [doc for doc in yaml.safe_load_all(rendered("gpu-vllm-native-cpu").manifests) if doc]
     keys = [(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in objects]
     assert keys == sorted(keys)
+
+
+def test_a_render_does_not_read_the_callers_kubernetes_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The provider defaults its kubeconfig and flags from the environment; a render stays the same."""
+    config = loading.load_preset("dev")
+    clean = render(plan(config), "dev")
+    monkeypatch.setenv("KUBECONFIG", "/home/alice/.kube/config")
+    monkeypatch.setenv("PULUMI_K8S_ENABLE_PATCH_FORCE", "true")
+    assert render(plan(config), "dev") == clean
+    assert "/home/alice" not in clean.resources
+    assert os.environ["KUBECONFIG"] == "/home/alice/.kube/config"  # restored for the caller
