@@ -52,5 +52,6 @@ def test_pull_requests_run_the_projects_own_lint_and_tests() -> None:
     readme_test = next(
         line.split("#")[0].strip() for line in (ROOT / "README.md").read_text().splitlines() if "./run test" in line
     )
-    assert "rm -rf .venv" in ci  # a fresh environment, as a contributor's checkout has
+    cleaned = next(line.split()[2:] for line in ci if line.startswith("rm -rf "))
+    assert {".venv", ".tools"} <= set(cleaned)  # a fresh environment and Helm, as a contributor's checkout has
     assert "./run lint" in ci and readme_test in ci
