@@ -38,10 +38,10 @@ def resource_class(api_version: str, kind: str) -> type[pulumi.CustomResource] |
 def declare(resource_name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
     """Typed resources for built-in kinds, `CustomResource` for the rest.
 
-    Names are explicit (`metadata.name`), so a change that forces replacement deletes first:
-    two objects with one name cannot coexist.
+    Names are explicit (`metadata.name`). pulumi-kubernetes itself deletes first when a replacement keeps
+    the name and namespace (two objects with one name cannot coexist) and creates first otherwise, so no
+    object asks for `delete_before_replace`: a replacement that can overlap does.
     """
-    opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(delete_before_replace=True))
     api_version, kind = manifest["apiVersion"], manifest["kind"]
     body = {k: v for k, v in manifest.items() if k not in ("apiVersion", "kind")}
     cls = resource_class(api_version, kind)

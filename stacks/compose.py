@@ -17,6 +17,7 @@ from components.specs.clusters import nvidia_device_plugin_pools, nvidia_device_
 from components.specs.servers.base import FILES_STORAGE_CLAIM
 from components.units import GiB
 from stacks.plan import StackPlan, lustre_volume_name
+from stacks.protection import lifecycle_transformation
 
 STACK_NAME = "llmd"
 
@@ -46,7 +47,7 @@ def _gke(stack_plan: StackPlan) -> GkeCluster:
             system_machine_type=gke.system_machine_type,
             system_node_count=gke.system_node_count,
             cloud_nat=gke.cloud_nat,
-            deletion_protection=gke.deletion_protection,
+            deletion_protection=gke.deletion_protection or config.protect,
             lustre_csi=config.storage.backend == "gcp-lustre",
             pools=stack_plan.pools,
         ),
@@ -74,6 +75,7 @@ def _eks(stack_plan: StackPlan) -> EksCluster:
 
 def compose(stack_plan: StackPlan, hf_token: pulumi.Input[str]) -> StackOutputs:
     config = stack_plan.config
+    pulumi.runtime.register_stack_transformation(lifecycle_transformation(config.protect))
     cluster: GkeCluster | EksCluster | None = None
     if config.cluster.provider == "gke":
         cluster = _gke(stack_plan)

@@ -358,6 +358,11 @@ class StackConfig(_Section):
     monitoring: MonitoringConfig = MonitoringConfig()
     verification: VerificationConfig = VerificationConfig()
     model_cache: ModelCacheConfig = ModelCacheConfig()
+    protect: bool = Field(
+        default=True,
+        description="protect the state a destroy or rename would lose (Lustre, EFS, the tier's claim, a created"
+        " cluster, GKE deletion protection); false removes them on purpose",
+    )
 
 
 SECTIONS: tuple[str, ...] = tuple(StackConfig.model_fields)

@@ -38,6 +38,7 @@ class RecordedResource:
     remote: bool
     inputs: dict[str, Any]
     secret_paths: list[str] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)  # the resource options that are set
 
 
 @dataclass
@@ -61,6 +62,20 @@ def _parent_name(urn: str) -> str | None:
     if not urn or urn.split("::")[-2] == "pulumi:pulumi:Stack":
         return None
     return _name_of(urn)
+
+
+def _options(request: Any) -> dict[str, Any]:
+    """The lifecycle options of a registration, as `pulumi up` would apply them (only those set)."""
+    timeouts = {k: getattr(request.customTimeouts, k) for k in ("create", "update", "delete")}
+    options: dict[str, Any] = {
+        "protect": request.protect,
+        "retainOnDelete": request.retainOnDelete,
+        "deleteBeforeReplace": request.deleteBeforeReplace,
+        "customTimeouts": {k: v for k, v in timeouts.items() if v},
+        "replaceOnChanges": sorted(request.replaceOnChanges),
+        "ignoreChanges": sorted(request.ignoreChanges),
+    }
+    return {k: v for k, v in options.items() if v}
 
 
 def _mask(value: Any) -> Any:
@@ -167,6 +182,7 @@ class _RecordingMonitor(MockMonitor):
                 remote=request.remote,
                 inputs=cleaned,
                 secret_paths=sorted(secrets),
+                options=_options(request),
             )
         )
         return response

@@ -20,7 +20,12 @@ from components.manifest import Manifest
 from components.specs import alerts, dashboard, lmcache, model_cache, monitoring, mooncake, payoff, sizing
 from components.specs.clusters import PoolSpec
 from components.specs.connectors import TIERING_BLOCK_TOKENS
-from components.specs.rollout import pod_disruption_budget, with_node_by_node_update, with_rollout
+from components.specs.rollout import (
+    pod_disruption_budget,
+    with_config_checksum,
+    with_node_by_node_update,
+    with_rollout,
+)
 from components.specs.router_values import RouterInputs, inference_pool, router_endpoint, router_values
 from components.specs.servers import ServerSpec, model_server_manifests, sglang
 from components.specs.servers.base import FILES_STORAGE_CLAIM, Scheduling, files_storage_claim, router_selector
@@ -635,22 +640,35 @@ def _rollout(stack_plan: StackPlan) -> rollout.Rollout:
 
 
 def _with_rollouts(stack_plan: StackPlan) -> StackPlan:
-    """The chosen strategy on every model-server workload, a disruption budget beside each, and
-    node-by-node updates for the per-node daemons."""
+    """The chosen strategy on every model-server workload, a disruption budget beside each, node-by-node
+    updates for the per-node daemons, and on every long-running pod template the checksum of its config."""
     chosen = _rollout(stack_plan)
+    everything = [m for r in stack_plan.roles for m in r.manifests] + [
+        *stack_plan.lmcache_server,
+        *stack_plan.mooncake_master,
+        *stack_plan.mooncake_client,
+        *stack_plan.model_cache_manifests,
+    ]
+    configs = {m["metadata"]["name"]: m for m in everything if m["kind"] == "ConfigMap"}
+
+    def checksummed(manifests: list[Manifest]) -> list[Manifest]:
+        kinds = ("Deployment", "DaemonSet", "LeaderWorkerSet")
+        return [with_config_checksum(m, configs) if m["kind"] in kinds else m for m in manifests]
+
     roles = []
     for role in stack_plan.roles:
-        *objects, workload = role.manifests
+        *objects, workload = checksummed(role.manifests)
         rolled = with_rollout(workload, chosen.max_surge, chosen.max_unavailable)
         roles.append(Role(role.spec, [*objects, pod_disruption_budget(rolled), rolled]))
 
     def daemons(manifests: list[Manifest]) -> list[Manifest]:
-        return [with_node_by_node_update(m) if m["kind"] == "DaemonSet" else m for m in manifests]
+        return [with_node_by_node_update(m) if m["kind"] == "DaemonSet" else m for m in checksummed(manifests)]
 
     return dataclasses.replace(
         stack_plan,
         roles=roles,
         lmcache_server=daemons(stack_plan.lmcache_server),
+        mooncake_master=checksummed(stack_plan.mooncake_master),
         mooncake_client=daemons(stack_plan.mooncake_client),
         rollout=chosen,
     )

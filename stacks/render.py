@@ -59,6 +59,7 @@ def _resources_json(recording: Recording) -> str:
             "provider": r.provider,
             "inputs": r.inputs,
             "secretPaths": r.secret_paths,
+            "options": r.options,
         }
         for r in sorted(recording.resources, key=lambda r: (r.type, r.name))
     ]

@@ -120,3 +120,20 @@ def test_the_summary_says_how_a_change_rolls_and_what_tier_auto_leaves() -> None
     assert "one pod at a time (maxSurge 0, maxUnavailable 1): 1 of 2 replicas serve" in text
     assert "`cache.tier.cpu: auto` sized the tier to fill the nodes), the stack runs 2: 0 spare" in text
     assert "each restart drops that pod's 960 GiB CPU tier" in text
+
+
+def test_a_config_change_rolls_the_pods_that_read_it() -> None:
+    """The LMCache connection ConfigMap is replaced on change, which restarts nothing: the checksum on the
+    vLLM pods' template makes the change roll them."""
+
+    def checksums(overrides: tuple[str, ...]) -> tuple[str, str]:
+        objects = manifests(rendered("gpu-vllm-lmcache-server", overrides))
+        [vllm] = accelerator_workloads(objects)
+        [config_map] = [
+            c for c in by_kind(objects, "ConfigMap") if c["metadata"]["name"] == "lmcache-engine-connection"
+        ]
+        return vllm["spec"]["template"]["metadata"]["annotations"]["llm-d.ai/config-checksum"], str(config_map["data"])
+
+    before, after = checksums(()), checksums(("lmcache.isolated_ipc=false",))
+    assert before[1] != after[1] and before[0] != after[0]
+    assert checksums(("router.epp_replicas=2",))[0] == before[0]  # a change the pods do not read rolls nothing

@@ -13,6 +13,8 @@ ACCELERATOR_VENDOR_LABEL = "llm-d.ai/accelerator-vendor"
 ENGINE_TYPE_LABEL = "llm-d.ai/engine-type"
 SUBGUIDE_LABEL = "llm-d.ai/subguide"
 INFERENCE_SERVING_LABEL = "llm-d.ai/inference-serving"
+# The workload a model-server pod belongs to: with guide and role, the only labels its (immutable) selector holds.
+WORKLOAD_LABEL = "app.kubernetes.io/name"
 # LeaderWorkerSet: the controller labels each pod with its set's name; the guide marks leaders `role: leader`.
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 LWS_ROLE_LABEL = "role"

@@ -86,6 +86,7 @@ class ServerSpec:
             labels.ACCELERATOR_VARIANT_LABEL: self.accelerator.variant,
             labels.ACCELERATOR_VENDOR_LABEL: self.accelerator.vendor,
             labels.ROLE_LABEL: self.role,
+            labels.WORKLOAD_LABEL: self.workload_name,
         }
         if self.server == "sglang":
             out[labels.ENGINE_TYPE_LABEL] = "sglang"
@@ -120,6 +121,12 @@ def model_cache_volumes(spec: ServerSpec, volumes: list[Manifest]) -> tuple[list
         return [], []
     tier = "files-storage" if any(v["name"] == "files-storage" for v in volumes) else None
     return model_cache.server_volumes(spec.model_cache, tier)
+
+
+def identity_selector(spec: ServerSpec) -> dict[str, str]:
+    """A workload's selector is immutable: only labels that never change for a stack (guide, role, workload
+    name), so changing the model, accelerator or sizes is a rolling update, not a replacement."""
+    return {labels.GUIDE_LABEL: spec.guide, labels.ROLE_LABEL: spec.role, labels.WORKLOAD_LABEL: spec.workload_name}
 
 
 def router_selector(spec: ServerSpec) -> dict[str, str]:
@@ -257,7 +264,7 @@ def deployment(spec: ServerSpec, pod: Manifest, template_labels: dict[str, str] 
         "metadata": metadata(spec, spec.workload_name),
         "spec": {
             "replicas": spec.replicas,
-            "selector": {"matchLabels": spec.pod_labels},
+            "selector": {"matchLabels": identity_selector(spec)},
             "template": pod_template(spec, pod, template_labels),
         },
     }
