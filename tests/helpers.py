@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -93,3 +94,24 @@ def router_chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
         r for r in rows if r["type"] == "kubernetes:helm.sh/v4:Chart" and r["name"] == "llmd-router-chart"
     )
     return chart
+
+
+# Labels the LeaderWorkerSet controller puts on the pods it creates (kubernetes-sigs/lws, api/leaderworkerset/v1).
+LWS_NAME, LWS_WORKER_INDEX = "leaderworkerset.sigs.k8s.io/name", "leaderworkerset.sigs.k8s.io/worker-index"
+
+
+def pods(objects: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, str], dict[str, Any]]]:
+    """Every pod a workload creates: (where from, labels at run time, pod spec)."""
+    for obj in objects:
+        kind, name, spec = obj["kind"], obj["metadata"]["name"], obj.get("spec", {})
+        if kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"):
+            yield f"{kind}/{name}", spec["template"]["metadata"].get("labels", {}), spec["template"]["spec"]
+        elif kind == "CronJob":
+            template = spec["jobTemplate"]["spec"]["template"]
+            yield f"{kind}/{name}", template["metadata"].get("labels", {}), template["spec"]
+        elif kind == "LeaderWorkerSet":
+            groups = spec["leaderWorkerTemplate"]
+            leader = groups.get("leaderTemplate", groups["workerTemplate"])
+            for role, template, index in (("leader", leader, "0"), ("worker", groups["workerTemplate"], "1")):
+                run_time = {**template["metadata"].get("labels", {}), LWS_NAME: name, LWS_WORKER_INDEX: index}
+                yield f"{kind}/{name}/{role}", run_time, template["spec"]

@@ -79,7 +79,7 @@ def test_server_daemonset_service_and_connection_configmap() -> None:
     }
     assert connection["kv-transfer-config.json"]["kv_connector_extra_config"] == {
         "lmcache.mp.host": "tcp://lmcache-engine.llm-d.svc.cluster.local",
-        "lmcache.mp.port": "5555",
+        "lmcache.mp.port": 5555,  # the seed: "5555"; LMCache's default is an integer
         "lmcache.mp.isolated_ipc": True,
     }
     prefiller = connection["kv-transfer-config-prefiller.json"]

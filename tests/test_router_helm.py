@@ -22,14 +22,12 @@ from scripts import install_helm
 from stacks import loading
 from stacks.plan import plan
 from tests.helm import CHART_VERSION, ChartInputs, chart_inputs, helm, template
-from tests.helpers import SEEDS, by_kind, manifests, rendered, validate
+from tests.helpers import SEEDS, by_kind, manifests, pods, rendered, validate
 
 PRESETS = loading.preset_names()
 PROMETHEUS = ("monitoring.enabled=true", "monitoring.provider=prometheus-operator")
 GMP = ("monitoring.enabled=true", "monitoring.provider=gke-managed-prometheus")
 MONITORING = {"off": (), "prometheus-operator": PROMETHEUS, "gke-managed-prometheus": GMP}
-# Labels the LeaderWorkerSet controller puts on the pods it creates (kubernetes-sigs/lws, api/leaderworkerset/v1).
-LWS_NAME, LWS_WORKER_INDEX = "leaderworkerset.sigs.k8s.io/name", "leaderworkerset.sigs.k8s.io/worker-index"
 
 Obj = dict[str, Any]
 
@@ -151,23 +149,6 @@ def test_the_epp_config_file_is_a_key_of_the_configmap_mounted_there(name: str) 
     assert config["apiVersion"] == "llm-d.ai/v1alpha1"  # the only config version a v0.x EPP registers
 
 
-def _pods(objects: list[Obj]) -> Iterator[tuple[str, dict[str, str], Obj]]:
-    """Every pod a workload creates: (where from, labels at run time, pod spec)."""
-    for obj in objects:
-        kind, name, spec = obj["kind"], obj["metadata"]["name"], obj.get("spec", {})
-        if kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"):
-            yield f"{kind}/{name}", spec["template"]["metadata"].get("labels", {}), spec["template"]["spec"]
-        elif kind == "CronJob":
-            template = spec["jobTemplate"]["spec"]["template"]
-            yield f"{kind}/{name}", template["metadata"].get("labels", {}), template["spec"]
-        elif kind == "LeaderWorkerSet":
-            groups = spec["leaderWorkerTemplate"]
-            leader = groups.get("leaderTemplate", groups["workerTemplate"])
-            for role, template, index in (("leader", leader, "0"), ("worker", groups["workerTemplate"], "1")):
-                run_time = {**template["metadata"].get("labels", {}), LWS_NAME: name, LWS_WORKER_INDEX: index}
-                yield f"{kind}/{name}/{role}", run_time, template["spec"]
-
-
 def _serves(pod: Obj, port: int) -> bool:
     """A container (or native sidecar) of the pod listens on the port the router sends requests to."""
     sidecars = [c for c in pod.get("initContainers", []) if c.get("restartPolicy") == "Always"]
@@ -193,10 +174,10 @@ def test_the_router_selects_exactly_the_pods_that_serve(name: str) -> None:
     chart = template(inputs).objects
     program = manifests(rendered(name, ("verification.enabled=true",)))  # the pods do not depend on the chart
     selector, [port] = _selector_and_ports(chart, inputs.release)
-    pods = list(_pods(program)) + list(_pods(chart))
-    assert any(where.startswith("Job/") for where, _, _ in pods)  # the verification Job is among the candidates
-    selected = {where for where, labels, _ in pods if selector.items() <= labels.items()}
-    serving = {where for where, _, pod in _pods(program) if _serves(pod, port)}
+    candidates = list(pods(program)) + list(pods(chart))
+    assert any(where.startswith("Job/") for where, _, _ in candidates)  # the verification Job is among them
+    selected = {where for where, labels, _ in candidates if selector.items() <= labels.items()}
+    serving = {where for where, _, pod in pods(program) if _serves(pod, port)}
     assert serving
     assert selected == serving
 

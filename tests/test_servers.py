@@ -96,7 +96,7 @@ def test_storage_class_is_configurable_and_gke_fixes_lustre_permissions() -> Non
 def test_lmcache_connector_settings() -> None:
     container = _container(_server("gpu-vllm-lmcache-connector-cpu"))
     assert container["image"] == "lmcache/vllm-openai:v0.5.6"
-    assert container["args"][-1] == "--max-num-seq=1024"
+    assert container["args"][-1] == "--max-num-seqs=1024"  # upstream: the prefix --max-num-seq
     assert _kv(container) == {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}
     env = _env(container)
     assert (env["LMCACHE_MAX_LOCAL_CPU_SIZE"], env["PYTHONHASHSEED"]) == ("100.0", "123")
@@ -104,7 +104,7 @@ def test_lmcache_connector_settings() -> None:
     assert _capacity("gpu-vllm-lmcache-connector-cpu") == 12800
     fs = _env(_container(_server("gpu-vllm-lmcache-connector-fs")))
     assert fs["LMCACHE_LOCAL_DISK"] == "file:///mnt/files-storage/kv-cache/"
-    assert fs["LMCACHE_EXTRA_CONFIG"] == '{"use_odirect":"True"}'
+    assert fs["LMCACHE_EXTRA_CONFIG"] == '{"use_odirect":true}'  # upstream: "True", a string
     assert fs["LMCACHE_MAX_LOCAL_DISK_SIZE"] == "1120.0"
 
 

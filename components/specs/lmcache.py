@@ -78,7 +78,7 @@ def mp_connector(settings: LMCacheServerSettings) -> Manifest:
         "kv_role": "kv_both",
         "kv_connector_extra_config": {
             "lmcache.mp.host": settings.host,
-            "lmcache.mp.port": str(SERVER_PORT),
+            "lmcache.mp.port": SERVER_PORT,
             "lmcache.mp.isolated_ipc": settings.isolated_ipc,
         },
     }

@@ -39,7 +39,7 @@ ROCM_SWAP_KERNEL = "/usr/local/lib/python3.12/dist-packages/vllm/v1/kv_offload/c
 ROCM_SWAP_THRESHOLD = ("28 * 1024", "40 * 1024")
 # Intel XPU serving flags of the guide's overlays.
 XPU_DTYPE_ARGS = ["--dtype", "bfloat16", "--block-size", "64"]
-XPU_TAIL_ARGS = ["--max-num-seq", "128"]
+XPU_TAIL_ARGS = ["--max-num-seqs", "128"]
 XPU_LOG_ARGS = ["--uvicorn-log-level", "warning"]
 XPU_CLAIM = "intel-decode-claim"
 
@@ -72,7 +72,7 @@ def vllm_args(spec: ServerSpec) -> list[str]:
         ]
     port = f"--port={labels.MODEL_SERVER_PORT}"
     if spec.connector == "lmcache-connector":
-        return [*model, port, tp, *kv, "--max-num-seq=1024"]
+        return [*model, port, tp, *kv, "--max-num-seqs=1024"]
     return [*model, port, tp, *kv, *extra]
 
 
@@ -100,7 +100,7 @@ def _connector_env(spec: ServerSpec) -> list[Manifest]:
         if spec.filesystem_tier:
             env += [
                 env_var("LMCACHE_LOCAL_DISK", f"file://{connectors.FILES_STORAGE}/kv-cache/"),
-                env_var("LMCACHE_EXTRA_CONFIG", '{"use_odirect":"True"}'),
+                env_var("LMCACHE_EXTRA_CONFIG", '{"use_odirect":true}'),
                 env_var("LMCACHE_MAX_LOCAL_DISK_SIZE", knobs["LMCACHE_MAX_LOCAL_DISK_SIZE"]),
             ]
         return env

@@ -1,0 +1,67 @@
+"""Every rendered engine command line, env var and config file, against the engines' own contracts."""
+
+from __future__ import annotations
+
+import pytest
+
+from stacks import loading
+from tests import engine_contracts
+from tests.engine_contracts import Invocation, invocations, problems
+from tests.helpers import manifests, pods, rendered
+
+PRESETS = loading.preset_names()
+
+
+def _invocations(name: str) -> list[Invocation]:
+    objects = manifests(rendered(name))
+    return invocations(objects, pods(objects))
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_every_engine_invocation_is_one_the_engine_accepts(name: str) -> None:
+    found = _invocations(name)
+    assert {i.engine for i in found} & {"vllm", "sglang"}, "no model server found"
+    report = {i.where: problems(i) for i in found}
+    assert {where: p for where, p in report.items() if p} == {}
+
+
+def test_a_flag_prefix_is_reported_not_expanded() -> None:
+    flags = engine_contracts.contract("vllm")["serve_flags"]
+    [problem] = engine_contracts.argv_problems(flags, ["--max-num-seq=1024"], positionals=1)
+    assert "not an exact flag" in problem and "--max-num-seqs" in problem
+    assert engine_contracts.argv_problems(flags, ["--max-num-seqs=many"], positionals=1)
+    assert engine_contracts.argv_problems(flags, ["--enable-prefix-caching=true"], positionals=1)
+
+
+def test_a_string_where_the_engine_expects_a_boolean_is_reported() -> None:
+    invocation = Invocation("x", "vllm", [], {"LMCACHE_EXTRA_CONFIG": '{"use_odirect": "True"}'})
+    assert engine_contracts.env_problems(invocation) == ["LMCACHE_EXTRA_CONFIG.use_odirect='True': not bool"]
+
+
+def test_the_invocations_are_found_in_scripts_and_with_expanded_variables() -> None:
+    [leader] = [i for i in _invocations("gke-tpu-v7-multi-host") if i.where.endswith("/leader/modelserver")]
+    assert leader.engine == "vllm" and "--kv-transfer-config" in leader.args
+    assert leader.env["VLLM_DISABLE_SHARED_EXPERTS_STREAM"] == "1"  # `exec env X=1 vllm serve ...`
+    served = [i for i in _invocations("gpu-vllm-lmcache-server-pd") if i.engine == "vllm"]
+    assert len(served) == 2
+    for server in served:  # --kv-transfer-config $(LMCACHE_KV_CONFIG), from the connection ConfigMap
+        assert "LMCACHE_KV_CONFIG" in server.carriers and '"MultiConnector"' in server.args[-1]
+    engines = {i.engine for i in _invocations("gpu-vllm-mooncake-store-fs")}
+    assert engines == {"vllm", "mooncake-master", "mooncake-client"}
+
+
+def test_unknown_env_names_and_connector_keys_are_reported() -> None:
+    invocation = Invocation("x", "sglang", [], {"SGLANG_NOT_A_SETTING": "1", "UNRELATED": "x"})
+    assert engine_contracts.env_problems(invocation) == ["env SGLANG_NOT_A_SETTING: never read"]
+    config = {
+        "kv_connector": "OffloadingConnector",
+        "kv_role": "kv_both",
+        "kv_connector_extra_config": {"cpu_bytes": 1},
+    }
+    assert engine_contracts.kv_transfer_problems(config) == [
+        "OffloadingConnector.kv_connector_extra_config.cpu_bytes: never read"
+    ]
+    mp = {"kv_connector": "LMCacheMPConnector", "kv_connector_extra_config": {"lmcache.mp.port": "5555"}}
+    assert engine_contracts.kv_transfer_problems(mp) == [
+        "LMCacheMPConnector.kv_connector_extra_config.lmcache.mp.port='5555': not int"
+    ]
