@@ -164,7 +164,8 @@ def test_a_new_image_or_model_gets_its_own_compile_cache() -> None:
         ("gpu-vllm-native-fs", True),  # vllm/vllm-openai ships the Run:ai streamer
         ("gpu-sglang-native-fs", False),
         ("amd-vllm-native-fs", False),
-        ("gpu-vllm-lmcache-connector-fs", False),  # lmcache/vllm-openai: not known to ship it
+        ("gpu-vllm-lmcache-connector-fs", True),  # the guide's vllm/vllm-openai, as native
+        ("gpu-vllm-lmcache-server", False),  # lmcache/vllm-openai: not known to ship it
     ],
 )
 def test_runai_streamer_only_where_the_image_ships_it(name: str, streams: bool) -> None:

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import by_kind, manifests, rendered, resources, router_chart
+from stacks import loading
+from tests.helpers import by_kind, manifests, pods, rendered, resources, router_chart
 
 QWEN3_32B_100GIB = 107374182400
 
@@ -95,7 +96,7 @@ def test_storage_class_is_configurable_and_gke_fixes_lustre_permissions() -> Non
 
 def test_lmcache_connector_settings() -> None:
     container = _container(_server("gpu-vllm-lmcache-connector-cpu"))
-    assert container["image"] == "lmcache/vllm-openai:v0.5.6"
+    assert container["image"] == "docker.io/vllm/vllm-openai:v0.26.0"  # the guide's, not LMCache's image
     assert container["args"][-1] == "--max-num-seqs=1024"  # upstream: the prefix --max-num-seq
     assert _kv(container) == {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}
     env = _env(container)
@@ -264,3 +265,37 @@ def test_models_with_mixed_attention_layers_get_the_hybrid_flag_with_the_native_
     assert "--disable-hybrid-kv-cache-manager" in vllm_args(dataclasses.replace(spec, model=hybrid))
     lmcache = plan(loading.load_preset("gpu-vllm-lmcache-connector-cpu")).model_server
     assert "--disable-hybrid-kv-cache-manager" not in vllm_args(dataclasses.replace(lmcache, model=hybrid))
+
+
+@pytest.mark.parametrize("module_loaded", [True, False])
+def test_tpu_node_setup_sets_the_dma_limit_only_where_the_module_is_loaded(module_loaded: bool, tmp_path: Path) -> None:
+    """The init container's script, run by a real shell: a node without vfio_iommu_type1 gets a warning, not a
+    failed Init (every TPU preset runs this container)."""
+    tpu = [n for n in loading.preset_names() if "tpu" in n]
+    setups = [
+        c
+        for preset in tpu
+        for _, _, pod in pods(manifests(rendered(preset)))
+        for c in pod.get("initContainers", [])
+        if c["name"] == "tpu-node-setup"
+    ]
+    assert len(setups) >= len(tpu)  # every TPU preset's pods run it (both LeaderWorkerSet roles)
+    [setup] = {json.dumps(c, sort_keys=True): c for c in setups}.values()
+    limit = tmp_path / "sys" / "dma_entry_limit"
+    if module_loaded:
+        limit.parent.mkdir(parents=True)
+        limit.write_text("65535\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sysctl").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "sysctl").chmod(0o755)
+    shell, flag, script = setup["command"]
+    assert (shell, flag) == ("/bin/sh", "-c")
+    script = script.replace("/sys/module/vfio_iommu_type1/parameters/dma_entry_limit", str(limit))
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+    result = subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True, env=env, check=False)
+    assert result.returncode == 0, result.stderr
+    if module_loaded:
+        assert limit.read_text().strip() == "8000000"
+    else:
+        assert "WARNING" in result.stdout and not limit.exists()

@@ -32,8 +32,6 @@ def lmcache_image(version: str) -> str:
     return f"lmcache/vllm-openai:{version}"
 
 
-LMCACHE_VLLM_IMAGE = lmcache_image(LMCACHE_VERSION)
-
 # Model server images (llm-d/llm-d guides at d557f83e, see shared/reference/llm-d-upstream.md).
 VLLM_VERSION = "v0.26.0"
 VLLM_CUDA_IMAGE = f"docker.io/vllm/vllm-openai:{VLLM_VERSION}"

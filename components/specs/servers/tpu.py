@@ -27,8 +27,13 @@ from components.specs.servers.base import (
 STAGING_BLOCKS = {"single-host": "1000", "multi-host": "1024"}  # HBM blocks staged for CPU transfers
 PROMETHEUS_DIR = "/tmp/prometheus_multiproc"
 # Raised host limits the TPU runtime needs for its DMA mappings (the guide's privileged init container).
+# The DMA limit is written only where the vfio_iommu_type1 module is loaded (upstream guards it and warns):
+# an unguarded write exits non-zero on a node without it, and the pod never leaves Init.
+DMA_ENTRY_LIMIT = "/sys/module/vfio_iommu_type1/parameters/dma_entry_limit"
 NODE_SETUP_SCRIPT = (
-    "sysctl -w vm.max_map_count=33554432 && echo 8000000 > /sys/module/vfio_iommu_type1/parameters/dma_entry_limit"
+    "sysctl -w vm.max_map_count=33554432 && "
+    f"if [ -e {DMA_ENTRY_LIMIT} ]; then echo 8000000 > {DMA_ENTRY_LIMIT}; "
+    'else echo "WARNING: vfio_iommu_type1 is not loaded; dma_entry_limit left at its default"; fi'
 )
 MULTI_HOST_TOPOLOGY = "2x2x2"  # two tpu7x hosts of 4 chips per replica
 RAY_GCS_PORT = 6379

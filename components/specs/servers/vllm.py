@@ -247,5 +247,10 @@ def _mooncake_config(spec: ServerSpec) -> Manifest:
 
 
 def lmcache_image_for(accelerator_key: str) -> str | None:
-    """The LMCache connector needs an image with the LMCache client: on NVIDIA, LMCache's own vLLM image."""
-    return {"gpu": versions.LMCACHE_VLLM_IMAGE, "xpu": versions.XPU_LMCACHE_IMAGE}.get(accelerator_key)
+    """The guide's image for the LMCache connector where it differs from the accelerator's vLLM image (XPU).
+
+    On NVIDIA the guide runs its own vLLM image, built with the KV connectors (LMCache included), so the
+    vLLM version under the connector stays the guide's; LMCache's image is for the LMCache server
+    integration only, where client and server must share a tag.
+    """
+    return {"xpu": versions.XPU_LMCACHE_IMAGE}.get(accelerator_key)
