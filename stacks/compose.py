@@ -13,6 +13,7 @@ from components.cloud_storage import EfsArgs, EfsStorage, LustreArgs, LustreStor
 from components.cluster.addons import NvidiaDevicePlugin
 from components.cluster.eks import EksCluster, EksClusterArgs
 from components.cluster.gke import GkeCluster, GkeClusterArgs
+from components.cluster.registry import ArtifactRegistryMirror, ArtifactRegistryMirrorArgs
 from components.specs.clusters import nvidia_device_plugin_pools, nvidia_device_plugin_values
 from components.specs.servers.base import FILES_STORAGE_CLAIM
 from components.units import GiB
@@ -82,7 +83,10 @@ def compose(stack_plan: StackPlan, hf_token: pulumi.Input[str]) -> StackOutputs:
     elif config.cluster.provider == "eks":
         cluster = _eks(stack_plan)
     if cluster is not None:
-        provider = k8s.Provider("k8s", kubeconfig=cluster.kubeconfig, opts=pulumi.ResourceOptions(depends_on=[cluster]))
+        # Every image on a created GKE cluster comes through its mirror: the repositories exist first.
+        mirror = _mirror(stack_plan)
+        before = [cluster, *([mirror] if mirror else [])]
+        provider = k8s.Provider("k8s", kubeconfig=cluster.kubeconfig, opts=pulumi.ResourceOptions(depends_on=before))
     else:
         provider = k8s.Provider("k8s", kubeconfig=config.cluster.kubeconfig, context=config.cluster.context)
     stack = _cache_stack(stack_plan, hf_token, _serving_needs(stack_plan, cluster, provider), provider)
@@ -90,6 +94,15 @@ def compose(stack_plan: StackPlan, hf_token: pulumi.Input[str]) -> StackOutputs:
         namespace=stack.namespace,
         router_endpoint=stack.router_endpoint,
         kubeconfig=cluster.kubeconfig if cluster is not None else None,
+    )
+
+
+def _mirror(stack_plan: StackPlan) -> ArtifactRegistryMirror | None:
+    mirror = stack_plan.mirror
+    if mirror is None:
+        return None
+    return ArtifactRegistryMirror(
+        f"{STACK_NAME}-mirror", ArtifactRegistryMirrorArgs(mirror.project, mirror.region, mirror.registries)
     )
 
 

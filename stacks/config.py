@@ -346,6 +346,22 @@ class ModelCacheConfig(_Section):
         return "off" if value is False else value
 
 
+class ImagesConfig(_Section):
+    """How images reach the nodes (see README: images pulled fast and once)."""
+
+    mirror: Literal["auto", "off"] = Field(
+        default="auto",
+        description="auto: on a created GKE cluster, an Artifact Registry remote repository per upstream registry"
+        " (every image referenced through it, image streaming on the accelerator pools); off: pull from upstream",
+    )
+
+    @field_validator("mirror", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: object) -> object:
+        """YAML reads a bare `off` as false."""
+        return "off" if value is False else value
+
+
 class StackConfig(_Section):
     description: str = ""
     namespace: DnsLabel = labels.DEFAULT_NAMESPACE
@@ -363,6 +379,7 @@ class StackConfig(_Section):
         description="protect the state a destroy or rename would lose (Lustre, EFS, the tier's claim, a created"
         " cluster, GKE deletion protection); false removes them on purpose",
     )
+    images: ImagesConfig = ImagesConfig()
 
 
 SECTIONS: tuple[str, ...] = tuple(StackConfig.model_fields)

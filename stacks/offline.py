@@ -124,6 +124,12 @@ _PROVIDER_OUTPUTS: dict[str, dict[str, Any]] = {
 }
 
 
+# Invokes the program makes, answered with placeholders.
+_CALL_OUTPUTS: dict[str, dict[str, Any]] = {
+    "gcp:organizations/getProject:getProject": {"number": "000000000000"},
+}
+
+
 class _Mocks(pulumi.runtime.Mocks):
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         outputs = dict(args.inputs)
@@ -136,7 +142,7 @@ class _Mocks(pulumi.runtime.Mocks):
         return f"{args.name}-id", outputs
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
-        return {}, None
+        return dict(_CALL_OUTPUTS.get(args.token, {})), []
 
 
 def _close_worker_loop() -> None:

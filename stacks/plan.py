@@ -6,6 +6,7 @@ consistency checks that need derived objects (selector, ports) all happen here.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +18,7 @@ from components.catalog.model_cache import streams_weights
 from components.catalog.models import MODELS, ModelSpec
 from components.catalog.support import SUPPORTED, ComboDefaults
 from components.manifest import Manifest
-from components.specs import alerts, dashboard, lmcache, model_cache, monitoring, mooncake, payoff, sizing
+from components.specs import alerts, dashboard, images, lmcache, model_cache, monitoring, mooncake, payoff, sizing
 from components.specs.clusters import PoolSpec
 from components.specs.connectors import TIERING_BLOCK_TOKENS
 from components.specs.rollout import (
@@ -71,6 +72,7 @@ class StackPlan:
     payoff: payoff.Payoff  # break-even load bandwidth and each tier's expected reload
     budgets: list[AwaitBudget] = dataclasses.field(default_factory=list)  # what Pulumi waits for, and why
     rollout: rollout.Rollout | None = None  # how a template change rolls the model servers
+    mirror: Mirror | None = None  # the created cluster's registry mirror, which every image goes through
 
     @property
     def model_server(self) -> ServerSpec:
@@ -291,7 +293,7 @@ def plan(config: StackConfig) -> StackPlan:
         pools=pool_specs(config),
         payoff=stack_payoff,
     )
-    return _with_await_budgets(_with_rollouts(stack_plan))
+    return _through_mirror(_with_await_budgets(_with_rollouts(stack_plan)))
 
 
 def _decode_server(
@@ -523,9 +525,56 @@ def pool_specs(config: StackConfig) -> list[PoolSpec]:
                     reservation=pool.reservation,
                     labels=dict(pool.labels),
                     taints=taints,
+                    image_streaming=mirror_registry(config) is not None,
                 )
             )
     return out
+
+
+@dataclass(frozen=True)
+class Mirror:
+    """The created cluster's pull-through caches: where each upstream registry's images are referenced."""
+
+    region: str
+    project: str
+    registries: list[str]  # upstream registries the stack's images come from
+
+    def image(self, image: str) -> str:
+        return images.mirrored(image, self.region, self.project)
+
+
+def mirror_registry(config: StackConfig) -> tuple[str, str] | None:
+    """(region, project) of the Artifact Registry mirror: created GKE clusters, unless `images.mirror: off`."""
+    gke = config.cluster.gke
+    if config.images.mirror == "off" or config.cluster.provider != "gke" or gke is None:
+        return None
+    return gke.region, gke.project
+
+
+def _through_mirror(stack_plan: StackPlan) -> StackPlan:
+    """Every image the stack renders, and the router's endpoint picker, referenced through the mirror."""
+    where = mirror_registry(stack_plan.config)
+    if where is None:
+        return stack_plan
+    p = stack_plan
+    every = [m for r in p.roles for m in r.manifests]
+    every += p.model_cache_manifests + p.mooncake_master + p.mooncake_client + p.lmcache_server + p.verification
+    epp = versions.EPP_IMAGE_REPOSITORY
+    registries = {images.split_image(i)[0] for i in [*images.images(every), epp]}
+    mirror = Mirror(where[0], where[1], sorted(registries))
+    values = copy.deepcopy(p.router_values)
+    values["router"]["epp"].setdefault("image", {})["registry"] = mirror.image(epp).rsplit("/", 1)[0]
+    return dataclasses.replace(
+        p,
+        roles=[Role(r.spec, images.rewrite(r.manifests, mirror.image)) for r in p.roles],
+        model_cache_manifests=images.rewrite(p.model_cache_manifests, mirror.image),
+        mooncake_master=images.rewrite(p.mooncake_master, mirror.image),
+        mooncake_client=images.rewrite(p.mooncake_client, mirror.image),
+        lmcache_server=images.rewrite(p.lmcache_server, mirror.image),
+        verification=images.rewrite(p.verification, mirror.image),
+        router_values=values,
+        mirror=mirror,
+    )
 
 
 def _monitoring(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from components.specs import images
 from components.specs.clusters import PoolSpec
 from components.specs.payoff import gbps
 from components.units import GiB
@@ -160,6 +161,7 @@ def _optional_rows(stack_plan: StackPlan) -> list[tuple[str, str]]:
             )
         )
     rows.append(("model cache", _model_cache_row(stack_plan)))
+    rows.append(("images", _images_row(stack_plan)))
     if stack_plan.mooncake_master:
         client = "and the Mooncake Client DaemonSet" if stack_plan.mooncake_client else "(embedded pool)"
         rows.append(("MooncakeStore", f"Mooncake Master in namespace `mooncake` {client}"))
@@ -194,6 +196,20 @@ def _model_cache_row(stack_plan: StackPlan) -> str:
     loading = f", loaded with `--load-format={cache.load_format}`" if cache.load_format else ""
     compiled = f"; compile caches in `{cache.compile_subpath}`" if cache.compile_cache else ""
     return f"`models/{model}` on {claim}, fetched once by Job `{job['metadata']['name']}`{loading}{compiled}"
+
+
+def _images_row(stack_plan: StackPlan) -> str:
+    mirror, config = stack_plan.mirror, stack_plan.config
+    if mirror is not None:
+        repos = ", ".join(f"`{images.repository_id(r)}` ({r})" for r in mirror.registries)
+        return (
+            f"through Artifact Registry remote repositories {repos} in {mirror.region}, streamed on the"
+            " accelerator pools (GKE image streaming serves only Artifact Registry images)"
+        )
+    if config.cluster.provider == "gke" and config.images.mirror == "off":
+        return "from the upstream registries (`images.mirror: off`)"
+    provider = config.cluster.provider
+    return f"from the upstream registries, pulled whole by each node (no mirror for `cluster.provider: {provider}`)"
 
 
 def _pool_rows(pools: list[PoolSpec]) -> list[tuple[str, str]]:

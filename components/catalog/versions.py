@@ -5,6 +5,8 @@ from __future__ import annotations
 # The llm-d router release the seeds were tested with: chart, EPP image and P/D sidecar share the tag.
 ROUTER_VERSION = "v1.0.0"
 ROUTER_CHART = "oci://ghcr.io/llm-d/charts/llm-d-router-standalone"
+# The chart's endpoint-picker image (`router.epp.image.{registry,repository}` defaults; tag: the router version).
+EPP_IMAGE_REPOSITORY = "ghcr.io/llm-d/llm-d-router-endpoint-picker"
 
 # Gateway API Inference Extension: the InferencePool CRD.
 GAIE_VERSION = "v1.6.2"

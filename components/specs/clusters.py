@@ -27,6 +27,7 @@ class PoolSpec:
     reservation: str | None = None
     labels: dict[str, str] = field(default_factory=dict)
     taints: list[dict[str, str]] = field(default_factory=list)
+    image_streaming: bool = False  # GKE: stream images from Artifact Registry instead of pulling them whole
 
     @property
     def node_labels(self) -> dict[str, str]:
@@ -129,6 +130,8 @@ def gke_accelerator_pool_args(pool: PoolSpec, region: str, zone: str) -> Args:
             }
         ]
         node_config["gvnic"] = {"enabled": True}
+    if pool.image_streaming:  # images from the stack's Artifact Registry mirror start before they are pulled
+        node_config["gcfs_config"] = {"enabled": True}
     args: Args = {
         "name": pool.name,
         "location": region,

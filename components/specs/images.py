@@ -1,0 +1,93 @@
+"""Images pulled fast and once: the registry mirror of a created cluster, and rewriting every image to it.
+
+GKE streams images (image streaming: the container starts before its layers are downloaded) only from
+Artifact Registry, and the stacks pull from Docker Hub and ghcr.io. On a created GKE cluster, each
+upstream registry the stack uses gets an Artifact Registry remote repository (a pull-through cache) in
+the cluster's region, and every image the program renders is referenced through it: the first pull
+fills the cache, every later node streams from it.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from components.manifest import Manifest
+
+DOCKER_HUB = "docker.io"
+# Artifact Registry's preset upstream for Docker Hub; any other registry is a custom remote by URI.
+AR_DOCKER_HUB = "DOCKER_HUB"
+
+
+def split_image(image: str) -> tuple[str, str]:
+    """`ghcr.io/llm-d/x:v1` -> (`ghcr.io`, `llm-d/x:v1`); Docker Hub's short forms get their full path."""
+    first, _, rest = image.partition("/")
+    if rest and ("." in first or ":" in first or first == "localhost"):
+        return first, rest
+    path = image if rest else f"library/{image}"  # `busybox` is `library/busybox`
+    return DOCKER_HUB, path
+
+
+def repository_id(registry: str) -> str:
+    """The remote repository's id: `docker.io` -> `docker-io` (lower-case letters, digits and hyphens)."""
+    return re.sub(r"[^a-z0-9-]+", "-", registry.lower()).strip("-")
+
+
+def ar_prefix(registry: str, region: str, project: str) -> str:
+    return f"{region}-docker.pkg.dev/{project}/{repository_id(registry)}"
+
+
+def mirrored(image: str, region: str, project: str) -> str:
+    registry, path = split_image(image)
+    return f"{ar_prefix(registry, region, project)}/{path}"
+
+
+def remote_repository_args(registry: str, region: str, project: str) -> dict[str, Any]:
+    """A Docker-format remote repository caching one upstream registry."""
+    upstream: dict[str, Any] = (
+        {"public_repository": AR_DOCKER_HUB}
+        if registry == DOCKER_HUB
+        else {"custom_repository": {"uri": f"https://{registry}"}}
+    )
+    return {
+        "repository_id": repository_id(registry),
+        "project": project,
+        "location": region,
+        "format": "DOCKER",
+        "mode": "REMOTE_REPOSITORY",
+        "description": f"pull-through cache of {registry} for the llm-d tiered prefix cache",
+        "remote_repository_config": {"description": registry, "docker_repository": upstream},
+    }
+
+
+def _pod_specs(manifest: Manifest) -> Iterator[Manifest]:
+    spec = manifest.get("spec") or {}
+    if "template" in spec:
+        yield spec["template"].get("spec") or {}
+    lws = spec.get("leaderWorkerTemplate") or {}
+    for key in ("leaderTemplate", "workerTemplate"):
+        if key in lws:
+            yield lws[key].get("spec") or {}
+
+
+def images(manifests: list[Manifest]) -> list[str]:
+    return sorted(
+        {
+            str(c["image"])
+            for m in manifests
+            for pod in _pod_specs(m)
+            for c in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]
+        }
+    )
+
+
+def rewrite(manifests: list[Manifest], to: Callable[[str], str]) -> list[Manifest]:
+    """The same objects with every container image mapped through `to`."""
+    out = copy.deepcopy(manifests)
+    for manifest in out:
+        for pod in _pod_specs(manifest):
+            for container in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]:
+                container["image"] = to(str(container["image"]))
+    return out

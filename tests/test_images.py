@@ -1,0 +1,77 @@
+"""Images pulled fast and once: created GKE clusters mirror every upstream registry the stack uses in
+Artifact Registry, reference every image through it, and stream images on the accelerator pools."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from components.specs import images
+from tests.helpers import manifests, rendered, resources
+
+AR = "us-central1-docker.pkg.dev/my-gcp-project/"
+REPOSITORY = "gcp:artifactregistry/repository:Repository"
+
+
+def _rows(name: str, *overrides: str) -> list[dict[str, Any]]:
+    return resources(rendered(name, tuple(overrides)))
+
+
+def _images(name: str, *overrides: str) -> list[str]:
+    return images.images(manifests(rendered(name, tuple(overrides))))
+
+
+@pytest.mark.parametrize(
+    ("image", "registry", "path"),
+    [
+        ("docker.io/vllm/vllm-openai:v0.26.0", "docker.io", "vllm/vllm-openai:v0.26.0"),
+        ("lmcache/vllm-openai:v0.5.6", "docker.io", "lmcache/vllm-openai:v0.5.6"),
+        ("busybox:1.37.0", "docker.io", "library/busybox:1.37.0"),
+        ("ghcr.io/llm-d/llm-d-rocm:v0.9.0", "ghcr.io", "llm-d/llm-d-rocm:v0.9.0"),
+        ("registry.k8s.io/pause:3.10", "registry.k8s.io", "pause:3.10"),
+        ("localhost:5000/x@sha256:" + "a" * 64, "localhost:5000", "x@sha256:" + "a" * 64),
+    ],
+)
+def test_an_image_splits_into_its_registry_and_path(image: str, registry: str, path: str) -> None:
+    assert images.split_image(image) == (registry, path)
+
+
+@pytest.mark.parametrize("name", ["gke-h100-lustre", "gke-tpu-v7-multi-host", "gpu-sglang-native-fs-gke"])
+def test_created_gke_clusters_pull_every_image_through_a_remote_repository_per_registry(name: str) -> None:
+    rows = _rows(name)
+    if name == "gpu-sglang-native-fs-gke":  # an existing GKE cluster: nothing to create, images from upstream
+        assert not [r for r in rows if r["type"] == REPOSITORY]
+        assert not any(i.startswith(AR) for i in _images(name))
+        return
+    used = _images(name)
+    assert used and all(i.startswith(AR) for i in used)
+    repositories = {r["inputs"]["repositoryId"]: r["inputs"] for r in rows if r["type"] == REPOSITORY}
+    assert {i.removeprefix(AR).split("/", 1)[0] for i in used} <= set(repositories)
+    assert repositories["docker-io"]["remoteRepositoryConfig"]["dockerRepository"] == {"publicRepository": "DOCKER_HUB"}
+    assert repositories["ghcr-io"]["remoteRepositoryConfig"]["dockerRepository"] == {
+        "customRepository": {"uri": "https://ghcr.io"}
+    }
+    assert all(r["mode"] == "REMOTE_REPOSITORY" and r["location"] == "us-central1" for r in repositories.values())
+    readers = [r["inputs"] for r in rows if r["type"].endswith("repositoryIamMember:RepositoryIamMember")]
+    assert {r["repository"] for r in readers} == set(repositories)
+    assert all(r["role"] == "roles/artifactregistry.reader" and "-compute@" in r["member"] for r in readers)
+    provider = next(r for r in rows if r["type"] == "pulumi:providers:kubernetes")
+    assert all(f"{REPOSITORY}::llmd-mirror-{repo}" in provider["dependsOn"] for repo in repositories)
+    chart = next(r for r in rows if r["type"] == "kubernetes:helm.sh/v4:Chart" and r["name"] == "llmd-router-chart")
+    assert chart["inputs"]["values"]["router"]["epp"]["image"]["registry"] == f"{AR}ghcr-io/llm-d"
+
+
+@pytest.mark.parametrize("name", ["gke-h100-lustre", "gke-tpu-v7-multi-host", "gke-tpu-v6e"])
+def test_accelerator_pools_stream_images_and_the_system_pool_does_not_need_to(name: str) -> None:
+    pools = {r["name"]: r["inputs"] for r in _rows(name) if r["type"] == "gcp:container/nodePool:NodePool"}
+    accelerator = {n: p for n, p in pools.items() if not n.endswith("-system")}
+    assert accelerator
+    assert all(p["nodeConfig"]["gcfsConfig"] == {"enabled": True} for p in accelerator.values())
+    off = {r["name"]: r["inputs"] for r in _rows(name, "images.mirror=off") if r["type"].endswith("NodePool")}
+    assert all("gcfsConfig" not in p["nodeConfig"] for p in off.values())
+
+
+def test_mirror_off_pulls_from_upstream() -> None:
+    assert not [r for r in _rows("gke-h100-lustre", "images.mirror=off") if r["type"] == REPOSITORY]
+    assert "docker.io/vllm/vllm-openai:v0.26.0" in _images("gke-h100-lustre", "images.mirror=off")
