@@ -1,4 +1,5 @@
-"""Render timings and memory, printed (not asserted): one preset in a fresh process, and all presets in one."""
+"""Render timings and memory, printed (not asserted): one preset in a fresh process, all presets in one,
+the whole-matrix `stacks diff` and `stacks check`."""
 
 from __future__ import annotations
 
@@ -49,6 +50,27 @@ def all_presets_one_process() -> None:
     print(f"  peak RSS: {peak_mib:.0f} MiB")
 
 
+def _timed_cli(*args: str) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system, children included) of one `python -m stacks` run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "stacks", *args], cwd=ROOT, check=True, capture_output=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def whole_matrix_diff_and_check() -> None:
+    """`stacks diff` of every stack against HEAD (one render process per revision, the two side by side)
+    and `stacks check` of every stack (one process). Wall time depends on what else the cores run; CPU
+    time does not."""
+    wall, cpu = _timed_cli("diff", "--base", "HEAD")
+    print(f"stacks diff --base HEAD, every stack: {wall:.1f} s wall, {cpu:.1f} s CPU (target: < 10 s on 2 cores)")
+    wall, cpu = _timed_cli("check")
+    print(f"stacks check, every stack in one process: {wall:.1f} s wall, {cpu:.1f} s CPU")
+
+
 if __name__ == "__main__":
     one_preset_fresh_process()
     all_presets_one_process()
+    whole_matrix_diff_and_check()

@@ -12,10 +12,12 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from io import BytesIO
 from pathlib import Path
 from typing import Any
 
+from stacks import changeplan
 from stacks.errors import ConfigError
 
 Key = tuple[str, str]  # (type, name)
@@ -51,24 +53,28 @@ def _show(value: Any) -> str:
 
 
 def diff_renders(name: str, old: str, new: str) -> str:
-    """Markdown for one stack; an empty string when nothing changed."""
+    """Markdown for one stack, the change plan above the field diff; an empty string when nothing changed."""
     before, after = _index(old), _index(new)
     lines: list[str] = []
     for key in sorted(after.keys() - before.keys()):
         lines.append(f"- added `{key[0]}` **{key[1]}**")
     for key in sorted(before.keys() - after.keys()):
         lines.append(f"- removed `{key[0]}` **{key[1]}**")
+    compared = ("inputs", "dependsOn", "parent", "provider", "options")
+    input_paths: dict[Key, list[str]] = {}
     for key in sorted(before.keys() & after.keys()):
         fields = changed_fields(
-            {k: before[key][k] for k in ("inputs", "dependsOn", "parent", "provider")},
-            {k: after[key][k] for k in ("inputs", "dependsOn", "parent", "provider")},
+            {k: before[key].get(k) for k in compared},
+            {k: after[key].get(k) for k in compared},
         )
         if fields:
+            input_paths[key] = [p.removeprefix("inputs.") for p, _, _ in fields if p.startswith("inputs.")]
             lines.append(f"- changed `{key[0]}` **{key[1]}**")
             lines += [f"  - `{path}`: {_show(a)} → {_show(b)}" for path, a, b in fields]
     if not lines:
         return ""
-    return "\n".join([f"### {name}", "", *lines, ""])
+    plan = changeplan.plan_lines(before, after, input_paths)
+    return "\n".join([f"### {name}", "", "#### Change plan", "", *plan, "", "#### Field diff", "", *lines, ""])
 
 
 def _tree(revision: str, into: Path, option: str) -> Path:
@@ -91,6 +97,36 @@ def _render(tree: Path, name: str, out: Path) -> str | None:
     return (out / "resources.json").read_text() if result.returncode == 0 else None
 
 
+# Renders every named stack of a tree in ONE process (imports paid once), each to OUT/NAME; a stack that
+# does not load or render at that revision is skipped, as a failed `render` was.
+_RENDER_ALL = """
+import sys
+from pathlib import Path
+from stacks import loading
+from stacks.plan import plan
+from stacks.render import render
+out = Path(sys.argv[1])
+for name in sys.argv[2:]:
+    try:
+        result = render(plan(loading.load_named(name, [])), name)
+    except Exception:
+        continue
+    result.write(out / name)
+"""
+
+
+def _render_all(tree: Path, names: list[str], out: Path) -> dict[str, str | None]:
+    """resources.json of each stack rendered in `tree` by one process (per stack where that fails to start)."""
+    result = subprocess.run(
+        [sys.executable, "-c", _RENDER_ALL, str(out), *names], cwd=tree, capture_output=True, text=True, check=False
+    )
+    if result.returncode != 0:  # a revision whose modules the script cannot drive: one process per stack
+        return {name: _render(tree, name, out / name) for name in names}
+    return {
+        n: (out / n / "resources.json").read_text() if (out / n / "resources.json").exists() else None for n in names
+    }
+
+
 def _stack_names(tree: Path) -> set[str]:
     presets = {p.stem for p in (tree / "stacks" / "presets").glob("*.yaml")}
     stacks = {p.name[len("Pulumi.") : -len(".yaml")] for p in tree.glob("Pulumi.*.yaml")}
@@ -110,10 +146,13 @@ def diff_revisions(base: str, head: str | None, names: list[str]) -> str:
                     "NAME", name, f"a preset or stack at either revision; allowed: {', '.join(sorted(known))}"
                 )
         wanted = names or sorted(known)
+        with ThreadPoolExecutor(max_workers=2) as pool:  # the two revisions side by side, one process each
+            base_job = pool.submit(_render_all, base_tree, wanted, root / "out" / "base")
+            head_job = pool.submit(_render_all, head_tree, wanted, root / "out" / "head")
+            olds, news = base_job.result(), head_job.result()
         sections = []
         for name in wanted:
-            old = _render(base_tree, name, root / "out" / "base" / name)
-            new = _render(head_tree, name, root / "out" / "head" / name)
+            old, new = olds[name], news[name]
             if old is None and new is None:
                 sections.append(f"### {name}\n\nrenders at neither revision\n")
             elif old is None or new is None:

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from stacks.diff import changed_fields, diff_renders
 from tests.helpers import rendered
 
@@ -35,7 +37,7 @@ def test_tier_change_moves_exactly_tier_memory_and_router_capacity() -> None:
     old = rendered(PRESET).resources
     new = rendered(PRESET, ("cache.tier.cpu=200GiB",)).resources
     text = diff_renders(PRESET, old, new)
-    changed = [line for line in text.splitlines() if line.startswith("- ")]
+    changed = [line for line in text.split("#### Field diff")[1].splitlines() if line.startswith("- ")]
     assert changed == [f"- changed `{DEPLOYMENT[0]}` **{DEPLOYMENT[1]}**", f"- changed `{CHART[0]}` **{CHART[1]}**"]
     paths = {line.split("`")[1] for line in text.splitlines() if line.startswith("  - ")}
     assert paths == EXPECTED_PATHS
@@ -80,3 +82,46 @@ def test_diff_between_two_git_revisions(tmp_path: Path) -> None:
     assert "### dev" not in result.stdout  # unchanged stacks stay out of the comment
     paths = {line.split("`")[1] for line in result.stdout.splitlines() if line.startswith("  - ")}
     assert paths == EXPECTED_PATHS
+
+
+def _plan(name: str, override: str) -> list[str]:
+    text = diff_renders(name, rendered(name).resources, rendered(name, (override,)).resources)
+    plan, _ = text.split("#### Field diff")
+    assert "#### Change plan" in plan  # the plan comes above the field diff
+    return [line for line in plan.splitlines() if line.startswith("- ")]
+
+
+@pytest.mark.parametrize(
+    "override",
+    ["cache.model=Qwen/Qwen3-8B", "cache.tier.cpu=200GiB", "cache.image=docker.io/vllm/vllm-openai:v0.27.0"],
+)
+def test_model_tier_and_image_changes_roll_the_model_servers_and_replace_nothing(override: str) -> None:
+    plan = _plan(PRESET, override)
+    assert any(line.startswith("- **rolling**") and DEPLOYMENT[1] in line for line in plan)
+    assert "maxSurge 0, maxUnavailable 1" in next(line for line in plan if DEPLOYMENT[1] in line)
+    assert not [line for line in plan if line.startswith(("- **replace**", "- **removed**", "- **added**"))]
+
+
+def test_a_replica_change_scales_in_place() -> None:
+    plan = _plan(PRESET, "cache.replicas=3")
+    assert f"- **scale** `{DEPLOYMENT[0]}` {DEPLOYMENT[1]}: in place, 2 → 3 replicas; no pod restarts" in plan
+    assert not [line for line in plan if line.startswith(("- **replace**", "- **rolling**"))]
+
+
+def test_a_storage_size_change_shows_the_claim_at_risk() -> None:
+    plan = _plan("gpu-vllm-native-fs", "storage.size=18000Gi")
+    [claim] = [line for line in plan if "PersistentVolumeClaim" in line]
+    assert claim.startswith("- **replace** **storage at risk**")
+    assert "`spec.resources.requests.storage` forces a replacement, which `protect` refuses" in claim
+    unprotected = _plan("gpu-vllm-native-fs", "protect=false")
+    assert not [line for line in unprotected if line.startswith("- **replace**")]
+
+
+def test_an_unprotected_replacement_with_a_fixed_name_deletes_first() -> None:
+    old, new = (
+        rendered("gpu-vllm-native-fs", ("protect=false",)).resources,
+        rendered("gpu-vllm-native-fs", ("protect=false", "storage.storage_class=premium-rwx")).resources,
+    )
+    plan = diff_renders("x", old, new).split("#### Field diff")[0]
+    [claim] = [line for line in plan.splitlines() if "PersistentVolumeClaim" in line]
+    assert "delete-first: `spec.storageClassName` cannot change in place" in claim

@@ -1,0 +1,129 @@
+"""The change plan of a diff: what `pulumi up` does to each changed resource, and what it costs.
+
+Each changed resource is updated in place, rolled (its pods restart under its strategy, each dropping
+its CPU tier), or replaced: delete-first where the object keeps a fixed name (pulumi-kubernetes deletes
+before it creates when name and namespace stay), create-first otherwise, and why (the field that
+forces it). State that a replacement or removal deletes (claims, volumes, Lustre, EFS) is at risk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# Fields whose change replaces the object: pulumi-kubernetes' forceNew table (provider/pkg/provider/diff.go,
+# pulumi/pulumi-kubernetes; `.metadata.name` and `.metadata.namespace` for every kind), as path prefixes.
+_K8S_REPLACE: dict[str, tuple[str, ...]] = {
+    "kubernetes:apps/v1:Deployment": ("spec.selector",),
+    "kubernetes:apps/v1:StatefulSet": ("spec.selector", "spec.serviceName", "spec.volumeClaimTemplates"),
+    "kubernetes:batch/v1:Job": ("spec.template", "spec.completions", "spec.parallelism", "spec.selector"),
+    "kubernetes:core/v1:ConfigMap": ("data", "binaryData"),
+    "kubernetes:core/v1:Secret": ("data", "stringData", "type"),
+    "kubernetes:core/v1:PersistentVolumeClaim": ("spec",),
+    "kubernetes:core/v1:PersistentVolume": ("spec.csi", "spec.nfs", "spec.hostPath", "spec.local"),
+    "kubernetes:core/v1:Service": ("spec.clusterIP",),
+    "kubernetes:storage.k8s.io/v1:StorageClass": ("parameters", "provisioner"),
+    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": ("roleRef",),
+}
+# Cloud resources: the provider schemas' replace-on-change (ForceNew) inputs this program sets.
+_CLOUD_REPLACE: dict[str, tuple[str, ...]] = {
+    "gcp:lustre/instance:Instance": ("instanceId", "location", "filesystem", "network", "project"),
+    "aws:efs/fileSystem:FileSystem": ("creationToken", "encrypted", "kmsKeyId", "performanceMode"),
+    "gcp:container/cluster:Cluster": ("name", "location", "project", "network"),
+    "aws:eks/cluster:Cluster": ("name",),
+}
+STATE_TYPES = (
+    "kubernetes:core/v1:PersistentVolumeClaim",
+    "kubernetes:core/v1:PersistentVolume",
+    "gcp:lustre/instance:Instance",
+    "aws:efs/fileSystem:FileSystem",
+)
+_POD_TEMPLATES = {
+    "kubernetes:apps/v1:Deployment": "spec.template",
+    "kubernetes:apps/v1:DaemonSet": "spec.template",
+    "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet": "spec.leaderWorkerTemplate",
+}
+
+
+@dataclass(frozen=True)
+class Change:
+    kind: str  # added | removed | update | scale | rolling | replace
+    type: str
+    name: str
+    why: str
+    at_risk: bool = False
+
+    def line(self) -> str:
+        risk = " **storage at risk**" if self.at_risk else ""
+        return f"- **{self.kind}**{risk} `{self.type}` {self.name}: {self.why}"
+
+
+def _under(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith((prefix + ".", prefix + "["))
+
+
+def _replacing(row: dict[str, Any], paths: list[str]) -> list[str]:
+    kind = row["type"]
+    prefixes = list(_K8S_REPLACE.get(kind, ())) + list(_CLOUD_REPLACE.get(kind, ()))
+    prefixes += [p.removeprefix("inputs.") for p in row.get("options", {}).get("replaceOnChanges", [])]
+    if kind.startswith("kubernetes:"):
+        prefixes += ["metadata.name", "metadata.namespace"]
+    return sorted({p for p in paths for prefix in prefixes if _under(p, prefix)})
+
+
+def _strategy(inputs: dict[str, Any]) -> str:
+    spec = inputs.get("spec", {})
+    rolling = spec.get("strategy", {}).get("rollingUpdate") or spec.get("rolloutStrategy", {}).get(
+        "rollingUpdateConfiguration"
+    )
+    if rolling:
+        return f"maxSurge {rolling.get('maxSurge')}, maxUnavailable {rolling.get('maxUnavailable')}"
+    if spec.get("updateStrategy"):
+        return "one node at a time"
+    return "the controller's default"
+
+
+def _fixed_name(before: dict[str, Any], after: dict[str, Any]) -> bool:
+    meta_a, meta_b = before["inputs"].get("metadata", {}), after["inputs"].get("metadata", {})
+    return bool(meta_b.get("name")) and (meta_a.get("name"), meta_a.get("namespace")) == (
+        meta_b.get("name"),
+        meta_b.get("namespace"),
+    )
+
+
+def classify(before: dict[str, Any], after: dict[str, Any], paths: list[str]) -> Change:
+    kind, name = after["type"], after["name"]
+    at_risk = kind in STATE_TYPES
+    forced = _replacing(after, paths)
+    if forced:
+        if after.get("options", {}).get("protect"):
+            why = f"`{forced[0]}` forces a replacement, which `protect` refuses: `pulumi up` stops here"
+            return Change("replace", kind, name, why, at_risk)
+        first = "delete-first" if kind.startswith("kubernetes:") and _fixed_name(before, after) else "create-first"
+        cost = "it is gone until the new one is ready" if first == "delete-first" else "old and new overlap"
+        why = f"{first}: `{forced[0]}` cannot change in place; {cost}"
+        return Change("replace", kind, name, why, at_risk)
+    template = _POD_TEMPLATES.get(kind)
+    if template and any(_under(p, template) for p in paths):
+        why = f"its pods restart ({_strategy(after['inputs'])}); each restart drops that pod's CPU tier"
+        return Change("rolling", kind, name, why)
+    if template and "spec.replicas" in paths:
+        old, new = before["inputs"]["spec"].get("replicas"), after["inputs"]["spec"].get("replicas")
+        return Change("scale", kind, name, f"in place, {old} → {new} replicas; no pod restarts")
+    return Change("update", kind, name, "in place: " + ", ".join(f"`{p}`" for p in paths[:4]))
+
+
+def plan_lines(
+    before: dict[tuple[str, str], dict[str, Any]],
+    after: dict[tuple[str, str], dict[str, Any]],
+    fields: dict[tuple[str, str], list[str]],
+) -> list[str]:
+    changes = [Change("added", k[0], k[1], "created") for k in sorted(after.keys() - before.keys())]
+    changes += [
+        Change(
+            "removed", k[0], k[1], "deleted" + (" with its data" if k[0] in STATE_TYPES else ""), k[0] in STATE_TYPES
+        )
+        for k in sorted(before.keys() - after.keys())
+    ]
+    changes += [classify(before[k], after[k], paths) for k, paths in sorted(fields.items()) if paths]
+    return [c.line() for c in changes]
