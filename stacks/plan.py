@@ -586,8 +586,10 @@ def _monitoring(
         out.append(monitoring.lmcache_server_monitor(provider, namespace))
     if config.cache.connector == "mooncake-store":
         out.append(monitoring.mooncake_master_monitor(provider))
-    if provider == "prometheus-operator":  # GKE Managed Prometheus evaluates rules from its own Rules kind
+    if provider == "prometheus-operator":
         out.append(alerts.prometheus_rule("tiered-prefix-cache", namespace, stack_alerts))
+    else:  # GKE Managed Prometheus evaluates rules from its own Rules kind
+        out.append(alerts.gmp_rules("tiered-prefix-cache", namespace, stack_alerts))
     if config.monitoring.dashboard:
         out.append(dashboard.dashboard_config_map(namespace, exports, config.monitoring.alerts.window))
     return out

@@ -12,7 +12,7 @@ import pytest
 
 from stacks import loading
 from stacks.plan import plan
-from tests.helpers import SEEDS, by_kind, manifests, rendered
+from tests.helpers import SEEDS, by_kind, manifests, rendered, validate
 
 PRESETS = loading.preset_names()
 ON = ("monitoring.enabled=true",)
@@ -109,6 +109,20 @@ def test_gke_uses_pod_monitorings_and_mooncake_gets_its_service_monitor() -> Non
     assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
     lmcache = manifests(rendered("gpu-vllm-lmcache-server", ON))
     assert {m["metadata"]["name"] for m in by_kind(lmcache, "PodMonitor")} == {"decode", "lmcache-engine"}
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_gke_managed_prometheus_gets_the_same_alert_rules_as_gmp_rules(name: str) -> None:
+    """GMP evaluates `Rules` (monitoring.googleapis.com/v1), not PrometheusRule: the same rules, validated
+    against GMP's CRD (tests/fixtures/upstream/schemas/gke-managed-prometheus)."""
+    gmp = manifests(rendered(name, (*ON, "monitoring.provider=gke-managed-prometheus")))
+    [prometheus_rule] = by_kind(manifests(rendered(name, ON)), "PrometheusRule")
+    [rules] = by_kind(gmp, "Rules")
+    assert not by_kind(gmp, "PrometheusRule")
+    assert rules["apiVersion"] == "monitoring.googleapis.com/v1"
+    validate(rules)
+    flatten = [r for g in rules["spec"]["groups"] for r in g["rules"]]
+    assert flatten == [r for g in prometheus_rule["spec"]["groups"] for r in g["rules"]]
 
 
 # --- the verification Job ------------------------------------------------------------------------

@@ -220,3 +220,18 @@ def prometheus_rule(name: str, namespace: str, rules: list[Alert]) -> Manifest:
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"groups": [{"name": "tiered-prefix-cache", "rules": [a.rule() for a in rules]}]},
     }
+
+
+# GKE Managed Prometheus requires each group's evaluation interval; Prometheus's default global one.
+GMP_EVALUATION_INTERVAL = "1m"
+
+
+def gmp_rules(name: str, namespace: str, rules: list[Alert]) -> Manifest:
+    """The same rules for GKE Managed Prometheus, which evaluates its own `Rules` kind, not PrometheusRule."""
+    group = {"name": "tiered-prefix-cache", "interval": GMP_EVALUATION_INTERVAL, "rules": [a.rule() for a in rules]}
+    return {
+        "apiVersion": "monitoring.googleapis.com/v1",
+        "kind": "Rules",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"groups": [group]},
+    }
