@@ -70,7 +70,24 @@ def whole_matrix_diff_and_check() -> None:
     print(f"stacks check, every stack in one process: {wall:.1f} s wall, {cpu:.1f} s CPU")
 
 
+def cold_starts() -> None:
+    """The modeled cold start of a restarted model-server pod, with the model cache on and off."""
+    from stacks import cold_start, loading
+    from stacks.plan import plan
+
+    print("restarted model-server pod (modeled): model cache on vs off")
+    for name in loading.preset_names():
+        stack_plan = plan(loading.load_preset(name))
+        if stack_plan.model_cache is None:
+            off = cold_start.restart(stack_plan, False).modeled
+            print(f"  {name}: cache off {off} s (no shared storage: model_cache auto is off)")
+            continue
+        on, off = (cold_start.restart(stack_plan, c).modeled for c in (True, False))
+        print(f"  {name}: cache on {on} s, off {off} s: {off / on:.1f}x faster")
+
+
 if __name__ == "__main__":
     one_preset_fresh_process()
     all_presets_one_process()
     whole_matrix_diff_and_check()
+    cold_starts()

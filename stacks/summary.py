@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from components.specs import images
 from components.specs.clusters import PoolSpec
 from components.specs.payoff import gbps
 from components.units import GiB
+from stacks import cold_start
 from stacks.hardware import Fit
 from stacks.offline import Recording
 from stacks.plan import StackPlan
@@ -13,7 +16,7 @@ from stacks.plan import StackPlan
 LOAD_ALERT = "TieredCacheLoadTooSlow"
 
 
-def _table(header: tuple[str, ...], rows: list[tuple[str, str]] | list[tuple[str, str, str]]) -> list[str]:
+def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
     return lines
@@ -75,6 +78,13 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
         "## Payoff",
         "",
         *_payoff(stack_plan),
+        "",
+        "## Cold start",
+        "",
+        "One model-server pod, modeled (components/catalog/startup.py and model_cache.py give each figure's"
+        " source): the first pod finds the compile cache empty; later pods and restarts find it filled.",
+        "",
+        *_table(("case", "image", "weights", "pull", "fetch", "load", "compile", "total"), cold_start.rows(stack_plan)),
         "",
         "## Await budgets",
         "",

@@ -212,3 +212,16 @@ def test_the_job_is_named_by_what_it_runs() -> None:
     assert _fetch_job("gpu-vllm-native-fs", "cache.tier.cpu=200GiB")["metadata"]["name"] == base
     for change in ("model_cache.revision=v1", "cache.model=Qwen/Qwen3-8B", "model_cache.image=python:3.13-slim"):
         assert _fetch_job("gpu-vllm-native-fs", change)["metadata"]["name"] != base, change
+
+
+def test_a_restarted_pod_starts_at_least_3x_faster_with_the_cache_on_lustre() -> None:
+    """The issue's goal: Qwen3-32B on H100 with Lustre; the table in the summary shows the same cases."""
+    from stacks import cold_start
+
+    stack_plan = plan(loading.load_preset("gke-h100-lustre"))
+    on, off = cold_start.restart(stack_plan, True), cold_start.restart(stack_plan, False)
+    assert off.weight_source == "huggingface" and on.weight_source == "model cache, gcp-lustre"
+    assert off.modeled >= 3 * on.modeled
+    summary = rendered("gke-h100-lustre").summary
+    assert "| restart on its node | on the node | 65.6 GB from model cache, gcp-lustre" in summary
+    assert "| restart, model cache off | on the node | 65.6 GB from huggingface" in summary
