@@ -88,7 +88,9 @@ def compose(stack_plan: StackPlan, hf_token: pulumi.Input[str]) -> StackOutputs:
         before = [cluster, *([mirror] if mirror else [])]
         provider = k8s.Provider("k8s", kubeconfig=cluster.kubeconfig, opts=pulumi.ResourceOptions(depends_on=before))
     else:
-        provider = k8s.Provider("k8s", kubeconfig=config.cluster.kubeconfig, context=config.cluster.context)
+        # The kubeconfig may be the file's content (`pulumi config set --secret --path llmd:cluster.kubeconfig`).
+        kubeconfig = pulumi.Output.secret(config.cluster.kubeconfig) if config.cluster.kubeconfig else None
+        provider = k8s.Provider("k8s", kubeconfig=kubeconfig, context=config.cluster.context)
     stack = _cache_stack(stack_plan, hf_token, _serving_needs(stack_plan, cluster, provider), provider)
     return StackOutputs(
         namespace=stack.namespace,

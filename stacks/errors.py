@@ -3,16 +3,31 @@
 from __future__ import annotations
 
 import typing
+from collections.abc import Collection
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+HIDDEN = "(not shown)"  # in place of a value an error must not print: a secret, or an unknown key's
+
 
 class ConfigError(Exception):
-    def __init__(self, field: str, value: Any, allowed: str) -> None:
-        self.field, self.value, self.allowed = field, value, allowed
-        shown = "(missing)" if value is _MISSING else repr(value)
+    def __init__(self, field: str, value: Any, allowed: str, *, hidden: bool = False) -> None:
+        self.field, self.value, self.allowed, self.hidden = field, value, allowed, hidden
+        shown = "(missing)" if value is _MISSING else HIDDEN if hidden else repr(value)
         super().__init__(f"invalid stack config: {field} = {shown}: {allowed}")
+
+    def hiding(self, secret_fields: Collection[str], secrets: Collection[str]) -> ConfigError:
+        """This error with nothing of the secrets in it: the value of a field under a secret key (or one
+        that holds a secret's text) is not shown, and a secret's text is cut out of what is allowed."""
+        under = any(self.field == f or self.field.startswith((f"{f}.", f"{f}[")) for f in secret_fields)
+        allowed, text = self.allowed, repr(self.value)
+        hidden = self.hidden or under
+        for secret in (s for s in secrets if s):
+            for form in {secret, repr(secret)[1:-1]}:
+                hidden = hidden or form in text
+                allowed = allowed.replace(form, HIDDEN)
+        return ConfigError(self.field, self.value, allowed, hidden=hidden)
 
 
 _MISSING = object()
@@ -44,8 +59,10 @@ def from_validation_error(error: ValidationError, prefix: str = "", root: type[B
     loc = tuple(p for p in first["loc"] if not (isinstance(p, str) and p.startswith("function-")))
     field = ".".join(p for p in (prefix, _dotted(loc)) if p)
     message = first["msg"]
-    if first["type"] == "extra_forbidden":
+    hidden = False
+    if first["type"] == "extra_forbidden":  # a mistyped key may hold a secret: its value is not shown
         value: Any = first["input"]
+        hidden = True
         holder = _model_at(root, loc[:-1]) if root else None
         message = "unknown key" + (f"; allowed keys: {', '.join(holder.model_fields)}" if holder else "")
     elif first["type"] == "missing":
@@ -57,4 +74,4 @@ def from_validation_error(error: ValidationError, prefix: str = "", root: type[B
     more = error.error_count() - 1
     if more:
         message += f" (and {more} more error{'s' if more > 1 else ''})"
-    return ConfigError(field, value, message)
+    return ConfigError(field, value, message, hidden=hidden)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,9 @@ CONFIG_NAMESPACE = "llmd"
 # Pulumi config keys that are not StackConfig sections.
 PRESET_KEY = "preset"
 HF_TOKEN_KEY = "hfToken"
+# What an offline render reads in place of a secure stack value (it has no key to decrypt it with).
+OFFLINE_SECRET = "offline-render-secret-value"
+SECRET_MIN_LENGTH = 4  # shorter secret values (a flag, a count) are not searched for in error text
 PULUMI_KEYS: tuple[str, ...] = (PRESET_KEY, HF_TOKEN_KEY, *(s for s in SECTIONS if s != "description"))
 
 
@@ -82,7 +86,7 @@ def pulumi_sections(values: dict[str, Any]) -> tuple[str | None, dict[str, Any]]
         if namespace != CONFIG_NAMESPACE:
             continue
         if key not in PULUMI_KEYS:
-            raise ConfigError(full_key, value, f"unknown key; allowed: {', '.join(PULUMI_KEYS)}")
+            raise ConfigError(full_key, value, f"unknown key; allowed: {', '.join(PULUMI_KEYS)}", hidden=True)
         if key == PRESET_KEY:
             preset = str(value)
         elif key != HF_TOKEN_KEY:
@@ -112,13 +116,29 @@ def load_preset(name: str, overrides: list[str] | None = None) -> StackConfig:
 
 
 def read_stack_file(name: str) -> dict[str, Any]:
-    """The `config:` block of `Pulumi.<name>.yaml` (secure values stay encrypted and are not read)."""
+    """The `config:` block of `Pulumi.<name>.yaml`; secure values stay encrypted: each becomes OFFLINE_SECRET."""
     path = PROJECT_DIR / f"Pulumi.{name}.yaml"
     data = yaml.safe_load(path.read_text()) or {}
     config = data.get("config") or {}
     if not isinstance(config, dict):
-        raise ConfigError(f"Pulumi.{name}.yaml: config", config, "must be a mapping")
-    return config
+        raise ConfigError(f"Pulumi.{name}.yaml: config", "(not shown)", "must be a mapping")
+    return {key: _without_ciphertext(value) for key, value in config.items()}
+
+
+def _without_ciphertext(value: Any) -> Any:
+    """`{secure: <ciphertext>}` (`pulumi config set --secret [--path]`) -> OFFLINE_SECRET, at any depth."""
+    if isinstance(value, dict):
+        if set(value) == {"secure"}:
+            return OFFLINE_SECRET
+        return {k: _without_ciphertext(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_ciphertext(v) for v in value]
+    return value
+
+
+def secure_sections(config: dict[str, Any]) -> list[str]:
+    """The sections of a stack file that hold a secure value (anywhere in them)."""
+    return [key.partition(":")[2] for key, value in config.items() if OFFLINE_SECRET in json.dumps(value)]
 
 
 def stack_file_exists(name: str) -> bool:
@@ -128,8 +148,12 @@ def stack_file_exists(name: str) -> bool:
 def load_named(name: str, overrides: list[str] | None = None) -> StackConfig:
     """NAME is a stack (`Pulumi.NAME.yaml`) if one exists, else a preset."""
     if stack_file_exists(name):
-        preset, sections = pulumi_sections(read_stack_file(name))
-        return build(preset, sections, overrides)
+        values = read_stack_file(name)
+        try:
+            preset, sections = pulumi_sections(values)
+            return build(preset, sections, overrides)
+        except ConfigError as error:
+            raise error.hiding(secure_sections(values), ()) from None
     if name not in preset_names():
         stacks = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in PROJECT_DIR.glob("Pulumi.*.yaml"))
         raise ConfigError("NAME", name, f"allowed: presets {', '.join(preset_names())}; stacks {', '.join(stacks)}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pulumi
-from pulumi.runtime.config import CONFIG, get_config_env
+from pulumi.runtime.config import CONFIG, get_config_env, is_config_secret
 
 from stacks import loading
 from stacks.compose import compose
@@ -29,12 +29,35 @@ def read_pulumi_config() -> dict[str, Any]:
     return values
 
 
+def secret_config(values: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The sections set with `--secret` (whole, or a path in them) and the text of every value in them:
+    an error never prints either."""
+    sections = [key.partition(":")[2] for key in values if is_config_secret(key)]
+    texts: list[str] = []
+
+    def leaves(value: Any) -> None:
+        if isinstance(value, dict):
+            for item in value.values():
+                leaves(item)
+        elif isinstance(value, list):
+            for item in value:
+                leaves(item)
+        elif isinstance(value, str) and len(value) >= loading.SECRET_MIN_LENGTH:
+            texts.append(value)
+
+    for key in values:
+        if is_config_secret(key):
+            leaves(values[key])
+    return sections, texts
+
+
 def run() -> None:
+    values = read_pulumi_config()
     try:
-        preset, sections = loading.pulumi_sections(read_pulumi_config())
+        preset, sections = loading.pulumi_sections(values)
         stack_plan = plan(loading.build(preset, sections))
     except ConfigError as error:
-        raise pulumi.RunError(str(error)) from None
+        raise pulumi.RunError(str(error.hiding(*secret_config(values)))) from None
     hf_token = pulumi.Config(loading.CONFIG_NAMESPACE).require_secret(loading.HF_TOKEN_KEY)
     outputs = compose(stack_plan, hf_token)
     sizing = stack_plan.sizing
