@@ -57,6 +57,7 @@ def _check(rule: Callable[[str], str]) -> AfterValidator:
 
 DnsLabel = Annotated[str, _check(formats.dns_label)]
 ImageReference = Annotated[str, _check(formats.image_reference)]
+StorageClassName = Annotated[str, _check(lambda v: v and formats.dns_subdomain(v))]  # empty: the default
 Labels = Annotated[dict[str, str], AfterValidator(formats.labels)]
 Memory = Annotated[ByteSize, _size_between(ByteSize(MiB), MAX_NODE_MEMORY)]
 
@@ -219,7 +220,7 @@ class StorageConfig(_Section):
     backend: Literal["existing", "gcp-lustre", "aws-efs"] = Field(
         default="existing", description="existing: a StorageClass the cluster has; else created with the stack"
     )
-    storage_class: Annotated[str, _check(lambda v: v and formats.dns_subdomain(v))] = Field(
+    storage_class: StorageClassName = Field(
         default="", description="existing: the claim's StorageClass; empty: the cluster default"
     )
     size: Annotated[ByteSize, _size_between(ByteSize(MiB), MAX_STORAGE)] = Field(
@@ -326,16 +327,16 @@ class ModelCacheConfig(_Section):
     revision: str = Field(
         default="main", pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$", description="the model's branch, tag or commit"
     )
-    storage_class: str = Field(
+    storage_class: StorageClassName = Field(
         default="", description="dedicated: the claim's StorageClass (ReadWriteMany); empty: the cluster default"
     )
-    size: ByteSize | None = Field(
+    size: Annotated[ByteSize | None, _size_between(ByteSize(MiB), MAX_STORAGE)] = Field(
         default=None, description="dedicated: the claim's size; default: twice the weights (a revision beside another)"
     )
     compile_cache: bool = Field(
         default=True, description="keep vLLM, torch.compile and Triton (GPU) or XLA (TPU) caches on the volume"
     )
-    image: str = Field(
+    image: ImageReference = Field(
         default=versions.MODEL_FETCH_IMAGE, description="the fetch Job's Python image; its script uses the stdlib"
     )
 

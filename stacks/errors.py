@@ -15,7 +15,7 @@ class ConfigError(Exception):
     def __init__(self, field: str, value: Any, allowed: str, *, hidden: bool = False) -> None:
         self.field, self.value, self.allowed, self.hidden = field, value, allowed, hidden
         shown = "(missing)" if value is _MISSING else HIDDEN if hidden else repr(value)
-        super().__init__(f"invalid stack config: {field} = {shown}: {allowed}")
+        super().__init__(_one_line(f"invalid stack config: {field} = {shown}: {allowed}"))
 
     def hiding(self, secret_fields: Collection[str], secrets: Collection[str]) -> ConfigError:
         """This error with nothing of the secrets in it: the value of a field under a secret key (or one
@@ -31,6 +31,11 @@ class ConfigError(Exception):
 
 
 _MISSING = object()
+
+
+def _one_line(text: str) -> str:
+    """Keys come from the user: a newline or control character in one is escaped, not printed."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _dotted(loc: tuple[int | str, ...]) -> str:

@@ -5,13 +5,15 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import jsonschema
-import kubernetes_validate
+import kubernetes_validate.utils as k8s_schemas
 import yaml
+from referencing import Registry, Resource
 
 from stacks import loading
 from stacks.plan import plan
@@ -78,14 +80,26 @@ def _crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
     return out
 
 
+@functools.cache
+def _validator(api_version: str, kind: str) -> Any:
+    """One validator per kind, built once: kubernetes_validate.validate re-reads its schema files (megabytes)
+    on every call. The schema it picks is the same: the strict one of KUBERNETES_VERSION."""
+    crd = _crd_schemas().get((api_version, kind))
+    if crd is not None:
+        return jsonschema.Draft7Validator(crd)
+    wanted = k8s_schemas.major_minor(KUBERNETES_VERSION)
+    version = [v for v in k8s_schemas.all_versions() if k8s_schemas.major_minor(v) <= wanted][-1]
+    folder = f"kubernetes-json-schema/v{version}-local-strict"
+    group = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+    schema = k8s_schemas.schema_contents(f"{folder}/{kind.lower()}-{group}.json", KUBERNETES_VERSION)
+    definitions = k8s_schemas.schema_contents(f"{folder}/_definitions.json", KUBERNETES_VERSION)
+    registry = Resource.from_contents(definitions) @ (Resource.from_contents(schema) @ Registry())
+    return jsonschema.Draft202012Validator(schema, registry=registry)
+
+
 def validate(obj: dict[str, Any]) -> None:
     """Built-in kinds against the Kubernetes schemas (strict); custom resources against their CRD."""
-    key = (obj["apiVersion"], obj["kind"])
-    schema = _crd_schemas().get(key)
-    if schema is not None:
-        jsonschema.Draft7Validator(schema).validate(obj)
-        return
-    kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+    _validator(obj["apiVersion"], obj["kind"]).validate(obj)
 
 
 def router_chart(rows: list[dict[str, Any]]) -> dict[str, Any]:

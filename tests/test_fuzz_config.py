@@ -1,0 +1,458 @@
+"""Property (issue 11 §1): any stack config, however hostile, either stops with one `invalid stack config:`
+line, or plans objects the platform accepts: strict schemas, names, labels, images and quantities.
+
+Configs are generated from StackConfig itself, so every key is reached, including keys added later:
+a preset (or none), then a few fields set to valid, edge or wrong values, and unknown keys at any level.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import re
+import types
+import typing
+from collections.abc import Iterator
+from fractions import Fraction
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
+
+from components.units import ByteSize
+from stacks import formats, loading
+from stacks.config import StackConfig
+from stacks.errors import ConfigError
+from stacks.plan import StackPlan, plan
+from stacks.render import kubernetes_objects
+from stacks.rules import NAME_LIMITS
+from tests.helpers import validate
+
+settings.register_profile(
+    "fuzz", max_examples=1000, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+)
+# CI explores the same examples on every run; a developer's run explores new ones.
+settings.register_profile("fuzz-ci", parent=settings.get_profile("fuzz"), derandomize=True)
+PROFILE = "fuzz-ci" if os.environ.get("CI") else "fuzz"
+
+PRESETS = loading.preset_names()
+Path = tuple[str, ...]  # "*" stands for a key of a mapping (node pools) or an item of a list (taints)
+
+
+def _unwrap(annotation: Any) -> tuple[list[Any], bool]:
+    """The alternatives of an annotation (Annotated and Optional peeled off) and whether None is allowed."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        options: list[Any] = []
+        optional = False
+        for arg in typing.get_args(annotation):
+            inner, none = _unwrap(arg)
+            options += inner
+            optional = optional or none or arg is type(None)
+        return [o for o in options if o is not type(None)], optional
+    return [annotation], False
+
+
+def _is_model(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def _fields(model: type[BaseModel], prefix: Path = ()) -> Iterator[tuple[Path, Any, FieldInfo]]:
+    """Every field of the config, nested sections and the models inside mappings and lists included."""
+    for name, info in model.model_fields.items():
+        path = (*prefix, name)
+        yield path, info.annotation, info
+        for option in _unwrap(info.annotation)[0]:
+            if _is_model(option):
+                yield from _fields(option, path)
+            for inner in typing.get_args(option):
+                if _is_model(inner):
+                    yield from _fields(inner, (*path, "*"))
+
+
+FIELDS = list(_fields(StackConfig))
+
+
+def _preset_paths(name: str) -> dict[Path, list[Any]]:
+    """The values a preset gives each field (generalised over pool keys and list items)."""
+    out: dict[Path, list[Any]] = {}
+
+    def walk(value: Any, path: Path) -> None:
+        out.setdefault(path, []).append(value)
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(v, (*path, "*" if path == ("node_pools",) else str(k)))
+        elif isinstance(value, list):
+            for item in value:
+                walk(item, (*path, "*"))
+
+    walk(loading.read_preset(name), ())
+    return out
+
+
+PRESET_PATHS = {name: _preset_paths(name) for name in PRESETS}
+
+
+def _preset_values() -> dict[Path, list[Any]]:
+    """Values the presets give each field: plausible input."""
+    out: dict[Path, list[Any]] = {}
+    for paths in PRESET_PATHS.values():
+        for path, values in paths.items():
+            out.setdefault(path, []).extend(values)
+    return out
+
+
+PRESET_VALUES = _preset_values()
+_PRESET_POOLS = {k for n in PRESETS for k in loading.read_preset(n).get("node_pools", {})}
+POOL_KEYS = [*sorted(_PRESET_POOLS), "h_100", "system", "Pool", "a" * 45, ""]
+NAMES = ["llmd", "a", "a" * 40, "a" * 54, "a" * 64, "1abc", "-x", "x-", "UPPER", "a_b", "a.b", "ñame", " ", ""]
+STRINGS = [
+    *NAMES,
+    "oci://ghcr.io/llm-d/charts/x",
+    "docker.io/vllm/vllm-openai:v0.26.0",
+    "vllm openai",
+    "Vllm/X:1",
+    "x@sha256:abc",
+    "10.0.0.0/16",
+    "172.16.0.0/28",
+    "999.1.1.1/16",
+    "us-central1",
+    "us-central1-a",
+    "us-east-1",
+    "us-east-1a",
+    "my-gcp-project",
+    "500m",
+    "0",
+    "1e3",
+    "15m",
+    "0m",
+    "v1.0.0",
+    "latest",
+    "auto",
+    "a" * 300,
+]
+SIZES = ["1Gi", "1GiB", "0", "1", "133Mi", "4GiB", "300GiB", "900 GiB", "2TiB", "64TiB", "1.5Gi", "lots", "-1Gi"]
+JUNK = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=6), st.integers(), max_size=2),
+)
+
+
+def _bounds(info: FieldInfo | None) -> tuple[float, float]:
+    low, high = -(2.0**63), 2.0**63
+    for meta in info.metadata if info else []:
+        for attr in ("ge", "gt"):
+            if getattr(meta, attr, None) is not None:
+                low = float(getattr(meta, attr))
+        for attr in ("le", "lt"):
+            if getattr(meta, attr, None) is not None:
+                high = float(getattr(meta, attr))
+    return low, high
+
+
+def _numbers(info: FieldInfo | None, integral: bool) -> st.SearchStrategy[Any]:
+    low, high = _bounds(info)
+    edges = [0, -1, 1, 2**63, 10**30, 0.5, 1e-9, math.nan, math.inf]
+    for bound in (low, high):
+        if math.isfinite(bound):
+            edges += [bound - 1, bound, bound + 1, bound - 0.001, bound + 0.001]
+    if integral:
+        edges = [int(e) if isinstance(e, float) and e.is_integer() else e for e in edges]
+        inside: st.SearchStrategy[Any] = st.integers(int(max(low, -(2**31))), int(min(high, 2**31)))
+    else:
+        inside = st.floats(max(low, -1e6), min(high, 1e6), allow_nan=False)
+    return st.one_of(inside, st.sampled_from(edges), st.sampled_from([str(e) for e in edges[:4]]))
+
+
+def _near_misses(value: str) -> list[str]:
+    """A valid value bent the ways users bend them: case, a leading digit, '_', length, spaces, empty."""
+    return [value.upper(), f"1{value}", f"{value}_x", value * 8, f"{value} ", f"-{value}", "", f"{value}-" * 3]
+
+
+def _values(annotation: Any, info: FieldInfo | None, path: Path) -> st.SearchStrategy[Any]:
+    options, optional = _unwrap(annotation)
+    known = PRESET_VALUES.get(path, [])
+    default = [] if info is None or info.default in (None, PydanticUndefined) else [info.default]
+    default = [d for d in default if not isinstance(d, BaseModel)]
+    plausible = [v.human() if isinstance(v, ByteSize) else v for v in [*known, *default]]
+    choices: list[st.SearchStrategy[Any]] = [JUNK]
+    if optional:
+        choices.append(st.none())
+    for option in options:
+        origin = typing.get_origin(option)
+        if origin is typing.Literal:
+            choices += [st.sampled_from(typing.get_args(option))] * 3
+        elif option is bool:
+            choices.append(st.booleans())
+        elif option is int:
+            choices += [_numbers(info, integral=True)] * 2
+        elif option is float:
+            choices += [_numbers(info, integral=False)] * 2
+        elif option is ByteSize:
+            choices += [st.sampled_from(SIZES), st.integers(-1, 2**66)]
+        elif option is str:
+            near = [m for v in plausible if isinstance(v, str) for m in _near_misses(v)]
+            choices += [st.sampled_from(near or STRINGS), st.sampled_from(STRINGS), st.text(max_size=70)]
+        elif _is_model(option):
+            choices.append(_section(option, path))
+        elif origin is dict:
+            value_type = typing.get_args(option)[1]
+            keys = st.sampled_from(POOL_KEYS) if _is_model(value_type) else _label_keys
+            choices.append(st.dictionaries(keys, _values(value_type, None, (*path, "*")), max_size=3))
+        elif origin is list:
+            choices.append(st.lists(_values(typing.get_args(option)[0], None, (*path, "*")), max_size=4))
+    anything = st.one_of(*choices)
+    if not plausible:
+        return anything
+    # Half the time a value some preset uses (hypothesis leans to the first element: True).
+    return st.sampled_from([True, False]).flatmap(lambda p: st.sampled_from(plausible) if p else anything)
+
+
+_label_keys = st.sampled_from(["app", "example.com/pool", "bad key", "-x", "a" * 64, "a/b/c", "", "x/"])
+
+
+def _section(model: type[BaseModel], path: Path) -> st.SearchStrategy[dict[str, Any]]:
+    """A mapping of a few of the model's fields (required ones usually present)."""
+    names = list(model.model_fields)
+    fields = {n: _values(model.model_fields[n].annotation, model.model_fields[n], (*path, n)) for n in names}
+    return st.fixed_dictionaries({}, optional=fields)
+
+
+def _set(data: dict[str, Any], path: list[str], value: Any) -> None:
+    node = data
+    for key in path[:-1]:
+        child = node.get(key)
+        if not isinstance(child, dict):
+            child = node[key] = {}
+        node = child
+    node[path[-1]] = value
+
+
+UNKNOWN_KEYS = ["colour", "hfToken", "replica", "ünïcode", "", "a\nb"]
+
+
+def _applies(path: Path, preset: str | None) -> bool:
+    """A field of a section the preset has (a GKE setting on a GKE preset), or of a top-level section
+    that applies to every stack (`lmcache` applies only with its connector)."""
+    if preset is not None and path[:-1] in PRESET_PATHS[preset]:
+        return True
+    return len(path) == 1 or (len(path) == 2 and path[0] != "lmcache")
+
+
+_MOSTLY = st.sampled_from([True] * 9 + [False])  # hypothesis leans to the first element
+
+
+@st.composite
+def stack_configs(draw: st.DrawFn) -> tuple[str | None, dict[str, Any]]:
+    """A preset (or none), then up to four changed fields, mostly ones that apply to it."""
+    preset = draw(st.sampled_from([None, *PRESETS]))
+    applicable = [f for f in FIELDS if _applies(f[0], preset)]
+    data: dict[str, Any] = {}
+    for _ in range(draw(st.sampled_from([0, 1, 1, 1, 1, 2, 2, 3, 4]))):
+        path, annotation, info = draw(st.sampled_from(applicable if draw(_MOSTLY) else FIELDS))
+        if "*" in path:  # a pool or a list item: the field of one of them
+            star = path.index("*")
+            if path[star - 1] == "taints":
+                _set(data, list(path[:star]), [draw(_section(_taint_model(), path[: star + 1]))])
+                continue
+            path = (*path[:star], draw(st.sampled_from(POOL_KEYS)), *path[star + 1 :])
+        _set(data, list(path), draw(_values(annotation, info, path)))
+    if not draw(_MOSTLY):
+        path, _, _ = draw(st.sampled_from(FIELDS))
+        prefix = [p for p in path[: draw(st.integers(0, len(path) - 1))] if p != "*"]
+        _set(data, [*prefix, draw(st.sampled_from(UNKNOWN_KEYS))], draw(JUNK))
+    return preset, data
+
+
+def _taint_model() -> type[BaseModel]:
+    from stacks.config import Taint
+
+    return Taint
+
+
+# --- what the platform accepts ----------------------------------------------------------------------
+
+_QUANTITY = re.compile(r"^(?P<n>[+-]?(\d+(\.\d*)?|\.\d+))(?P<s>Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?\d+)?$")
+_SUFFIX: dict[str, int | Fraction] = {
+    "": 1,
+    "m": Fraction(1, 1000),
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+}
+_SUFFIX |= {f"{s}i": 1024 ** (i + 1) for i, s in enumerate("KMGTPE")}
+INT64 = 2**63 - 1
+
+
+def quantity(value: Any) -> Fraction:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return Fraction(int(value))
+    match = _QUANTITY.match(str(value))
+    assert match, f"{value!r} is not a Kubernetes quantity"
+    suffix = match["s"] or ""
+    scale = Fraction(10) ** int(suffix[1:]) if suffix[:1] in ("e", "E") else _SUFFIX[suffix]
+    return Fraction(match["n"]) * scale
+
+
+def _check_quantities(obj: Any, where: str) -> None:
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if key in ("requests", "limits", "capacity") and isinstance(value, dict):
+                for resource, amount in value.items():
+                    q = quantity(amount)
+                    assert q >= 0 and q * 1000 <= INT64, f"{where}.{key}.{resource} = {amount!r} out of range"
+            elif key == "sizeLimit":
+                q = quantity(value)
+                assert 0 < q <= INT64, f"{where}.sizeLimit = {value!r}"
+            else:
+                _check_quantities(value, f"{where}.{key}")
+    elif isinstance(obj, list):
+        for i, item in enumerate(obj):
+            _check_quantities(item, f"{where}[{i}]")
+
+
+def _check_labels(labels: dict[str, Any] | None, where: str) -> None:
+    for key, value in (labels or {}).items():
+        formats.label_key(key)
+        assert isinstance(value, str), f"{where}: label {key} = {value!r} is not a string"
+        formats.label_value(value)
+
+
+def _pod_specs(obj: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(obj, dict):
+        if "containers" in obj and isinstance(obj["containers"], list):
+            yield obj
+        for value in obj.values():
+            yield from _pod_specs(value)
+    elif isinstance(obj, list):
+        for item in obj:
+            yield from _pod_specs(item)
+
+
+def check_object(obj: dict[str, Any]) -> None:
+    """Strict schema, then what the schemas leave to the API server: names, labels, images, quantities."""
+    validate(obj)
+    meta, kind = obj["metadata"], obj["kind"]
+    name = meta["name"]
+    if kind == "Service":
+        formats.dns_1035_label(name)
+    elif kind == "Namespace":
+        formats.dns_label(name)
+    else:
+        formats.dns_subdomain(name)
+    if "namespace" in meta:
+        formats.dns_label(meta["namespace"])
+    _check_labels(meta.get("labels"), f"{kind}/{name}")
+    for key in meta.get("annotations") or {}:
+        formats.label_key(key)
+    for pod in _pod_specs(obj.get("spec", {})):
+        for container in [*pod.get("initContainers", []), *pod["containers"]]:
+            formats.dns_label(container["name"])
+            formats.image_reference(container["image"])
+            for port in container.get("ports", []):
+                assert 0 < port["containerPort"] < 65536
+        for volume in pod.get("volumes", []):
+            formats.dns_label(volume["name"])
+    for selector in _find(obj.get("spec", {}), "matchLabels"):
+        _check_labels(selector, f"{kind}/{name} selector")
+    _check_quantities(obj, f"{kind}/{name}")
+
+
+def _find(obj: Any, key: str) -> Iterator[Any]:
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if k == key:
+                yield v
+            yield from _find(v, key)
+    elif isinstance(obj, list):
+        for item in obj:
+            yield from _find(item, key)
+
+
+def plan_objects(stack_plan: StackPlan) -> list[dict[str, Any]]:
+    """Every Kubernetes object the plan holds (what the components declare), wherever it sits."""
+    found: list[dict[str, Any]] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict) and "apiVersion" in value and "kind" in value and "metadata" in value:
+            found.append(value)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                walk(item)
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            for f in dataclasses.fields(value):
+                walk(getattr(value, f.name))
+
+    for f in dataclasses.fields(stack_plan):
+        walk(getattr(stack_plan, f.name))
+    return found
+
+
+def check_cloud_names(stack_plan: StackPlan) -> None:
+    cluster = stack_plan.config.cluster
+    if cluster.provider == "existing":
+        return
+    for name in [cluster.name, *(p.name for p in stack_plan.pools)]:
+        formats.dns_1035_label(name, NAME_LIMITS[cluster.provider])
+
+
+def check_one_line_or_valid(preset: str | None, data: dict[str, Any]) -> StackPlan | None:
+    try:
+        stack_plan = plan(loading.build(preset, data))
+    except ConfigError as error:
+        text = str(error)
+        assert text.startswith("invalid stack config: ")
+        assert text.isprintable(), text  # one line: no newline, nothing a terminal would act on
+        return None
+    objects = plan_objects(stack_plan)
+    assert objects
+    for obj in objects:
+        check_object(obj)
+    check_cloud_names(stack_plan)
+    formats.dns_1035_label(f"{stack_plan.config.router.release}-epp")
+    return stack_plan
+
+
+OUTCOMES: dict[str, int] = {"rejected": 0, "planned": 0}
+
+
+@settings(settings.get_profile(PROFILE))
+@given(stack_configs())
+def test_any_config_is_one_line_or_objects_the_platform_accepts(case: tuple[str | None, dict[str, Any]]) -> None:
+    OUTCOMES["planned" if check_one_line_or_valid(*case) else "rejected"] += 1
+
+
+def test_the_generated_configs_reach_both_outcomes_and_every_key() -> None:
+    """The property above proves little if nearly every config were rejected (or none were)."""
+    if OUTCOMES["planned"] + OUTCOMES["rejected"] < 1000:
+        pytest.skip("runs after the property test, in the same session")
+    assert OUTCOMES["planned"] >= 100, OUTCOMES
+    assert OUTCOMES["rejected"] >= 100, OUTCOMES
+    assert len(FIELDS) >= 100  # every field of StackConfig, nested ones included
+
+
+@settings(settings.get_profile(PROFILE), max_examples=12)
+@given(stack_configs())
+def test_accepted_configs_render_under_the_mock_engine(case: tuple[str | None, dict[str, Any]]) -> None:
+    """A few of them all the way through Pulumi: the recorded objects pass the same checks."""
+    from stacks import offline
+
+    stack_plan = check_one_line_or_valid(*case)
+    if stack_plan is None:
+        return
+    for obj in kubernetes_objects(offline.record(stack_plan, "fuzz").resources):
+        check_object(obj)
