@@ -1,4 +1,4 @@
-"""`python -m stacks list | render NAME [--set path=value ...] --out DIR | check NAME | diff --base REV`."""
+"""`python -m stacks list | keys | render NAME [--set path=value ...] --out DIR | check NAME | diff --base REV`."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from stacks import loading, offline
 from stacks.check import check
 from stacks.diff import diff_revisions
 from stacks.errors import ConfigError
+from stacks.keys import keys_text
 from stacks.plan import StackPlan, plan
 from stacks.render import render
 
@@ -20,6 +21,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m stacks", description="Offline tools for the llm-d stacks.")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="print the presets, one per line, with their description")
+    commands.add_parser("keys", help="print every stack config key with its default and what it does")
     rend = commands.add_parser("render", help="render a preset or stack to manifests.yaml, resources.json, summary.md")
     rend.add_argument("name", help="a preset (stacks/presets/NAME.yaml) or a stack (Pulumi.NAME.yaml)")
     rend.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE")
@@ -54,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "diff":
             print(diff_revisions(args.base, args.head, args.names), end="")
+            return 0
+        if args.command == "keys":
+            print(keys_text(), end="")
             return 0
         if args.command == "list":
             for name in loading.preset_names():

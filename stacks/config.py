@@ -32,7 +32,7 @@ def _is_number(annotation: Any) -> bool:
 class _Section(BaseModel):
     # Numbers are accepted for strings (`pulumi config set --path` stores `123` as a number), but
     # booleans are never numbers (`replicas: true` is a mistake, not 1).
-    model_config = ConfigDict(frozen=True, extra="forbid", coerce_numbers_to_str=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", coerce_numbers_to_str=True, use_attribute_docstrings=True)
 
     @field_validator("*", mode="before")
     @classmethod
@@ -66,18 +66,30 @@ class GkeSettings(_Section):
     """A GKE cluster this stack creates: regional control plane, private nodes, Workload Identity."""
 
     project: Annotated[str, _check(formats.gcp_project)]
+    """GCP project id the cluster, its pools and the Lustre instance are created in; required"""
     region: Annotated[str, _check(formats.gcp_region)] = Field(
-        description="the control plane's region, e.g. us-central1"
+        description="the control plane's region, e.g. us-central1; required"
     )
-    zone: str = Field(description="accelerator node pools and the Lustre instance, e.g. us-central1-a")
+    zone: str = Field(
+        description="zone of the accelerator node pools and the Lustre instance, e.g. us-central1-a; required"
+    )
     network: str = "default"
+    """VPC network of the cluster and the Lustre instance; default: the project's `default` network"""
     subnetwork: str | None = None
+    """subnetwork of the nodes; default: GKE picks the network's subnet in the region"""
     release_channel: Literal["RAPID", "REGULAR", "STABLE"] = "REGULAR"
+    """GKE release channel (upgrade cadence); default REGULAR, GKE's own default"""
     master_ipv4_cidr: Annotated[str, _check(lambda v: formats.ipv4_network(v, 28))] = "172.16.0.0/28"
+    """private control plane's /28 range, unused elsewhere in the VPC; default 172.16.0.0/28, GKE's documented
+    example"""
     system_machine_type: str = "e2-standard-8"
+    """machine type of the system pool (router, monitoring, system pods); default e2-standard-8: fits the router's
+    4+4 CPU default"""
     system_node_count: int = Field(default=1, ge=1, le=10)
+    """nodes of the system pool (per zone of the region); default 1"""
     cloud_nat: bool = Field(default=True, description="private nodes pull public images through Cloud NAT")
     deletion_protection: bool = False
+    """GKE deletion protection: `pulumi destroy` fails until it is off; default off, so a stack can be destroyed"""
 
     @field_validator("zone")
     @classmethod
@@ -92,11 +104,17 @@ class EksSettings(_Section):
     """An EKS cluster this stack creates, with its VPC (public subnets for NAT, private ones for nodes)."""
 
     region: Annotated[str, _check(formats.aws_region)]
+    """AWS region of the VPC and the cluster, e.g. us-east-1; required"""
     version: str = Field(default="1.33", pattern=r"^1\.\d+$")
+    """Kubernetes minor version of the control plane (1.N); default 1.33, a version EKS supports"""
     vpc_cidr: Annotated[str, _check(lambda v: formats.ipv4_network(v, 16))] = "10.0.0.0/16"
+    """the VPC's private /16; public /20 and private /18 subnets are cut from it per zone; default 10.0.0.0/16"""
     availability_zones: list[str] = Field(min_length=2, max_length=3)
+    """2 or 3 zones of the region, one subnet pair each; accelerator node groups use the first; required"""
     system_instance_type: str = "m6i.2xlarge"
+    """instance type of the system node group; default m6i.2xlarge (8 vCPU, 32 GiB)"""
     system_node_count: int = Field(default=2, ge=1, le=10)
+    """nodes of the system node group; default 2, one per zone of the first two"""
 
     @field_validator("availability_zones")
     @classmethod
@@ -113,6 +131,7 @@ class ClusterConfig(_Section):
     """How the program reaches the cluster: one it creates (GKE, EKS), or one the user already has."""
 
     provider: Literal["existing", "gke", "eks"] = "existing"
+    """existing: deploy to a cluster you have; gke or eks: create the cluster too; default existing"""
     name: str = Field(default="llmd", description="name of a created cluster (and prefix of its node pools)")
     platform: Literal["base", "gke", "amd-ci"] | None = Field(
         default=None,
@@ -121,7 +140,9 @@ class ClusterConfig(_Section):
     kubeconfig: str | None = Field(default=None, description="existing: path to a kubeconfig; default: the ambient one")
     context: str | None = Field(default=None, description="existing: kubeconfig context; default: the current one")
     gke: GkeSettings | None = None
+    """settings of the GKE cluster to create; required with provider gke"""
     eks: EksSettings | None = None
+    """settings of the EKS cluster and VPC to create; required with provider eks"""
 
     _name_is_dns_label = field_validator("name")(formats.dns_1035_label)
 
@@ -132,8 +153,11 @@ class ClusterConfig(_Section):
 
 class Taint(_Section):
     key: Annotated[str, _check(formats.label_key)]
+    """taint key, a Kubernetes label key; required"""
     value: Annotated[str, _check(formats.label_value)] | None = None
+    """taint value, a Kubernetes label value; unset: the pods tolerate the key with any value (Exists)"""
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
+    """NoSchedule, PreferNoSchedule or NoExecute; default NoSchedule, as kubectl taint"""
 
 
 class NodePoolConfig(_Section):
@@ -143,19 +167,31 @@ class NodePoolConfig(_Section):
     """
 
     machine_type: str | None = Field(
-        default=None, description="a catalog machine type (a3-highgpu-8g, p5.48xlarge, ...)"
+        default=None,
+        description="created pools: a catalog machine type (a3-highgpu-8g, p5.48xlarge, ...); required on GKE and EKS",
     )
     node_count: int = Field(default=1, ge=0, le=1000, description="nodes (TPU multi-host: hosts per slice)")
     slices: int = Field(default=1, ge=1, le=64, description="TPU multi-host: one node pool per slice")
     tpu_topology: str | None = Field(default=None, pattern=r"^\d+x\d+(x\d+)?$")
+    """TPU slice topology (e.g. 2x2x2); default: the machine type's from the catalog"""
     spot: bool = False
-    reservation: str | None = Field(default=None, description="a specific reservation to consume")
+    """created pools: Spot (GKE) or SPOT capacity (EKS) nodes, cheaper and preemptible; default off"""
+    reservation: str | None = Field(
+        default=None,
+        description="created pools: a reservation to consume (GKE reservation name, EC2 capacity reservation id);"
+        " default: none",
+    )
     labels: Labels = Field(default_factory=dict, description="node labels the model servers select")
     taints: list[Taint] = Field(default_factory=list, description="taints the model servers tolerate")
-    accelerator: str | None = Field(default=None, description="existing pools: the accelerator they carry")
+    accelerator: str | None = Field(
+        default=None,
+        description="existing pools: the accelerator they carry; default: the machine type's, or unchecked",
+    )
     accelerators_per_node: int | None = Field(default=None, ge=1, le=64)
+    """existing pools: devices per node; default: the machine type's from the catalog, or unchecked"""
     host_memory: Annotated[ByteSize | None, _size_between(ByteSize(GiB), MAX_NODE_MEMORY)] = Field(
-        default=None, description="memory of one node"
+        default=None,
+        description="memory of one node (e.g. 2TiB), for the fit checks and tier auto; default: the machine type's",
     )
 
     @field_validator("machine_type")
@@ -168,13 +204,16 @@ class NodePoolConfig(_Section):
 
 class TierConfig(_Section):
     variant: Literal["cpu", "fs"] = "cpu"
+    """cpu: HBM -> CPU RAM; fs: also a shared filesystem tier (ReadWriteMany claim); default cpu, the seed's default"""
     cpu: Annotated[ByteSize | Literal["auto"] | None, _size_between(ByteSize(GiB), MAX_NODE_MEMORY)] = Field(
         default=None,
         description="CPU tier per model-server pod (MooncakeStore fs: Mooncake Client DRAM per node);"
         " default: the seed's size for the combination; auto: the largest that fits the node pool",
     )
     disk: Annotated[ByteSize | None, _size_between(ByteSize(GiB), ByteSize(1024 * TiB))] = Field(
-        default=None, description="LMCache local disk / Mooncake Client SSD budget of the filesystem tier"
+        default=None,
+        description="LMCache local disk / Mooncake Client SSD budget of the filesystem tier, per pod / per node;"
+        " default: the combination's from the seed",
     )
 
 
@@ -182,14 +221,27 @@ class CacheConfig(_Section):
     """What serves and how it caches. Unset sizes and counts take the combination's defaults."""
 
     accelerator: str = "gpu"
+    """accelerator family of the model servers (gpu, amd, xpu, tpu-v5p, tpu-v6, tpu-v7); default gpu (NVIDIA), the
+    seed's default"""
     server: Literal["vllm", "sglang"] = "vllm"
+    """model server: vllm or sglang; default vllm, the seed's default"""
     connector: Literal["native", "lmcache-connector", "mooncake-store", "lmcache-server"] = "native"
+    """how KV blocks are offloaded: native, lmcache-connector, mooncake-store or lmcache-server; default native"""
     host_type: Literal["single-host", "multi-host"] = "single-host"
+    """single-host, or multi-host (TPU v7 slices on a LeaderWorkerSet); default single-host"""
     tier: TierConfig = TierConfig()
+    """the offload tiers: variant, CPU tier size, disk size"""
     model: str | None = None
+    """model served, a catalog key (Hugging Face id); default: the combination's from the seed (Qwen/Qwen3-32B on
+    GPUs)"""
     replicas: int | None = Field(default=None, ge=1, le=256)
+    """model-server replicas (pods, or LeaderWorkerSet groups); default: the combination's from the seed (2 on GPUs)"""
     tensor_parallelism: int | None = Field(default=None, ge=1, le=64)
-    node_pool: str | None = Field(default=None, description="key of `node_pools` the model servers run on")
+    """devices one replica shards the model over (--tensor-parallel-size); default: the combination's from the seed"""
+    node_pool: str | None = Field(
+        default=None,
+        description="key of `node_pools` the model servers run on; default: none (required on a created cluster)",
+    )
     image: ImageReference | None = Field(default=None, description="model-server image; default: the pinned one")
 
     @field_validator("accelerator")
@@ -211,7 +263,9 @@ class LustreSettings(_Section):
     """GCP Managed Lustre: capacity is `storage.size`; throughput per TiB sets its minimum and step."""
 
     per_unit_storage_throughput: Literal[125, 250, 500, 1000] = 1000
+    """MB/s per TiB: 125, 250, 500 or 1000; sets the minimum capacity and its step; default 1000, the seed's"""
     filesystem: str = Field(default="kvcache", pattern=r"^[A-Za-z][A-Za-z0-9]{0,7}$")
+    """Lustre file system name, 1-8 letters or digits; default kvcache"""
 
 
 class StorageConfig(_Section):
@@ -232,6 +286,7 @@ class StorageConfig(_Section):
         " (the payoff table's filesystem tier); unset: not derived",
     )
     lustre: LustreSettings = LustreSettings()
+    """GCP Managed Lustre settings (storage.backend gcp-lustre)"""
 
 
 class LMCacheConfig(_Section):
@@ -247,12 +302,19 @@ class LMCacheConfig(_Section):
         default=False, description="--no-enable-prefix-caching, so a repeated prompt goes to LMCache (tests only)"
     )
     chunk_size: int = Field(default=256, ge=16, le=4096)
+    """tokens per LMCache chunk, a multiple of the model server's KV block; default 256, the LMCache integration's"""
     hash_algorithm: Literal["blake3", "sha256", "builtin"] = "blake3"
+    """chunk hash: blake3, sha256 or builtin; default blake3, LMCache's default"""
     isolated_ipc: bool = True
+    """move KV over CUDA IPC without hostIPC (--isolated-ipc); default on, as the integration guide"""
     eviction_policy: Literal["LRU"] = "LRU"
+    """the server's eviction policy; LRU, the only one it has"""
     eviction_trigger_watermark: float = Field(default=0.80, gt=0, le=1)
+    """fraction of L1 in use (0-1] that starts eviction; default 0.80, LMCache's"""
     eviction_ratio: float = Field(default=0.20, gt=0, le=1)
+    """fraction of L1 (0-1] one eviction frees; default 0.20, LMCache's"""
     max_workers: int = Field(default=1, ge=1, le=64)
+    """the server's worker threads; default 1, as the integration guide"""
     privileged: bool = Field(default=False, description="run the server privileged where NVML cannot see the GPUs")
 
 
@@ -260,7 +322,9 @@ class ResourceSize(_Section):
     """Requests and limits of a router container; each field overridable on its own."""
 
     cpu: Annotated[str, _check(formats.cpu_quantity)] = "4"
+    """CPU request and limit: cores (4, 0.5) or millicores (500m); default 4, the guide's router values"""
     memory: Memory = ByteSize(8 * GiB)
+    """memory request and limit (e.g. 8GiB); default 8 GiB, the guide's router values"""
 
 
 class RouterConfig(_Section):
@@ -268,16 +332,23 @@ class RouterConfig(_Section):
         default=labels.GUIDE, description="Helm release name; objects are named after it"
     )
     chart: Annotated[str, _check(formats.oci_chart)] = versions.ROUTER_CHART
+    """OCI reference of the llm-d router chart, without tag; default: llm-d-router-standalone on ghcr.io"""
     version: str = Field(default=versions.ROUTER_VERSION, pattern=r"^v\d+\.\d+\.\d+$")
+    """chart version (vX.Y.Z), also the EPP and P/D sidecar image tag; default: the release the seeds tested
+    (components/catalog/versions.py)"""
     gaie_version: str = Field(default=versions.GAIE_VERSION, pattern=r"^v\d+\.\d+\.\d+$")
+    """Gateway API Inference Extension release whose InferencePool CRD is applied; default: the seeds' (versions.py)"""
     epp_replicas: int = Field(default=1, ge=1, le=8)
+    """endpoint picker (EPP) replicas; default 1, the chart's"""
     match_labels: Labels | None = Field(
         default=None,
         min_length=1,
         description="labels the router selects model servers by; default: derived from the pods",
     )
     epp_resources: ResourceSize = ResourceSize()
+    """the EPP container's CPU and memory; default 4 CPU, 8 GiB (the guide's values)"""
     proxy_resources: ResourceSize = ResourceSize()
+    """the Envoy proxy container's CPU and memory; default 4 CPU, 8 GiB (the guide's values)"""
 
 
 class AlertThresholds(_Section):
@@ -296,12 +367,17 @@ class AlertThresholds(_Section):
         default=0.2, ge=0, le=1, description="router CPU index hit ratio above the servers' by more than this"
     )
     lmcache_hit_rate_floor: float = Field(default=0.01, ge=0, le=1)
+    """LMCache hit tokens / requested tokens below this (0-1) fires; default 0.01"""
 
 
 class MonitoringConfig(_Section):
     enabled: bool = False
+    """deploy monitors, alert rules and the dashboard; default off (needs the provider's CRDs)"""
     provider: Literal["prometheus-operator", "gke-managed-prometheus"] = "prometheus-operator"
+    """prometheus-operator (ServiceMonitor, PodMonitors, PrometheusRule) or gke-managed-prometheus (PodMonitorings);
+    default prometheus-operator"""
     alerts: AlertThresholds = AlertThresholds()
+    """thresholds of the tiered-cache alert rules"""
     dashboard: bool = Field(default=True, description="a Grafana dashboard ConfigMap (sidecar label grafana_dashboard)")
 
 
@@ -309,6 +385,7 @@ class VerificationConfig(_Section):
     """A Job `pulumi up` waits on: the seed's verification steps, failing with the seed's messages."""
 
     enabled: bool = False
+    """run the verification Job on `pulumi up`; default off (on in the dev preset)"""
     image: ImageReference = Field(
         default=versions.VERIFICATION_IMAGE, description="a Python image; the script uses the stdlib"
     )
@@ -365,22 +442,34 @@ class ImagesConfig(_Section):
 
 class StackConfig(_Section):
     description: str = ""
+    """one line on what the stack is (presets set it; `python -m stacks list` prints it); default empty"""
     namespace: DnsLabel = labels.DEFAULT_NAMESPACE
+    """namespace of the whole cache stack, a DNS label; default llm-d-tiered-prefix-cache, the guide's"""
     cluster: ClusterConfig = ClusterConfig()
+    """where the stack runs: an existing cluster, or one created on GKE or EKS"""
     node_pools: dict[str, NodePoolConfig] = Field(default_factory=dict)
+    """accelerator node pools by key: created with the cluster, or described on an existing one; default none"""
     cache: CacheConfig = CacheConfig()
+    """what serves and how it caches: accelerator, server, connector, tiers, model, replicas"""
     storage: StorageConfig = StorageConfig()
+    """the filesystem tier's ReadWriteMany claim and its backend"""
     lmcache: LMCacheConfig = LMCacheConfig()
+    """the per-node LMCache server (cache.connector lmcache-server only)"""
     router: RouterConfig = RouterConfig()
+    """the llm-d router (EPP and Envoy) Helm release"""
     monitoring: MonitoringConfig = MonitoringConfig()
+    """monitors, alert rules and a dashboard"""
     verification: VerificationConfig = VerificationConfig()
+    """the post-deploy verification Job"""
     model_cache: ModelCacheConfig = ModelCacheConfig()
+    """model weights fetched once per stack into a ReadWriteMany volume"""
     protect: bool = Field(
         default=True,
         description="protect the state a destroy or rename would lose (Lustre, EFS, the tier's claim, a created"
         " cluster, GKE deletion protection); false removes them on purpose",
     )
     images: ImagesConfig = ImagesConfig()
+    """how images reach the nodes: a registry mirror on created GKE clusters (images.mirror)"""
 
 
 SECTIONS: tuple[str, ...] = tuple(StackConfig.model_fields)
