@@ -126,8 +126,7 @@ def _fraction(value: float) -> str:
     return text if float(text) == value else repr(value)
 
 
-def server_manifests(settings: LMCacheServerSettings) -> list[Manifest]:
-    meta = {"name": NAME, "namespace": settings.namespace, "labels": LABELS}
+def _server_container(settings: LMCacheServerSettings) -> Manifest:
     container: Manifest = {
         "name": security.LMCACHE_SERVER_CONTAINER,
         "image": settings.image,
@@ -151,6 +150,11 @@ def server_manifests(settings: LMCacheServerSettings) -> list[Manifest]:
     }
     if settings.privileged:  # where `nvidia-smi -L` fails in the pod (NVML cannot see the devices)
         container["securityContext"] = {"privileged": True}
+    return container
+
+
+def server_manifests(settings: LMCacheServerSettings) -> list[Manifest]:
+    meta = {"name": NAME, "namespace": settings.namespace, "labels": LABELS}
     return [
         {
             "apiVersion": "v1",
@@ -187,7 +191,7 @@ def server_manifests(settings: LMCacheServerSettings) -> list[Manifest]:
                         "spec": {
                             "runtimeClassName": "nvidia",
                             "nodeSelector": {"nvidia.com/gpu.present": "true"},  # GPU nodes only
-                            "containers": [container],
+                            "containers": [_server_container(settings)],
                         },
                     },
                 },

@@ -27,8 +27,8 @@ class VerificationSpec:
     requests: int
 
 
-def verification_manifests(spec: VerificationSpec) -> list[Manifest]:
-    meta = {"namespace": spec.namespace, "labels": LABELS}
+def _container(spec: VerificationSpec) -> Manifest:
+    """The script's container: what it checks comes in as environment variables."""
     selector = ",".join(f"{k}={v}" for k, v in sorted(spec.selector.items()))
     env = {
         "MODEL": spec.model,
@@ -39,7 +39,7 @@ def verification_manifests(spec: VerificationSpec) -> list[Manifest]:
         "PORT": str(labels.MODEL_SERVER_PORT),
         "SELECTOR": selector,
     }
-    container = {
+    return {
         "name": "verify",
         "image": spec.image,
         "command": ["python3", f"/verify/{SCRIPT.name}"],
@@ -51,6 +51,10 @@ def verification_manifests(spec: VerificationSpec) -> list[Manifest]:
         "volumeMounts": [{"name": "script", "mountPath": "/verify", "readOnly": True}],
         "securityContext": {"runAsUser": 65534},  # nobody; hardened below
     }
+
+
+def verification_manifests(spec: VerificationSpec) -> list[Manifest]:
+    meta = {"namespace": spec.namespace, "labels": LABELS}
     return [
         {
             "apiVersion": "v1",
@@ -85,7 +89,7 @@ def verification_manifests(spec: VerificationSpec) -> list[Manifest]:
                         "spec": {
                             "serviceAccountName": NAME,
                             "restartPolicy": "Never",
-                            "containers": [container],
+                            "containers": [_container(spec)],
                             "volumes": [{"name": "script", "configMap": {"name": f"{NAME}-script"}}],
                         },
                     },
