@@ -43,6 +43,7 @@ class CacheStackArgs:
     mooncake_client: list[Manifest] = field(default_factory=list)
     monitoring: list[Manifest] = field(default_factory=list)
     verification: list[Manifest] = field(default_factory=list)
+    router_policies: list[Manifest] = field(default_factory=list)  # NetworkPolicy of the chart's pods
     # What the model servers need from outside the stack: their node pool, the tier's storage backend.
     serving_needs: list[pulumi.Resource] = field(default_factory=list)
 
@@ -76,6 +77,7 @@ class CacheStack(pulumi.ComponentResource):
                 chart=args.router_chart,
                 version=args.router_version,
                 values=args.router_values,
+                network_policies=args.router_policies,
             ),
             pulumi.ResourceOptions(parent=self, depends_on=[crds, namespace]),
         )

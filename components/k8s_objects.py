@@ -13,6 +13,7 @@ _GROUP_MODULES = {
     "": "core",
     "apps": "apps",
     "batch": "batch",
+    "networking.k8s.io": "networking",
     "policy": "policy",
     "rbac.authorization.k8s.io": "rbac",
     "resource.k8s.io": "resource",

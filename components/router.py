@@ -5,13 +5,13 @@ The chart also creates the InferencePool named after the release, so the GAIE CR
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.k8s_objects import child_options
+from components.k8s_objects import child_options, declare_all
 from components.specs.router_values import router_endpoint
 
 
@@ -22,6 +22,7 @@ class RouterArgs:
     chart: str
     version: str
     values: dict[str, Any]
+    network_policies: list[dict[str, Any]] = field(default_factory=list)  # for the pods the chart renders
 
 
 class Router(pulumi.ComponentResource):
@@ -30,6 +31,7 @@ class Router(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: RouterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llmd:router:Router", name, None, opts)
+        declare_all(self, name, args.network_policies, opts)
         self.chart = k8s.helm.v4.Chart(
             f"{name}-chart",
             k8s.helm.v4.ChartArgs(

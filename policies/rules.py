@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from components.catalog import versions
 from components.catalog.accelerators import ACCELERATORS, TPU_KV_BLOCK_TOKENS
-from components.catalog.labels import ROUTER_BLOCK_TOKENS
+from components.catalog.labels import ROUTER_BLOCK_TOKENS, router_pod_labels
 from components.catalog.models import MODELS, ModelSpec
 from components.catalog.rates import ACCELERATOR_RATES, STORAGE_RATES
 from components.specs import mooncake, security
@@ -662,6 +662,60 @@ def charts_from_allowed_registries(resources: list[Resource], config: dict[str, 
     return out
 
 
+NETWORK_POLICY_TYPE = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+
+
+def selector_matches(selector: dict[str, Any], pod_labels: dict[str, str]) -> bool:
+    """A Kubernetes label selector ({}: every pod) against a pod's labels."""
+    if any(pod_labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expression in selector.get("matchExpressions") or []:
+        key, operator, values = expression.get("key"), expression.get("operator"), expression.get("values") or []
+        present = key in pod_labels
+        ok = {
+            "In": present and pod_labels.get(key) in values,
+            "NotIn": not present or pod_labels.get(key) not in values,
+            "Exists": present,
+            "DoesNotExist": not present,
+        }.get(str(operator), False)
+        if not ok:
+            return False
+    return True
+
+
+def _ingress_selectors(resources: list[Resource]) -> list[tuple[str, dict[str, Any]]]:
+    """(namespace, pod selector) of every NetworkPolicy that governs ingress."""
+    out = []
+    for r in resources:
+        spec = r.props.get("spec") or {}
+        if r.type == NETWORK_POLICY_TYPE and "Ingress" in (spec.get("policyTypes") or ["Ingress"]):
+            out.append((_namespace(r), spec.get("podSelector") or {}))
+    return out
+
+
+def network_policy_per_pod(resources: list[Resource], config: dict[str, Any]) -> list[Violation]:
+    """Every pod of the stack, and the router chart's EPP pods, is selected by an ingress NetworkPolicy."""
+    if not config.get("requireNetworkPolicies", True):
+        return []
+    selectors = _ingress_selectors(resources)
+
+    def covered(namespace: str, pod_labels: dict[str, str]) -> bool:
+        return any(ns == namespace and selector_matches(sel, pod_labels) for ns, sel in selectors)
+
+    out = [
+        Violation(pod.owner, f"no NetworkPolicy selects the pods {pod.labels}: they accept traffic from anywhere")
+        for pod in pods(resources)
+        if not covered(_namespace(pod.owner), pod.labels)
+    ]
+    for chart in _charts(resources):
+        values = chart_values(chart)
+        created = (values["router"].get("inferencePool") or {}).get("create") is not False
+        epp = router_pod_labels(str(chart.props.get("name") or chart.name), created)
+        if not covered(str(chart.props.get("namespace") or "default"), epp):
+            out.append(Violation(chart, f"no NetworkPolicy selects the router's pods {epp}"))
+    return out
+
+
 def hf_token_from_secret(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
     return [
         Violation(pod.owner, f"container {c.get('name')} sets HF_TOKEN literally instead of from a Secret")
@@ -764,6 +818,13 @@ RULES: list[Rule] = [
         {"allowedHostPaths": list(HOST_PATHS_ALLOWED)},
     ),
     Rule("token-automount", "Service-account tokens only for API access", "mandatory", token_only_for_api_access),
+    Rule(
+        "network-policies",
+        "Every pod behind an ingress NetworkPolicy",
+        "mandatory",
+        network_policy_per_pod,
+        {"requireNetworkPolicies": True},
+    ),
     Rule(
         "chart-registries",
         "Charts only from allowed registries",

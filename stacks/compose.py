@@ -186,6 +186,7 @@ def _cache_stack(
             router_chart=config.router.chart,
             router_version=config.router.version,
             router_values=stack_plan.router_values,
+            router_policies=stack_plan.router_policies,
             model_servers={role.spec.role: role.manifests for role in stack_plan.roles},
             lmcache_server=stack_plan.lmcache_server,
             storage_claim=stack_plan.storage_manifests[0] if stack_plan.storage_manifests else None,

@@ -440,6 +440,24 @@ class ImagesConfig(_Section):
         return "off" if value is False else value
 
 
+class ScraperConfig(_Section):
+    """The metrics scraper the NetworkPolicies admit to the metrics ports; unset: by `monitoring.provider`
+    (prometheus-operator: pods `app.kubernetes.io/name: prometheus` in any namespace; GKE Managed
+    Prometheus: pods `app.kubernetes.io/name: collector` in `gmp-system`)."""
+
+    namespace_labels: Labels | None = Field(default=None, description="its namespace's labels; {}: any")
+    pod_labels: Labels | None = Field(default=None, description="its pods' labels")
+
+
+class NetworkPoliciesConfig(_Section):
+    enabled: bool = Field(
+        default=True,
+        description="a NetworkPolicy per pod that admits only the traffic serving needs; turn off where the"
+        " cluster's network plugin does not enforce NetworkPolicy (or other policies govern the namespace)",
+    )
+    scraper: ScraperConfig = ScraperConfig()
+
+
 class StackConfig(_Section):
     description: str = ""
     """one line on what the stack is (presets set it; `python -m stacks list` prints it); default empty"""
@@ -470,6 +488,8 @@ class StackConfig(_Section):
     )
     images: ImagesConfig = ImagesConfig()
     """how images reach the nodes: a registry mirror on created GKE clusters (images.mirror)"""
+    network_policies: NetworkPoliciesConfig = NetworkPoliciesConfig()
+    """NetworkPolicies admitting only the traffic serving needs, and the metrics scraper they admit"""
 
 
 SECTIONS: tuple[str, ...] = tuple(StackConfig.model_fields)

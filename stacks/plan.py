@@ -18,7 +18,19 @@ from components.catalog.model_cache import streams_weights
 from components.catalog.models import MODELS, ModelSpec
 from components.catalog.support import SUPPORTED, ComboDefaults
 from components.manifest import Manifest
-from components.specs import alerts, dashboard, images, lmcache, model_cache, monitoring, mooncake, payoff, sizing
+from components.specs import (
+    alerts,
+    dashboard,
+    images,
+    lmcache,
+    model_cache,
+    monitoring,
+    mooncake,
+    network,
+    payoff,
+    sizing,
+    verification,
+)
 from components.specs.clusters import PoolSpec
 from components.specs.connectors import TIERING_BLOCK_TOKENS
 from components.specs.rollout import (
@@ -27,7 +39,13 @@ from components.specs.rollout import (
     with_node_by_node_update,
     with_rollout,
 )
-from components.specs.router_values import RouterInputs, inference_pool, router_endpoint, router_values
+from components.specs.router_values import (
+    RouterInputs,
+    inference_pool,
+    router_endpoint,
+    router_pod_labels,
+    router_values,
+)
 from components.specs.servers import ServerSpec, model_server_manifests, sglang
 from components.specs.servers.base import FILES_STORAGE_CLAIM, Scheduling, files_storage_claim, router_selector
 from components.specs.servers.vllm import lmcache_image_for
@@ -73,6 +91,7 @@ class StackPlan:
     budgets: list[AwaitBudget] = dataclasses.field(default_factory=list)  # what Pulumi waits for, and why
     rollout: rollout.Rollout | None = None  # how a template change rolls the model servers
     mirror: Mirror | None = None  # the created cluster's registry mirror, which every image goes through
+    router_policies: list[Manifest] = dataclasses.field(default_factory=list)  # the router pods' NetworkPolicy
 
     @property
     def model_server(self) -> ServerSpec:
@@ -293,7 +312,7 @@ def plan(config: StackConfig) -> StackPlan:
         pools=pool_specs(config),
         payoff=stack_payoff,
     )
-    return _through_mirror(_with_await_budgets(_with_rollouts(stack_plan)))
+    return _with_network_policies(_through_mirror(_with_await_budgets(_with_rollouts(stack_plan))))
 
 
 def _decode_server(
@@ -722,4 +741,60 @@ def _with_rollouts(stack_plan: StackPlan) -> StackPlan:
         mooncake_master=checksummed(stack_plan.mooncake_master),
         mooncake_client=daemons(stack_plan.mooncake_client),
         rollout=chosen,
+    )
+
+
+def _traffic(stack_plan: StackPlan) -> network.StackTraffic:
+    config, server, values = stack_plan.config, stack_plan.model_server, stack_plan.router_values
+    scraper = config.network_policies.scraper
+    default_namespaces, default_pods = network.SCRAPERS[config.monitoring.provider]
+    return network.StackTraffic(
+        namespace=config.namespace,
+        router_pods=router_pod_labels(config.router.release, values),
+        router_target_ports=[int(p["number"]) for p in values["router"]["modelServers"]["targetPorts"]],
+        roles=[
+            network.ServingRole(r.spec.role, r.spec.pod_labels, network.container_ports(r.manifests[-1]))
+            for r in stack_plan.roles
+        ],
+        peer_traffic=server.disaggregated or server.host_type == "multi-host" or server.connector == "mooncake-store",
+        scraper=network.Peer(
+            scraper.pod_labels if scraper.pod_labels is not None else default_pods,
+            scraper.namespace_labels if scraper.namespace_labels is not None else default_namespaces,
+        ),
+        verification={"app.kubernetes.io/name": verification.NAME} if stack_plan.verification else None,
+        lmcache_server=bool(stack_plan.lmcache_server),
+        mooncake=bool(stack_plan.mooncake_master),
+    )
+
+
+def _with_network_policies(stack_plan: StackPlan) -> StackPlan:
+    """Each pod's NetworkPolicy, declared first in the component that owns the pod (the Mooncake ones
+    after their namespace), so no pod of the stack starts unprotected."""
+    if not stack_plan.config.network_policies.enabled:
+        return stack_plan
+    traffic = _traffic(stack_plan)
+    roles = [
+        Role(r.spec, [network.model_server_policy(traffic, serving, r.spec.workload_name), *r.manifests])
+        for r, serving in zip(stack_plan.roles, traffic.roles, strict=True)
+    ]
+    master, client = stack_plan.mooncake_master, stack_plan.mooncake_client
+    if traffic.mooncake:
+        master_policy, client_policy = network.mooncake_policies(traffic, client=bool(client))
+        master = [master[0], master_policy, *master[1:]]  # after the `mooncake` namespace
+        client = [client_policy, *client] if client_policy else client
+    lmcache_server = stack_plan.lmcache_server
+    if lmcache_server:
+        lmcache_server = [network.lmcache_server_policy(traffic), *lmcache_server]
+    checks = stack_plan.verification
+    if checks:
+        checks = [network.verification_policy(traffic, verification.NAME), *checks]
+    release = stack_plan.config.router.release
+    return dataclasses.replace(
+        stack_plan,
+        roles=roles,
+        mooncake_master=master,
+        mooncake_client=client,
+        lmcache_server=lmcache_server,
+        verification=checks,
+        router_policies=[network.router_policy(traffic, f"{release}-epp")],
     )

@@ -59,6 +59,7 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
     if config.storage.backend != "existing":
         rows.append(("filesystem tier backend", config.storage.backend))
     rows.append(("monitoring", config.monitoring.provider if config.monitoring.enabled else "off"))
+    rows.append(_network_row(stack_plan, recording))
     derivations = [(d.name, d.value, d.formula) for d in stack_plan.sizing.derivations]
     lines = [
         f"# {stack}: llm-d tiered prefix cache",
@@ -269,3 +270,16 @@ def _rollout_lines(stack_plan: StackPlan) -> list[str]:
             f"Mooncake client DaemonSet: one node at a time; each restart drops that node's {client.dram.human()} pool"
         )
     return lines
+
+
+def _network_row(stack_plan: StackPlan, recording: Recording) -> tuple[str, str]:
+    if not stack_plan.config.network_policies.enabled:
+        return ("network policies", "off: every pod accepts traffic from anywhere in the cluster")
+    count = sum(1 for r in recording.resources if r.type.endswith(":NetworkPolicy"))
+    return (
+        "network policies",
+        f"{count} NetworkPolicies (ingress; egress open): each pod admits only the traffic serving needs."
+        " Enforced only by a network plugin that implements NetworkPolicy (GKE Dataplane V2 or network policy"
+        " enforcement, the EKS VPC CNI with `enableNetworkPolicy`, Calico, Cilium); elsewhere they change nothing,"
+        " and `network_policies.enabled: false` leaves them out",
+    )

@@ -377,6 +377,38 @@ def test_charts_from_outside_the_allowed_registries_are_caught() -> None:
     assert len(_violations(RULE["chart-registries"], resources)) == 2
 
 
+def test_a_pod_without_a_network_policy_is_caught() -> None:
+    resources = _resources("gpu-vllm-lmcache-server")
+    assert _violations(RULE["network-policies"], resources) == []
+    policies = [r for r in resources if r.type == "kubernetes:networking.k8s.io/v1:NetworkPolicy"]
+    lmcache = next(r for r in policies if r.props["metadata"]["name"] == "lmcache-engine-ingress")
+    [message] = _violations(RULE["network-policies"], [r for r in resources if r is not lmcache])
+    assert "'app.kubernetes.io/name': 'lmcache'" in message
+    lmcache.props["metadata"]["namespace"] = "elsewhere"  # a policy only governs its own namespace
+    assert _violations(RULE["network-policies"], resources)
+    assert _violations(RULE["network-policies"], resources, requireNetworkPolicies=False) == []
+
+
+def test_router_pods_without_a_network_policy_are_caught() -> None:
+    resources = _resources()
+    router = next(
+        r.props
+        for r in resources
+        if r.type.endswith("NetworkPolicy") and r.props["metadata"]["name"].endswith("-epp-ingress")
+    )
+    router["spec"]["podSelector"]["matchLabels"] = {"app.kubernetes.io/name": "tiered-prefix-cache-epp"}
+    [message] = _violations(RULE["network-policies"], resources)  # the chart's pods do not carry that label
+    assert "router's pods {'llm-d-router-gateway': 'tiered-prefix-cache-epp'}" in message
+
+
+def test_with_network_policies_off_the_rule_reports_every_pod() -> None:
+    recording = offline.record(
+        plan(loading.load_preset("gpu-vllm-native-cpu", ["network_policies.enabled=false"])), "x"
+    )
+    resources = [Resource(r.type, r.name, r.inputs) for r in recording.resources]
+    assert len(_violations(RULE["network-policies"], resources)) == 2  # the model servers and the router
+
+
 def test_literal_hf_token_is_caught() -> None:
     resources = _resources()
     assert _violations(RULE["hf-token-secret"], resources) == []
@@ -432,7 +464,7 @@ def test_every_rule_has_a_test_above() -> None:
         "prefix-caching-on", "router-selects-servers", "images-pinned", "resource-requests",
         "privileged-containers", "hf-token-secret", "cluster-hardening", "one-router-per-namespace",
         "root-containers", "hardened-containers", "host-namespaces", "host-paths", "token-automount",
-        "chart-registries",
+        "chart-registries", "network-policies",
         "tiers-beat-recompute",  # tests/test_payoff.py
         "weights-fetched-once",
     }  # fmt: skip

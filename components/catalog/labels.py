@@ -30,9 +30,18 @@ MODEL_SERVER_PORT_NAME = "modelserver"
 
 # Router (chart) ports: the EPP's ext-proc gRPC port and the Envoy client listener behind Service port 80.
 EPP_EXT_PROC_PORT = 9002
+EPP_METRICS_PORT = 9090  # the chart's router.metricsPort: the EPP's /metrics, which the chart's monitors scrape
 ENVOY_LISTENER_PORT = 8081
 ROUTER_SERVICE_PORT = 80
 
 # The router's approximate prefix index hashes prompts in blocks of this many tokens (the
 # approx-prefix-cache-producer's block size); its lruCapacityPerServer counts these blocks.
 ROUTER_BLOCK_TOKENS = 64
+
+
+def router_pod_labels(release: str, pool_created: bool) -> dict[str, str]:
+    """The selector labels the router chart puts on its EPP pods (routerlib `llm-d-router.selectorLabels`,
+    chart v0.10.0): the release, trimmed, lower-cased and cut to 40 characters, plus `-epp`, under a key
+    that names the mode (`inferencePool.create`)."""
+    name = f"{release.strip().lower()[:40]}-epp"
+    return {"llm-d-router-gateway" if pool_created else "llm-d-router-standalone": name}

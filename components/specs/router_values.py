@@ -267,6 +267,15 @@ def router_values(inputs: RouterInputs) -> Values:
     return {"router": router}
 
 
+def router_pod_labels(release: str, values: Values) -> dict[str, str]:
+    """The labels the chart selects its EPP pods by, for these values."""
+    return labels.router_pod_labels(release, pool_created(values))
+
+
+def pool_created(values: Values) -> bool:
+    return (values["router"].get("inferencePool") or {}).get("create") is not False
+
+
 def router_endpoint(release: str, namespace: str) -> str:
     """The in-cluster URL clients use: the EPP Service's port 80, in front of the Envoy listener."""
     return f"http://{release}-epp.{namespace}.svc.cluster.local:{labels.ROUTER_SERVICE_PORT}"
