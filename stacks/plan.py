@@ -786,8 +786,12 @@ def _with_network_policies(stack_plan: StackPlan) -> StackPlan:
     if lmcache_server:
         lmcache_server = [network.lmcache_server_policy(traffic), *lmcache_server]
     checks = stack_plan.verification
-    if checks:
-        checks = [network.verification_policy(traffic, verification.NAME), *checks]
+    if checks and traffic.verification is not None:
+        checks = [network.closed_policy(traffic.namespace, verification.NAME, traffic.verification), *checks]
+    fetch = stack_plan.model_cache_manifests
+    if fetch:
+        job = {"app.kubernetes.io/name": model_cache.FETCH_NAME}
+        fetch = [network.closed_policy(traffic.namespace, model_cache.FETCH_NAME, job), *fetch]
     release = stack_plan.config.router.release
     return dataclasses.replace(
         stack_plan,
@@ -796,5 +800,6 @@ def _with_network_policies(stack_plan: StackPlan) -> StackPlan:
         mooncake_client=client,
         lmcache_server=lmcache_server,
         verification=checks,
+        model_cache_manifests=fetch,
         router_policies=[network.router_policy(traffic, f"{release}-epp")],
     )

@@ -179,7 +179,6 @@ def mooncake_policies(traffic: StackTraffic, client: bool) -> tuple[Manifest, Ma
     return master, pool
 
 
-def verification_policy(traffic: StackTraffic, name: str) -> Manifest:
-    """The Job only calls out: nothing may connect to it."""
-    assert traffic.verification is not None
-    return policy(name, traffic.namespace, {"matchLabels": dict(traffic.verification)}, [])
+def closed_policy(namespace: str, name: str, pod_labels: dict[str, str]) -> Manifest:
+    """For pods that only call out (the verification and model-fetch Jobs): nothing may connect to them."""
+    return policy(name, namespace, {"matchLabels": dict(pod_labels)}, [])
