@@ -31,11 +31,7 @@ def test_render_writes_the_three_files(tmp_path: Path) -> None:
     assert result.stderr == ""
     assert sorted(p.name for p in tmp_path.iterdir()) == ["manifests.yaml", "resources.json", "summary.md"]
     kinds = {d["kind"] for d in yaml.safe_load_all((tmp_path / "manifests.yaml").read_text()) if d}
-<<<<<<< HEAD
-    assert kinds == {"Deployment", "Namespace", "PodDisruptionBudget", "Secret", "ServiceAccount"}
-=======
-    assert kinds == {"Deployment", "Namespace", "NetworkPolicy", "Secret", "ServiceAccount"}
->>>>>>> ac50861 (NetworkPolicies per stack, on by default (network_policies.enabled, scraper configurable): model servers admit the router's pods (by the chart's own selector labels), the verification Job and the metrics scraper on their ports, and each other only for P/D, multi-host and MooncakeStore; the LMCache server and the Mooncake master admit only the stack's model servers; rule network-policies; traffic replayed in tests/test_network.py)
+    assert kinds == {"Deployment", "Namespace", "NetworkPolicy", "PodDisruptionBudget", "Secret", "ServiceAccount"}
 
 
 def test_bad_value_exits_non_zero_with_one_line_and_writes_nothing(tmp_path: Path) -> None:
