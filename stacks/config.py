@@ -445,8 +445,13 @@ class ScraperConfig(_Section):
     (prometheus-operator: pods `app.kubernetes.io/name: prometheus` in any namespace; GKE Managed
     Prometheus: pods `app.kubernetes.io/name: collector` in `gmp-system`)."""
 
-    namespace_labels: Labels | None = Field(default=None, description="its namespace's labels; {}: any")
-    pod_labels: Labels | None = Field(default=None, description="its pods' labels")
+    namespace_labels: Labels | None = Field(
+        default=None,
+        description="labels of the scraper's namespace ({}: any namespace); unset: by monitoring.provider",
+    )
+    pod_labels: Labels | None = Field(
+        default=None, description="labels of the scraper's pods; unset: by monitoring.provider"
+    )
 
 
 class NetworkPoliciesConfig(_Section):
@@ -456,6 +461,7 @@ class NetworkPoliciesConfig(_Section):
         " cluster's network plugin does not enforce NetworkPolicy (or other policies govern the namespace)",
     )
     scraper: ScraperConfig = ScraperConfig()
+    """the metrics scraper admitted to the metrics ports; unset fields follow monitoring.provider"""
 
 
 class StackConfig(_Section):
