@@ -69,6 +69,7 @@ def _eks(stack_plan: StackPlan) -> EksCluster:
             availability_zones=list(eks.availability_zones),
             system_instance_type=eks.system_instance_type,
             system_node_count=eks.system_node_count,
+            deletion_protection=config.protect,
             pools=stack_plan.pools,
         ),
     )

@@ -276,10 +276,19 @@ def _network_row(stack_plan: StackPlan, recording: Recording) -> tuple[str, str]
     if not stack_plan.config.network_policies.enabled:
         return ("network policies", "off: every pod accepts traffic from anywhere in the cluster")
     count = sum(1 for r in recording.resources if r.type.endswith(":NetworkPolicy"))
+    enforced = _ENFORCED_BY.get(stack_plan.config.cluster.provider)
+    where = (
+        f"Enforced by the created cluster's {enforced}"
+        if enforced
+        else "Enforced only by a network plugin that implements NetworkPolicy (GKE Dataplane V2 or network policy"
+        " enforcement, the EKS VPC CNI with `enableNetworkPolicy`, Calico, Cilium); elsewhere they change nothing,"
+        " and `network_policies.enabled: false` leaves them out"
+    )
     return (
         "network policies",
-        f"{count} NetworkPolicies (ingress; egress open): each pod admits only the traffic serving needs."
-        " Enforced only by a network plugin that implements NetworkPolicy (GKE Dataplane V2 or network policy"
-        " enforcement, the EKS VPC CNI with `enableNetworkPolicy`, Calico, Cilium); elsewhere they change nothing,"
-        " and `network_policies.enabled: false` leaves them out",
+        f"{count} NetworkPolicies (ingress; egress open): each pod admits only the traffic serving needs. {where}",
     )
+
+
+# What enforces NetworkPolicies on the clusters the stack creates (components/specs/clusters.py turns them on).
+_ENFORCED_BY = {"gke": "Dataplane V2", "eks": "VPC CNI network policy agent (`enableNetworkPolicy`)"}

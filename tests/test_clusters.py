@@ -118,7 +118,7 @@ def test_efs_file_system_mount_targets_nfs_only_and_csi_driver() -> None:
     assert len(targets) == 2  # one per private (node) subnet
     group = _one(rows, "aws:ec2/securityGroup:SecurityGroup")["inputs"]
     assert group["ingress"] == [{"protocol": "tcp", "fromPort": 2049, "toPort": 2049, "securityGroups": ["sg-offline"]}]
-    addon = _one(rows, "aws:eks/addon:Addon")["inputs"]
+    addon = _one(rows, "aws:eks/addon:Addon", "llmd-efs-csi-driver")["inputs"]
     assert addon["addonName"] == "aws-efs-csi-driver"
     role = next(r for r in rows if r["type"] == "aws:iam/role:Role" and r["name"] == "llmd-efs-csi")
     policy = json.loads(role["inputs"]["assumeRolePolicy"])
@@ -317,3 +317,25 @@ def test_the_fit_check_counts_the_per_node_daemon(preset: str, tight_host: str) 
     assert stack.sizing.pod_memory * stack.fit.pods_per_node < allocatable < stack.fit.per_node
     with pytest.raises(ConfigError, match="per-node daemon"):
         plan(_on_described_pool(preset, tight_host))
+
+
+@pytest.mark.parametrize("policies", ["true", "false"])
+def test_created_clusters_enforce_network_policies_whatever_the_switch(policies: str) -> None:
+    """The stack's NetworkPolicies change nothing on a plugin that ignores them: created clusters get the
+    enforcing one (GKE Dataplane V2, the EKS VPC CNI's policy agent). It does not follow the switch, since
+    GKE fixes the datapath at creation and a toggle would replace the cluster."""
+    switch = f"network_policies.enabled={policies}"
+    gke = _one(_rows("gke-h100-lustre", switch), "gcp:container/cluster:Cluster")["inputs"]
+    assert gke["datapathProvider"] == "ADVANCED_DATAPATH"
+    assert "networkPolicy" not in gke  # Dataplane V2 enforces by itself; the Calico add-on conflicts with it
+    eks = _rows("eks-h100-efs", switch)
+    cni = _one(eks, "aws:eks/addon:Addon", "llmd-eks-vpc-cni")["inputs"]
+    assert cni["addonName"] == "vpc-cni"
+    assert json.loads(cni["configurationValues"]) == {"enableNetworkPolicy": "true"}
+    assert cni["resolveConflictsOnCreate"] == "OVERWRITE"  # takes over the CNI EKS installs by itself
+
+
+@pytest.mark.parametrize("protect", ["true", "false"])
+def test_eks_deletion_protection_follows_protect(protect: str) -> None:
+    cluster = _one(_rows("eks-h100-efs", f"protect={protect}"), "aws:eks/cluster:Cluster")["inputs"]
+    assert cluster["deletionProtection"] is (protect == "true")

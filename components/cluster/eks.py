@@ -30,6 +30,7 @@ class EksClusterArgs:
     availability_zones: list[str]
     system_instance_type: str
     system_node_count: int
+    deletion_protection: bool
     pools: list[PoolSpec] = field(default_factory=list)
 
 
@@ -52,9 +53,12 @@ class EksCluster(pulumi.ComponentResource):
         roles = self._roles()
         cluster = aws.eks.Cluster(
             f"{name}-cluster",
-            **clusters.eks_cluster_args(args.name, args.version, roles["cluster"].arn, private_ids, self._tags),
+            **clusters.eks_cluster_args(
+                args.name, args.version, roles["cluster"].arn, private_ids, self._tags, args.deletion_protection
+            ),
             opts=self._child,
         )
+        aws.eks.Addon(f"{name}-vpc-cni", **clusters.eks_vpc_cni_addon_args(cluster.name), opts=self._child)
         issuer = cluster.identities.apply(lambda ids: str(ids[0].oidcs[0].issuer) if ids and ids[0].oidcs else "")
         oidc = aws.iam.OpenIdConnectProvider(
             f"{name}-oidc", url=issuer, client_id_lists=["sts.amazonaws.com"], tags=self._tags, opts=self._child

@@ -59,7 +59,10 @@ def gke_cluster_args(
     deletion_protection: bool,
 ) -> Args:
     """A regional cluster: private nodes, Workload Identity, Gateway API, Managed Prometheus, and the
-    Managed Lustre CSI driver when the Lustre tier is on. Its default pool is replaced by ours."""
+    Managed Lustre CSI driver when the Lustre tier is on. Its default pool is replaced by ours.
+
+    Dataplane V2 enforces the stack's NetworkPolicies. It is on whatever `network_policies.enabled` says:
+    the datapath is fixed at creation, so tying it to that switch would replace the cluster on a toggle."""
     return {
         "name": name,
         "project": project,
@@ -71,6 +74,7 @@ def gke_cluster_args(
         "initial_node_count": 1,
         "deletion_protection": deletion_protection,
         "networking_mode": "VPC_NATIVE",
+        "datapath_provider": "ADVANCED_DATAPATH",
         "ip_allocation_policy": {},
         "private_cluster_config": {
             "enable_private_nodes": True,
@@ -208,11 +212,14 @@ GPU_AMI = "AL2023_x86_64_NVIDIA"  # the EKS-optimized AMI with the NVIDIA driver
 SYSTEM_AMI = "AL2023_x86_64_STANDARD"
 
 
-def eks_cluster_args(name: str, version: str, role_arn: Any, subnet_ids: list[Any], tags: dict[str, str]) -> Args:
+def eks_cluster_args(
+    name: str, version: str, role_arn: Any, subnet_ids: list[Any], tags: dict[str, str], deletion_protection: bool
+) -> Args:
     """The control plane in the private subnets; its endpoint reachable from both sides."""
     return {
         "name": name,
         "version": version,
+        "deletion_protection": deletion_protection,
         "role_arn": role_arn,
         "vpc_config": {"subnet_ids": subnet_ids, "endpoint_private_access": True, "endpoint_public_access": True},
         "access_config": {
@@ -220,6 +227,19 @@ def eks_cluster_args(name: str, version: str, role_arn: Any, subnet_ids: list[An
             "bootstrap_cluster_creator_admin_permissions": True,
         },
         "tags": tags,
+    }
+
+
+def eks_vpc_cni_addon_args(cluster_name: Any) -> Args:
+    """The VPC CNI as a managed add-on with its network policy agent on, so the stack's NetworkPolicies are
+    enforced. On whatever `network_policies.enabled` says: the agent alone admits everything, and a toggle
+    then changes only the policies. The add-on takes over the CNI EKS installs by itself (OVERWRITE)."""
+    return {
+        "cluster_name": cluster_name,
+        "addon_name": "vpc-cni",
+        "configuration_values": json.dumps({"enableNetworkPolicy": "true"}),
+        "resolve_conflicts_on_create": "OVERWRITE",
+        "resolve_conflicts_on_update": "OVERWRITE",
     }
 
 
