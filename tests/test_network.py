@@ -22,6 +22,7 @@ from policies.resources import Resource, pods
 from policies.rules import NETWORK_POLICY_TYPE, selector_matches
 from stacks import loading, offline
 from stacks.plan import StackPlan, plan
+from tests import helm
 
 
 @dataclass(frozen=True)
@@ -229,3 +230,31 @@ def test_the_router_policy_selects_the_labels_the_chart_gives_its_pods() -> None
         "llm-d-router-standalone": "llm-d-epp"
     }
     assert router_pod_labels("a" * 50, pool) == {"llm-d-router-gateway": "a" * 40 + "-epp"}
+
+
+def _chart_pods(name: str) -> list[Pod]:
+    """Every pod template the real chart renders for this stack's values, labelled as Helm labels it."""
+    inputs = helm.chart_inputs(name)
+    return [
+        Pod(inputs.namespace, obj["spec"]["template"]["metadata"].get("labels") or {})
+        for obj in helm.template(inputs).objects
+        if obj.get("kind") in ("Deployment", "StatefulSet", "DaemonSet")
+    ]
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_the_pods_helm_renders_for_the_router_reach_the_model_servers(name: str) -> None:
+    """The router's pods as the real chart labels them (not as the program thinks it does): the model servers
+    admit them on every target port, and the router's own policy governs them, so clients reach Envoy."""
+    stack = _stack(name, helm.V0)
+    chart_pods = _chart_pods(name)
+    assert chart_pods, "the chart renders the EPP"
+    targets = [int(p["number"]) for p in stack.plan.router_values["router"]["modelServers"]["targetPorts"]]
+    for router in chart_pods:
+        assert any(selector_matches(p["spec"]["podSelector"], router.labels) for p in stack.policies), (
+            f"no NetworkPolicy governs the chart's pod {router.labels}"
+        )
+        assert stack.admits(OUTSIDE, router, labels.ENVOY_LISTENER_PORT)
+        for server in stack.pods("model-server"):
+            for port in targets:
+                assert stack.admits(router, server, port), (router.labels, server.labels, port)
