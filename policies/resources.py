@@ -141,7 +141,8 @@ def image_tag(image: str) -> str | None:
     return last.split(":", 1)[1] if ":" in last else None
 
 
-def _flag(argv: list[str], name: str) -> str | None:
+def flag(argv: list[str], name: str) -> str | None:
+    """The value of `name` in a command line, as `name value` or `name=value`."""
     for i, arg in enumerate(argv):
         if arg == name and i + 1 < len(argv):
             return argv[i + 1]
@@ -157,16 +158,16 @@ def model_source(container: Props) -> str | None:
     for i, arg in enumerate(argv[:-1]):
         if arg == "serve" and argv[i + 1] and not argv[i + 1].startswith("-"):
             return argv[i + 1]
-    return _flag(argv, "--model") or _flag(argv, "--model-path")
+    return flag(argv, "--model") or flag(argv, "--model-path")
 
 
 def served_model(container: Props) -> str | None:
     """The name clients and the router ask for: `--served-model-name`, else what the container loads."""
-    return _flag(_argv(container), "--served-model-name") or model_source(container)
+    return flag(_argv(container), "--served-model-name") or model_source(container)
 
 
 def tensor_parallelism(container: Props) -> int:
-    value = _flag(_argv(container), "--tensor-parallel-size")
+    value = flag(_argv(container), "--tensor-parallel-size")
     return int(value) if value and value.isdigit() else 1
 
 
@@ -179,7 +180,7 @@ def cpu_tier_bytes(container: Props, kv_bytes_per_token: int) -> int | None:
     tp = tensor_parallelism(container)
     if variables.get("LMCACHE_MAX_LOCAL_CPU_SIZE"):
         return int(float(variables["LMCACHE_MAX_LOCAL_CPU_SIZE"]) * 2**30) * tp
-    hicache = _flag(_argv(container), "--hicache-size")
+    hicache = flag(_argv(container), "--hicache-size")
     if hicache and hicache.isdigit():
         return int(hicache) * 10**9 * tp
     if variables.get("TPU_OFFLOAD_NUM_CPU_CHUNKS", "").isdigit():

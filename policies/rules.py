@@ -28,6 +28,7 @@ from policies.resources import (
     cpu_tier_bytes,
     endpoint_picker_config,
     env,
+    flag,
     image_tag,
     kv_transfer_config,
     memory_volumes,
@@ -350,15 +351,6 @@ def _dra_requests(resources: list[Resource], pod: Pod) -> list[dict[str, Any]]:
     ]
 
 
-def _flag_value(argv: list[str], name: str) -> str | None:
-    for i, arg in enumerate(argv):
-        if arg == name and i + 1 < len(argv):
-            return argv[i + 1]
-        if arg.startswith(name + "="):
-            return arg.split("=", 1)[1]
-    return None
-
-
 def _block_tokens(resources: list[Resource], container: dict[str, Any]) -> int:
     """Tokens per block the connector moves between host memory and the accelerator."""
     argv, config = args(container), kv_transfer_config(container) or {}
@@ -367,14 +359,14 @@ def _block_tokens(resources: list[Resource], container: dict[str, Any]) -> int:
         return int(block)
     if "TPUOffloadConnector" in {c.get("kv_connector") for c in connectors(config)}:
         return TPU_KV_BLOCK_TOKENS
-    page = _flag_value(argv, "--page-size")  # SGLang HiCache moves pages
+    page = flag(argv, "--page-size")  # SGLang HiCache moves pages
     if page:
         return int(page)
     if any(c is container for _, c in _lmcache_clients(resources)):
         chunk = env(container).get("LMCACHE_CHUNK_SIZE", {}).get("value")
-        servers = [_flag_value(args(c), "--chunk-size") for _, c in _lmcache_servers(resources)]
+        servers = [flag(args(c), "--chunk-size") for _, c in _lmcache_servers(resources)]
         return int(chunk or next((v for v in servers if v), LMCACHE_CHUNK_TOKENS))
-    return int(_flag_value(argv, "--block-size") or VLLM_BLOCK_TOKENS)
+    return int(flag(argv, "--block-size") or VLLM_BLOCK_TOKENS)
 
 
 def _tiered_servers(resources: list[Resource]) -> list[_Server]:

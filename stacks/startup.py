@@ -102,25 +102,18 @@ def fetch_job_cold_start(config: StackConfig, cache: ModelCache, model: ModelSpe
 
 def daemon_cold_start(image: str, pinned_bytes: int) -> ColdStart:
     """A per-node cache daemon: pull, start, and touch the host memory it pins up front."""
-    return cold_start(
-        StartupInputs(
-            image=image,
-            image_bytes=image_bytes(image),
-            pull_bytes_per_second=figures.PULL_BYTES_PER_SECOND,
-            weight_bytes=0,
-            weight_source=figures.HUGGING_FACE,
-            load_bytes_per_second=1,
-            compile_seconds=0,
-            margin_ratio=figures.MARGIN_RATIO,
-            margin_floor_seconds=figures.MARGIN_FLOOR_SECONDS,
-            other_seconds=figures.DAEMON_START_SECONDS + math.ceil(pinned_bytes / figures.PIN_BYTES_PER_SECOND),
-        )
-    )
+    pin_seconds = math.ceil(pinned_bytes / figures.PIN_BYTES_PER_SECOND)
+    return _weightless_cold_start(image, figures.MARGIN_RATIO, figures.DAEMON_START_SECONDS + pin_seconds)
 
 
 def job_cold_start(image: str, active_deadline_seconds: int) -> ColdStart:
     """A Job Pulumi waits on: its own deadline bounds it, so Pulumi waits at least that long (the Job's
     failure, with its message, arrives before the engine gives up)."""
+    return _weightless_cold_start(image, 0.0, active_deadline_seconds)
+
+
+def _weightless_cold_start(image: str, margin_ratio: float, other_seconds: int) -> ColdStart:
+    """A workload that loads no weights: its image pull, then `other_seconds` of its own."""
     return cold_start(
         StartupInputs(
             image=image,
@@ -130,9 +123,9 @@ def job_cold_start(image: str, active_deadline_seconds: int) -> ColdStart:
             weight_source=figures.HUGGING_FACE,
             load_bytes_per_second=1,
             compile_seconds=0,
-            margin_ratio=0.0,
+            margin_ratio=margin_ratio,
             margin_floor_seconds=figures.MARGIN_FLOOR_SECONDS,
-            other_seconds=active_deadline_seconds,
+            other_seconds=other_seconds,
         )
     )
 
