@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from components.specs import images
 from components.specs.startup import ColdStart
 from components.units import GB
 from stacks import startup
@@ -36,7 +37,11 @@ def cases(stack_plan: StackPlan) -> list[Case]:
     server, mirror = stack_plan.model_server, stack_plan.mirror
     gb = startup.image_bytes(server.image) / GB
     pulled = f"{gb:.1f} GB " + (
-        "through the Artifact Registry mirror, streamed" if mirror else "pulled from the upstream registry"
+        "through the Artifact Registry mirror, streamed"
+        if mirror and mirror.cloud == "gke"
+        else "through the ECR pull-through cache"
+        if mirror and images.split_image(server.image)[0] in mirror.registries
+        else "pulled from the upstream registry"
     )
     on = server.model_cache is not None
     source = startup.weight_source(stack_plan.config, server.model_cache)

@@ -11,6 +11,7 @@ import pulumi_kubernetes as k8s
 from components.cache_stack import CacheStack, CacheStackArgs
 from components.cloud_storage import EfsArgs, EfsStorage, LustreArgs, LustreStorage
 from components.cluster.addons import NvidiaDevicePlugin
+from components.cluster.ecr import EcrPullThroughCache, EcrPullThroughCacheArgs
 from components.cluster.eks import EksCluster, EksClusterArgs
 from components.cluster.gke import GkeCluster, GkeClusterArgs
 from components.cluster.registry import ArtifactRegistryMirror, ArtifactRegistryMirrorArgs
@@ -71,6 +72,9 @@ def _eks(stack_plan: StackPlan) -> EksCluster:
             system_node_count=eks.system_node_count,
             deletion_protection=config.protect,
             pools=stack_plan.pools,
+            pull_through=stack_plan.mirror is not None
+            and stack_plan.mirror.cloud == "eks"
+            and bool(stack_plan.mirror.registries),
         ),
     )
 
@@ -84,7 +88,7 @@ def compose(stack_plan: StackPlan, hf_token: pulumi.Input[str]) -> StackOutputs:
     elif config.cluster.provider == "eks":
         cluster = _eks(stack_plan)
     if cluster is not None:
-        # Every image on a created GKE cluster comes through its mirror: the repositories exist first.
+        # Every mirrored image on a created cluster comes through its caches: they exist first.
         mirror = _mirror(stack_plan)
         before = [cluster, *([mirror] if mirror else [])]
         provider = k8s.Provider("k8s", kubeconfig=cluster.kubeconfig, opts=pulumi.ResourceOptions(depends_on=before))
@@ -100,10 +104,14 @@ def compose(stack_plan: StackPlan, hf_token: pulumi.Input[str]) -> StackOutputs:
     )
 
 
-def _mirror(stack_plan: StackPlan) -> ArtifactRegistryMirror | None:
+def _mirror(stack_plan: StackPlan) -> ArtifactRegistryMirror | EcrPullThroughCache | None:
     mirror = stack_plan.mirror
-    if mirror is None:
+    if mirror is None or (mirror.cloud == "eks" and not mirror.registries):
         return None
+    if mirror.cloud == "eks":
+        return EcrPullThroughCache(
+            f"{STACK_NAME}-mirror", EcrPullThroughCacheArgs(mirror.region, mirror.registries, mirror.credentials)
+        )
     return ArtifactRegistryMirror(
         f"{STACK_NAME}-mirror", ArtifactRegistryMirrorArgs(mirror.project, mirror.region, mirror.registries)
     )

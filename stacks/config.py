@@ -6,6 +6,7 @@ VARIANT=cpu, 2 replicas x TP=2, 300 GiB CPU tier per replica); presets and stack
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, get_args
 
@@ -115,6 +116,9 @@ class EksSettings(_Section):
     """instance type of the system node group; default m6i.2xlarge (8 vCPU, 32 GiB)"""
     system_node_count: int = Field(default=2, ge=1, le=10)
     """nodes of the system node group; default 2, one per zone of the first two"""
+    account_id: str | None = Field(default=None, pattern=r"^\d{12}$")
+    """12-digit AWS account of the cluster, which ECR pull-through cache image references name
+    (images.mirror auto); unset: images pulled from upstream"""
 
     @field_validator("availability_zones")
     @classmethod
@@ -430,8 +434,26 @@ class ImagesConfig(_Section):
     mirror: Literal["auto", "off"] = Field(
         default="auto",
         description="auto: on a created GKE cluster, an Artifact Registry remote repository per upstream registry"
-        " (every image referenced through it, image streaming on the accelerator pools); off: pull from upstream",
+        " (every image referenced through it, image streaming on the accelerator pools); on a created EKS cluster"
+        " with cluster.eks.account_id, an ECR pull-through cache rule per upstream registry ECR can cache;"
+        " off: pull from upstream",
     )
+    ecr_credentials: dict[Literal["docker.io", "ghcr.io"], str] = Field(
+        default_factory=dict,
+        description="ARN of an existing Secrets Manager secret named ecr-pullthroughcache/... per registry that"
+        " ECR caches only with a credential (docker.io, ghcr.io); unset: that registry is pulled directly",
+    )
+
+    @field_validator("ecr_credentials")
+    @classmethod
+    def _secret_arns(cls, value: dict[str, str]) -> dict[str, str]:
+        for registry, arn in value.items():
+            if not re.fullmatch(r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:ecr-pullthroughcache/.+", arn):
+                raise ValueError(
+                    f"{registry}: must be a Secrets Manager secret ARN named ecr-pullthroughcache/..., e.g."
+                    " arn:aws:secretsmanager:us-east-1:123456789012:secret:ecr-pullthroughcache/docker-hub-AbCdEf"
+                )
+        return value
 
     @field_validator("mirror", mode="before")
     @classmethod
@@ -493,7 +515,7 @@ class StackConfig(_Section):
         " cluster, GKE deletion protection); false removes them on purpose",
     )
     images: ImagesConfig = ImagesConfig()
-    """how images reach the nodes: a registry mirror on created GKE clusters (images.mirror)"""
+    """how images reach the nodes: a registry mirror on created GKE and EKS clusters (images.mirror)"""
     network_policies: NetworkPoliciesConfig = NetworkPoliciesConfig()
     """NetworkPolicies admitting only the traffic serving needs, and the metrics scraper they admit"""
 

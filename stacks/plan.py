@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from components.catalog import labels, versions
 from components.catalog.accelerators import ACCELERATORS
@@ -555,11 +555,19 @@ class Mirror:
     """The created cluster's pull-through caches: where each upstream registry's images are referenced."""
 
     region: str
-    project: str
-    registries: list[str]  # upstream registries the stack's images come from
+    project: str  # GCP project (Artifact Registry) or AWS account (ECR)
+    registries: list[str]  # upstream registries served through the caches
+    cloud: Literal["gke", "eks"] = "gke"
+    direct: dict[str, str] = dataclasses.field(default_factory=dict)  # registry -> why it is pulled directly
+    credentials: dict[str, str] = dataclasses.field(default_factory=dict)  # ECR: registry -> secret ARN
 
     def image(self, image: str) -> str:
-        return images.mirrored(image, self.region, self.project)
+        if self.cloud == "gke":
+            return images.mirrored(image, self.region, self.project)
+        registry, path = images.split_image(image)
+        if registry not in self.registries:
+            return image
+        return f"{images.ecr_prefix(registry, self.region, self.project)}/{path}"
 
 
 def mirror_registry(config: StackConfig) -> tuple[str, str] | None:
@@ -570,19 +578,38 @@ def mirror_registry(config: StackConfig) -> tuple[str, str] | None:
     return gke.region, gke.project
 
 
+def _mirror(config: StackConfig, registries: set[str]) -> Mirror | None:
+    """The pull-through caches of a created cluster: Artifact Registry on GKE, ECR on EKS (for the account)."""
+    where = mirror_registry(config)
+    if where is not None:
+        return Mirror(where[0], where[1], sorted(registries))
+    eks = config.cluster.eks
+    if config.images.mirror == "off" or config.cluster.provider != "eks" or eks is None or not eks.account_id:
+        return None
+    credentials = {str(k): v for k, v in config.images.ecr_credentials.items()}
+    reasons = {r: images.ecr_cached(r, credentials) for r in sorted(registries)}
+    return Mirror(
+        eks.region,
+        eks.account_id,
+        [r for r, why in reasons.items() if why is None],
+        cloud="eks",
+        direct={r: why for r, why in reasons.items() if why is not None},
+        credentials={r: a for r, a in credentials.items() if r in registries},
+    )
+
+
 def _through_mirror(stack_plan: StackPlan) -> StackPlan:
     """Every image the stack renders, and the router's endpoint picker, referenced through the mirror."""
-    where = mirror_registry(stack_plan.config)
-    if where is None:
-        return stack_plan
     p = stack_plan
     every = [m for r in p.roles for m in r.manifests]
     every += p.model_cache_manifests + p.mooncake_master + p.mooncake_client + p.lmcache_server + p.verification
     epp = versions.EPP_IMAGE_REPOSITORY
-    registries = {images.split_image(i)[0] for i in [*images.images(every), epp]}
-    mirror = Mirror(where[0], where[1], sorted(registries))
+    mirror = _mirror(p.config, {images.split_image(i)[0] for i in [*images.images(every), epp]})
+    if mirror is None:
+        return stack_plan
     values = copy.deepcopy(p.router_values)
-    values["router"]["epp"].setdefault("image", {})["registry"] = mirror.image(epp).rsplit("/", 1)[0]
+    if mirror.image(epp) != epp:
+        values["router"]["epp"].setdefault("image", {})["registry"] = mirror.image(epp).rsplit("/", 1)[0]
     return dataclasses.replace(
         p,
         roles=[Role(r.spec, images.rewrite(r.manifests, mirror.image)) for r in p.roles],

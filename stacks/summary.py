@@ -211,14 +211,22 @@ def _model_cache_row(stack_plan: StackPlan) -> str:
 
 def _images_row(stack_plan: StackPlan) -> str:
     mirror, config = stack_plan.mirror, stack_plan.config
+    if mirror is not None and mirror.cloud == "eks":
+        rules = ", ".join(f"`{images.ECR_UPSTREAMS[r][0]}/` ({r})" for r in mirror.registries)
+        none = "no ECR pull-through cache rule"
+        cached = f"through ECR pull-through cache rules {rules} in {mirror.region}" if rules else none
+        direct = "; ".join(f"{r} pulled directly: {why}" for r, why in mirror.direct.items())
+        return cached + (f"; {direct}" if direct else "")
     if mirror is not None:
         repos = ", ".join(f"`{images.repository_id(r)}` ({r})" for r in mirror.registries)
         return (
             f"through Artifact Registry remote repositories {repos} in {mirror.region}, streamed on the"
             " accelerator pools (GKE image streaming serves only Artifact Registry images)"
         )
-    if config.cluster.provider == "gke" and config.images.mirror == "off":
+    if config.cluster.provider in ("gke", "eks") and config.images.mirror == "off":
         return "from the upstream registries (`images.mirror: off`)"
+    if config.cluster.provider == "eks":
+        return "from the upstream registries, pulled whole by each node (set `cluster.eks.account_id` for ECR rules)"
     provider = config.cluster.provider
     return f"from the upstream registries, pulled whole by each node (no mirror for `cluster.provider: {provider}`)"
 

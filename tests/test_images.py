@@ -3,6 +3,7 @@ Artifact Registry, reference every image through it, and stream images on the ac
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -75,3 +76,77 @@ def test_accelerator_pools_stream_images_and_the_system_pool_does_not_need_to(na
 def test_mirror_off_pulls_from_upstream() -> None:
     assert not [r for r in _rows("gke-h100-lustre", "images.mirror=off") if r["type"] == REPOSITORY]
     assert "docker.io/vllm/vllm-openai:v0.26.0" in _images("gke-h100-lustre", "images.mirror=off")
+
+
+ECR = "123456789012.dkr.ecr.us-east-1.amazonaws.com/"
+RULE = "aws:ecr/pullThroughCacheRule:PullThroughCacheRule"
+HUB_SECRET = "arn:aws:secretsmanager:us-east-1:123456789012:secret:ecr-pullthroughcache/docker-hub-AbCdEf"
+GHCR_SECRET = "arn:aws:secretsmanager:us-east-1:123456789012:secret:ecr-pullthroughcache/github-AbCdEf"
+CREDENTIALS = f"images.ecr_credentials={{docker.io: '{HUB_SECRET}', ghcr.io: '{GHCR_SECRET}'}}"
+
+
+def _summary_images(name: str, *overrides: str) -> str:
+    summary = rendered(name, tuple(overrides)).summary
+    return next(line for line in summary.splitlines() if line.startswith("| images |"))
+
+
+def test_created_eks_clusters_without_credentials_pull_docker_hub_and_ghcr_directly_and_say_why() -> None:
+    assert not [r for r in _rows("eks-h100-efs") if r["type"] in (RULE, "aws:iam/rolePolicy:RolePolicy")]
+    assert not any(i.startswith(ECR) for i in _images("eks-h100-efs"))
+    row = _summary_images("eks-h100-efs")
+    assert "docker.io pulled directly" in row and "ghcr.io pulled directly" in row
+    assert "Secrets Manager" in row
+
+
+def test_created_eks_clusters_pull_through_ecr_rules_with_the_given_credentials() -> None:
+    rows = _rows("eks-h100-efs", CREDENTIALS)
+    rules = {r["inputs"]["ecrRepositoryPrefix"]: r["inputs"] for r in rows if r["type"] == RULE}
+    assert rules == {
+        "docker-hub": {
+            "ecrRepositoryPrefix": "docker-hub",
+            "upstreamRegistryUrl": "registry-1.docker.io",
+            "credentialArn": HUB_SECRET,
+        },
+        "github": {"ecrRepositoryPrefix": "github", "upstreamRegistryUrl": "ghcr.io", "credentialArn": GHCR_SECRET},
+    }
+    used = _images("eks-h100-efs", CREDENTIALS)
+    assert used and all(i.startswith(ECR) for i in used)
+    assert f"{ECR}docker-hub/vllm/vllm-openai:v0.26.0" in used
+    policy = next(r for r in rows if r["type"] == "aws:iam/rolePolicy:RolePolicy")
+    statement = json.loads(policy["inputs"]["policy"])["Statement"]
+    assert statement[0]["Action"] == ["ecr:BatchImportUpstreamImage", "ecr:CreateRepository"]
+    provider = next(r for r in rows if r["type"] == "pulumi:providers:kubernetes")
+    assert all(f"{RULE}::llmd-mirror-{repo}" in provider["dependsOn"] for repo in ("docker-io", "ghcr-io"))
+    chart = next(r for r in rows if r["type"] == "kubernetes:helm.sh/v4:Chart" and r["name"] == "llmd-router-chart")
+    assert chart["inputs"]["values"]["router"]["epp"]["image"]["registry"] == f"{ECR}github/llm-d"
+    assert "through ECR pull-through cache rules" in _summary_images("eks-h100-efs", CREDENTIALS)
+
+
+def test_eks_mirror_off_or_without_an_account_creates_no_rule_and_grants_nothing() -> None:
+    for overrides in [(CREDENTIALS, "images.mirror=off"), (CREDENTIALS, "cluster.eks.account_id=null")]:
+        rows = _rows("eks-h100-efs", *overrides)
+        assert not [r for r in rows if r["type"] in (RULE, "aws:iam/rolePolicy:RolePolicy")]
+        assert "docker.io/vllm/vllm-openai:v0.26.0" in _images("eks-h100-efs", *overrides)
+
+
+@pytest.mark.parametrize(
+    ("registry", "prefix", "upstream"),
+    [
+        ("quay.io", "quay", "quay.io"),
+        ("registry.k8s.io", "k8s", "registry.k8s.io"),
+        ("public.ecr.aws", "ecr-public", "public.ecr.aws"),
+    ],
+)
+def test_ecr_caches_credential_free_upstreams_without_a_secret(registry: str, prefix: str, upstream: str) -> None:
+    assert images.ecr_cached(registry, {}) is None
+    assert images.pull_through_rule_args(registry, {}) == {
+        "ecr_repository_prefix": prefix,
+        "upstream_registry_url": upstream,
+    }
+    assert images.ecr_cached("docker.io", {}) is not None and images.ecr_cached("nvcr.io", {}) is not None
+
+
+def test_ecr_credentials_must_be_pull_through_cache_secrets() -> None:
+    bad = "images.ecr_credentials={docker.io: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:hub'}"
+    with pytest.raises(Exception, match="ecr-pullthroughcache"):
+        rendered("eks-h100-efs", (bad,))

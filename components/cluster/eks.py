@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 
-from components.specs import clusters
+from components.specs import clusters, images
 from components.specs.clusters import PoolSpec
 
 EKS_POLICIES = {
@@ -32,6 +33,7 @@ class EksClusterArgs:
     system_node_count: int
     deletion_protection: bool
     pools: list[PoolSpec] = field(default_factory=list)
+    pull_through: bool = False  # the nodes fill the stack's ECR pull-through caches on a first pull
 
 
 class EksCluster(pulumi.ComponentResource):
@@ -51,6 +53,13 @@ class EksCluster(pulumi.ComponentResource):
         vpc, private = self._network(args)
         private_ids = [s.id for s in private]
         roles = self._roles()
+        if args.pull_through:
+            aws.iam.RolePolicy(
+                f"{name}-node-pull-through",
+                role=roles["node"].name,
+                policy=json.dumps(images.pull_through_policy()),
+                opts=self._child,
+            )
         cluster = aws.eks.Cluster(
             f"{name}-cluster",
             **clusters.eks_cluster_args(

@@ -91,3 +91,46 @@ def rewrite(manifests: list[Manifest], to: Callable[[str], str]) -> list[Manifes
             for container in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]:
                 container["image"] = to(str(container["image"]))
     return out
+
+
+# ECR pull-through cache: upstream registry -> (repository prefix, upstream URL, needs a credential).
+# Docker Hub and ghcr.io admit a rule only with a Secrets Manager secret named `ecr-pullthroughcache/...`.
+ECR_UPSTREAMS: dict[str, tuple[str, str, bool]] = {
+    "public.ecr.aws": ("ecr-public", "public.ecr.aws", False),
+    "registry.k8s.io": ("k8s", "registry.k8s.io", False),
+    "quay.io": ("quay", "quay.io", False),
+    DOCKER_HUB: ("docker-hub", "registry-1.docker.io", True),
+    "ghcr.io": ("github", "ghcr.io", True),
+}
+ECR_SECRET_PREFIX = "ecr-pullthroughcache/"
+# What the nodes need to fill the cache on a first pull (AWS: pull-through-cache-iam).
+ECR_PULL_THROUGH_ACTIONS = ["ecr:BatchImportUpstreamImage", "ecr:CreateRepository"]
+
+
+def ecr_prefix(registry: str, region: str, account: str) -> str:
+    return f"{account}.dkr.ecr.{region}.amazonaws.com/{ECR_UPSTREAMS[registry][0]}"
+
+
+def ecr_cached(registry: str, credentials: dict[str, str]) -> str | None:
+    """Why `registry` is pulled directly on EKS, or None when a pull-through cache rule serves it."""
+    if registry not in ECR_UPSTREAMS:
+        return "ECR has no pull-through cache for it"
+    if ECR_UPSTREAMS[registry][2] and registry not in credentials:
+        return "ECR caches it only with a Secrets Manager credential (images.ecr_credentials)"
+    return None
+
+
+def pull_through_rule_args(registry: str, credentials: dict[str, str]) -> dict[str, Any]:
+    prefix, upstream, _ = ECR_UPSTREAMS[registry]
+    args: dict[str, Any] = {"ecr_repository_prefix": prefix, "upstream_registry_url": upstream}
+    if registry in credentials:
+        args["credential_arn"] = credentials[registry]
+    return args
+
+
+def pull_through_policy() -> dict[str, Any]:
+    """The node role's permission to fill the cache on a first pull."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": ECR_PULL_THROUGH_ACTIONS, "Resource": "*"}],
+    }
