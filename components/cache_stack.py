@@ -54,26 +54,49 @@ class CacheStack(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: CacheStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llmd:cache_stack:CacheStack", name, None, opts)
+        self._name = name
+        namespace, hf_token = self._namespace(args)
+        router = self._router(args, namespace)
+        serving_needs = self._serving_needs(args, [namespace, hf_token, *args.serving_needs], namespace)
+        servers = [
+            ModelServer(
+                f"{name}-model-server" if role == "decode" else f"{name}-model-server-{role}",
+                ModelServerArgs(manifests=manifests),
+                pulumi.ResourceOptions(parent=self, depends_on=serving_needs),
+            )
+            for role, manifests in args.model_servers.items()
+        ]
+        self._observers(args, serving_needs, [router, *servers])
+        self.namespace = namespace.metadata.apply(lambda m: str(m.name))
+        self.router_endpoint = router.endpoint
+        self.register_outputs({"namespace": self.namespace, "routerEndpoint": self.router_endpoint})
+
+    def _namespace(self, args: CacheStackArgs) -> tuple[k8s.core.v1.Namespace, k8s.core.v1.Secret]:
+        """The stack's namespace and the HF token Secret in it (a Pulumi secret end to end)."""
         child = pulumi.ResourceOptions(parent=self)
         namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace",
+            f"{self._name}-namespace",
             metadata={"name": args.namespace, "labels": {labels.GUIDE_LABEL: labels.GUIDE}},
             opts=child,
         )
-        ns_name = namespace.metadata.apply(lambda m: str(m.name))
         hf_token = k8s.core.v1.Secret(
-            f"{name}-hf-token",
-            metadata={"name": labels.HF_TOKEN_SECRET, "namespace": ns_name},
+            f"{self._name}-hf-token",
+            metadata={"name": labels.HF_TOKEN_SECRET, "namespace": namespace.metadata.apply(lambda m: str(m.name))},
             type="Opaque",
             string_data={labels.HF_TOKEN_KEY: pulumi.Output.secret(args.hf_token)},
             opts=child,
         )
-        crds = InferencePoolCrds(f"{name}-gaie-crds", InferencePoolCrdsArgs(version=args.gaie_version), child)
-        router = Router(
-            f"{name}-router",
+        return namespace, hf_token
+
+    def _router(self, args: CacheStackArgs, namespace: k8s.core.v1.Namespace) -> Router:
+        """The Gateway API Inference Extension CRDs, then the router chart (which creates the InferencePool)."""
+        child = pulumi.ResourceOptions(parent=self)
+        crds = InferencePoolCrds(f"{self._name}-gaie-crds", InferencePoolCrdsArgs(version=args.gaie_version), child)
+        return Router(
+            f"{self._name}-router",
             RouterArgs(
                 release=args.router_release,
-                namespace=ns_name,
+                namespace=namespace.metadata.apply(lambda m: str(m.name)),
                 chart=args.router_chart,
                 version=args.router_version,
                 values=args.router_values,
@@ -81,7 +104,12 @@ class CacheStack(pulumi.ComponentResource):
             ),
             pulumi.ResourceOptions(parent=self, depends_on=[crds, namespace]),
         )
-        serving_needs: list[pulumi.Resource] = [namespace, hf_token, *args.serving_needs]
+
+    def _serving_needs(
+        self, args: CacheStackArgs, needs: list[pulumi.Resource], namespace: k8s.core.v1.Namespace
+    ) -> list[pulumi.Resource]:
+        """What the model servers start after: the tier's claim, the weights, the Mooncake and LMCache daemons."""
+        name, serving_needs = self._name, list(needs)
         if args.storage_claim is not None:
             serving_needs.append(
                 SharedStorage(
@@ -99,7 +127,9 @@ class CacheStack(pulumi.ComponentResource):
                 )
             )
         if args.mooncake_master:
-            master = MooncakeMaster(f"{name}-mooncake-master", MooncakeArgs(args.mooncake_master), child)
+            master = MooncakeMaster(
+                f"{name}-mooncake-master", MooncakeArgs(args.mooncake_master), pulumi.ResourceOptions(parent=self)
+            )
             serving_needs.append(master)
             if args.mooncake_client:
                 serving_needs.append(
@@ -117,26 +147,22 @@ class CacheStack(pulumi.ComponentResource):
                     pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
                 )
             )
-        servers = [
-            ModelServer(
-                f"{name}-model-server" if role == "decode" else f"{name}-model-server-{role}",
-                ModelServerArgs(manifests=manifests),
-                pulumi.ResourceOptions(parent=self, depends_on=serving_needs),
-            )
-            for role, manifests in args.model_servers.items()
-        ]
+        return serving_needs
+
+    def _observers(
+        self, args: CacheStackArgs, serving_needs: list[pulumi.Resource], serving: list[pulumi.Resource]
+    ) -> None:
+        """Monitoring beside the servers; the verification Job after everything it exercises is up (Pulumi
+        awaits Deployment readiness)."""
         if args.monitoring:
             Monitoring(
-                f"{name}-monitoring",
+                f"{self._name}-monitoring",
                 MonitoringArgs(manifests=args.monitoring),
                 pulumi.ResourceOptions(parent=self, depends_on=serving_needs),
             )
-        if args.verification:  # after everything it exercises is up (Pulumi awaits Deployment readiness)
+        if args.verification:
             VerificationJob(
-                f"{name}-verification",
+                f"{self._name}-verification",
                 VerificationJobArgs(manifests=args.verification),
-                pulumi.ResourceOptions(parent=self, depends_on=[router, *servers]),
+                pulumi.ResourceOptions(parent=self, depends_on=serving),
             )
-        self.namespace = ns_name
-        self.router_endpoint = router.endpoint
-        self.register_outputs({"namespace": self.namespace, "routerEndpoint": self.router_endpoint})
