@@ -3,7 +3,6 @@ no error and no log; secure structured config stays a secret to the provider inp
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from pathlib import Path
@@ -11,43 +10,17 @@ from typing import Any
 
 import pulumi
 import pytest
-from pulumi.runtime import rpc, settings
-from pulumi.runtime.config import set_all_config
+from pulumi.runtime import rpc
 
 from stacks import loading
 from stacks.__main__ import main
 from stacks.errors import ConfigError
 from stacks.plan import plan
-from stacks.program import run
 from stacks.render import render
+from tests.pulumi_program import run_program
 
 CANARY = "hf_CANARY_c4n4ry_s3cr3t_never_printed"
 KUBECONFIG_CANARY = f"apiVersion: v1\nkind: Config\nusers:\n- name: u\n  user:\n    token: {CANARY}\n"
-
-
-class _Mocks(pulumi.runtime.Mocks):
-    def __init__(self) -> None:
-        self.resources: list[pulumi.runtime.MockResourceArgs] = []
-
-    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
-        self.resources.append(args)
-        return f"{args.name}-id", dict(args.inputs)
-
-    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], None]:
-        return {}, None
-
-
-def _run_program(config: dict[str, str], secret_keys: list[str]) -> _Mocks:
-    asyncio.set_event_loop(asyncio.new_event_loop())
-    settings.ROOT.set(None)
-    mocks = _Mocks()
-    pulumi.runtime.set_mocks(mocks, project="llmd", stack="canary", preview=False)
-    set_all_config(config, secret_keys)
-    try:
-        pulumi.runtime.test(run)()  # type: ignore[no-untyped-call]
-    finally:
-        set_all_config({}, [])
-    return mocks
 
 
 def _in_clear(value: Any) -> Any:
@@ -65,7 +38,7 @@ def test_canary_token_and_kubeconfig_stay_secret_through_the_program(
     capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    mocks = _run_program(
+    mocks = run_program(
         {
             "llmd:preset": "dev",
             "llmd:hfToken": CANARY,
@@ -118,7 +91,7 @@ def test_errors_never_print_a_secret_or_an_unknown_keys_value(
     config: dict[str, str], secret_keys: list[str], message: str
 ) -> None:
     with pytest.raises(pulumi.RunError) as caught:
-        _run_program({**config, "llmd:hfToken": "hf_x"}, ["llmd:hfToken", *secret_keys])
+        run_program({**config, "llmd:hfToken": "hf_x"}, ["llmd:hfToken", *secret_keys])
     text = str(caught.value)
     assert message in text
     assert CANARY not in text
