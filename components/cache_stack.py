@@ -1,8 +1,8 @@
 """CacheStack: the whole tiered prefix cache, in dependency order.
 
 Namespace -> HF token Secret -> GAIE CRDs -> router (chart, which creates the InferencePool);
-shared storage, the Mooncake services and the LMCache server -> model servers (after everything
-they read or mount) -> monitoring.
+shared storage, the weights, the Mooncake services, the LMCache server and the image pre-pull ->
+model servers (after everything they read or mount, their images on every node) -> monitoring.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.catalog import labels
+from components.image_prepull import ImagePrepull, ImagePrepullArgs
 from components.inference_pool import InferencePoolCrds, InferencePoolCrdsArgs
 from components.lmcache_server import LMCacheServer, LMCacheServerArgs
 from components.manifest import Manifest
@@ -44,6 +45,7 @@ class CacheStackArgs:
     monitoring: list[Manifest] = field(default_factory=list)
     verification: list[Manifest] = field(default_factory=list)
     router_policies: list[Manifest] = field(default_factory=list)  # NetworkPolicy of the chart's pods
+    prepull: list[Manifest] = field(default_factory=list)  # [NetworkPolicy], the image pre-pull DaemonSet
     # What the model servers need from outside the stack: their node pool, the tier's storage backend.
     serving_needs: list[pulumi.Resource] = field(default_factory=list)
 
@@ -108,7 +110,8 @@ class CacheStack(pulumi.ComponentResource):
     def _serving_needs(
         self, args: CacheStackArgs, needs: list[pulumi.Resource], namespace: k8s.core.v1.Namespace
     ) -> list[pulumi.Resource]:
-        """What the model servers start after: the tier's claim, the weights, the Mooncake and LMCache daemons."""
+        """What the model servers start after: the tier's claim, the weights, the Mooncake and LMCache daemons,
+        their images on every node of the pool."""
         name, serving_needs = self._name, list(needs)
         if args.storage_claim is not None:
             serving_needs.append(
@@ -145,6 +148,14 @@ class CacheStack(pulumi.ComponentResource):
                     f"{name}-lmcache-server",
                     LMCacheServerArgs(manifests=args.lmcache_server),
                     pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
+                )
+            )
+        if args.prepull:  # on the pool's nodes (its node pool first), while the weights are fetched
+            serving_needs.append(
+                ImagePrepull(
+                    f"{name}-image-prepull",
+                    ImagePrepullArgs(manifests=args.prepull),
+                    pulumi.ResourceOptions(parent=self, depends_on=[namespace, *args.serving_needs]),
                 )
             )
         return serving_needs

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.specs import images
+from components.specs import images, prepull
 from components.specs.startup import ColdStart
 from components.units import GB
 from stacks import startup
@@ -50,8 +50,12 @@ def cases(stack_plan: StackPlan) -> list[Case]:
     )
     hub = startup.weight_source(stack_plan.config, None)
     from_hub = f"{server.model.weight_bytes.bytes / GB:.1f} GB from {hub.name} ({hub.bytes_per_second / GB:.2f} GB/s)"
+    first = Case("first pod (empty caches)", _pod(stack_plan, on), pulled, weights)
+    if stack_plan.prepull:  # `pulumi up` waits for the pre-pull on every node before any model server
+        ahead = f"pre-pulled by `{prepull.NAME}`"
+        first = Case("first pod (empty caches)", _pod(stack_plan, on, image_on_node=True), ahead, weights)
     out = [
-        Case("first pod (empty caches)", _pod(stack_plan, on), pulled, weights),
+        first,
         Case("later pod, new node", _pod(stack_plan, on, warm=True), pulled, weights),
         Case("restart on its node", restart(stack_plan, on), "on the node", weights),
     ]

@@ -204,6 +204,7 @@ def _cache_stack(
             mooncake_client=stack_plan.mooncake_client,
             monitoring=stack_plan.monitoring,
             verification=stack_plan.verification,
+            prepull=stack_plan.prepull,
             serving_needs=serving_needs,
         ),
         pulumi.ResourceOptions(providers=[provider]),

@@ -438,6 +438,13 @@ class ImagesConfig(_Section):
         " with cluster.eks.account_id, an ECR pull-through cache rule per upstream registry ECR can cache;"
         " off: pull from upstream",
     )
+    prepull: bool = Field(
+        default=False,
+        description="true: a DaemonSet on the serving pool's nodes pulls every image the serving pods run, on all"
+        " nodes at once, and the model servers start after it (for clusters no mirror serves: an existing"
+        " cluster, or images.mirror off); needs the serving pods placed (cache.node_pool or the accelerator's"
+        " node selector)",
+    )
     ecr_credentials: dict[Literal["docker.io", "ghcr.io"], str] = Field(
         default_factory=dict,
         description="ARN of an existing Secrets Manager secret named ecr-pullthroughcache/... per registry that"

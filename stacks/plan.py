@@ -28,6 +28,7 @@ from components.specs import (
     mooncake,
     network,
     payoff,
+    prepull,
     sizing,
     verification,
 )
@@ -35,6 +36,7 @@ from components.specs.clusters import PoolSpec
 from components.specs.connectors import TIERING_BLOCK_TOKENS
 from components.specs.rollout import (
     pod_disruption_budget,
+    with_all_nodes_update,
     with_config_checksum,
     with_node_by_node_update,
     with_rollout,
@@ -56,6 +58,7 @@ from components.units import ByteSize, GiB
 from stacks import hardware, rollout, startup
 from stacks.config import StackConfig
 from stacks.errors import ConfigError
+from stacks.prepull import prepull_manifests
 from stacks.rules import pool_names
 
 # Guide labels of the LMCache integration's model servers (the router selects them).
@@ -92,6 +95,7 @@ class StackPlan:
     rollout: rollout.Rollout | None = None  # how a template change rolls the model servers
     mirror: Mirror | None = None  # the created cluster's registry mirror, which every image goes through
     router_policies: list[Manifest] = dataclasses.field(default_factory=list)  # the router pods' NetworkPolicy
+    prepull: list[Manifest] = dataclasses.field(default_factory=list)  # the serving pool's image pre-pull
 
     @property
     def model_server(self) -> ServerSpec:
@@ -173,12 +177,13 @@ def _size(
 
 
 def _per_node_daemon(config: StackConfig, tier: ByteSize, client: sizing.MooncakeClientSizing | None) -> ByteSize:
-    """Memory a per-node DaemonSet of the cache takes beside the model servers on each node."""
+    """Memory the per-node DaemonSets (the cache's, the image pre-pull) take beside the model servers on each node."""
+    prepulled = prepull.MEMORY if config.images.prepull else ByteSize(0)
     if client is not None:
-        return client.memory_request
+        return client.memory_request + prepulled
     if config.cache.connector == "lmcache-server":
-        return lmcache.server_memory(tier)[0]
-    return ByteSize(0)
+        return lmcache.server_memory(tier)[0] + prepulled
+    return prepulled
 
 
 def _size_on_hardware(
@@ -286,22 +291,23 @@ def plan(config: StackConfig) -> StackPlan:
     exports = _exports(config, profile)
     stack_payoff = payoff.derive(_payoff_inputs(config, defaults, tier_sizing.model, devices, replicas))
     stack_alerts = alerts.alerts(exports, _thresholds(config, stack_payoff))
+    roles = [Role(s, model_server_manifests(s)) for s in servers]
+    lmcache_server = (
+        lmcache.server_manifests(_lmcache_settings(config, tier_sizing.cpu_tier_per_pod))
+        if cache.connector == "lmcache-server"
+        else []
+    )
+    mooncake_client = mooncake.client_manifests(client_sizing, decode.scheduling.node_selector) if client_sizing else []
     stack_plan = StackPlan(
         config=config,
         sizing=tier_sizing,
-        roles=[Role(s, model_server_manifests(s)) for s in servers],
+        roles=roles,
         storage_manifests=[_claim(config)] if uses_tier_claim(config) else [],
         model_cache=decode.model_cache,
         model_cache_manifests=_model_cache_manifests(config, decode.model_cache, tier_sizing.model),
         mooncake_master=[mooncake.namespace(), *mooncake.master_manifests()] if is_mooncake else [],
-        mooncake_client=(
-            mooncake.client_manifests(client_sizing, decode.scheduling.node_selector) if client_sizing else []
-        ),
-        lmcache_server=(
-            lmcache.server_manifests(_lmcache_settings(config, tier_sizing.cpu_tier_per_pod))
-            if cache.connector == "lmcache-server"
-            else []
-        ),
+        mooncake_client=mooncake_client,
+        lmcache_server=lmcache_server,
         router_values=values,
         inference_pool=inference_pool(config.router.release, config.namespace, values),
         monitoring=_monitoring(config, decode, exports, stack_alerts) if config.monitoring.enabled else [],
@@ -311,6 +317,9 @@ def plan(config: StackConfig) -> StackPlan:
         fit=fit,
         pools=pool_specs(config),
         payoff=stack_payoff,
+        prepull=prepull_manifests(
+            config, decode.accelerator, [m for r in roles for m in r.manifests], lmcache_server + mooncake_client
+        ),
     )
     return _with_network_policies(_through_mirror(_with_await_budgets(_with_rollouts(stack_plan))))
 
@@ -603,6 +612,7 @@ def _through_mirror(stack_plan: StackPlan) -> StackPlan:
     p = stack_plan
     every = [m for r in p.roles for m in r.manifests]
     every += p.model_cache_manifests + p.mooncake_master + p.mooncake_client + p.lmcache_server + p.verification
+    every += p.prepull
     epp = versions.EPP_IMAGE_REPOSITORY
     mirror = _mirror(p.config, {images.split_image(i)[0] for i in [*images.images(every), epp]})
     if mirror is None:
@@ -618,6 +628,7 @@ def _through_mirror(stack_plan: StackPlan) -> StackPlan:
         mooncake_client=images.rewrite(p.mooncake_client, mirror.image),
         lmcache_server=images.rewrite(p.lmcache_server, mirror.image),
         verification=images.rewrite(p.verification, mirror.image),
+        prepull=images.rewrite(p.prepull, mirror.image),
         router_values=values,
         mirror=mirror,
     )
@@ -698,6 +709,12 @@ def _with_await_budgets(stack_plan: StackPlan) -> StackPlan:
         job = next(m for m in stack_plan.model_cache_manifests if m["kind"] == "Job")
         fetch = _fetch_budget(config, stack_plan.model_cache, server.model)
         budgets.insert(0, dataclasses.replace(fetch, workload=job["metadata"]["name"]))
+    prepulled = stack_plan.prepull
+    if prepulled:  # every node at once: one wave
+        pulled = images.images(prepulled)
+        budget = AwaitBudget(prepull.NAME, startup.prepull_cold_start(pulled), 1)
+        budgets.insert(0, budget)
+        prepulled = _budget_workloads(prepulled, ("DaemonSet",), budget)
     verification = stack_plan.verification
     if verification:
         job = next(m for m in verification if m["kind"] == "Job")
@@ -713,6 +730,7 @@ def _with_await_budgets(stack_plan: StackPlan) -> StackPlan:
         mooncake_master=mooncake_master,
         mooncake_client=mooncake_client,
         verification=verification,
+        prepull=prepulled,
         budgets=budgets,
     )
 
@@ -767,6 +785,7 @@ def _with_rollouts(stack_plan: StackPlan) -> StackPlan:
         lmcache_server=daemons(stack_plan.lmcache_server),
         mooncake_master=checksummed(stack_plan.mooncake_master),
         mooncake_client=daemons(stack_plan.mooncake_client),
+        prepull=[with_all_nodes_update(m) if m["kind"] == "DaemonSet" else m for m in stack_plan.prepull],
         rollout=chosen,
     )
 
@@ -819,6 +838,9 @@ def _with_network_policies(stack_plan: StackPlan) -> StackPlan:
     if fetch:
         job = {"app.kubernetes.io/name": model_cache.FETCH_NAME}
         fetch = [network.closed_policy(traffic.namespace, model_cache.FETCH_NAME, job), *fetch]
+    prepulled = stack_plan.prepull
+    if prepulled:
+        prepulled = [network.closed_policy(traffic.namespace, prepull.NAME, dict(prepull.LABELS)), *prepulled]
     release = stack_plan.config.router.release
     return dataclasses.replace(
         stack_plan,
@@ -828,5 +850,6 @@ def _with_network_policies(stack_plan: StackPlan) -> StackPlan:
         lmcache_server=lmcache_server,
         verification=checks,
         model_cache_manifests=fetch,
+        prepull=prepulled,
         router_policies=[network.router_policy(traffic, f"{release}-epp")],
     )

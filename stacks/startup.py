@@ -103,21 +103,27 @@ def fetch_job_cold_start(config: StackConfig, cache: ModelCache, model: ModelSpe
 def daemon_cold_start(image: str, pinned_bytes: int) -> ColdStart:
     """A per-node cache daemon: pull, start, and touch the host memory it pins up front."""
     pin_seconds = math.ceil(pinned_bytes / figures.PIN_BYTES_PER_SECOND)
-    return _weightless_cold_start(image, figures.MARGIN_RATIO, figures.DAEMON_START_SECONDS + pin_seconds)
+    return _weightless_cold_start([image], figures.MARGIN_RATIO, figures.DAEMON_START_SECONDS + pin_seconds)
+
+
+def prepull_cold_start(pulled: list[str]) -> ColdStart:
+    """The image pre-pull pod: its images pulled one after the other (the kubelet pulls serially by
+    default), its tiny containers' own start within the margin."""
+    return _weightless_cold_start(pulled, figures.MARGIN_RATIO, 0)
 
 
 def job_cold_start(image: str, active_deadline_seconds: int) -> ColdStart:
     """A Job Pulumi waits on: its own deadline bounds it, so Pulumi waits at least that long (the Job's
     failure, with its message, arrives before the engine gives up)."""
-    return _weightless_cold_start(image, 0.0, active_deadline_seconds)
+    return _weightless_cold_start([image], 0.0, active_deadline_seconds)
 
 
-def _weightless_cold_start(image: str, margin_ratio: float, other_seconds: int) -> ColdStart:
-    """A workload that loads no weights: its image pull, then `other_seconds` of its own."""
+def _weightless_cold_start(pulled: list[str], margin_ratio: float, other_seconds: int) -> ColdStart:
+    """A workload that loads no weights: its images pulled, then `other_seconds` of its own."""
     return cold_start(
         StartupInputs(
-            image=image,
-            image_bytes=image_bytes(image),
+            image=", ".join(pulled),
+            image_bytes=sum(image_bytes(i) for i in pulled),
             pull_bytes_per_second=figures.PULL_BYTES_PER_SECOND,
             weight_bytes=0,
             weight_source=figures.HUGGING_FACE,

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from components.specs import images
+from components.specs import images, prepull
 from components.specs.clusters import PoolSpec
 from components.specs.payoff import gbps
-from components.units import GiB
+from components.units import GiB, MiB
 from stacks import cold_start
 from stacks.hardware import Fit
 from stacks.offline import Recording
 from stacks.plan import StackPlan
+from stacks.prepull import serving_placement
 
 LOAD_ALERT = "TieredCacheLoadTooSlow"
 
@@ -210,6 +211,22 @@ def _model_cache_row(stack_plan: StackPlan) -> str:
 
 
 def _images_row(stack_plan: StackPlan) -> str:
+    how = _images_source(stack_plan)
+    pulled = prepull.pulled_images(stack_plan.prepull)
+    if pulled:
+        return (
+            f"{how}; {', '.join(f'`{i}`' for i in pulled)} pre-pulled onto every node of the serving pool at once"
+            f" by DaemonSet `{prepull.NAME}`, which the model servers start after"
+        )
+    if stack_plan.mirror is not None:
+        return how
+    server = stack_plan.model_server
+    if serving_placement(server.accelerator, stack_plan.model_server_manifests[-1]).constrained:
+        return f"{how}; `images.prepull: true` pulls them onto the serving pool's nodes ahead of the model servers"
+    return f"{how}; `images.prepull` (with `cache.node_pool`) would pull them onto the serving pool ahead of time"
+
+
+def _images_source(stack_plan: StackPlan) -> str:
     mirror, config = stack_plan.mirror, stack_plan.config
     if mirror is not None and mirror.cloud == "eks":
         rules = ", ".join(f"`{images.ECR_UPSTREAMS[r][0]}/` ({r})" for r in mirror.registries)
@@ -253,12 +270,16 @@ def _pool_rows(pools: list[PoolSpec]) -> list[tuple[str, str]]:
 
 
 def _fit_row(fit: Fit) -> tuple[str, str]:
-    allocatable = f" of {fit.allocatable.floor_to(GiB).quantity()} allocatable" if fit.allocatable else ""
+    # GiB, unless rounding the request up and the allocatable down would show a fit as an overflow.
+    unit = GiB
+    if fit.allocatable and fit.per_node.ceil_to(GiB).bytes > fit.allocatable.floor_to(GiB).bytes:
+        unit = MiB
+    allocatable = f" of {fit.allocatable.floor_to(unit).quantity()} allocatable" if fit.allocatable else ""
     auto = f"; `cache.tier.cpu: auto` chose {fit.largest_tier.human()}" if fit.largest_tier else ""
     return (
         "fit per node",
         f"{fit.pods_per_node} model-server pod{'s' if fit.pods_per_node != 1 else ''},"
-        f" {fit.per_node.ceil_to(GiB).quantity()} requested"
+        f" {fit.per_node.ceil_to(unit).quantity()} requested"
         f"{allocatable}{auto}",
     )
 
@@ -272,6 +293,11 @@ def _rollout_lines(stack_plan: StackPlan) -> list[str]:
     if stack_plan.lmcache_server:
         l1 = stack_plan.sizing.cpu_tier_per_pod.human()
         lines.append(f"LMCache server DaemonSet: one node at a time; each restart drops that node's {l1} L1")
+    if stack_plan.prepull:
+        lines.append(
+            f"image pre-pull DaemonSet `{prepull.NAME}`: every node at once (maxUnavailable 100%); a changed image"
+            " is on every node of the pool before the model servers roll"
+        )
     client = stack_plan.model_server.mooncake_client
     if stack_plan.mooncake_client and client is not None:
         lines.append(

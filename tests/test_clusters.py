@@ -222,7 +222,7 @@ def test_lustre_capacity_accepts_the_tier_steps() -> None:
 def test_tier_auto_on_a_node_too_small_gives_both_numbers() -> None:
     with pytest.raises(ConfigError) as caught:
         plan(loading.load_preset("existing-mi300", ["node_pools.mi300.host_memory=64GiB"]))
-    assert "'auto': even a 1 GiB tier needs 82Gi per node, beyond the 58Gi allocatable of node pool mi300" in str(
+    assert "'auto': even a 1 GiB tier needs 83Gi per node, beyond the 58Gi allocatable of node pool mi300" in str(
         caught.value
     )
 

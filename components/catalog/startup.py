@@ -25,6 +25,11 @@ IMAGE_BYTES: dict[str, int] = {
     "lmcache/vllm-openai": 14 * GB,
     "ghcr.io/llm-d/mooncake-master-store": 3 * GB,
     "docker.io/library/python": 50 * MB,
+    # The P/D routing sidecar: one Go binary on a distroless base, well under this.
+    "ghcr.io/llm-d/llm-d-router-disagg-sidecar": 100 * MB,
+    # Docker Hub's busybox (all variants) is about 2 MB, registry.k8s.io's pause under 1 MB.
+    "docker.io/library/busybox": 2 * MB,
+    "registry.k8s.io/pause": 1 * MB,
 }
 # An image the catalog does not know (`cache.image`): assume the largest model-server image.
 UNKNOWN_IMAGE_BYTES = 20 * GB

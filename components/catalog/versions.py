@@ -45,6 +45,10 @@ XPU_NATIVE_IMAGE = "ghcr.io/llm-d/llm-d-xpu-dev:pr-1230"
 XPU_LMCACHE_IMAGE = "ghcr.io/llm-d/llm-d-xpu-dev:pr-1731"
 # Init containers (upstream: `busybox` / `busybox:latest`, pinned here).
 BUSYBOX_IMAGE = "docker.io/library/busybox:1.37.0"
+# The image pre-pull DaemonSet: a statically linked busybox (the uclibc variant; the default glibc one
+# links dynamically) that runs inside any image, and the pause container its pods idle in.
+STATIC_BUSYBOX_IMAGE = "docker.io/library/busybox:1.37.0-uclibc"
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 # The verification Job: its script needs only the Python standard library.
 VERIFICATION_IMAGE = "docker.io/library/python:3.12.8-slim"
 # The model-cache Job: its fetch script, too, needs only the Python standard library.

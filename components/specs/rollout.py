@@ -38,6 +38,14 @@ def with_node_by_node_update(daemon_set: Manifest) -> Manifest:
     return {**daemon_set, "spec": spec}
 
 
+def with_all_nodes_update(daemon_set: Manifest) -> Manifest:
+    """A DaemonSet that serves nothing (the image pre-pull) updates on every node at once: its new pods
+    pull the new images in parallel, and the rollout that waits on them waits once, not once per node."""
+    rolling = {"maxUnavailable": "100%"}
+    spec = {**daemon_set["spec"], "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": rolling}}
+    return {**daemon_set, "spec": spec}
+
+
 def pod_selector(workload: Manifest) -> dict[str, str]:
     """The labels that select a workload's pods (a LeaderWorkerSet's are set by its controller)."""
     if workload["kind"] == "LeaderWorkerSet":
