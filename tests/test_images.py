@@ -73,6 +73,19 @@ def test_accelerator_pools_stream_images_and_the_system_pool_does_not_need_to(na
     assert all("gcfsConfig" not in p["nodeConfig"] for p in off.values())
 
 
+def test_streaming_pools_wait_for_the_container_file_system_api() -> None:
+    """GKE streams images only where the Container File System API is enabled (its requirements)."""
+    rows = _rows("gke-h100-lustre")
+    (api,) = [r for r in rows if r["type"] == "gcp:projects/service:Service" and "containerfilesystem" in r["name"]]
+    assert api["inputs"]["service"] == "containerfilesystem.googleapis.com"
+    assert api["inputs"]["disableOnDestroy"] is False
+    urn = f"{api['type']}::{api['name']}"
+    pools = [r for r in rows if r["type"] == "gcp:container/nodePool:NodePool" and not r["name"].endswith("-system")]
+    assert pools and all(urn in p["dependsOn"] for p in pools)
+    off = _rows("gke-h100-lustre", "images.mirror=off")
+    assert not [r for r in off if "containerfilesystem" in r["name"]]
+
+
 def test_mirror_off_pulls_from_upstream() -> None:
     assert not [r for r in _rows("gke-h100-lustre", "images.mirror=off") if r["type"] == REPOSITORY]
     assert "docker.io/vllm/vllm-openai:v0.26.0" in _images("gke-h100-lustre", "images.mirror=off")

@@ -98,6 +98,9 @@ class GkeCluster(pulumi.ComponentResource):
             opts=pool_opts,
         )
         out: dict[str, list[pulumi.Resource]] = {"system": [system]}
+        streaming = (
+            [self._image_streaming_api(name, args.project)] if any(p.image_streaming for p in args.pools) else []
+        )
         for pool in args.pools:
             out.setdefault(pool.key, []).append(
                 gcp.container.NodePool(
@@ -105,7 +108,17 @@ class GkeCluster(pulumi.ComponentResource):
                     cluster=cluster.name,
                     project=args.project,
                     **clusters.gke_accelerator_pool_args(pool, args.region, args.zone),
-                    opts=pool_opts,
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=streaming if pool.image_streaming else []),
                 )
             )
         return out
+
+    def _image_streaming_api(self, name: str, project: str) -> gcp.projects.Service:
+        """Image streaming needs the Container File System API (GKE: use image streaming, requirements)."""
+        return gcp.projects.Service(
+            f"{name}-containerfilesystem-api",
+            project=project,
+            service=clusters.IMAGE_STREAMING_API,
+            disable_on_destroy=False,  # other clusters of the project may stream images too
+            opts=pulumi.ResourceOptions(parent=self),
+        )

@@ -13,6 +13,9 @@ from components.catalog.machines import MachineType
 Args = dict[str, Any]
 POOL_LABEL = "llm-d.ai/node-pool"  # created pools label their nodes with their key
 
+# GKE image streaming reads images through the Container File System API, which must be enabled.
+IMAGE_STREAMING_API = "containerfilesystem.googleapis.com"
+
 
 @dataclass(frozen=True)
 class PoolSpec:
