@@ -607,19 +607,47 @@ def _mirror(config: StackConfig, registries: set[str]) -> Mirror | None:
     )
 
 
+# The router chart's images: (registry, repository) as its values split them, and the Envoy preset's image.
+_CHART_IMAGES = (
+    tuple(versions.EPP_IMAGE_REPOSITORY.rsplit("/", 1)),
+    (versions.CHART_TOKENIZER_REGISTRY, versions.CHART_TOKENIZER_REPOSITORY),
+)
+
+
+def _registry_through(mirror: Mirror, registry: str, repository: str) -> str | None:
+    """The registry value that makes the chart's `<registry>/<repository>:<tag>` come through the mirror."""
+    upstream = f"{registry}/{repository}"
+    mirrored = mirror.image(upstream)
+    return None if mirrored == upstream else mirrored.removesuffix(f"/{repository}")
+
+
+def router_values_through(values: dict[str, Any], mirror: Mirror) -> dict[str, Any]:
+    """The chart's images through the mirror: the EPP's and the tokenizer's registries (the chart keeps
+    their repositories and tags), the Envoy preset's whole image (the chart takes it as one string)."""
+    out = copy.deepcopy(values)
+    router = out["router"]
+    epp = _registry_through(mirror, *_CHART_IMAGES[0])
+    if epp:
+        router["epp"].setdefault("image", {})["registry"] = epp
+    tokenizer = _registry_through(mirror, *_CHART_IMAGES[1])
+    if tokenizer and "tokenizer" in router:
+        router["tokenizer"].setdefault("image", {})["registry"] = tokenizer
+    envoy = mirror.image(versions.CHART_ENVOY_IMAGE)
+    if envoy != versions.CHART_ENVOY_IMAGE and router.get("proxy", {}).get("proxyType", "envoy") == "envoy":
+        router.setdefault("proxy", {})["image"] = envoy
+    return out
+
+
 def _through_mirror(stack_plan: StackPlan) -> StackPlan:
-    """Every image the stack renders, and the router's endpoint picker, referenced through the mirror."""
+    """Every image the stack renders, and the router chart's, referenced through the mirror."""
     p = stack_plan
     every = [m for r in p.roles for m in r.manifests]
     every += p.model_cache_manifests + p.mooncake_master + p.mooncake_client + p.lmcache_server + p.verification
     every += p.prepull
-    epp = versions.EPP_IMAGE_REPOSITORY
-    mirror = _mirror(p.config, {images.split_image(i)[0] for i in [*images.images(every), epp]})
+    chart = [versions.CHART_ENVOY_IMAGE, *(f"{registry}/{repository}" for registry, repository in _CHART_IMAGES)]
+    mirror = _mirror(p.config, {images.split_image(i)[0] for i in [*images.images(every), *chart]})
     if mirror is None:
         return stack_plan
-    values = copy.deepcopy(p.router_values)
-    if mirror.image(epp) != epp:
-        values["router"]["epp"].setdefault("image", {})["registry"] = mirror.image(epp).rsplit("/", 1)[0]
     return dataclasses.replace(
         p,
         roles=[Role(r.spec, images.rewrite(r.manifests, mirror.image)) for r in p.roles],
@@ -629,7 +657,7 @@ def _through_mirror(stack_plan: StackPlan) -> StackPlan:
         lmcache_server=images.rewrite(p.lmcache_server, mirror.image),
         verification=images.rewrite(p.verification, mirror.image),
         prepull=images.rewrite(p.prepull, mirror.image),
-        router_values=values,
+        router_values=router_values_through(p.router_values, mirror),
         mirror=mirror,
     )
 

@@ -8,7 +8,10 @@ from typing import Any
 
 import pytest
 
+from components.catalog import versions
 from components.specs import images
+from stacks.plan import Mirror, router_values_through
+from tests.helm import CHART_VERSION, ChartInputs, chart_inputs, template
 from tests.helpers import manifests, rendered, resources
 
 AR = "us-central1-docker.pkg.dev/my-gcp-project/"
@@ -163,3 +166,74 @@ def test_ecr_credentials_must_be_pull_through_cache_secrets() -> None:
     bad = "images.ecr_credentials={docker.io: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:hub'}"
     with pytest.raises(Exception, match="ecr-pullthroughcache"):
         rendered("eks-h100-efs", (bad,))
+
+
+def _chart_images(objects: list[dict[str, Any]]) -> dict[str, str]:
+    """Container name -> image, over every pod template the chart renders."""
+    return {
+        c["name"]: c["image"]
+        for o in objects
+        if o["kind"] in ("Deployment", "StatefulSet", "DaemonSet")
+        for c in [
+            *o["spec"]["template"]["spec"].get("initContainers", []),
+            *o["spec"]["template"]["spec"]["containers"],
+        ]
+    }
+
+
+@pytest.mark.parametrize("chart", [CHART_VERSION, "v0"])
+def test_the_images_the_program_mirrors_are_the_ones_the_real_chart_renders(chart: str) -> None:
+    """Without a mirror, the chart's own defaults: the program's record of them (the images it routes
+    through a mirror) must be what the chart really uses, or a mirrored stack would pin other images."""
+    found = _chart_images(template(chart_inputs("gpu-vllm-lmcache-server-routing"), chart).objects)
+    envoy = [i for i in found.values() if "envoy" in i]
+    assert envoy == [versions.CHART_ENVOY_IMAGE]
+    tokenizer = [i for i in found.values() if "vllm-openai-cpu" in i]
+    assert [i.rsplit(":", 1)[0] for i in tokenizer] == [
+        f"{versions.CHART_TOKENIZER_REGISTRY}/{versions.CHART_TOKENIZER_REPOSITORY}"
+    ]
+    assert [i.rsplit(":", 1)[0] for i in found.values() if "endpoint-picker" in i] == [versions.EPP_IMAGE_REPOSITORY]
+
+
+MIRRORS = {
+    "gke": (Mirror("us-central1", "my-gcp-project", ["docker.io", "ghcr.io"]), AR),
+    "eks": (
+        Mirror("us-east-1", "123456789012", ["docker.io", "ghcr.io"], cloud="eks"),
+        "123456789012.dkr.ecr.us-east-1.amazonaws.com/",
+    ),
+}
+
+
+@pytest.mark.parametrize("mirror", MIRRORS)
+@pytest.mark.parametrize("chart", [CHART_VERSION, "v0"])
+@pytest.mark.parametrize("name", ["gpu-vllm-lmcache-server-routing", "gpu-vllm-native-cpu"])
+def test_through_a_mirror_every_image_the_real_chart_renders_comes_through_it(
+    name: str, chart: str, mirror: str
+) -> None:
+    """EPP, Envoy and the tokenizer sidecar: Helm renders the real chart with the mirrored values."""
+    through, prefix = MIRRORS[mirror]
+    inputs = chart_inputs(name)
+    values = router_values_through(inputs.values, through)
+    found = _chart_images(template(ChartInputs(inputs.release, inputs.namespace, values), chart).objects)
+    assert len(found) >= 2
+    assert all(i.startswith(prefix) for i in found.values()), found
+
+
+def test_a_registry_the_mirror_does_not_serve_keeps_the_charts_image() -> None:
+    """ECR without Docker Hub credentials: Envoy and the tokenizer come from Docker Hub, as the chart has them."""
+    ghcr_only = Mirror("us-east-1", "123456789012", ["ghcr.io"], cloud="eks")
+    inputs = chart_inputs("gpu-vllm-lmcache-server-routing")
+    values = router_values_through(inputs.values, ghcr_only)
+    assert "image" not in values["router"]["proxy"]
+    assert "registry" not in values["router"]["tokenizer"].get("image", {})
+    found = _chart_images(template(ChartInputs(inputs.release, inputs.namespace, values)).objects)
+    assert versions.CHART_ENVOY_IMAGE in found.values()
+    assert any(i.startswith("123456789012.dkr.ecr.us-east-1.amazonaws.com/github/") for i in found.values())
+
+
+def test_created_gke_clusters_mirror_the_router_charts_images() -> None:
+    values = json.loads(json.dumps(next(
+        r["inputs"]["values"] for r in _rows("gke-h100-lustre")
+        if r["type"] == "kubernetes:helm.sh/v4:Chart" and r["name"] == "llmd-router-chart"
+    )))  # fmt: skip
+    assert values["router"]["proxy"]["image"] == f"{AR}docker-io/envoyproxy/envoy:distroless-v1.33.2"

@@ -20,6 +20,8 @@ KNOWN_ELSEWHERE = {
     "tokenizer.flavor": "chart v1.0.0's tokenizer flavor (the LMCache seed's values)",
     "modelServers.matchLabels": "required by the template; the standalone values leave modelServers null",
     "proxy.args": "replaces the proxy preset's args (router-chart.md)",
+    "proxy.image": "replaces the proxy preset's image (values.yaml: 'set proxy.image to replace the preset image');"
+    " tests/test_images.py renders it through Helm",
 }
 OPAQUE = {"matchLabels", "pluginsConfig", "pluginsCustomConfig", "flags", "resources", "monitoring", "tokenizer"}
 

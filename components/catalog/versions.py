@@ -7,6 +7,10 @@ ROUTER_VERSION = "v1.0.0"
 ROUTER_CHART = "oci://ghcr.io/llm-d/charts/llm-d-router-standalone"
 # The chart's endpoint-picker image (`router.epp.image.{registry,repository}` defaults; tag: the router version).
 EPP_IMAGE_REPOSITORY = "ghcr.io/llm-d/llm-d-router-endpoint-picker"
+# The chart's other images (v0.10.0 and main agree; tests/test_router_helm.py renders both): the Envoy
+# proxy preset (`router.proxy.image` replaces it) and the tokenizer sidecar (`router.tokenizer.image.*`).
+CHART_ENVOY_IMAGE = "docker.io/envoyproxy/envoy:distroless-v1.33.2"
+CHART_TOKENIZER_REGISTRY, CHART_TOKENIZER_REPOSITORY = "docker.io", "vllm/vllm-openai-cpu"
 
 # Gateway API Inference Extension: the InferencePool CRD.
 GAIE_VERSION = "v1.6.2"
