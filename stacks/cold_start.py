@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from components.catalog import startup as figures
 from components.specs import images, prepull
 from components.specs.startup import ColdStart
 from components.units import GB
@@ -36,13 +37,15 @@ def restart(stack_plan: StackPlan, cache_on: bool) -> ColdStart:
 def cases(stack_plan: StackPlan) -> list[Case]:
     server, mirror = stack_plan.model_server, stack_plan.mirror
     gb = startup.image_bytes(server.image) / GB
+    streamed = mirror is not None and mirror.cloud == "gke"
     pulled = f"{gb:.1f} GB " + (
-        "through the Artifact Registry mirror, streamed"
-        if mirror and mirror.cloud == "gke"
+        "through the Artifact Registry mirror (first pull of the image: whole)"
+        if streamed
         else "through the ECR pull-through cache"
         if mirror and images.split_image(server.image)[0] in mirror.registries
         else "pulled from the upstream registry"
     )
+    read = f"streamed: {gb * figures.STREAMED_IMAGE_READ_RATIO:.1f} GB read at start (assumed)"
     on = server.model_cache is not None
     source = startup.weight_source(stack_plan.config, server.model_cache)
     weights = (
@@ -56,7 +59,12 @@ def cases(stack_plan: StackPlan) -> list[Case]:
         first = Case("first pod (empty caches)", _pod(stack_plan, on, image_on_node=True), ahead, weights)
     out = [
         first,
-        Case("later pod, new node", _pod(stack_plan, on, warm=True), pulled, weights),
+        Case(
+            "later pod, new node",
+            _pod(stack_plan, on, warm=True, image_streamed=streamed),
+            read if streamed else pulled,
+            weights,
+        ),
         Case("restart on its node", restart(stack_plan, on), "on the node", weights),
     ]
     if on:

@@ -56,11 +56,13 @@ def model_server_cold_start(
     *,
     readers: int = 1,
     image_on_node: bool = False,
+    image_streamed: bool = False,
     warm: bool = False,
 ) -> ColdStart:
     """One model-server pod. By default on a node that has neither its image nor its weights, with an
     empty compile cache; `readers` pods read the model cache at once; `warm`: its compile cache is filled
-    (a restart, or any pod after the first, when the compile cache is kept)."""
+    (a restart, or any pod after the first, when the compile cache is kept); `image_streamed`: GKE
+    streams the image (not its first pull), so the pod waits only for what it reads at start."""
     profile = figures.LOAD_PROFILES[accelerator]
     streamed = cache is not None and cache.load_format == "runai_streamer"
     compile_seconds = profile.compile_seconds
@@ -69,7 +71,7 @@ def model_server_cold_start(
     return cold_start(
         StartupInputs(
             image=image,
-            image_bytes=0 if image_on_node else image_bytes(image),
+            image_bytes=0 if image_on_node else _pulled_bytes(image, image_streamed),
             pull_bytes_per_second=figures.PULL_BYTES_PER_SECOND,
             weight_bytes=model.weight_bytes.bytes,
             weight_source=weight_source(config, cache, readers),
@@ -81,6 +83,11 @@ def model_server_cold_start(
             margin_floor_seconds=figures.MARGIN_FLOOR_SECONDS,
         )
     )
+
+
+def _pulled_bytes(image: str, streamed: bool) -> int:
+    size = image_bytes(image)
+    return math.ceil(size * figures.STREAMED_IMAGE_READ_RATIO) if streamed else size
 
 
 def fetch_job_cold_start(config: StackConfig, cache: ModelCache, model: ModelSpec) -> ColdStart:

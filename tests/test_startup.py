@@ -1,5 +1,6 @@
 """The cold-start model and the await budgets it gives every workload Pulumi waits for."""
 
+import math
 from typing import Any
 
 import pytest
@@ -8,6 +9,7 @@ from components.catalog import startup as figures
 from components.catalog.models import MODELS
 from components.specs.startup import ColdStart, StartupInputs, cold_start, probe_failure_threshold
 from components.units import GB, MB
+from stacks import cold_start as cold_start_table
 from stacks import loading
 from stacks.plan import plan
 from stacks.startup import image_bytes, model_server_cold_start
@@ -109,3 +111,19 @@ def test_the_summary_shows_each_budget_and_its_parts() -> None:
     line = next(row for row in text.splitlines() if row.startswith("| `gpu-vllm-decode`"))
     for part in ("image pull", "weights (huggingface)", "load", "compile", "margin", "x 2 in turn"):
         assert part in line
+
+
+def test_streamed_images_shorten_later_pods_but_not_the_first_pull_or_the_budget() -> None:
+    """GKE streams an image only once it has been pulled through Artifact Registry: the first pod pulls it
+    whole (and the await budget assumes it), later pods on new nodes wait for what they read at start."""
+    stack_plan = plan(loading.load_preset("gke-h100-lustre"))
+    first, later = cold_start_table.cases(stack_plan)[:2]
+    whole = math.ceil(image_bytes(stack_plan.model_server.image) / figures.PULL_BYTES_PER_SECOND)
+    assert first.cold.image_pull == whole
+    assert later.cold.image_pull == math.ceil(whole * figures.STREAMED_IMAGE_READ_RATIO) < whole
+    (budget,) = [
+        b for b in stack_plan.budgets if b.workload == stack_plan.model_server_manifests[-1]["metadata"]["name"]
+    ]
+    assert budget.cold_start.image_pull == whole
+    unstreamed = plan(loading.load_preset("gke-h100-lustre", ["images.mirror=off"]))
+    assert cold_start_table.cases(unstreamed)[1].cold.image_pull == whole
