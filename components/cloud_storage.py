@@ -114,8 +114,21 @@ class EfsStorage(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: EfsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llmd:storage:EfsStorage", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
         tags = {"llm-d.ai/stack": args.name}
+        file_system, targets = self._file_system(name, args, tags)
+        driver = self._csi_driver(name, args, tags)
+        declare(
+            f"{name}-class",
+            storage.efs_storage_class(file_system.id),
+            pulumi.ResourceOptions(parent=self, depends_on=[driver, *targets]),
+        )
+        self.register_outputs({"fileSystemId": file_system.id})
+
+    def _file_system(
+        self, name: str, args: EfsArgs, tags: dict[str, str]
+    ) -> tuple[aws.efs.FileSystem, list[aws.efs.MountTarget]]:
+        """The file system and a mount target per node subnet, reachable from the nodes over NFS only."""
+        child = pulumi.ResourceOptions(parent=self)
         file_system = aws.efs.FileSystem(
             f"{name}-fs",
             encrypted=True,
@@ -149,6 +162,11 @@ class EfsStorage(pulumi.ComponentResource):
             )
             for i, subnet in enumerate(args.subnet_ids)
         ]
+        return file_system, targets
+
+    def _csi_driver(self, name: str, args: EfsArgs, tags: dict[str, str]) -> aws.eks.Addon:
+        """The EFS CSI driver add-on, with the IRSA role its controller assumes."""
+        child = pulumi.ResourceOptions(parent=self)
         namespace, service_account = storage.EFS_CSI_SERVICE_ACCOUNT
         role = aws.iam.Role(
             f"{name}-csi",
@@ -161,16 +179,10 @@ class EfsStorage(pulumi.ComponentResource):
         attachment = aws.iam.RolePolicyAttachment(
             f"{name}-csi", role=role.name, policy_arn=storage.EFS_CSI_POLICY, opts=child
         )
-        driver = aws.eks.Addon(
+        return aws.eks.Addon(
             f"{name}-csi-driver",
             cluster_name=args.cluster_name,
             addon_name="aws-efs-csi-driver",
             service_account_role_arn=role.arn,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[attachment]),
         )
-        declare(
-            f"{name}-class",
-            storage.efs_storage_class(file_system.id),
-            pulumi.ResourceOptions(parent=self, depends_on=[driver, *targets]),
-        )
-        self.register_outputs({"fileSystemId": file_system.id})

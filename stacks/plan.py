@@ -694,16 +694,14 @@ def _budget_workloads(
     return [with_await_budget(m, budget.seconds, wait_for) if m["kind"] in kinds else m for m in manifests]
 
 
-def _with_await_budgets(stack_plan: StackPlan) -> StackPlan:
-    """Every workload Pulumi awaits gets an explicit budget above its modeled cold start: model servers
-    (a rolling update restarts their pods one after the other), cache daemons, the verification Job."""
+def _model_server_budgets(stack_plan: StackPlan) -> tuple[list[Role], list[AwaitBudget]]:
+    """A rolling update restarts a role's pods one after the other: a cold start per replica."""
     config, server = stack_plan.config, stack_plan.model_server
     pods = sum(r.spec.replicas * r.spec.group_size for r in stack_plan.roles)
     cold = startup.model_server_cold_start(
         config, server.accelerator.key, server.model, server.image, server.model_cache, readers=pods
     )
-    budgets: list[AwaitBudget] = []
-    roles = []
+    roles, budgets = [], []
     for role in stack_plan.roles:
         workload = role.manifests[-1]
         budget = AwaitBudget(workload["metadata"]["name"], cold, waves=role.spec.replicas)
@@ -711,55 +709,62 @@ def _with_await_budgets(stack_plan: StackPlan) -> StackPlan:
         lws = workload["kind"] == "LeaderWorkerSet"  # no built-in await: the generic one, on its condition
         awaited = _budget_workloads(role.manifests, (workload["kind"],), budget, "condition=Available" if lws else None)
         roles.append(Role(role.spec, awaited))
-    nodes = _nodes_of_stack(stack_plan)
-    lmcache_server, mooncake_client, mooncake_master = (
-        stack_plan.lmcache_server,
-        stack_plan.mooncake_client,
-        stack_plan.mooncake_master,
-    )
-    if lmcache_server:
-        l1 = stack_plan.sizing.cpu_tier_per_pod.bytes
+    return roles, budgets
+
+
+def _other_budgets(stack_plan: StackPlan) -> list[tuple[str, str, AwaitBudget]]:
+    """(StackPlan field, awaited kind, budget) of each workload beside the model servers: the image pre-pull
+    (every node at once), the per-node cache daemons (one node at a time), the Mooncake master, the
+    verification Job (bounded by its own deadline)."""
+    nodes, out = _nodes_of_stack(stack_plan), []
+    if stack_plan.prepull:
+        pulled = startup.prepull_cold_start(images.images(stack_plan.prepull))
+        out.append(("prepull", "DaemonSet", AwaitBudget(prepull.NAME, pulled, 1)))
+    if stack_plan.lmcache_server:
         image = versions.lmcache_image(stack_plan.config.lmcache.version)
-        budget = AwaitBudget(lmcache.NAME, startup.daemon_cold_start(image, l1), nodes)
-        budgets.append(budget)
-        lmcache_server = _budget_workloads(lmcache_server, ("DaemonSet",), budget)
-    if mooncake_master:
-        budget = AwaitBudget(mooncake.MASTER, startup.daemon_cold_start(versions.MOONCAKE_IMAGE, 0), 1)
-        budgets.append(budget)
-        mooncake_master = _budget_workloads(mooncake_master, ("Deployment",), budget)
-    if mooncake_client:
+        cold = startup.daemon_cold_start(image, stack_plan.sizing.cpu_tier_per_pod.bytes)
+        out.append(("lmcache_server", "DaemonSet", AwaitBudget(lmcache.NAME, cold, nodes)))
+    if stack_plan.mooncake_master:
+        cold = startup.daemon_cold_start(versions.MOONCAKE_IMAGE, 0)
+        out.append(("mooncake_master", "Deployment", AwaitBudget(mooncake.MASTER, cold, 1)))
+    if stack_plan.mooncake_client:
         pinned = stack_plan.roles[-1].spec.mooncake_client
-        cold_client = startup.daemon_cold_start(versions.MOONCAKE_IMAGE, pinned.dram.bytes if pinned else 0)
-        budget = AwaitBudget(mooncake.CLIENT, cold_client, nodes)
-        budgets.append(budget)
-        mooncake_client = _budget_workloads(mooncake_client, ("DaemonSet",), budget)
+        cold = startup.daemon_cold_start(versions.MOONCAKE_IMAGE, pinned.dram.bytes if pinned else 0)
+        out.append(("mooncake_client", "DaemonSet", AwaitBudget(mooncake.CLIENT, cold, nodes)))
+    if stack_plan.verification:
+        job = next(m for m in stack_plan.verification if m["kind"] == "Job")
+        cold = startup.job_cold_start(stack_plan.config.verification.image, int(job["spec"]["activeDeadlineSeconds"]))
+        out.append(("verification", "Job", AwaitBudget(job["metadata"]["name"], cold, 1)))
+    return out
+
+
+def _with_await_budgets(stack_plan: StackPlan) -> StackPlan:
+    """Every workload Pulumi awaits gets an explicit budget above its modeled cold start; the summary lists
+    them in the order `pulumi up` meets them."""
+    roles, server_budgets = _model_server_budgets(stack_plan)
+    fetch = []
     if stack_plan.model_cache is not None:  # its Job carries its budget already (it names the Job)
         job = next(m for m in stack_plan.model_cache_manifests if m["kind"] == "Job")
-        fetch = _fetch_budget(config, stack_plan.model_cache, server.model)
-        budgets.insert(0, dataclasses.replace(fetch, workload=job["metadata"]["name"]))
-    prepulled = stack_plan.prepull
-    if prepulled:  # every node at once: one wave
-        pulled = images.images(prepulled)
-        budget = AwaitBudget(prepull.NAME, startup.prepull_cold_start(pulled), 1)
-        budgets.insert(0, budget)
-        prepulled = _budget_workloads(prepulled, ("DaemonSet",), budget)
-    verification = stack_plan.verification
-    if verification:
-        job = next(m for m in verification if m["kind"] == "Job")
-        deadline = int(job["spec"]["activeDeadlineSeconds"])
-        cold_job = startup.job_cold_start(stack_plan.config.verification.image, deadline)
-        budget = AwaitBudget(job["metadata"]["name"], cold_job, 1)
-        budgets.append(budget)
-        verification = _budget_workloads(verification, ("Job",), budget)
+        budget = _fetch_budget(stack_plan.config, stack_plan.model_cache, stack_plan.model_server.model)
+        fetch.append(dataclasses.replace(budget, workload=job["metadata"]["name"]))
+    others = _other_budgets(stack_plan)
+    awaited = {field: _budget_workloads(getattr(stack_plan, field), (kind,), b) for field, kind, b in others}
+    before = [b for field, _, b in others if field == "prepull"]
+    after = [b for field, _, b in others if field != "prepull"]
+
+    def budgeted(field: str) -> list[Manifest]:
+        current: list[Manifest] = getattr(stack_plan, field)
+        return awaited.get(field, current)
+
     return dataclasses.replace(
         stack_plan,
         roles=roles,
-        lmcache_server=lmcache_server,
-        mooncake_master=mooncake_master,
-        mooncake_client=mooncake_client,
-        verification=verification,
-        prepull=prepulled,
-        budgets=budgets,
+        prepull=budgeted("prepull"),
+        lmcache_server=budgeted("lmcache_server"),
+        mooncake_master=budgeted("mooncake_master"),
+        mooncake_client=budgeted("mooncake_client"),
+        verification=budgeted("verification"),
+        budgets=[*before, *fetch, *server_budgets, *after],
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.machines import MACHINES
 from components.catalog.models import MODELS
-from components.catalog.support import SUPPORTED, supported_for
+from components.catalog.support import SUPPORTED, ComboDefaults, supported_for
 from components.units import ByteSize, GiB
 from stacks import formats
 from stacks.config import StackConfig
@@ -28,6 +28,31 @@ def check_stack(config: StackConfig) -> None:
             f"not supported for {'/'.join(combo[:4])}; allowed: {', '.join(defaults.platforms)}",
         )
 
+    _check_sizes(config, defaults)
+
+    if cache.connector == "lmcache-server":
+        block = ACCELERATORS[cache.accelerator].kv_block_tokens
+        if config.lmcache.chunk_size % block:
+            raise ConfigError(
+                "lmcache.chunk_size",
+                config.lmcache.chunk_size,
+                f"must be a multiple of the model server's {block}-token KV block, or LMCache chunks split blocks",
+            )
+    elif config.lmcache.model_fields_set:
+        raise ConfigError(
+            "lmcache", sorted(config.lmcache.model_fields_set), "applies only with cache.connector lmcache-server"
+        )
+
+    if cache.node_pool is not None and cache.node_pool not in config.node_pools:
+        allowed = ", ".join(sorted(config.node_pools)) or "none are described in node_pools"
+        raise ConfigError("cache.node_pool", cache.node_pool, f"allowed: {allowed}")
+    check_cluster(config)
+    check_storage(config)
+
+
+def _check_sizes(config: StackConfig, defaults: ComboDefaults) -> None:
+    """Tensor parallelism against the model and the pod's chips; tier sizes the connector can take."""
+    cache = config.cache
     model = MODELS[cache.model or defaults.model]
     tp = cache.tensor_parallelism or defaults.tensor_parallelism
     if model.attention_heads % tp:
@@ -55,25 +80,6 @@ def check_stack(config: StackConfig) -> None:
                 cache.tier.cpu.human(),
                 f"Mooncake segments are whole GiB{' per rank' if ranks > 1 else ''}: use a multiple of {ranks} GiB",
             )
-
-    if cache.connector == "lmcache-server":
-        block = ACCELERATORS[cache.accelerator].kv_block_tokens
-        if config.lmcache.chunk_size % block:
-            raise ConfigError(
-                "lmcache.chunk_size",
-                config.lmcache.chunk_size,
-                f"must be a multiple of the model server's {block}-token KV block, or LMCache chunks split blocks",
-            )
-    elif config.lmcache.model_fields_set:
-        raise ConfigError(
-            "lmcache", sorted(config.lmcache.model_fields_set), "applies only with cache.connector lmcache-server"
-        )
-
-    if cache.node_pool is not None and cache.node_pool not in config.node_pools:
-        allowed = ", ".join(sorted(config.node_pools)) or "none are described in node_pools"
-        raise ConfigError("cache.node_pool", cache.node_pool, f"allowed: {allowed}")
-    check_cluster(config)
-    check_storage(config)
 
 
 def _machines_on(cloud: str) -> str:

@@ -81,20 +81,7 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
         "",
         *_payoff(stack_plan),
         "",
-        "## Cold start",
-        "",
-        "One model-server pod, modeled (components/catalog/startup.py and model_cache.py give each figure's"
-        " source): the first pod finds the compile cache empty; later pods and restarts find it filled.",
-        "",
-        *_table(("case", "image", "weights", "pull", "fetch", "load", "compile", "total"), cold_start.rows(stack_plan)),
-        "",
-        "## Await budgets",
-        "",
-        "How long `pulumi up` waits for each workload before it fails (`pulumi.com/timeoutSeconds`),"
-        " from the cold-start model of one pod (image pull on a new node, weights, load, compile) and a margin:",
-        "",
-        *_table(("workload", "budget"), [(f"`{b.workload}`", b.describe()) for b in stack_plan.budgets]),
-        "",
+        *_startup(stack_plan),
         "## How a template change rolls",
         "",
         *(f"- {line}" for line in _rollout_lines(stack_plan)),
@@ -114,6 +101,28 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _startup(stack_plan: StackPlan) -> list[str]:
+    """The cold start table and the await budgets it gives each workload."""
+    cases = cold_start.rows(stack_plan)
+    budgets = [(f"`{b.workload}`", b.describe()) for b in stack_plan.budgets]
+    return [
+        "## Cold start",
+        "",
+        "One model-server pod, modeled (components/catalog/startup.py and model_cache.py give each figure's"
+        " source): the first pod finds the compile cache empty; later pods and restarts find it filled.",
+        "",
+        *_table(("case", "image", "weights", "pull", "fetch", "load", "compile", "total"), cases),
+        "",
+        "## Await budgets",
+        "",
+        "How long `pulumi up` waits for each workload before it fails (`pulumi.com/timeoutSeconds`),"
+        " from the cold-start model of one pod (image pull on a new node, weights, load, compile) and a margin:",
+        "",
+        *_table(("workload", "budget"), budgets),
+        "",
+    ]
 
 
 def _core_rows(stack_plan: StackPlan, recording: Recording) -> list[tuple[str, str]]:
