@@ -43,6 +43,11 @@ def changed_fields(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, 
     return [(p, a.get(p), b.get(p)) for p in sorted(a.keys() | b.keys()) if a.get(p) != b.get(p)]
 
 
+def dependency_changes(old: list[str], new: list[str]) -> list[str]:
+    """A resource's dependencies are a set: what it now waits for, and what it no longer does."""
+    return [f"+ `{d}`" for d in sorted(set(new) - set(old))] + [f"- `{d}`" for d in sorted(set(old) - set(new))]
+
+
 def _index(resources_json: str) -> dict[Key, dict[str, Any]]:
     return {(r["type"], r["name"]): r for r in json.loads(resources_json)}
 
@@ -60,17 +65,19 @@ def diff_renders(name: str, old: str, new: str) -> str:
         lines.append(f"- added `{key[0]}` **{key[1]}**")
     for key in sorted(before.keys() - after.keys()):
         lines.append(f"- removed `{key[0]}` **{key[1]}**")
-    compared = ("inputs", "dependsOn", "parent", "provider", "options")
+    compared = ("inputs", "parent", "provider", "options")
     input_paths: dict[Key, list[str]] = {}
     for key in sorted(before.keys() & after.keys()):
         fields = changed_fields(
             {k: before[key].get(k) for k in compared},
             {k: after[key].get(k) for k in compared},
         )
-        if fields:
+        dependencies = dependency_changes(before[key].get("dependsOn") or [], after[key].get("dependsOn") or [])
+        if fields or dependencies:
             input_paths[key] = [p.removeprefix("inputs.") for p, _, _ in fields if p.startswith("inputs.")]
             lines.append(f"- changed `{key[0]}` **{key[1]}**")
             lines += [f"  - `{path}`: {_show(a)} → {_show(b)}" for path, a, b in fields]
+            lines += [f"  - dependsOn: {change}" for change in dependencies]
     if not lines:
         return ""
     plan = changeplan.plan_lines(before, after, input_paths)

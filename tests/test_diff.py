@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from stacks.diff import changed_fields, diff_renders
+from stacks.diff import changed_fields, dependency_changes, diff_renders
 from tests.helpers import rendered
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -125,3 +125,13 @@ def test_an_unprotected_replacement_with_a_fixed_name_deletes_first() -> None:
     plan = diff_renders("x", old, new).split("#### Field diff")[0]
     [claim] = [line for line in plan.splitlines() if "PersistentVolumeClaim" in line]
     assert "delete-first: `spec.storageClassName` cannot change in place" in claim
+
+
+def test_dependencies_show_as_added_and_removed_not_as_shifted_positions() -> None:
+    assert dependency_changes(["a", "b", "c"], ["x", "a", "b", "c"]) == ["+ `x`"]
+    assert dependency_changes(["a", "b"], ["b"]) == ["- `a`"]
+    assert dependency_changes(["a", "b"], ["b", "a"]) == []
+    text = diff_renders("existing-mi300", rendered("existing-mi300", ("images.prepull=false",)).resources,
+                        rendered("existing-mi300").resources)  # fmt: skip
+    assert "  - dependsOn: + `kubernetes:apps/v1:DaemonSet::llmd-image-prepull-image-prepull`" in text
+    assert "dependsOn[" not in text
