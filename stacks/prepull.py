@@ -34,11 +34,14 @@ def prepull_manifests(
         return []
     placement = serving_placement(accelerator, serving[-1])
     if not placement.constrained:
+        pool = config.cache.node_pool
+        where = (
+            f"needs the model servers' node pool {pool} to select its nodes by label (node_pools.{pool}.labels)"
+            if pool
+            else "needs the model servers placed on a pool (cache.node_pool)"
+        )
         raise ConfigError(
-            "images.prepull",
-            True,
-            "needs the model servers placed on a pool (cache.node_pool): unplaced, the DaemonSet would pull"
-            " every image onto every node of the cluster",
+            "images.prepull", True, f"{where}: unplaced, the DaemonSet would pull every image onto every node"
         )
     return prepull.prepull_manifests(
         prepull.PrepullSpec(config.namespace, images.images([*serving, *daemons]), placement)

@@ -198,6 +198,12 @@ def test_unplaced_model_servers_are_refused_in_one_line() -> None:
     message = str(caught.value)
     assert message.startswith("invalid stack config: images.prepull = True: needs the model servers placed")
     assert "\n" not in message
+    with pytest.raises(ConfigError) as caught:
+        _plan("existing-b60", "node_pools.b60.labels={}")
+    assert str(caught.value) == (
+        "invalid stack config: images.prepull = True: needs the model servers' node pool b60 to select its nodes"
+        " by label (node_pools.b60.labels): unplaced, the DaemonSet would pull every image onto every node"
+    )
 
 
 def test_the_first_pod_finds_its_image_and_the_summary_says_so() -> None:
