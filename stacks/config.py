@@ -364,7 +364,8 @@ class AlertThresholds(_Section):
     loads_per_store: float = Field(default=0.01, ge=0, le=1, description="loaded / stored bytes below this")
     min_load_bandwidth: Annotated[ByteSize | None, _size_between(ByteSize(1), MAX_STORAGE)] = Field(
         default=None,
-        description="bytes per second a CPU->HBM load must beat; default: the stack's derived break-even"
+        description="bytes per second one device's CPU->HBM loads must beat (vLLM sums load bytes and load time"
+        " over a pod's ranks, so their ratio is per device); default: the stack's derived break-even per device"
         " (the summary's payoff table)",
     )
     router_hit_ratio_margin: float = Field(

@@ -458,7 +458,9 @@ def _thresholds(config: StackConfig, stack_payoff: payoff.Payoff) -> alerts.Thre
         hbm_hit_rate_drop=t.hbm_hit_rate_drop,
         loads_per_store=t.loads_per_store,
         min_load_bandwidth_bytes=(
-            t.min_load_bandwidth.bytes if t.min_load_bandwidth is not None else round(stack_payoff.break_even)
+            t.min_load_bandwidth.bytes
+            if t.min_load_bandwidth is not None
+            else round(stack_payoff.break_even_per_device)
         ),
         router_hit_ratio_margin=t.router_hit_ratio_margin,
         lmcache_hit_rate_floor=t.lmcache_hit_rate_floor,

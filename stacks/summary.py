@@ -33,9 +33,11 @@ def _payoff(stack_plan: StackPlan) -> list[str]:
         rows.append(
             (
                 f"`{LOAD_ALERT}` threshold",
-                f"{configured.bytes if configured else round(payoff.break_even)} B/s"
-                f" ({gbps(configured.bytes if configured else payoff.break_even)})",
-                "stack config `monitoring.alerts.min_load_bandwidth`" if configured else "the break-even above",
+                f"{configured.bytes if configured else round(payoff.break_even_per_device)} B/s"
+                f" ({gbps(configured.bytes if configured else payoff.break_even_per_device)})",
+                "stack config `monitoring.alerts.min_load_bandwidth`"
+                if configured
+                else "the break-even per device above",
             )
         )
     verdicts = [

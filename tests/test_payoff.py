@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import promql_parser
 import pytest
 
 from components.catalog import rates
@@ -21,6 +22,7 @@ from policies.rules import RULES
 from stacks import loading, offline
 from stacks.plan import StackPlan, plan
 from stacks.summary import summary
+from tests.test_alert_semantics import evaluate
 
 RULE = next(r for r in RULES if r.name == "tiers-beat-recompute")
 QWEN3_32B_KV = 2 * 64 * 8 * 128 * 2  # layers x KV heads x head dim x bf16, K and V: 262,144 B
@@ -105,9 +107,9 @@ def test_the_filesystem_tier_on_each_backend() -> None:
     assert _tier(_plan("gpu-vllm-native-fs", "storage.read_bandwidth=40GB").payoff, "filesystem") == 20e9
 
 
-def test_the_load_alert_defaults_to_the_derived_break_even() -> None:
+def test_the_load_alert_defaults_to_the_derived_break_even_per_device() -> None:
     default, tpu = _plan("gpu-vllm-native-cpu"), _plan("tpu-v6-vllm-native-cpu")
-    assert _load_alert_threshold(default) == round(default.payoff.break_even) == 5_535_234_498
+    assert _load_alert_threshold(default) == round(default.payoff.break_even / 2) == 2_767_617_249  # TP=2
     override = _plan("gpu-vllm-native-cpu", "monitoring.alerts.min_load_bandwidth=3GB")
     assert _load_alert_threshold(override) == 3_000_000_000
     # TPU stacks export no load-time counters; per stack, the thresholds differ as derived
@@ -157,3 +159,27 @@ def test_the_rule_judges_an_existing_class_by_its_configured_bandwidth() -> None
     assert RULE.check(resources, dict(RULE.config)) == []
     [violation] = RULE.check(resources, config)
     assert "2.00 GB/s" in violation.message
+
+
+def _rank_counters(pod_bandwidth: float, devices: int, kv_bytes: float = 8e9) -> dict[str, float]:
+    """vLLM 0.26.0's load counters after one pod loaded `kv_bytes`: each rank copies its shard (1/devices)
+    at its share of the pod's bandwidth and reports its bytes and CUDA-event time; the engine sums both
+    over the ranks (offloading/common.py `DirectionalTransferStats.aggregate`)."""
+    shard, seconds = kv_bytes / devices, kv_bytes / pod_bandwidth  # the ranks copy in parallel
+    return {
+        "vllm:kv_offload_load_bytes_total": shard * devices,
+        "vllm:kv_offload_load_time_total": seconds * devices,
+    }
+
+
+@pytest.mark.parametrize("name", ["gpu-vllm-native-cpu", "gpu-vllm-native-fs", "amd-vllm-native-cpu"])
+def test_the_load_alert_fires_exactly_when_the_pods_loads_lose_to_recompute(name: str) -> None:
+    """The alert reads the summed counters: a pod loading 10% faster than break-even must stay quiet, one
+    10% slower must fire, whatever the pod's tensor parallelism."""
+    stack_plan = _plan(name)
+    alert = next(a for a in stack_plan.alerts if a.name == "TieredCacheLoadTooSlow")
+    expr = promql_parser.parse(alert.expr)
+    devices = stack_plan.model_server.devices
+    break_even = stack_plan.payoff.break_even
+    assert evaluate(expr, _rank_counters(1.1 * break_even, devices)) is None
+    assert evaluate(expr, _rank_counters(0.9 * break_even, devices)) is not None

@@ -109,9 +109,9 @@ def _offload_transfers(t: Thresholds) -> list[Alert]:
             f" and on (pod) {rate('vllm:kv_offload_load_time_total', w)} > 0",
             "30m",
             "CPU-to-accelerator loads on {{ $labels.pod }} are slower than the prefill they replace",
-            "TTFT can be worse than the HBM-only baseline. Check load speed"
-            " (vllm:kv_offload_load_bytes_total / vllm:kv_offload_load_time_total), and on filesystem paths the"
-            " storage backend's read throughput.",
+            "TTFT can be worse than the HBM-only baseline. Check load speed per device"
+            " (vllm:kv_offload_load_bytes_total / vllm:kv_offload_load_time_total, both summed over the pod's"
+            " ranks), and on filesystem paths the storage backend's read throughput.",
         ),
         Alert(
             "TieredCacheStoreAllocationFailures",
@@ -199,7 +199,7 @@ def metrics_to_watch(exports: Exports) -> list[str]:
     if exports.vllm_offload:
         out += [
             "vllm:kv_offload_store_bytes_total, vllm:kv_offload_load_bytes_total (store and load volume)",
-            "vllm:kv_offload_load_bytes_total / vllm:kv_offload_load_time_total (load speed)",
+            "vllm:kv_offload_load_bytes_total / vllm:kv_offload_load_time_total (load speed per device)",
             "vllm:kv_offload_allocation_failure_total (store allocation failures)",
         ]
     if exports.sglang:

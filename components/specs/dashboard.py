@@ -54,7 +54,7 @@ def _offload_panels(window: str) -> list[Panel]:
             ],
         ),
         (
-            "Load speed (CPU to accelerator)",
+            "Load speed per device (CPU to accelerator)",
             "Bps",
             [("{{pod}}", ratio("vllm:kv_offload_load_bytes_total", "vllm:kv_offload_load_time_total", window))],
         ),

@@ -78,6 +78,15 @@ class Payoff:
     tiers: tuple[TierPayoff, ...]
     rows: tuple[Derivation, ...]
     sources: tuple[str, ...]
+    devices_per_pod: int = 1
+
+    @property
+    def break_even_per_device(self) -> float:
+        """What vLLM's load counters measure: each rank reports the bytes of its own shard and the CUDA-event
+        time of its own copy, and the engine sums both over the pod's ranks (vLLM 0.26.0,
+        offloading/common.py `DirectionalTransferStats.aggregate`, cpu/gpu_worker.py `get_finished`), so
+        `kv_offload_load_bytes / kv_offload_load_time` is one device's bandwidth, not the pod's."""
+        return self.break_even / self.devices_per_pod
 
     def short_of_break_even(self) -> list[TierPayoff]:
         return [t for t in self.tiers if t.beats(self.break_even) is False]
@@ -177,7 +186,7 @@ def derive(inputs: PayoffInputs) -> Payoff:
         f"transfer block: {CONTIGUOUS_BLOCKS_SOURCE}",
         *([f"filesystem tier: {fs.aggregate_from}; {fs.per_client_from}"] if fs is not None else []),
     ]
-    return Payoff(seconds, kv_per_pod, break_even, tuple(tiers), tuple(rows), tuple(sources))
+    return Payoff(seconds, kv_per_pod, break_even, tuple(tiers), tuple(rows), tuple(sources), inputs.devices_per_pod)
 
 
 def _value(bandwidth: float | None) -> str:
@@ -212,6 +221,12 @@ def _compute_rows(
             "break-even load bandwidth per pod",
             gbps(break_even),
             f"{kv_per_pod:.0f} B / {_time(seconds)}: a slower load loses to recompute",
+        ),
+        Derivation(
+            "break-even load bandwidth per device",
+            gbps(break_even / inputs.devices_per_pod),
+            f"{gbps(break_even)} / {inputs.devices_per_pod} devices per pod: what vLLM's load bytes / load time"
+            " measure (both summed over the pod's ranks)",
         ),
     ]
 
