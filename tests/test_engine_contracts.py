@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
 import pytest
 
 from stacks import loading
 from tests import engine_contracts
 from tests.engine_contracts import Invocation, invocations, problems
-from tests.helpers import manifests, pods, rendered
+from tests.helpers import UPSTREAM, manifests, pods, rendered
+
+VERIFY_SCRIPT = Path(__file__).resolve().parents[1] / "components" / "verification" / "verify_offload.py"
 
 PRESETS = loading.preset_names()
 
@@ -65,3 +71,31 @@ def test_unknown_env_names_and_connector_keys_are_reported() -> None:
     assert engine_contracts.kv_transfer_problems(mp) == [
         "LMCacheMPConnector.kv_connector_extra_config.lmcache.mp.port='5555': not int"
     ]
+
+
+# Where the stack reads vLLM's metrics by name: alert rules, dashboard, the verification script.
+MONITORED = ("monitoring.enabled=true", "monitoring.provider=prometheus-operator", "monitoring.dashboard=true")
+VLLM_METRIC = re.compile(r"vllm:[a-z0-9_]+")
+_EXPORT_SUFFIXES = ("_total", "_bucket", "_count", "_sum")  # prometheus_client adds these to the defined name
+
+
+def _defined(name: str, metrics: dict[str, list[str]]) -> bool:
+    return name in metrics or any(name.endswith(s) and name.removesuffix(s) in metrics for s in _EXPORT_SUFFIXES)
+
+
+def test_every_vllm_metric_the_stack_reads_is_one_the_pinned_vllm_defines() -> None:
+    """A renamed metric would leave its alert silent forever: the names are checked against the ones the
+    vLLM 0.26.0 wheel spells (fixtures/upstream/engines/vllm-metrics-0.26.0.json, engines/metrics.py)."""
+    metrics = json.loads((UPSTREAM / "engines" / "vllm-metrics-0.26.0.json").read_text())["metrics"]
+    read: set[str] = set(VLLM_METRIC.findall(VERIFY_SCRIPT.read_text()))
+    for name in loading.preset_names():
+        read |= set(VLLM_METRIC.findall(rendered(name, MONITORED).manifests))
+    assert {"vllm:kv_offload_load_bytes_total", "vllm:external_prefix_cache_hits_total"} <= read
+    assert sorted(n for n in read if not _defined(n, metrics)) == []
+
+
+def test_a_metric_vllm_does_not_define_is_reported() -> None:
+    metrics = {"vllm:kv_offload_load_bytes": ["m"]}
+    assert _defined("vllm:kv_offload_load_bytes_total", metrics)
+    assert not _defined("vllm:kv_offload_load_byte_total", metrics)
+    assert not _defined("vllm:kv_offload_load_bytes_bytes", metrics)
