@@ -75,7 +75,9 @@ def test_unknown_env_names_and_connector_keys_are_reported() -> None:
 
 # Where the stack reads vLLM's metrics by name: alert rules, dashboard, the verification script.
 MONITORED = ("monitoring.enabled=true", "monitoring.provider=prometheus-operator", "monitoring.dashboard=true")
-VLLM_METRIC = re.compile(r"vllm:[a-z0-9_]+")
+# An engine's metric name (not an image tag such as `lmsysorg/sglang:v0.5.16.0`).
+ENGINE_METRIC = re.compile(r"(?<![\w/.-])(vllm|sglang|lmcache):[a-z][a-z0-9_]*")
+ENGINE_VERSIONS = {"vllm": "0.26.0", "sglang": "0.5.16", "lmcache": "0.5.6"}
 _EXPORT_SUFFIXES = ("_total", "_bucket", "_count", "_sum")  # prometheus_client adds these to the defined name
 
 
@@ -83,15 +85,18 @@ def _defined(name: str, metrics: dict[str, list[str]]) -> bool:
     return name in metrics or any(name.endswith(s) and name.removesuffix(s) in metrics for s in _EXPORT_SUFFIXES)
 
 
-def test_every_vllm_metric_the_stack_reads_is_one_the_pinned_vllm_defines() -> None:
+def test_every_engine_metric_the_stack_reads_is_one_the_pinned_engine_defines() -> None:
     """A renamed metric would leave its alert silent forever: the names are checked against the ones the
-    vLLM 0.26.0 wheel spells (fixtures/upstream/engines/vllm-metrics-0.26.0.json, engines/metrics.py)."""
-    metrics = json.loads((UPSTREAM / "engines" / "vllm-metrics-0.26.0.json").read_text())["metrics"]
-    read: set[str] = set(VLLM_METRIC.findall(VERIFY_SCRIPT.read_text()))
-    for name in loading.preset_names():
-        read |= set(VLLM_METRIC.findall(rendered(name, MONITORED).manifests))
-    assert {"vllm:kv_offload_load_bytes_total", "vllm:external_prefix_cache_hits_total"} <= read
-    assert sorted(n for n in read if not _defined(n, metrics)) == []
+    pinned wheels spell (fixtures/upstream/engines/<engine>-metrics-<version>.json, engines/metrics.py)."""
+    metrics = {
+        engine: json.loads((UPSTREAM / "engines" / f"{engine}-metrics-{version}.json").read_text())["metrics"]
+        for engine, version in ENGINE_VERSIONS.items()
+    }
+    texts = [VERIFY_SCRIPT.read_text(), *(rendered(name, MONITORED).manifests for name in loading.preset_names())]
+    read = {m.group(0) for text in texts for m in ENGINE_METRIC.finditer(text)}
+    assert {"vllm:kv_offload_load_bytes_total", "sglang:load_back_tokens_total", "lmcache:retrieve_hit_rate"} <= read
+    undefined = sorted(n for n in read if not _defined(n, metrics[n.split(":", 1)[0]]))
+    assert undefined == []
 
 
 def test_a_metric_vllm_does_not_define_is_reported() -> None:
