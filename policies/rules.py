@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from components.catalog import versions
 from components.catalog.accelerators import ACCELERATORS, TPU_KV_BLOCK_TOKENS
-from components.catalog.labels import ROUTER_BLOCK_TOKENS, router_pod_labels
+from components.catalog.labels import IMAGE_PREPULL, ROUTER_BLOCK_TOKENS, WORKLOAD_LABEL, router_pod_labels
 from components.catalog.models import MODELS, ModelSpec
 from components.catalog.rates import ACCELERATOR_RATES, STORAGE_RATES
 from components.specs import mooncake, security
@@ -470,6 +470,29 @@ def weights_fetched_once(resources: list[Resource], _: dict[str, Any]) -> list[V
     return out
 
 
+def image_prepull(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+    """An image pre-pull DaemonSet runs on the serving pool only (unplaced, it pulls every 10-20 GB image onto
+    every node of the cluster) and pulls every image the accelerator pods run (else a node meets one cold)."""
+    serving = {
+        str(container.get("image"))
+        for pod in pods(resources)
+        for container in pod.containers(init=False)
+        if _accelerator(resources, pod, container) is not None
+    }
+    out = []
+    for pod in pods(resources):
+        if pod.labels.get(WORKLOAD_LABEL) != IMAGE_PREPULL:
+            continue
+        if not pod.spec.get("nodeSelector") and not (pod.spec.get("affinity") or {}).get("nodeAffinity"):
+            out.append(
+                Violation(pod.owner, "pulls its images onto every node of the cluster: place it on the serving pool")
+            )
+        missing = sorted(serving - {str(c.get("image")) for c in pod.containers()})
+        if missing:
+            out.append(Violation(pod.owner, f"does not pull {', '.join(missing)}, which the model servers run"))
+    return out
+
+
 # --- platform hygiene ---------------------------------------------------------------------------
 
 MUTABLE_TAGS = ("latest", "stable", "main", "master", "nightly", "dev", "edge")  # compared case-insensitively
@@ -786,6 +809,12 @@ RULES: list[Rule] = [
         weights_fetched_once,
     ),
     Rule("images-pinned", "Images and charts pinned", "mandatory", images_pinned, {"allowMutableTags": False}),
+    Rule(
+        "image-prepull",
+        "The image pre-pull runs on the serving pool and pulls every model-server image",
+        "mandatory",
+        image_prepull,
+    ),
     Rule("resource-requests", "Every container requests cpu and memory", "mandatory", resource_requests),
     Rule(
         "privileged-containers",

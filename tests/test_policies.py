@@ -457,6 +457,21 @@ def test_per_pod_weight_downloads_beside_shared_storage_are_caught() -> None:
     ]
 
 
+def test_an_unplaced_or_incomplete_image_prepull_is_caught() -> None:
+    rule = RULE["image-prepull"]
+    resources = _resources("existing-mi300")
+    assert _violations(rule, resources) == []
+    assert _violations(rule, _resources("gpu-vllm-native-cpu")) == []  # no pre-pull at all
+    daemon_set = next(r for r in resources if r.type == "kubernetes:apps/v1:DaemonSet" and "prepull" in r.name)
+    pod = daemon_set.props["spec"]["template"]["spec"]
+    del pod["nodeSelector"]
+    pod["initContainers"] = pod["initContainers"][:1]  # the tool only
+    assert _violations(rule, resources) == [
+        "pulls its images onto every node of the cluster: place it on the serving pool",
+        "does not pull ghcr.io/llm-d/llm-d-rocm:v0.9.0, which the model servers run",
+    ]
+
+
 def test_every_rule_has_a_test_above() -> None:
     tested = {
         "router-capacity-within-tier", "memory-limit-covers-tier", "filesystem-tier-rwx", "mooncake-rdma",
@@ -466,7 +481,7 @@ def test_every_rule_has_a_test_above() -> None:
         "root-containers", "hardened-containers", "host-namespaces", "host-paths", "token-automount",
         "chart-registries", "network-policies",
         "tiers-beat-recompute",  # tests/test_payoff.py
-        "weights-fetched-once",
+        "weights-fetched-once", "image-prepull",
     }  # fmt: skip
     assert tested == set(RULE)
 

@@ -22,8 +22,8 @@ from components.manifest import Manifest
 from components.specs.security import harden
 from components.units import ByteSize, MiB
 
-NAME = "image-prepull"
-LABELS = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": labels.GUIDE}
+NAME = labels.IMAGE_PREPULL
+LABELS = {labels.WORKLOAD_LABEL: NAME, "app.kubernetes.io/part-of": labels.GUIDE}
 TOOL_VOLUME = "prepull-tool"
 TOOL_DIR = "/prepull"
 TOOL = f"{TOOL_DIR}/busybox"
