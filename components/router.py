@@ -13,6 +13,7 @@ import pulumi_kubernetes as k8s
 
 from components.k8s_objects import child_options, declare_all
 from components.specs.router_values import router_endpoint
+from components.specs.security import harden_chart_object
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,18 @@ class RouterArgs:
     version: str
     values: dict[str, Any]
     network_policies: list[dict[str, Any]] = field(default_factory=list)  # for the pods the chart renders
+
+
+def harden_chart_pods(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+    """The chart's workloads hardened as the program's own are (components/specs/security.py), applied to
+    each object the chart renders before the engine registers it."""
+    if args.type_ not in _HARDENED_TYPES:
+        return None
+    props = {"kind": args.type_.rsplit(":", 1)[-1], **dict(args.props)}
+    return pulumi.ResourceTransformResult(props=harden_chart_object(props), opts=args.opts)
+
+
+_HARDENED_TYPES = ("kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:StatefulSet", "kubernetes:apps/v1:DaemonSet")
 
 
 class Router(pulumi.ComponentResource):
@@ -41,7 +54,9 @@ class Router(pulumi.ComponentResource):
                 namespace=args.namespace,
                 values=args.values,
             ),
-            opts=child_options(self, opts),
+            opts=pulumi.ResourceOptions.merge(
+                child_options(self, opts), pulumi.ResourceOptions(transforms=[harden_chart_pods])
+            ),
         )
         self.release = args.release
         self.endpoint = pulumi.Output.from_input(args.namespace).apply(

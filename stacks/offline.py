@@ -16,7 +16,7 @@ from typing import Any
 
 import pulumi
 from pulumi.runtime import rpc, settings
-from pulumi.runtime.mocks import MockMonitor
+from pulumi.runtime.mocks import MockMonitor, _resolve_callbacks
 
 from stacks.compose import StackOutputs, compose
 from stacks.plan import StackPlan
@@ -74,6 +74,8 @@ def _options(request: Any) -> dict[str, Any]:
         "customTimeouts": {k: v for k, v in timeouts.items() if v},
         "replaceOnChanges": sorted(request.replaceOnChanges),
         "ignoreChanges": sorted(request.ignoreChanges),
+        # what rewrites the objects a component (the router chart) renders, by function name
+        "transforms": [getattr(fn, "__name__", repr(fn)) for fn in _resolve_callbacks(request.transforms)],
     }
     return {k: v for k, v in options.items() if v}
 

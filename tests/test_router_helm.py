@@ -14,15 +14,19 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import pulumi
 import pytest
 import yaml
 
+from components.router import harden_chart_pods
 from components.specs.router_values import router_endpoint
+from policies.resources import Resource
+from policies.rules import RULES
 from scripts import install_helm
 from stacks import loading
 from stacks.plan import plan
 from tests.helm import CHART_VERSION, ChartInputs, chart_inputs, helm, template
-from tests.helpers import SEEDS, by_kind, manifests, pods, rendered, validate
+from tests.helpers import SEEDS, by_kind, manifests, pods, rendered, resources, validate
 
 PRESETS = loading.preset_names()
 PROMETHEUS = ("monitoring.enabled=true", "monitoring.provider=prometheus-operator")
@@ -299,3 +303,50 @@ def test_the_v1_layout_sets_every_value_the_seed_sets(name: str) -> None:
         assert hf_token["name"] == "HF_TOKEN" and hf_token["valueFrom"]["secretKeyRef"]["optional"] is True
         router["tokenizer"]["env"] = []
     assert list(_unequal(seed, router)) == []
+
+
+def _transformed(objects: list[Obj]) -> list[Obj]:
+    """The chart's objects as the engine registers them: through the Router's transform, as `pulumi up` runs it."""
+    out = []
+    for obj in objects:
+        group_version = obj["apiVersion"] if "/" in obj["apiVersion"] else f"core/{obj['apiVersion']}"
+        args = pulumi.ResourceTransformArgs(
+            True, f"kubernetes:{group_version}:{obj['kind']}", obj["metadata"]["name"], obj, pulumi.ResourceOptions()
+        )
+        result = harden_chart_pods(args)
+        out.append(dict(result.props) if result is not None else obj)
+    return out
+
+
+def _chart_resources(objects: list[Obj]) -> list[Resource]:
+    return [Resource(f"kubernetes:{o['apiVersion']}:{o['kind']}", o["metadata"]["name"], o) for o in objects]
+
+
+RULE = {r.name: r for r in RULES}
+HARDENING_RULES = ("hardened-containers", "root-containers", "privileged-containers", "token-automount")
+
+
+@pytest.mark.parametrize("chart", [CHART_VERSION, "v0"])
+@pytest.mark.parametrize(
+    "name", ["gpu-vllm-native-cpu", "gpu-vllm-lmcache-server-routing", "gpu-vllm-lmcache-server-pd"]
+)
+def test_the_charts_pods_are_hardened_by_the_routers_transform(name: str, chart: str) -> None:
+    """EPP, Envoy and the tokenizer sidecar, rendered by the real chart, as the least-privilege rules
+    judge the program's own pods; the API server still accepts them."""
+    objects = template(chart_inputs(name), chart).objects
+    before = [
+        v.message for rule in HARDENING_RULES for v in RULE[rule].check(_chart_resources(objects), RULE[rule].config)
+    ]
+    assert any("epp" in m for m in before)  # the chart alone leaves them open: the transform is what hardens
+    hardened = _transformed(objects)
+    for obj in hardened:
+        validate(obj)
+    resources = _chart_resources(hardened)
+    assert [v.message for rule in HARDENING_RULES for v in RULE[rule].check(resources, RULE[rule].config)] == []
+    (epp,) = [o for o in hardened if o["kind"] == "Deployment" and o["metadata"]["name"].endswith("-epp")]
+    assert epp["spec"]["template"]["spec"]["automountServiceAccountToken"] is True  # it watches the API
+
+
+def test_the_router_chart_is_declared_with_the_hardening_transform() -> None:
+    (chart,) = [r for r in resources(rendered("gpu-vllm-native-cpu")) if r["type"] == "kubernetes:helm.sh/v4:Chart"]
+    assert chart["options"]["transforms"] == [harden_chart_pods.__name__]

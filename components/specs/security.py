@@ -23,6 +23,8 @@ NODE_SETUP_CONTAINER = "tpu-node-setup"
 LUSTRE_PERMISSIONS_CONTAINER = "fix-lustre-permissions"
 LMCACHE_SERVER_CONTAINER = "lmcache"
 MODEL_FETCH_CONTAINER = "model-fetch"
+# The router chart's tokenizer sidecar (`router.tokenizer`): the chart names it and mounts its cache.
+CHART_TOKENIZER_CONTAINER = "vllm-render"
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,13 @@ EXEMPTIONS: tuple[Exemption, ...] = (
         root=True,
     ),
     Exemption(
+        "router-tokenizer",
+        "the router chart mounts the tokenizer sidecar's Hugging Face cache at /root/.cache/huggingface, under the"
+        " image's root home (mode 0700), which only its root user can reach",
+        lambda s: s.container.get("name") == CHART_TOKENIZER_CONTAINER,
+        root=True,
+    ),
+    Exemption(
         "lmcache-client",
         "the seed's decode pod runs lmcache/vllm-openai as its root user, like the node's LMCache server it shares"
         " KV with over CUDA IPC, and mounts no writable home",
@@ -201,6 +210,15 @@ def harden(manifest: Manifest, api_access: bool = False) -> Manifest:
         hardened = {k: harden_pod(v, api_access) if k.endswith("Template") else v for k, v in lws.items()}
         return {**manifest, "spec": {**spec, "leaderWorkerTemplate": hardened}}
     return manifest
+
+
+def harden_chart_object(manifest: Manifest) -> Manifest:
+    """A chart-rendered object with its pods hardened like the program's own: the router chart sets no
+    securityContext on the EPP and tokenizer containers and none by default on Envoy. A pod that runs under
+    a service account (the EPP watches pods and its InferencePool) keeps its token."""
+    template = (manifest.get("spec") or {}).get("template") or {}
+    api_access = bool((template.get("spec") or {}).get("serviceAccountName"))
+    return harden(manifest, api_access=api_access)
 
 
 def harden_all(manifests: list[Manifest]) -> list[Manifest]:
