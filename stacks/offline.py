@@ -74,7 +74,8 @@ def _options(request: Any) -> dict[str, Any]:
         "customTimeouts": {k: v for k, v in timeouts.items() if v},
         "replaceOnChanges": sorted(request.replaceOnChanges),
         "ignoreChanges": sorted(request.ignoreChanges),
-        # what rewrites the objects a component (the router chart) renders, by function name
+        # what rewrites the objects a component (the router chart) renders, by function name (the SDK's mock
+        # monitor resolves a registration's transform callbacks with this helper; pinned in requirements.txt)
         "transforms": [getattr(fn, "__name__", repr(fn)) for fn in _resolve_callbacks(request.transforms)],
     }
     return {k: v for k, v in options.items() if v}
