@@ -86,8 +86,30 @@ def cold_starts() -> None:
         print(f"  {name}: cache on {on} s, off {off} s: {off / on:.1f}x faster")
 
 
+def prepull_rollouts() -> None:
+    """Image pulls on the critical path of a rollout to a new image, without and with `images.prepull`, on
+    the presets whose model servers are placed on a pool no mirror serves."""
+    from components.specs import prepull
+    from stacks import cold_start, loading
+    from stacks.errors import ConfigError
+    from stacks.plan import plan
+
+    print("rollout to a new image (modeled): image pulls on the critical path, images.prepull off vs on")
+    for name in loading.preset_names():
+        try:
+            on = plan(loading.load_preset(name, ["images.prepull=true"]))
+        except ConfigError:
+            continue  # unplaced model servers: no pool to pre-pull onto
+        if on.mirror is not None or not prepull.pulled_images(on.prepull):
+            continue
+        waves, ahead = cold_start.rollout_pulls(on)
+        replicas = on.model_server.replicas
+        print(f"  {name}: {replicas} wave(s) x pull = {waves} s off, {ahead} s on (every node at once, first)")
+
+
 if __name__ == "__main__":
     one_preset_fresh_process()
     all_presets_one_process()
     whole_matrix_diff_and_check()
     cold_starts()
+    prepull_rollouts()

@@ -82,3 +82,13 @@ def rows(stack_plan: StackPlan) -> list[tuple[str, ...]]:
          _m(c.cold.compile), _m(c.cold.modeled))
         for c in cases(stack_plan)
     ]  # fmt: skip
+
+
+def rollout_pulls(stack_plan: StackPlan) -> tuple[int, int | None]:
+    """Seconds of image pulls on the critical path of a rollout to a new image: each wave (a replica at a
+    time) pulls the model-server image on its node; with the pre-pull, every node pulls every serving image
+    at once before the first wave (None: no pre-pull)."""
+    server = stack_plan.model_server
+    waves = server.replicas * _pod(stack_plan, server.model_cache is not None).image_pull
+    ahead = next((b.cold_start.image_pull for b in stack_plan.budgets if b.workload == prepull.NAME), None)
+    return waves, ahead

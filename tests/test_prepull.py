@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from components.catalog import startup as figures
 from components.catalog import versions
 from components.specs import images, prepull
-from stacks import loading, startup
+from stacks import cold_start, loading, startup
 from stacks.errors import ConfigError
 from stacks.plan import StackPlan, plan
 from tests.helpers import by_kind, manifests, rendered, resources
@@ -216,3 +217,12 @@ def test_the_first_pod_finds_its_image_and_the_summary_says_so() -> None:
 def test_off_by_default_and_where_a_mirror_serves_the_cluster() -> None:
     for name in ("gpu-vllm-native-cpu", "gke-h100-lustre", "eks-h100-efs", "tpu-v6-vllm-native-cpu"):
         assert _plan(name).prepull == []
+
+
+def test_a_rollout_waits_for_one_parallel_pull_instead_of_one_per_wave() -> None:
+    waves, ahead = cold_start.rollout_pulls(_plan("existing-mi300"))
+    assert _plan("existing-mi300").model_server.replicas == 2
+    whole = math.ceil(startup.image_bytes(versions.VLLM_ROCM_IMAGE) / figures.PULL_BYTES_PER_SECOND)
+    assert waves == 2 * whole
+    assert ahead is not None and whole <= ahead < waves  # the ROCm image and two small ones, once
+    assert cold_start.rollout_pulls(_plan("existing-mi300", "images.prepull=false"))[1] is None
