@@ -1,0 +1,101 @@
+"""Images pulled fast and once: which pull-through cache serves a created cluster (Artifact Registry on GKE,
+ECR on EKS), and the router chart's values that send its images through it.
+
+components/specs/images.py has the registry arithmetic; the plan rewrites every image it renders with
+`Mirror.image` (stacks/plan.py `_through_mirror`).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from components.catalog import versions
+from components.specs import images
+from stacks.config import StackConfig
+
+
+@dataclass(frozen=True)
+class Mirror:
+    """The created cluster's pull-through caches: where each upstream registry's images are referenced."""
+
+    region: str
+    project: str  # GCP project (Artifact Registry) or AWS account (ECR)
+    registries: list[str]  # upstream registries served through the caches
+    cloud: Literal["gke", "eks"] = "gke"
+    direct: dict[str, str] = dataclasses.field(default_factory=dict)  # registry -> why it is pulled directly
+    credentials: dict[str, str] = dataclasses.field(default_factory=dict)  # ECR: registry -> secret ARN
+
+    def image(self, image: str) -> str:
+        if self.cloud == "gke":
+            return images.mirrored(image, self.region, self.project)
+        registry, path = images.split_image(image)
+        if registry not in self.registries:
+            return image
+        return f"{images.ecr_prefix(registry, self.region, self.project)}/{path}"
+
+
+def mirror_registry(config: StackConfig) -> tuple[str, str] | None:
+    """(region, project) of the Artifact Registry mirror: created GKE clusters, unless `images.mirror: off`."""
+    gke = config.cluster.gke
+    if config.images.mirror == "off" or config.cluster.provider != "gke" or gke is None:
+        return None
+    return gke.region, gke.project
+
+
+def cluster_mirror(config: StackConfig, registries: set[str]) -> Mirror | None:
+    """The pull-through caches of a created cluster: Artifact Registry on GKE, ECR on EKS (for the account)."""
+    where = mirror_registry(config)
+    if where is not None:
+        return Mirror(where[0], where[1], sorted(registries))
+    eks = config.cluster.eks
+    if config.images.mirror == "off" or config.cluster.provider != "eks" or eks is None or not eks.account_id:
+        return None
+    credentials = {str(k): v for k, v in config.images.ecr_credentials.items()}
+    reasons = {r: images.ecr_cached(r, credentials) for r in sorted(registries)}
+    return Mirror(
+        eks.region,
+        eks.account_id,
+        [r for r, why in reasons.items() if why is None],
+        cloud="eks",
+        direct={r: why for r, why in reasons.items() if why is not None},
+        credentials={r: a for r, a in credentials.items() if r in registries},
+    )
+
+
+# The router chart's images: (registry, repository) as its values split them, and the Envoy preset's image.
+_CHART_IMAGES = (
+    tuple(versions.EPP_IMAGE_REPOSITORY.rsplit("/", 1)),
+    (versions.CHART_TOKENIZER_REGISTRY, versions.CHART_TOKENIZER_REPOSITORY),
+)
+
+
+def _registry_through(mirror: Mirror, registry: str, repository: str) -> str | None:
+    """The registry value that makes the chart's `<registry>/<repository>:<tag>` come through the mirror."""
+    upstream = f"{registry}/{repository}"
+    mirrored = mirror.image(upstream)
+    return None if mirrored == upstream else mirrored.removesuffix(f"/{repository}")
+
+
+def router_values_through(values: dict[str, Any], mirror: Mirror) -> dict[str, Any]:
+    """The chart's images through the mirror: the EPP's and the tokenizer's registries (the chart keeps
+    their repositories and tags), the Envoy preset's whole image (the chart takes it as one string)."""
+    out = copy.deepcopy(values)
+    router = out["router"]
+    epp = _registry_through(mirror, *_CHART_IMAGES[0])
+    if epp:
+        router["epp"].setdefault("image", {})["registry"] = epp
+    tokenizer = _registry_through(mirror, *_CHART_IMAGES[1])
+    if tokenizer and "tokenizer" in router:
+        router["tokenizer"].setdefault("image", {})["registry"] = tokenizer
+    envoy = mirror.image(versions.CHART_ENVOY_IMAGE)
+    if envoy != versions.CHART_ENVOY_IMAGE and router.get("proxy", {}).get("proxyType", "envoy") == "envoy":
+        router.setdefault("proxy", {})["image"] = envoy
+    return out
+
+
+def chart_images() -> list[str]:
+    """The images the router chart renders (their registries need a cache too)."""
+    return [versions.CHART_ENVOY_IMAGE, *(f"{registry}/{repository}" for registry, repository in _CHART_IMAGES)]
