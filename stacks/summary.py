@@ -37,7 +37,8 @@ def _payoff(stack_plan: StackPlan) -> list[str]:
                 f" ({gbps(configured.bytes if configured else payoff.break_even_per_device)})",
                 "stack config `monitoring.alerts.min_load_bandwidth`"
                 if configured
-                else "the break-even per device above",
+                else "the break-even per device above: vLLM sums load bytes and load time over the pod's ranks,"
+                " so their ratio is one device's bandwidth",
             )
         )
     verdicts = [

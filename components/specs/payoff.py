@@ -225,8 +225,7 @@ def _compute_rows(
         Derivation(
             "break-even load bandwidth per device",
             gbps(break_even / inputs.devices_per_pod),
-            f"{gbps(break_even)} / {inputs.devices_per_pod} devices per pod: what vLLM's load bytes / load time"
-            " measure (both summed over the pod's ranks)",
+            f"{gbps(break_even)} / {inputs.devices_per_pod} devices per pod",
         ),
     ]
 
