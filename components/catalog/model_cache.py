@@ -10,7 +10,9 @@ from components.units import GB, MiB
 # needs to deliver its bandwidth to one pod.
 # - vllm/vllm-openai: vLLM's Dockerfile installs the `runai` extra into the release image
 #   (vllm-project/vllm docker/Dockerfile, `vllm-openai` stage); `--load-format` is a free string in
-#   vLLM 0.26's parser (engine contract), resolved by its model-loader registry.
+#   vLLM 0.26's parser (engine contract), resolved by its model-loader registry, where the 0.26.0 wheel
+#   registers `runai_streamer` (model_executor/model_loader/__init__.py `_LOAD_FORMAT_TO_MODEL_LOADER`,
+#   RunaiModelStreamerLoader; the wheel's `runai` extra pins runai-model-streamer>=0.15.7).
 # - vllm/vllm-tpu: the llm-d guide's TPU v7 multi-host server already starts with
 #   `--load-format=runai_streamer` (llm-d/llm-d#2313, shared/reference/llm-d-upstream.md section 12).
 # Not listed (their images are not known to carry the package, so they load with the default
