@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import pytest
@@ -226,3 +227,20 @@ def test_a_rollout_waits_for_one_parallel_pull_instead_of_one_per_wave() -> None
     assert waves == 2 * whole
     assert ahead is not None and whole <= ahead < waves  # the ROCm image and two small ones, once
     assert cold_start.rollout_pulls(_plan("existing-mi300", "images.prepull=false"))[1] is None
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "docker.io/vllm/vllm-openai:v0.26.0",
+        "ghcr.io/llm-d/llm-d-router-disagg-sidecar@sha256:" + "a" * 64,
+        "registry.example.com:5000/Team/My_Image:1",
+        "example.com/" + "x" * 120 + ":1",
+        "example.com/___:1",
+    ],
+)
+def test_every_pull_container_name_is_a_dns_label(image: str) -> None:
+    """The API server rejects a container name that is not a DNS label: whatever `cache.image` says."""
+    for index in (1, 12):
+        name = prepull.container_name(index, image)
+        assert len(name) <= 63 and re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", name), name
