@@ -26,6 +26,10 @@ class RouterArgs:
     network_policies: list[dict[str, Any]] = field(default_factory=list)  # for the pods the chart renders
 
 
+# The chart's objects that carry pod templates.
+_HARDENED_TYPES = ("kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:StatefulSet", "kubernetes:apps/v1:DaemonSet")
+
+
 def harden_chart_pods(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
     """The chart's workloads hardened as the program's own are (components/specs/security.py), applied to
     each object the chart renders before the engine registers it."""
@@ -33,9 +37,6 @@ def harden_chart_pods(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTran
         return None
     props = {"kind": args.type_.rsplit(":", 1)[-1], **dict(args.props)}
     return pulumi.ResourceTransformResult(props=harden_chart_object(props), opts=args.opts)
-
-
-_HARDENED_TYPES = ("kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:StatefulSet", "kubernetes:apps/v1:DaemonSet")
 
 
 class Router(pulumi.ComponentResource):
