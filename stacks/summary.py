@@ -30,11 +30,11 @@ def _payoff(stack_plan: StackPlan) -> list[str]:
     threshold = next((a for a in stack_plan.alerts if a.name == LOAD_ALERT), None)
     if threshold is not None:
         configured = stack_plan.config.monitoring.alerts.min_load_bandwidth
+        value = configured.bytes if configured else round(payoff.break_even_per_device)
         rows.append(
             (
                 f"`{LOAD_ALERT}` threshold",
-                f"{configured.bytes if configured else round(payoff.break_even_per_device)} B/s"
-                f" ({gbps(configured.bytes if configured else payoff.break_even_per_device)})",
+                f"{value} B/s ({gbps(value)})",
                 "stack config `monitoring.alerts.min_load_bandwidth`"
                 if configured
                 else "the break-even per device above: vLLM sums load bytes and load time over the pod's ranks,"
