@@ -113,11 +113,11 @@ def classify(before: dict[str, Any], after: dict[str, Any], paths: list[str]) ->
     return Change("update", kind, name, "in place: " + ", ".join(f"`{p}`" for p in paths[:4]))
 
 
-def plan_lines(
+def plan_changes(
     before: dict[tuple[str, str], dict[str, Any]],
     after: dict[tuple[str, str], dict[str, Any]],
     fields: dict[tuple[str, str], list[str]],
-) -> list[str]:
+) -> list[Change]:
     changes = [Change("added", k[0], k[1], "created") for k in sorted(after.keys() - before.keys())]
     changes += [
         Change(
@@ -126,4 +126,12 @@ def plan_lines(
         for k in sorted(before.keys() - after.keys())
     ]
     changes += [classify(before[k], after[k], paths) for k, paths in sorted(fields.items()) if paths]
-    return [c.line() for c in changes]
+    return changes
+
+
+def plan_lines(
+    before: dict[tuple[str, str], dict[str, Any]],
+    after: dict[tuple[str, str], dict[str, Any]],
+    fields: dict[tuple[str, str], list[str]],
+) -> list[str]:
+    return [c.line() for c in plan_changes(before, after, fields)]

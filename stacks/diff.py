@@ -57,9 +57,8 @@ def _show(value: Any) -> str:
     return "`" + (text if len(text) <= 160 else text[:157] + "...") + "`"
 
 
-def diff_renders(name: str, old: str, new: str) -> str:
-    """Markdown for one stack, the change plan above the field diff; an empty string when nothing changed."""
-    before, after = _index(old), _index(new)
+def _changes(before: dict[Key, dict[str, Any]], after: dict[Key, dict[str, Any]]) -> tuple[list[str], dict[Key, list[str]]]:
+    """The field diff's lines, and the changed input paths of each resource present in both renders."""
     lines: list[str] = []
     for key in sorted(after.keys() - before.keys()):
         lines.append(f"- added `{key[0]}` **{key[1]}**")
@@ -78,6 +77,21 @@ def diff_renders(name: str, old: str, new: str) -> str:
             lines.append(f"- changed `{key[0]}` **{key[1]}**")
             lines += [f"  - `{path}`: {_show(a)} → {_show(b)}" for path, a, b in fields]
             lines += [f"  - dependsOn: {change}" for change in dependencies]
+    return lines, input_paths
+
+
+def change_plan(old: str, new: str) -> list[changeplan.Change]:
+    """What `pulumi up` does to each resource between two renders' resources.json (the e2e holds the
+    engine's own plan to this)."""
+    before, after = _index(old), _index(new)
+    _, input_paths = _changes(before, after)
+    return changeplan.plan_changes(before, after, input_paths)
+
+
+def diff_renders(name: str, old: str, new: str) -> str:
+    """Markdown for one stack, the change plan above the field diff; an empty string when nothing changed."""
+    before, after = _index(old), _index(new)
+    lines, input_paths = _changes(before, after)
     if not lines:
         return ""
     plan = changeplan.plan_lines(before, after, input_paths)
