@@ -37,6 +37,7 @@ class CacheStackArgs:
     router_version: str
     router_values: dict[str, Any]
     model_servers: dict[str, list[Manifest]]  # by role; "decode" for single-role stacks
+    gaie_crds_file: str | None = None  # a local copy of the CRD manifests instead of the release asset
     storage_claim: Manifest | None = None
     model_cache: list[Manifest] = field(default_factory=list)  # [dedicated claim], fetch script, fetch Job
     lmcache_server: list[Manifest] = field(default_factory=list)
@@ -93,7 +94,7 @@ class CacheStack(pulumi.ComponentResource):
     def _router(self, args: CacheStackArgs, namespace: k8s.core.v1.Namespace) -> Router:
         """The Gateway API Inference Extension CRDs, then the router chart (which creates the InferencePool)."""
         child = pulumi.ResourceOptions(parent=self)
-        crds = InferencePoolCrds(f"{self._name}-gaie-crds", InferencePoolCrdsArgs(version=args.gaie_version), child)
+        crds = InferencePoolCrds(f"{self._name}-gaie-crds", InferencePoolCrdsArgs(version=args.gaie_version, file=args.gaie_crds_file), child)
         return Router(
             f"{self._name}-router",
             RouterArgs(

@@ -14,6 +14,7 @@ from components.k8s_objects import child_options
 @dataclass(frozen=True)
 class InferencePoolCrdsArgs:
     version: str
+    file: str | None = None  # a local copy of the release's manifests (air-gapped clusters, the e2e run)
 
 
 class InferencePoolCrds(pulumi.ComponentResource):
@@ -21,7 +22,7 @@ class InferencePoolCrds(pulumi.ComponentResource):
         super().__init__("llmd:inference_pool:InferencePoolCrds", name, None, opts)
         self.manifests = k8s.yaml.v2.ConfigFile(
             f"{name}-manifests",
-            file=versions.gaie_crds_url(args.version),
+            file=args.file or versions.gaie_crds_url(args.version),
             opts=child_options(self, opts),
         )
         self.register_outputs({})

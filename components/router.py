@@ -50,7 +50,8 @@ class Router(pulumi.ComponentResource):
             f"{name}-chart",
             k8s.helm.v4.ChartArgs(
                 chart=args.chart,
-                version=args.version,
+                # A packaged chart on disk carries its own version; Helm refuses one for a local path.
+                version=None if args.chart.endswith(".tgz") else args.version,
                 name=args.release,  # the Helm release name: objects are named `<release>-epp`, pool `<release>`
                 namespace=args.namespace,
                 values=args.values,

@@ -145,3 +145,14 @@ def cpu_quantity(value: str) -> str:
     if not 1 <= millicores <= MAX_CPU_CORES * 1000:
         raise ValueError(f"must be between 1m and {MAX_CPU_CORES} cores")
     return value
+
+
+def local_file(value: str, suffixes: tuple[str, ...]) -> str:
+    """A file on the machine running Pulumi, used instead of a download (air-gapped clusters, the e2e run)."""
+    from pathlib import Path
+
+    if not value.endswith(suffixes):
+        raise ValueError(f"must be a path to a {' or '.join(suffixes)} file")
+    if not Path(value).expanduser().is_file():
+        raise ValueError("must be an existing file (a relative path is relative to the project directory)")
+    return value
