@@ -3,7 +3,8 @@
 Floors, lowest first: the ground floor (components/units.py, components/manifest.py) imports nothing of
 ours; the catalog (pure data) only the ground floor; specs (pure functions) the catalog and the ground
 floor, never Pulumi; the components (they declare resources) anything below; the policy pack the catalog
-and the ground floor; stacks/ (the plan and the program) decides, on top.
+and the ground floor; stacks/ (the plan and the program) decides, on top. e2e/ (the harness that runs the
+real engine) sits above everything and nothing of the program imports it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-OURS = ("components", "stacks", "policies")
+OURS = ("components", "stacks", "policies", "e2e")
 GROUND = {"components.units", "components.manifest"}
 # Facts the policy rules share with the specs on purpose, each defined once where it is applied: the
 # named security exemptions (and why each exists) and Mooncake's one hostPath.
@@ -65,6 +66,7 @@ def _floor(module: str) -> str:
         ("components", "components"),
         ("policies", "policies"),
         ("stacks", "stacks"),
+        ("e2e", "e2e"),
     ):
         if module == prefix or module.startswith(prefix + "."):
             return floor
@@ -80,6 +82,7 @@ ALLOWED = {
     "policies": {"ground", "catalog", "policies", "pulumi"},
     "stacks": {"ground", "catalog", "specs", "components", "policies", "stacks", "pulumi"},
     "program": {"stacks", "pulumi"},
+    "e2e": {"ground", "catalog", "specs", "components", "policies", "stacks", "e2e", "pulumi"},
 }
 
 
@@ -113,6 +116,8 @@ def test_the_layer_check_catches_an_arrow_up() -> None:
     assert violations("policies.rules", {"components.specs.sizing"})
     assert violations("components.router", {"stacks.config"})
     assert not violations("stacks.plan", {"components.specs.sizing", "policies.rules"})
+    assert violations("stacks.plan", {"e2e.nodes"})
+    assert not violations("e2e.nodes", {"stacks.hardware"})
 
 
 def test_imports_are_read_from_the_syntax_tree(tmp_path: Path) -> None:

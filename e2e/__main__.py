@@ -1,0 +1,60 @@
+"""`./run e2e [PRESET ...] [--all] [--no-changes] [--build-only]`: the real engine on a local control plane.
+
+Builds the tools first where the cache lacks them (`e2e.tools`), then runs each preset's lifecycle
+(`e2e.lifecycle`). Exit status 1 when a tool cannot be built or a preset fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from e2e import lifecycle, tools
+from e2e.engine import REPO
+
+# Presets whose Kubernetes layer needs no cloud account: an existing cluster.
+DEFAULT = ("dev", "gpu-vllm-native-cpu", "gpu-vllm-native-fs", "gpu-vllm-lmcache-server-pd", "existing-mi300")
+
+
+def _local_presets() -> list[str]:
+    from stacks import loading
+
+    names = []
+    for name in loading.preset_names():
+        config = loading.load_preset(name, [])
+        if config.cluster.provider == "existing":
+            names.append(name)
+    return names
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="./run e2e", description=__doc__.splitlines()[0])
+    parser.add_argument("presets", nargs="*", help=f"presets to deploy (default: {' '.join(DEFAULT)})")
+    parser.add_argument("--all", action="store_true", help="every preset that needs no cloud account")
+    parser.add_argument("--no-changes", action="store_true", help="skip the config-change comparisons")
+    parser.add_argument("--build-only", action="store_true", help="build the tools and stop")
+    parser.add_argument("--workdir", type=Path, default=REPO / "out" / "e2e", help="logs and state (default out/e2e)")
+    args = parser.parse_args(argv)
+    try:
+        bins = tools.ensure_all(extra=args.all)
+    except tools.BuildError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    if args.build_only:
+        return 0
+    presets = _local_presets() if args.all else (args.presets or list(DEFAULT))
+    started, reports = time.monotonic(), []
+    for preset in presets:
+        reports.append(lifecycle.run_preset(preset, args.workdir / preset, bins, changes=not args.no_changes))
+    failed = [r.preset for r in reports if r.failed]
+    print(
+        f"[e2e] {len(reports) - len(failed)} of {len(reports)} presets passed in {time.monotonic() - started:.0f} s"
+        + (f"; failed: {', '.join(failed)} (logs in {args.workdir})" if failed else "")
+    )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

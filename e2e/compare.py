@@ -1,0 +1,152 @@
+"""Pure comparisons the e2e run makes: live objects against the render, the engine's plan against
+the project's change plan."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from stacks.changeplan import Change
+
+# The engine's step kinds, as the project's change plan names them.
+_ENGINE_KIND = {
+    "create": "added",
+    "delete": "removed",
+    "update": "update",
+    "replace": "replace",
+    "create-replacement": "replace",
+    "delete-replaced": "replace",
+}
+_PLAN_KIND = {
+    "added": "added",
+    "removed": "removed",
+    "update": "update",
+    "rolling": "update",
+    "scale": "update",
+    "replace": "replace",
+}
+_RANK = {"update": 0, "added": 1, "removed": 1, "replace": 2}
+# Components: the engine diffs no inputs of theirs (their children carry the change).
+_COMPONENT_PREFIXES = ("llmd:", "kubernetes:helm.sh/v4:Chart", "kubernetes:yaml/v2:ConfigFile", "pulumi:pulumi:Stack")
+SECRET_MARK = "[secret]"
+
+
+def urn_key(urn: str) -> tuple[str, str]:
+    """(type, name) of a URN, as resources.json keys its rows."""
+    parts = urn.split("::")
+    return parts[2].rsplit("$", 1)[-1], "::".join(parts[3:])
+
+
+def urn_parents(urn: str) -> list[str]:
+    return urn.split("::")[2].split("$")[:-1]
+
+
+_QUANTITY = re.compile(r"([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?")
+_SUFFIX = {
+    None: 1,
+    "n": 1e-9,
+    "u": 1e-6,
+    "m": 1e-3,
+    "k": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "P": 1e15,
+    "E": 1e18,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
+}
+
+
+def quantity(value: Any) -> float | None:
+    """A Kubernetes quantity's value (the API server rewrites 0.5 as 500m and 1024Mi as 1Gi), else None."""
+    match = _QUANTITY.fullmatch(str(value))
+    if match is None:
+        return None
+    return float(match[1]) * _SUFFIX[match[2]]
+
+
+def _same(want: Any, have: Any) -> bool:
+    if _scalar(want) == _scalar(have):
+        return True
+    a, b = quantity(want), quantity(have)
+    return a is not None and b is not None and abs(a - b) <= 1e-9 * max(abs(a), 1.0)
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def missing_fields(want: Any, have: Any, path: str = "") -> list[str]:
+    """Every field `want` sets that `have` lacks or holds otherwise (scalars compared as text, as the
+    API server returns quantities and int-or-strings); secret placeholders are not compared."""
+    if isinstance(want, dict):
+        if not isinstance(have, dict):
+            return [f"{path or '.'}: expected an object, found {have!r}"[:200]]
+        out: list[str] = []
+        for key, value in want.items():
+            if value is None or value == {} or value == []:
+                continue
+            out += missing_fields(value, have.get(key), f"{path}.{key}" if path else key)
+        return out
+    if isinstance(want, list):
+        if not isinstance(have, list) or len(have) != len(want):
+            return [f"{path}: expected {len(want)} items, found {have!r}"[:200]]
+        out = []
+        for index, (w, h) in enumerate(zip(want, have, strict=True)):
+            out += missing_fields(w, h, f"{path}[{index}]")
+        return out
+    if want == SECRET_MARK:
+        return []
+    if have is None or not _same(want, have):
+        return [f"{path}: expected {want!r}, found {have!r}"[:200]]
+    return []
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    type: str
+    name: str
+    engine: str
+    plan: str
+
+    def line(self) -> str:
+        return f"{self.type} {self.name}: the engine plans {self.engine}, the change plan says {self.plan}"
+
+
+def compare_plans(steps: list[dict[str, Any]], changes: list[Change]) -> list[Disagreement]:
+    """Resource by resource: the engine's step kind against the change plan's. A chart's or a
+    ConfigFile's children answer for their parent's row (the mock engine never creates them): any
+    child the engine replaces must be a replacement the plan names on the parent."""
+    engine: dict[tuple[str, str], str] = {}
+    for step in steps:
+        op = step.get("op", "same")
+        kind = _ENGINE_KIND.get(op)
+        if kind is None:
+            continue
+        key = urn_key(step["urn"])
+        if key[0].startswith(_COMPONENT_PREFIXES):
+            continue
+        if key[0].startswith("pulumi:providers:"):
+            continue
+        # The strongest kind wins (a replacement shows as several steps).
+        if key not in engine or _RANK[kind] > _RANK[engine[key]]:
+            engine[key] = kind
+    planned = {
+        (c.type, c.name): _PLAN_KIND[c.kind]
+        for c in changes
+        if not c.type.startswith(_COMPONENT_PREFIXES) and not c.type.startswith("pulumi:providers:")
+    }
+    out = []
+    for key in sorted(engine.keys() | planned.keys()):
+        e, p = engine.get(key, "no change"), planned.get(key, "no change")
+        if e != p:
+            out.append(Disagreement(key[0], key[1], e, p))
+    return out

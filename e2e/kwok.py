@@ -1,0 +1,167 @@
+"""A local control plane: kwokctl's binary runtime with the binaries `e2e.tools` built.
+
+etcd, kube-apiserver, kube-controller-manager and kube-scheduler run as local processes; the KWOK
+controller plays every node's kubelet: nodes become Ready, scheduled pods Running and Ready, Job pods
+Succeeded, and claims of the `kwok-volume` StorageClass (the cluster default) bind to a volume
+provisioned for them. Nothing is pulled or run in a container: a pod's image is never fetched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from e2e import tools
+
+STORAGE_CLASS = "kwok-volume"
+_STAGE_DIRS = ("node/fast", "node/heartbeat-with-lease", "pod/fast", "volume/fast")
+
+
+class ClusterError(RuntimeError):
+    pass
+
+
+def _kwok_source(bins: dict[str, Path]) -> Path:
+    """The KWOK module's source (its stage files), from the module cache the build filled."""
+    env = tools._go_env(tools.cache_root())
+    out = subprocess.run(
+        ["go", "mod", "download", "-json", f"sigs.k8s.io/kwok@v{tools.KWOK_VERSION}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tools.cache_root(),
+    )
+    try:
+        return Path(json.loads(out.stdout)["Dir"])
+    except (KeyError, ValueError):
+        raise ClusterError(f"kwok: reading its stage files failed: {out.stderr.strip()[:200]}") from None
+
+
+def stage_documents(source: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """KWOK's own fast stages for nodes, pods and volumes, and the objects they need (the StorageClass)."""
+    stages: list[dict[str, Any]] = []
+    objects: list[dict[str, Any]] = []
+    for sub in _STAGE_DIRS:
+        for path in sorted((source / "kustomize" / "stage" / sub).glob("*.yaml")):
+            if path.name == "kustomization.yaml":
+                continue
+            for doc in yaml.safe_load_all(path.read_text()):
+                if not doc:
+                    continue
+                (stages if doc.get("kind") == "Stage" else objects).append(doc)
+    return stages, objects
+
+
+@dataclass
+class Cluster:
+    name: str
+    workdir: Path
+    bins: dict[str, Path]
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.workdir / "kubeconfig"
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            KWOK_WORKDIR=str(self.workdir / "kwok"),
+            KWOK_KUBE_VERSION=f"v{tools.KUBERNETES_VERSION}",
+            KWOK_KUBECTL_BINARY=shutil.which("kubectl") or "kubectl",
+            KUBECONFIG=str(self.kubeconfig),
+        )
+        return env
+
+    def kwokctl(self, *args: str, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            [str(self.bins["kwok"] / "kwokctl"), "--name", self.name, *args],
+            capture_output=True,
+            text=True,
+            env=self.env(),
+            timeout=timeout,
+        )
+        if check and proc.returncode != 0:
+            raise ClusterError(f"kwokctl {args[0]} {args[1] if len(args) > 1 else ''}: {proc.stderr.strip()[-400:]}")
+        return proc
+
+    def kubectl(self, *args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            ["kubectl", "--kubeconfig", str(self.kubeconfig), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if check and proc.returncode != 0:
+            raise ClusterError(f"kubectl {' '.join(args[:2])}: {proc.stderr.strip()[-400:]}")
+        return proc
+
+    def apply(self, objects: Iterable[dict[str, Any]], server_side: bool = False) -> None:
+        docs = list(objects)
+        if docs:
+            extra = ["--server-side", "--force-conflicts"] if server_side else []
+            self.kubectl("apply", *extra, "-f", "-", stdin=yaml.safe_dump_all(docs))
+
+    def create(self) -> None:
+        self.delete()
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        stages, objects = stage_documents(_kwok_source(self.bins))
+        config = self.workdir / "kwok-stages.yaml"
+        config.write_text(yaml.safe_dump_all(stages))
+        k8s, etcd, kwok = self.bins["kubernetes"], self.bins["etcd"], self.bins["kwok"]
+        self.kwokctl(
+            "create",
+            "cluster",
+            "--runtime",
+            "binary",
+            "--kubeconfig",
+            str(self.kubeconfig),
+            "--config",
+            str(config),
+            "--kube-apiserver-binary",
+            str(k8s / "kube-apiserver"),
+            "--kube-controller-manager-binary",
+            str(k8s / "kube-controller-manager"),
+            "--kube-scheduler-binary",
+            str(k8s / "kube-scheduler"),
+            "--kwok-controller-binary",
+            str(kwok / "kwok"),
+            "--etcd-binary",
+            str(etcd / "etcd"),
+            "--wait",
+            "3m",
+        )
+        self.apply(objects)
+
+    def delete(self) -> None:
+        if (self.workdir / "kwok").exists():
+            self.kwokctl("delete", "cluster", check=False, timeout=120)
+
+    def objects(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        scope = ["-n", namespace] if namespace else ["-A"]
+        out = self.kubectl("get", kind, *scope, "-o", "json", check=False)
+        return json.loads(out.stdout).get("items", []) if out.returncode == 0 else []
+
+    def wait_nodes_ready(self, count: int, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ready = [
+                n
+                for n in self.objects("nodes")
+                if any(
+                    c["type"] == "Ready" and c["status"] == "True" for c in n.get("status", {}).get("conditions", [])
+                )
+            ]
+            if len(ready) >= count:
+                return
+            time.sleep(1)
+        raise ClusterError(f"nodes: {count} expected Ready within {timeout:.0f} s")

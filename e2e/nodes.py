@@ -1,0 +1,198 @@
+"""KWOK nodes shaped like the stack: from its node pools where it describes them, else from its pods.
+
+Pure: takes the stack config and the offline render's objects, returns Node objects for the API
+server. A described pool gives its node count, labels, taints, devices and allocatable memory (the
+same arithmetic the config-time fit check uses), so the scheduler places the pods against the same
+room the plan assumed. A workload no pool describes gets one node per pod, labelled as its node
+selector and required affinity ask, with its device count and room to spare. Two untainted system
+nodes carry the router, the Jobs and everything that asks for no accelerator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from components.catalog.machines import MACHINES
+from components.specs.clusters import POOL_LABEL
+from components.units import GiB
+from stacks.config import StackConfig
+from stacks.hardware import pool_hardware
+
+KWOK_ANNOTATION = {"kwok.x-k8s.io/node": "fake"}
+_WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet", "DaemonSet")
+_SYSTEM = {"cpu": "32", "memory": "128Gi", "pods": "110"}
+_SYSTEM_NODES = 2
+# Room a generated accelerator node gives besides its pods' requests: the per-node daemons
+# (LMCache server, Mooncake client, pre-pull) fit in it.
+_SPARE_CPU, _SPARE_MEMORY_GIB = 32, 64
+
+
+@dataclass
+class NodeShape:
+    name_prefix: str
+    count: int
+    labels: dict[str, str]
+    taints: list[dict[str, str]] = field(default_factory=list)
+    allocatable: dict[str, str] = field(default_factory=dict)
+
+
+def _pod_template(obj: dict[str, Any]) -> dict[str, Any] | None:
+    spec = obj.get("spec", {})
+    template = (
+        spec.get("leaderWorkerTemplate", {}).get("workerTemplate")
+        if obj.get("kind") == "LeaderWorkerSet"
+        else spec.get("template")
+    )
+    return dict(template) if isinstance(template, dict) else None
+
+
+def _pods(obj: dict[str, Any]) -> int:
+    spec = obj.get("spec", {})
+    if obj.get("kind") == "LeaderWorkerSet":
+        return int(spec.get("replicas", 1)) * int(spec.get("leaderWorkerTemplate", {}).get("size", 1))
+    return int(spec.get("replicas", 1))
+
+
+def required_labels(pod_spec: dict[str, Any]) -> dict[str, str]:
+    """The node labels a pod cannot run without: its node selector and the first value of each `In` term."""
+    labels = dict(pod_spec.get("nodeSelector") or {})
+    terms = (
+        pod_spec.get("affinity", {})
+        .get("nodeAffinity", {})
+        .get("requiredDuringSchedulingIgnoredDuringExecution", {})
+        .get("nodeSelectorTerms", [])
+    )
+    for expression in terms[0].get("matchExpressions", []) if terms else []:
+        if expression.get("operator") == "In" and expression.get("values"):
+            labels.setdefault(expression["key"], expression["values"][0])
+        elif expression.get("operator") == "Exists":
+            labels.setdefault(expression["key"], "true")
+    return labels
+
+
+def device_requests(pod_spec: dict[str, Any]) -> dict[str, int]:
+    """Extended resources (vendor.example/name) the pod's containers ask for, summed."""
+    total: dict[str, int] = {}
+    for container in pod_spec.get("containers", []):
+        limits = (container.get("resources") or {}).get("limits") or {}
+        for name, value in limits.items():
+            if "/" in name and not name.startswith("hugepages"):
+                total[name] = total.get(name, 0) + int(value)
+    return total
+
+
+def _memory_gib(quantity: str) -> float:
+    units = {"Ki": 2**-20, "Mi": 2**-10, "Gi": 1, "Ti": 1024}
+    for suffix, scale in units.items():
+        if quantity.endswith(suffix):
+            return float(quantity[: -len(suffix)]) * scale
+    return float(quantity) / GiB
+
+
+def _cpu(quantity: str) -> float:
+    return float(quantity[:-1]) / 1000 if quantity.endswith("m") else float(quantity)
+
+
+def _requests(pod_spec: dict[str, Any]) -> tuple[float, float]:
+    cpu = memory = 0.0
+    for container in pod_spec.get("containers", []):
+        requests = (container.get("resources") or {}).get("requests") or {}
+        cpu += _cpu(str(requests.get("cpu", "0")))
+        memory += _memory_gib(str(requests.get("memory", "0")))
+    return cpu, memory
+
+
+def _pool_shapes(config: StackConfig, objects: Iterable[dict[str, Any]]) -> list[NodeShape]:
+    wanted: dict[str, dict[str, str]] = {}  # pool key -> labels its pods select besides the pool's own
+    for obj in objects:
+        template = _pod_template(obj) if obj.get("kind") in _WORKLOAD_KINDS else None
+        if template:
+            labels = required_labels(template.get("spec", {}))
+            for key, pool in config.node_pools.items():
+                if labels.get(POOL_LABEL) == key or (pool.labels and pool.labels.items() <= labels.items()):
+                    wanted.setdefault(key, {}).update(labels)
+    shapes = []
+    for key, pool in config.node_pools.items():
+        hardware = pool_hardware(config, key)
+        machine = MACHINES.get(pool.machine_type or "")
+        allocatable = {"cpu": str(getattr(machine, "vcpus", None) or 208), "pods": "110"}
+        if hardware.allocatable:
+            allocatable["memory"] = f"{hardware.allocatable.bytes // 2**20}Mi"
+        else:
+            allocatable["memory"] = "2048Gi"
+        resource = _device_resource(hardware.accelerator)
+        if resource and hardware.devices_per_node:
+            allocatable[resource] = str(hardware.devices_per_node)
+        labels = {POOL_LABEL: key, **wanted.get(key, {}), **pool.labels}
+        taints = [{"key": t.key, "value": t.value or "", "effect": t.effect} for t in pool.taints]
+        shapes.append(NodeShape(f"pool-{key}", hardware.nodes, labels, taints, allocatable))
+    return shapes
+
+
+def _device_resource(accelerator: str | None) -> str | None:
+    from components.catalog.accelerators import ACCELERATORS
+
+    profile = ACCELERATORS.get(accelerator or "")
+    return profile.device_resource if profile else None
+
+
+def _generated_shapes(config: StackConfig, objects: Iterable[dict[str, Any]]) -> list[NodeShape]:
+    shapes = []
+    for obj in objects:
+        if obj.get("kind") not in _WORKLOAD_KINDS or obj.get("kind") == "DaemonSet":
+            continue
+        template = _pod_template(obj) or {}
+        spec = template.get("spec", {})
+        devices, labels = device_requests(spec), required_labels(spec)
+        if not devices and not labels:
+            continue  # the system nodes take it
+        if config.node_pools and any(
+            labels.get(POOL_LABEL) == key or (p.labels and p.labels.items() <= labels.items())
+            for key, p in config.node_pools.items()
+        ):
+            continue  # a described pool takes it
+        cpu, memory = _requests(spec)
+        allocatable = {
+            "cpu": str(int(cpu) + _SPARE_CPU),
+            "memory": f"{int(memory) + _SPARE_MEMORY_GIB}Gi",
+            "pods": "110",
+            **{name: str(count) for name, count in devices.items()},
+        }
+        shapes.append(NodeShape(f"for-{obj['metadata']['name']}", _pods(obj), labels, [], allocatable))
+    return shapes
+
+
+def node_shapes(config: StackConfig, objects: list[dict[str, Any]]) -> list[NodeShape]:
+    system = NodeShape("system", _SYSTEM_NODES, {"llm-d.ai/e2e-role": "system"}, [], dict(_SYSTEM))
+    return [system, *_pool_shapes(config, objects), *_generated_shapes(config, objects)]
+
+
+def node_objects(shapes: list[NodeShape]) -> list[dict[str, Any]]:
+    nodes = []
+    for shape in shapes:
+        for index in range(shape.count):
+            name = f"{shape.name_prefix}-{index}"[:63].rstrip("-")
+            labels = {
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "type": "kwok",
+                **shape.labels,
+            }
+            nodes.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {"name": name, "annotations": dict(KWOK_ANNOTATION), "labels": labels},
+                    "spec": {"taints": shape.taints} if shape.taints else {},
+                    "status": {
+                        "allocatable": dict(shape.allocatable),
+                        "capacity": dict(shape.allocatable),
+                        "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux", "kubeletVersion": "kwok"},
+                        "phase": "Running",
+                    },
+                }
+            )
+    return nodes

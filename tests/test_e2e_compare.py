@@ -1,0 +1,62 @@
+"""The e2e run's comparisons: live objects against the render, the engine's plan against the change plan."""
+
+from __future__ import annotations
+
+from e2e import compare
+from stacks.changeplan import Change
+
+_STACK = "urn:pulumi:e2e::llmd::"
+
+
+def _urn(types: str, name: str) -> str:
+    return f"{_STACK}{types}::{name}"
+
+
+def test_urn_key_takes_the_last_type_and_the_name() -> None:
+    urn = _urn("llmd:cache_stack:CacheStack$kubernetes:apps/v1:Deployment", "llmd-model-server-decode")
+    assert compare.urn_key(urn) == ("kubernetes:apps/v1:Deployment", "llmd-model-server-decode")
+
+
+def test_missing_fields_compares_scalars_as_text_and_ignores_server_defaults() -> None:
+    want = {"spec": {"replicas": 1, "resources": {"limits": {"nvidia.com/gpu": 1}}, "empty": {}}}
+    have = {"spec": {"replicas": 1, "resources": {"limits": {"nvidia.com/gpu": "1"}}, "extra": True}}
+    assert compare.missing_fields(want, have) == []
+    assert compare.missing_fields({"a": [1, 2]}, {"a": [1]}) == ["a: expected 2 items, found [1]"]
+    assert compare.missing_fields({"a": {"b": "x"}}, {"a": {"b": "y"}}) == ["a.b: expected 'x', found 'y'"]
+    assert compare.missing_fields({"a": compare.SECRET_MARK}, {"a": "anything"}) == []
+    assert compare.missing_fields({"a": True}, {"a": "true"}) == []
+    # The API server writes quantities in its canonical form.
+    assert compare.missing_fields({"cpu": "0.5", "memory": "1024Mi"}, {"cpu": "500m", "memory": "1Gi"}) == []
+    assert compare.missing_fields({"cpu": "0.5"}, {"cpu": "600m"}) == ["cpu: expected '0.5', found '600m'"]
+
+
+def test_plans_agree_when_kinds_match_and_components_are_left_out() -> None:
+    deployment = ("kubernetes:apps/v1:Deployment", "d")
+    steps = [
+        {"op": "update", "urn": _urn(f"llmd:cache_stack:CacheStack${deployment[0]}", deployment[1])},
+        {"op": "same", "urn": _urn("kubernetes:core/v1:Service", "s")},
+        {"op": "update", "urn": _urn("llmd:cache_stack:CacheStack", "llmd")},
+    ]
+    changes = [
+        Change("rolling", *deployment, "its pods restart"),
+        Change("update", "llmd:cache_stack:CacheStack", "llmd", ""),
+    ]
+    assert compare.compare_plans(steps, changes) == []
+
+
+def test_a_replacement_the_plan_calls_an_update_is_a_disagreement() -> None:
+    key = ("kubernetes:core/v1:ConfigMap", "c")
+    steps = [
+        {"op": "create-replacement", "urn": _urn(key[0], key[1])},
+        {"op": "replace", "urn": _urn(key[0], key[1])},
+        {"op": "delete-replaced", "urn": _urn(key[0], key[1])},
+    ]
+    out = compare.compare_plans(steps, [Change("update", *key, "in place")])
+    assert [(d.engine, d.plan) for d in out] == [("replace", "update")]
+    assert compare.compare_plans(steps, [Change("replace", *key, "delete-first")]) == []
+
+
+def test_a_change_only_one_side_sees_is_a_disagreement() -> None:
+    key = ("kubernetes:core/v1:Service", "s")
+    assert [d.plan for d in compare.compare_plans([{"op": "update", "urn": _urn(*key)}], [])] == ["no change"]
+    assert [d.engine for d in compare.compare_plans([], [Change("added", *key, "created")])] == ["no change"]

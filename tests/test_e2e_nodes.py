@@ -1,0 +1,90 @@
+"""The e2e cluster's nodes: shaped by the described pools, else by what the pods require."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components.specs.clusters import POOL_LABEL
+from e2e import nodes
+from stacks import loading
+from stacks.hardware import pool_hardware
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def _objects(preset: str) -> list[dict[str, Any]]:
+    return [o for o in yaml.safe_load_all((GOLDEN / preset / "manifests.yaml").read_text()) if o]
+
+
+def _by_prefix(shapes: list[nodes.NodeShape]) -> dict[str, nodes.NodeShape]:
+    return {s.name_prefix: s for s in shapes}
+
+
+def test_a_described_pool_gives_its_count_labels_taints_devices_and_allocatable_memory() -> None:
+    config = loading.load_preset("existing-mi300", [])
+    shapes = _by_prefix(nodes.node_shapes(config, _objects("existing-mi300")))
+    pool = shapes["pool-mi300"]
+    hardware = pool_hardware(config, "mi300")
+    assert pool.count == hardware.nodes
+    assert pool.labels[POOL_LABEL] == "mi300"
+    assert pool.labels["amd.com/gpu.product-name"] == "AMD_Instinct_MI300X_OAM"
+    assert pool.taints == [{"key": "amd.com/gpu", "value": "", "effect": "NoSchedule"}]
+    assert pool.allocatable["amd.com/gpu"] == "8"
+    assert hardware.allocatable is not None
+    assert pool.allocatable["memory"] == f"{hardware.allocatable.bytes // 2**20}Mi"
+    # The model servers' own selector labels are on the pool's nodes, so the scheduler can place them.
+    server = next(o for o in _objects("existing-mi300") if o["kind"] == "Deployment")
+    wanted = nodes.required_labels(server["spec"]["template"]["spec"])
+    assert wanted.items() <= pool.labels.items()
+
+
+def test_without_pools_each_accelerator_pod_gets_a_node_with_its_devices() -> None:
+    config = loading.load_preset("gpu-vllm-native-cpu", [])
+    objects = _objects("gpu-vllm-native-cpu")
+    server = next(o for o in objects if o["kind"] == "Deployment" and "decode" in o["metadata"]["name"])
+    shapes = [s for s in nodes.node_shapes(config, objects) if s.name_prefix.startswith("for-")]
+    assert [s.count for s in shapes] == [server["spec"]["replicas"]]
+    devices = nodes.device_requests(server["spec"]["template"]["spec"])
+    assert devices == {"nvidia.com/gpu": 2}  # the seed's default deployment: TP=2
+    assert shapes[0].allocatable["nvidia.com/gpu"] == "2"
+    memory_gib = float(shapes[0].allocatable["memory"].removesuffix("Gi"))
+    requested = sum(
+        nodes._memory_gib(c["resources"]["requests"]["memory"])
+        for c in server["spec"]["template"]["spec"]["containers"]
+    )
+    assert memory_gib >= requested
+
+
+def test_required_labels_read_the_selector_and_the_first_in_value_of_required_affinity() -> None:
+    spec = {
+        "nodeSelector": {"a": "1"},
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": "b", "operator": "In", "values": ["x", "y"]},
+                                {"key": "c", "operator": "Exists"},
+                                {"key": "d", "operator": "NotIn", "values": ["z"]},
+                            ]
+                        }
+                    ]
+                }
+            }
+        },
+    }
+    assert nodes.required_labels(spec) == {"a": "1", "b": "x", "c": "true"}
+
+
+def test_node_objects_are_kwok_nodes_with_status() -> None:
+    shape = nodes.NodeShape("pool-x", 2, {"k": "v"}, [{"key": "t", "value": "", "effect": "NoSchedule"}], {"cpu": "4"})
+    docs = nodes.node_objects([shape])
+    assert [d["metadata"]["name"] for d in docs] == ["pool-x-0", "pool-x-1"]
+    assert all(d["metadata"]["annotations"] == nodes.KWOK_ANNOTATION for d in docs)
+    assert docs[0]["status"]["allocatable"] == {"cpu": "4"} == docs[0]["status"]["capacity"]
+    assert docs[0]["spec"]["taints"][0]["key"] == "t"
+    assert docs[1]["metadata"]["labels"]["kubernetes.io/hostname"] == "pool-x-1"
