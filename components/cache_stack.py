@@ -94,7 +94,9 @@ class CacheStack(pulumi.ComponentResource):
     def _router(self, args: CacheStackArgs, namespace: k8s.core.v1.Namespace) -> Router:
         """The Gateway API Inference Extension CRDs, then the router chart (which creates the InferencePool)."""
         child = pulumi.ResourceOptions(parent=self)
-        crds = InferencePoolCrds(f"{self._name}-gaie-crds", InferencePoolCrdsArgs(version=args.gaie_version, file=args.gaie_crds_file), child)
+        crds = InferencePoolCrds(
+            f"{self._name}-gaie-crds", InferencePoolCrdsArgs(version=args.gaie_version, file=args.gaie_crds_file), child
+        )
         return Router(
             f"{self._name}-router",
             RouterArgs(

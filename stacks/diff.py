@@ -57,7 +57,9 @@ def _show(value: Any) -> str:
     return "`" + (text if len(text) <= 160 else text[:157] + "...") + "`"
 
 
-def _changes(before: dict[Key, dict[str, Any]], after: dict[Key, dict[str, Any]]) -> tuple[list[str], dict[Key, list[str]]]:
+def _changes(
+    before: dict[Key, dict[str, Any]], after: dict[Key, dict[str, Any]]
+) -> tuple[list[str], dict[Key, list[str]]]:
     """The field diff's lines, and the changed input paths of each resource present in both renders."""
     lines: list[str] = []
     for key in sorted(after.keys() - before.keys()):

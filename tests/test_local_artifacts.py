@@ -12,7 +12,13 @@ from tests.helpers import rendered, resources, router_chart
 
 FIXTURES = Path(__file__).parent / "fixtures" / "upstream"
 CHART = FIXTURES / "charts" / "llm-d-router-standalone-v0.10.0.tgz"
-CRDS = FIXTURES / "schemas" / "gateway-api-inference-extension" / "v1.6.0" / "inference.networking.k8s.io_inferencepools.yaml"
+CRDS = (
+    FIXTURES
+    / "schemas"
+    / "gateway-api-inference-extension"
+    / "v1.6.0"
+    / "inference.networking.k8s.io_inferencepools.yaml"
+)
 
 
 def _config_file(rows: list[dict]) -> dict:
@@ -39,7 +45,10 @@ def test_without_them_the_chart_is_pulled_and_the_release_asset_downloaded() -> 
 @pytest.mark.parametrize(
     ("override", "message"),
     [
-        ("router.chart_file=/nonexistent/chart.tgz", r"router.chart_file = '/nonexistent/chart.tgz': must be an existing file"),
+        (
+            "router.chart_file=/nonexistent/chart.tgz",
+            r"router.chart_file = '/nonexistent/chart.tgz': must be an existing file",
+        ),
         (f"router.chart_file={CRDS}", r"router.chart_file = .*: must be a path to a .tgz file"),
         (f"router.gaie_crds_file={CHART}", r"router.gaie_crds_file = .*: must be a path to a .yaml or .yml file"),
     ],
