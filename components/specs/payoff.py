@@ -1,12 +1,14 @@
 """Does a tier pay off? Break-even load bandwidth against recompute, per model-server pod.
 
-The seed's rule: a load has to finish faster than the prefill it replaces. Recomputing one token
-costs about 2 FLOPs per active parameter (attention over the prefix adds more, so the recompute
-time here is a lower bound and the break-even bandwidth an upper bound); a pod's devices deliver
-their dense bf16 peak times a prefill efficiency. A load of that token's KV bytes beats the
-recompute above KV bytes / recompute time. Each tier's expected reload bandwidth is compared to it:
-the CPU tier over the host link at the connector's transfer block, the filesystem tier at the
-backend's per-pod share (then the host link). Figures come from `components/catalog/rates.py`.
+The arithmetic is `components/formulas/payoff.py` (shared with the `tiers-beat-recompute` policy); this
+module picks the stack's inputs and shows each number with its formula. The seed's rule: a load has
+to finish faster than the prefill it replaces. Recomputing one token costs about 2 FLOPs per active
+parameter (attention over the prefix adds more, so the recompute time here is a lower bound and the
+break-even bandwidth an upper bound); a pod's devices deliver their dense bf16 peak times a prefill
+efficiency. A load of that token's KV bytes beats the recompute above KV bytes / recompute time. Each
+tier's expected reload bandwidth is compared to it: the CPU tier over the host link at the
+connector's transfer block, the filesystem tier at the backend's per-pod share (then the host link).
+Figures come from `components/catalog/rates.py`.
 """
 
 from __future__ import annotations
@@ -21,16 +23,14 @@ from components.catalog.rates import (
     LUSTRE_THROUGHPUT_UNIT,
     STORAGE_RATES,
     TFLOPS,
-    AcceleratorRates,
 )
+from components.formulas import payoff as formulas
+from components.formulas.payoff import LMCACHE_CHUNK_TOKENS as LMCACHE_CHUNK_TOKENS
+from components.formulas.payoff import Replica
 from components.specs.sizing import Derivation
 from components.units import GB, ByteSize
 
-FLOPS_PER_ACTIVE_PARAMETER = 2
 REFERENCE_PREFIX_TOKENS = 10_000
-# LMCache moves KV in chunks of `chunk_size` tokens: 256 by default (lmcache 0.5.6), which the
-# in-process connector's presets keep.
-LMCACHE_CHUNK_TOKENS = 256
 CONTIGUOUS_BLOCKS_SOURCE = (
     "one copy per block of all layers on a device: vLLM's offloading layout since 0.12 (contiguous 0.5-2 MB"
     " blocks, blog.vllm.ai 2026-01-08); assumed for the other connectors"
@@ -106,18 +106,9 @@ def _time(seconds: float) -> str:
     )
 
 
-def recompute_seconds_per_token(model: ModelSpec, rates: AcceleratorRates, devices: int) -> float:
-    """Prefill FLOPs of one token over the devices that share its work."""
-    flops = FLOPS_PER_ACTIVE_PARAMETER * model.active_params_billion * 1e9
-    return flops / (devices * rates.bf16_peak.value * rates.prefill_efficiency.value)
-
-
 def filesystem_share(fs: Filesystem) -> float | None:
     """What one pod reads: its share of the aggregate, capped by the per-client limit."""
-    if fs.aggregate is None:
-        return None
-    share = fs.aggregate / fs.pods
-    return min(share, fs.per_client) if fs.per_client is not None else share
+    return None if fs.aggregate is None else formulas.filesystem_share(fs.aggregate, fs.pods, fs.per_client)
 
 
 def filesystem(
@@ -149,29 +140,28 @@ def _ratio(bandwidth: float | None, break_even: float) -> str:
 
 
 def _filesystem_tier(fs: Filesystem, cpu_path: float) -> TierPayoff:
-    share = filesystem_share(fs)
     tier = f"filesystem tier ({fs.backend})"
-    if share is None:
+    if fs.aggregate is None:
         return TierPayoff(tier, None, f"read bandwidth not known: {fs.aggregate_from}")
     limit = f", {gbps(fs.per_client)} per client" if fs.per_client is not None else ""
-    formula = f"min({gbps(fs.aggregate or 0)} aggregate / {fs.pods} pods{limit}, CPU path {gbps(cpu_path)})"
-    return TierPayoff(tier, min(share, cpu_path), formula)
+    formula = f"min({gbps(fs.aggregate)} aggregate / {fs.pods} pods{limit}, CPU path {gbps(cpu_path)})"
+    return TierPayoff(tier, formulas.filesystem_share(fs.aggregate, fs.pods, fs.per_client, cpu_path), formula)
 
 
 def derive(inputs: PayoffInputs) -> Payoff:
     model, rates = inputs.model, ACCELERATOR_RATES[inputs.accelerator]
-    devices = inputs.devices_per_pod * inputs.pods_per_replica
-    seconds = recompute_seconds_per_token(model, rates, devices)
-    kv = model.kv_bytes_per_token.bytes
-    kv_per_pod = kv / inputs.pods_per_replica
-    break_even = kv_per_pod / seconds
-    block = ByteSize(inputs.block_tokens * kv // devices)
+    replica = Replica(model, rates, inputs.devices_per_pod, inputs.pods_per_replica)
+    devices = replica.devices
+    seconds = formulas.recompute_seconds_per_token(replica)
+    kv_per_pod = replica.kv_bytes_per_pod
+    break_even = formulas.break_even(replica)
+    block = ByteSize(formulas.transfer_block_bytes(replica, inputs.block_tokens))
     link = rates.host_link.bandwidth(block.bytes)
-    cpu = inputs.devices_per_pod * link
+    cpu = formulas.cpu_tier_bandwidth(replica, inputs.block_tokens)
     tiers = [TierPayoff("CPU tier", cpu, f"{inputs.devices_per_pod} devices x {gbps(link)} at {block.human()}")]
     if inputs.filesystem is not None:
         tiers.append(_filesystem_tier(inputs.filesystem, cpu))
-    rows = [*_compute_rows(inputs, rates, devices, seconds, kv_per_pod, break_even), _block_row(inputs, block, devices)]
+    rows = [*_compute_rows(inputs, replica, seconds, break_even), _block_row(inputs, block, devices)]
     rows += [
         Derivation(f"{t.tier} reload per pod", _value(t.bandwidth) + _ratio(t.bandwidth, break_even), t.formula)
         for t in tiers
@@ -193,19 +183,18 @@ def _value(bandwidth: float | None) -> str:
     return "unknown" if bandwidth is None else gbps(bandwidth)
 
 
-def _compute_rows(
-    inputs: PayoffInputs, rates: AcceleratorRates, devices: int, seconds: float, kv_per_pod: float, break_even: float
-) -> list[Derivation]:
-    model, pods = inputs.model, inputs.pods_per_replica
-    flops = FLOPS_PER_ACTIVE_PARAMETER * model.active_params_billion * 1e9
-    rate = devices * rates.bf16_peak.value * rates.prefill_efficiency.value
+def _compute_rows(inputs: PayoffInputs, replica: Replica, seconds: float, break_even: float) -> list[Derivation]:
+    model, pods, rates, devices = inputs.model, inputs.pods_per_replica, replica.rates, replica.devices
+    kv_per_pod = replica.kv_bytes_per_pod
+    flops = formulas.prefill_flops_per_token(model)
+    rate = formulas.prefill_rate(replica)
     spread = f"{inputs.devices_per_pod} per pod x {pods} pods" if pods > 1 else "per pod"
     share = f" / {pods} pods" if pods > 1 else ""
     return [
         Derivation(
             "prefill FLOPs per token",
             f"{flops / 1e9:.1f} GFLOP",
-            f"{FLOPS_PER_ACTIVE_PARAMETER} x {model.active_params_billion:g} B active parameters",
+            f"{formulas.FLOPS_PER_ACTIVE_PARAMETER} x {model.active_params_billion:g} B active parameters",
         ),
         Derivation(
             "prefill rate per replica",
