@@ -116,6 +116,14 @@ def test_the_load_alert_defaults_to_the_derived_break_even_per_device() -> None:
     assert default.payoff.break_even != tpu.payoff.break_even
 
 
+def test_the_geometry_gives_the_model_cards_parameters() -> None:
+    """Each model's geometry counts its model card's total (and, for the MoE, its 35 B activated)."""
+    for model in MODELS.values():
+        assert model.total_params / 1e9 == pytest.approx(model.params_billion, rel=0.01)
+    coder = MODELS["Qwen/Qwen3-Coder-480B-A35B-Instruct"]
+    assert (coder.active_non_embedding_params + coder.embedding_params) / 1e9 == pytest.approx(35, rel=0.02)
+
+
 def test_every_catalog_entry_has_its_figures() -> None:
     assert set(rates.ACCELERATOR_RATES) == set(ACCELERATORS)
     assert all(m.active_params_billion > 0 for m in MODELS.values())
