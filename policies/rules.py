@@ -407,8 +407,8 @@ def _shared_read(resources: list[Resource], config: dict[str, Any]) -> tuple[flo
 
 
 def tiers_beat_recompute(resources: list[Resource], config: dict[str, Any]) -> list[Violation]:
-    """A tier pays off in latency only when a reload beats recomputing: KV bytes / recompute time, with the
-    payoff table's arithmetic (components/formulas/payoff.py)."""
+    """A tier pays off in latency only when a reload beats recomputing: KV bytes / recompute time per token at
+    the alert's prefix length, with the payoff table's arithmetic (components/formulas/payoff.py)."""
     servers = _tiered_servers(resources)
     rwx = {
         (r.props.get("metadata") or {}).get("name")
@@ -417,12 +417,14 @@ def tiers_beat_recompute(resources: list[Resource], config: dict[str, Any]) -> l
     }
     shared = _shared_read(resources, config)
     readers = sum(s.pods for s in servers if rwx & set(s.claims))
+    configured = payoff.ALERT_PREFIX_TOKENS
     out = []
     for s in servers:
         rates = ACCELERATOR_RATES[s.accelerator]
         replica = payoff.Replica(s.model, rates, s.devices, s.group)
-        seconds = payoff.recompute_seconds_per_token(replica)
-        break_even = payoff.break_even(replica)
+        prefix = min(configured, payoff.longest_prefix(s.model))
+        seconds = payoff.recompute_seconds_per_token(replica, prefix)
+        break_even = payoff.break_even(replica, prefix)
         block = payoff.transfer_block_bytes(replica, s.block_tokens)
         cpu = payoff.cpu_tier_bandwidth(replica, s.block_tokens)
         tiers = [("CPU tier", cpu, f"{rates.host_link.name} at {block} B blocks")]
@@ -437,8 +439,9 @@ def tiers_beat_recompute(resources: list[Resource], config: dict[str, Any]) -> l
                         s.pod.owner,
                         f"the {tier} of {s.pod.owner.name} reloads at about {bandwidth / 1e9:.2f} GB/s per pod ({how}),"
                         f" below the {break_even / 1e9:.2f} GB/s at which a load beats recomputing {s.model.name} on"
-                        f" {replica.devices} x {s.accelerator} ({seconds * 1e6:.1f} µs per token): it still saves"
-                        " accelerator time and holds more than HBM, but it does not shorten time to first token",
+                        f" {replica.devices} x {s.accelerator} ({seconds * 1e6:.1f} µs per token at {prefix:,}-token"
+                        " prefixes): it still saves accelerator time and holds more than HBM, but it does not shorten"
+                        " time to first token",
                     )
                 )
     return out

@@ -35,7 +35,6 @@ class ModelSpec:
     expert_intermediate_size: int = 0
     kv_dtype: str = "bfloat16"
     params_billion: float = 0.0  # total parameters (model card): the summary, and the weight bytes a pod fetches
-    active_params_billion: float = 0.0  # the model card's activated parameters (MoE: the activated experts)
     weight_dtype: str = "bfloat16"  # of the published checkpoint
     # Attention layers of different shapes (e.g. Gemma's sliding-window and global layers with
     # different head dimensions) make vLLM build several KV-cache groups; the native
@@ -113,7 +112,6 @@ MODELS: dict[str, ModelSpec] = {
             vocab_size=151_936,
             context_tokens=QWEN3_CONTEXT,
             params_billion=32.8,
-            active_params_billion=32.8,
         ),
         ModelSpec(
             "Qwen/Qwen3-8B",
@@ -126,7 +124,6 @@ MODELS: dict[str, ModelSpec] = {
             vocab_size=151_936,
             context_tokens=QWEN3_CONTEXT,
             params_billion=8.2,
-            active_params_billion=8.2,
         ),
         ModelSpec(
             "Qwen/Qwen3-0.6B",
@@ -140,7 +137,6 @@ MODELS: dict[str, ModelSpec] = {
             context_tokens=QWEN3_CONTEXT,
             tied_embeddings=True,
             params_billion=0.6,
-            active_params_billion=0.6,
         ),
         ModelSpec(
             "Qwen/Qwen3-Coder-480B-A35B-Instruct",
@@ -156,7 +152,6 @@ MODELS: dict[str, ModelSpec] = {
             experts_per_token=8,
             expert_intermediate_size=2560,
             params_billion=480.0,  # "480B total, 35B activated" (8 of 160 experts)
-            active_params_billion=35.0,
         ),
     )
 }
