@@ -408,7 +408,8 @@ def _shared_read(resources: list[Resource], config: dict[str, Any]) -> tuple[flo
 
 def tiers_beat_recompute(resources: list[Resource], config: dict[str, Any]) -> list[Violation]:
     """A tier pays off in latency only when a reload beats recomputing: KV bytes / recompute time per token at
-    the alert's prefix length, with the payoff table's arithmetic (components/formulas/payoff.py)."""
+    the configured prefix length (`prefixTokens`; the stack's `monitoring.alerts.prefix_tokens`), with the
+    payoff table's arithmetic (components/formulas/payoff.py)."""
     servers = _tiered_servers(resources)
     rwx = {
         (r.props.get("metadata") or {}).get("name")
@@ -417,7 +418,7 @@ def tiers_beat_recompute(resources: list[Resource], config: dict[str, Any]) -> l
     }
     shared = _shared_read(resources, config)
     readers = sum(s.pods for s in servers if rwx & set(s.claims))
-    configured = payoff.ALERT_PREFIX_TOKENS
+    configured = int(config.get("prefixTokens") or payoff.ALERT_PREFIX_TOKENS)
     out = []
     for s in servers:
         rates = ACCELERATOR_RATES[s.accelerator]
@@ -792,7 +793,7 @@ RULES: list[Rule] = [
         "Each offload tier reloads faster than recompute (else it saves accelerator time, not TTFT)",
         "advisory",
         tiers_beat_recompute,
-        {"filesystemReadBandwidth": 0},
+        {"filesystemReadBandwidth": 0, "prefixTokens": payoff.ALERT_PREFIX_TOKENS},
     ),
     Rule(
         "prefix-caching-on",

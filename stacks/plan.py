@@ -497,6 +497,7 @@ def _payoff_inputs(
         pods_per_replica=defaults.group_size,
         block_tokens=block_tokens,
         block_from=block_from,
+        prefix_tokens=config.monitoring.alerts.prefix_tokens,
         filesystem=(
             payoff.filesystem(
                 storage.backend,

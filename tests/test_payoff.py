@@ -25,6 +25,8 @@ from components.specs.payoff import Payoff
 from policies.resources import Resource
 from policies.rules import RULES
 from stacks import loading, offline
+from stacks.check import check, stack_policy_config
+from stacks.errors import ConfigError
 from stacks.plan import StackPlan, plan
 from stacks.summary import summary
 from tests.test_alert_semantics import evaluate
@@ -97,6 +99,28 @@ def test_the_lengths_stop_at_the_models_context() -> None:
     assert formulas.table_lengths(model, 40_832) == (1_024, 10_000, 32_768, 40_832)
     short = dataclasses.replace(model, context_tokens=8_192)
     assert formulas.table_lengths(short, 10_000) == (1_024, 8_064)
+    payoff = _plan("gpu-vllm-native-cpu", "monitoring.alerts.prefix_tokens=40832").payoff
+    assert payoff.prefix_tokens == 40_832 and payoff.lengths[-1].prefix_tokens == 40_832
+
+
+def test_a_prefix_beyond_the_context_is_one_clear_line() -> None:
+    with pytest.raises(ConfigError) as raised:
+        _plan("gpu-vllm-native-cpu", "monitoring.alerts.prefix_tokens=40833")
+    message = str(raised.value)
+    assert "\n" not in message
+    assert "monitoring.alerts.prefix_tokens = 40833" in message
+    assert "at most 40832" in message and "Qwen/Qwen3-32B's 40960-token context" in message
+    with pytest.raises(ConfigError, match=r"monitoring\.alerts\.prefix_tokens"):
+        _plan("gpu-vllm-native-cpu", "monitoring.alerts.prefix_tokens=0")
+
+
+def test_the_alert_length_moves_the_break_even() -> None:
+    """A longer prefix costs more per token to recompute, so a slower load still beats it."""
+    short = _plan("gpu-vllm-native-cpu", "monitoring.alerts.prefix_tokens=1024")
+    long = _plan("gpu-vllm-native-cpu", "monitoring.alerts.prefix_tokens=32768")
+    assert short.payoff.break_even > long.payoff.break_even
+    assert _load_alert_threshold(short) == round(short.payoff.break_even / 2)
+    assert _load_alert_threshold(long) == round(long.payoff.break_even / 2)
 
 
 def test_a_tpu_stack() -> None:
@@ -206,6 +230,24 @@ def test_the_rule_fires_on_a_preset_whose_tier_cannot_pay_off() -> None:
     assert "filesystem tier" in message and "1.57 GB/s" in message and "3.82 GB/s" in message
     assert "at 10,000-token prefixes" in message
     assert "saves accelerator time" in message and "does not shorten time to first token" in message
+
+
+@pytest.mark.parametrize("prefix", [10_000, 40_832])
+def test_the_rule_and_the_summary_judge_at_the_stacks_prefix_length(prefix: int) -> None:
+    """Three pods share a 9,000 GiB Lustre: 2.93 GB/s each. At 10,000 tokens the break-even is 3.82 GB/s (short);
+    at 40,832 a token costs (62.411e9 / 0.52 + 2 x 64 x 40,832 x 8192 / 0.67) / 1978.8e12 = 92.95 µs to recompute,
+    so 2.82 GB/s is enough. `stacks check` passes the stack's length to the rule, which agrees with the table."""
+    stack_plan = _plan("gke-h100-lustre", "cache.replicas=3", f"monitoring.alerts.prefix_tokens={prefix}")
+    short = [t.tier for t in stack_plan.payoff.short_of_break_even()]
+    assert short == (["filesystem tier (gcp-lustre)"] if prefix == 10_000 else [])
+    findings = [
+        f.violation.message
+        for f in check(offline.record(stack_plan, "lustre"), stack_policy_config(stack_plan.config))
+        if f.rule.name == RULE.name
+    ]
+    assert [m.split(" of ")[0].removeprefix("the ") for m in findings] == [s.split(" (")[0] for s in short]
+    for message in findings:
+        assert f"below the {stack_plan.payoff.break_even / 1e9:.2f} GB/s" in message
 
 
 def test_the_rule_judges_an_existing_class_by_its_configured_bandwidth() -> None:

@@ -25,7 +25,7 @@ from components.catalog.rates import AcceleratorRates
 FLOPS_PER_PARAMETER = 2  # a multiply and an add per weight per token
 ATTENTION_FLOPS_PER_PAIR = 4  # per layer, per attention-width element: QK^T and AV, 2 FLOPs each
 # The prefix length the break-even load bandwidth is derived at (the load alert's threshold, the
-# `tiers-beat-recompute` advisory, the summary's verdict).
+# `tiers-beat-recompute` advisory, the summary's verdict): stack config `monitoring.alerts.prefix_tokens`.
 ALERT_PREFIX_TOKENS = 10_000
 # The prefix lengths the payoff table shows (each capped by the model's context).
 TABLE_PREFIX_TOKENS = (1_024, 10_000, 32_768)

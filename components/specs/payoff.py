@@ -256,7 +256,8 @@ def _compute_rows(inputs: PayoffInputs, replica: Replica, per_token: float, brea
         Derivation(
             f"break-even load bandwidth per pod at {n:,} tokens",
             gbps(break_even),
-            f"{replica.kv_bytes_per_pod:.0f} B / {seconds(per_token)}: a slower load loses to recompute",
+            f"{replica.kv_bytes_per_pod:.0f} B / {seconds(per_token)}: a slower load loses to recompute"
+            " (`monitoring.alerts.prefix_tokens`)",
         ),
         Derivation(
             "break-even load bandwidth per device",
