@@ -211,7 +211,14 @@ def _resources(name: str) -> tuple[StackPlan, list[Resource], offline.Recording]
 @pytest.mark.parametrize("name", loading.preset_names())
 def test_the_rule_warns_exactly_where_a_tier_cannot_beat_recompute(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     stack_plan, resources, recording = _resources(name)
-    assert "## Payoff" in summary(stack_plan, name, recording)
+    text = summary(stack_plan, name, recording)
+    assert "## Payoff" in text
+    # the table by prefix length: a row per length, the alert's marked, none beyond the model's context
+    lengths = [a.prefix_tokens for a in stack_plan.payoff.lengths]
+    assert len(lengths) >= 3 and max(lengths) <= stack_plan.model_server.model.context_tokens - 128
+    for n in lengths:
+        marker = " (alert)" if n == stack_plan.payoff.prefix_tokens else ""
+        assert f"\n| {n:,} tokens{marker} | " in text
     short = stack_plan.payoff.short_of_break_even()
     messages = [v.message for v in RULE.check(resources, dict(RULE.config))]
     assert bool(messages) == bool(short)
