@@ -17,6 +17,7 @@ from components.catalog.accelerators import ACCELERATORS, TPU_KV_BLOCK_TOKENS
 from components.catalog.labels import IMAGE_PREPULL, ROUTER_BLOCK_TOKENS, WORKLOAD_LABEL, router_pod_labels
 from components.catalog.models import MODELS, ModelSpec
 from components.catalog.rates import ACCELERATOR_RATES, STORAGE_RATES
+from components.formulas import payoff
 from components.specs import mooncake, security
 from policies.resources import (
     CHART_TYPE,
@@ -308,7 +309,6 @@ def one_router_per_namespace(resources: list[Resource], _: dict[str, Any]) -> li
 
 # Facts this rule holds itself (upstream defaults a rendered command may leave unset).
 VLLM_BLOCK_TOKENS = 16  # vLLM's KV block on GPUs (--block-size)
-LMCACHE_CHUNK_TOKENS = 256  # LMCache's chunk_size default
 LUSTRE_TYPE, EFS_TYPE = "gcp:lustre/instance:Instance", "aws:efs/fileSystem:FileSystem"
 RWX_CLAIM_TYPE = "kubernetes:core/v1:PersistentVolumeClaim"
 
@@ -365,7 +365,7 @@ def _block_tokens(resources: list[Resource], container: dict[str, Any]) -> int:
     if any(c is container for _, c in _lmcache_clients(resources)):
         chunk = env(container).get("LMCACHE_CHUNK_SIZE", {}).get("value")
         servers = [flag(args(c), "--chunk-size") for _, c in _lmcache_servers(resources)]
-        return int(chunk or next((v for v in servers if v), LMCACHE_CHUNK_TOKENS))
+        return int(chunk or next((v for v in servers if v), payoff.LMCACHE_CHUNK_TOKENS))
     return int(flag(argv, "--block-size") or VLLM_BLOCK_TOKENS)
 
 
@@ -407,7 +407,9 @@ def _shared_read(resources: list[Resource], config: dict[str, Any]) -> tuple[flo
 
 
 def tiers_beat_recompute(resources: list[Resource], config: dict[str, Any]) -> list[Violation]:
-    """A tier pays off in latency only when a reload beats recomputing: KV bytes / recompute time."""
+    """A tier pays off in latency only when a reload beats recomputing: KV bytes / recompute time per token at
+    the configured prefix length (`prefixTokens`; the stack's `monitoring.alerts.prefix_tokens`), with the
+    payoff table's arithmetic (components/formulas/payoff.py)."""
     servers = _tiered_servers(resources)
     rwx = {
         (r.props.get("metadata") or {}).get("name")
@@ -416,19 +418,20 @@ def tiers_beat_recompute(resources: list[Resource], config: dict[str, Any]) -> l
     }
     shared = _shared_read(resources, config)
     readers = sum(s.pods for s in servers if rwx & set(s.claims))
+    configured = int(config.get("prefixTokens") or payoff.ALERT_PREFIX_TOKENS)
     out = []
     for s in servers:
         rates = ACCELERATOR_RATES[s.accelerator]
-        flops = 2 * s.model.active_params_billion * 1e9
-        seconds = flops / (s.devices * s.group * rates.bf16_peak.value * rates.prefill_efficiency.value)
-        kv = s.model.kv_bytes_per_token.bytes
-        break_even = kv / s.group / seconds
-        block = s.block_tokens * kv // (s.devices * s.group)
-        cpu = s.devices * rates.host_link.bandwidth(block)
+        replica = payoff.Replica(s.model, rates, s.devices, s.group)
+        prefix = min(configured, payoff.longest_prefix(s.model))
+        seconds = payoff.recompute_seconds_per_token(replica, prefix)
+        break_even = payoff.break_even(replica, prefix)
+        block = payoff.transfer_block_bytes(replica, s.block_tokens)
+        cpu = payoff.cpu_tier_bandwidth(replica, s.block_tokens)
         tiers = [("CPU tier", cpu, f"{rates.host_link.name} at {block} B blocks")]
         if shared is not None and rwx & set(s.claims):
             aggregate, per_client, what = shared
-            share = min(aggregate / readers, per_client or aggregate, cpu)
+            share = payoff.filesystem_share(aggregate, readers, per_client, cpu)
             tiers.append(("filesystem tier", share, f"{what}, shared by {readers} pods"))
         for tier, bandwidth, how in tiers:
             if bandwidth < break_even:
@@ -437,8 +440,9 @@ def tiers_beat_recompute(resources: list[Resource], config: dict[str, Any]) -> l
                         s.pod.owner,
                         f"the {tier} of {s.pod.owner.name} reloads at about {bandwidth / 1e9:.2f} GB/s per pod ({how}),"
                         f" below the {break_even / 1e9:.2f} GB/s at which a load beats recomputing {s.model.name} on"
-                        f" {s.devices * s.group} x {s.accelerator} ({seconds * 1e6:.1f} µs per token): it still saves"
-                        " accelerator time and holds more than HBM, but it does not shorten time to first token",
+                        f" {replica.devices} x {s.accelerator} ({seconds * 1e6:.1f} µs per token at {prefix:,}-token"
+                        " prefixes): it still saves accelerator time and holds more than HBM, but it does not shorten"
+                        " time to first token",
                     )
                 )
     return out
@@ -789,7 +793,7 @@ RULES: list[Rule] = [
         "Each offload tier reloads faster than recompute (else it saves accelerator time, not TTFT)",
         "advisory",
         tiers_beat_recompute,
-        {"filesystemReadBandwidth": 0},
+        {"filesystemReadBandwidth": 0, "prefixTokens": payoff.ALERT_PREFIX_TOKENS},
     ),
     Rule(
         "prefix-caching-on",

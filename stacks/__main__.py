@@ -9,7 +9,7 @@ from pathlib import Path
 
 from policies.rules import RULES
 from stacks import loading, offline
-from stacks.check import check
+from stacks.check import check, stack_policy_config
 from stacks.diff import diff_revisions
 from stacks.errors import ConfigError
 from stacks.keys import keys_text
@@ -37,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _check(stack_plan: StackPlan, name: str) -> int:
-    findings = check(offline.record(stack_plan, name))
+    findings = check(offline.record(stack_plan, name), stack_policy_config(stack_plan.config))
     for finding in findings:
         print(finding.line())
     mandatory = sum(f.rule.enforcement == "mandatory" for f in findings)

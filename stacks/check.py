@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from policies.resources import Resource
 from policies.rules import RULES, Rule, Violation
+from stacks.config import StackConfig
 from stacks.offline import Recording
 
 
@@ -19,6 +21,15 @@ class Finding:
         return f"{self.rule.enforcement} {self.rule.name} [{where}]: {self.violation.message}"
 
 
-def check(recording: Recording) -> list[Finding]:
+def check(recording: Recording, configs: dict[str, dict[str, Any]] | None = None) -> list[Finding]:
+    """Each rule with its defaults, overridden by `configs[rule name]` (what the stack sets for it)."""
     resources = [Resource(r.type, r.name, r.inputs) for r in recording.resources]
-    return [Finding(rule, v) for rule in RULES for v in rule.check(resources, dict(rule.config))]
+    configs = configs or {}
+    return [
+        Finding(rule, v) for rule in RULES for v in rule.check(resources, {**rule.config, **configs.get(rule.name, {})})
+    ]
+
+
+def stack_policy_config(config: StackConfig) -> dict[str, dict[str, Any]]:
+    """The policy config a stack's own settings imply: the prefix length the payoff is judged at."""
+    return {"tiers-beat-recompute": {"prefixTokens": config.monitoring.alerts.prefix_tokens}}

@@ -16,6 +16,7 @@ from components.catalog import labels, versions
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.machines import MACHINES
 from components.catalog.models import MODELS
+from components.formulas import payoff
 from components.units import ByteSize, GiB, MiB, TiB
 from stacks import formats
 
@@ -372,7 +373,16 @@ class AlertThresholds(_Section):
         default=None,
         description="bytes per second one device's CPU->HBM loads must beat (vLLM sums load bytes and load time"
         " over a pod's ranks, so their ratio is per device); default: the stack's derived break-even per device"
-        " (the summary's payoff table)",
+        " at prefix_tokens (the summary's payoff table)",
+    )
+    prefix_tokens: int = Field(
+        default=payoff.ALERT_PREFIX_TOKENS,
+        ge=1,
+        description="the prefix length (tokens) the break-even load bandwidth is derived at: longer prefixes cost"
+        " more per token to recompute, so a slower load still pays off; sets min_load_bandwidth's default, the"
+        " summary's verdict and `python -m stacks check`'s tiers-beat-recompute (the policy pack's `prefixTokens`);"
+        f" default {payoff.ALERT_PREFIX_TOKENS}; at most the model's context less a {payoff.SUFFIX_TOKENS}-token"
+        " suffix",
     )
     router_hit_ratio_margin: float = Field(
         default=0.2, ge=0, le=1, description="router CPU index hit ratio above the servers' by more than this"

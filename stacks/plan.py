@@ -16,6 +16,7 @@ from components.catalog.machines import MACHINES
 from components.catalog.model_cache import streams_weights
 from components.catalog.models import MODELS, ModelSpec
 from components.catalog.support import SUPPORTED, ComboDefaults
+from components.formulas.payoff import LMCACHE_CHUNK_TOKENS
 from components.manifest import Manifest
 from components.specs import (
     alerts,
@@ -477,7 +478,7 @@ def _transfer_block(config: StackConfig) -> tuple[int, str]:
     if cache.connector == "lmcache-server":
         return config.lmcache.chunk_size, "LMCache chunk, `lmcache.chunk_size`"
     if cache.connector == "lmcache-connector":
-        return payoff.LMCACHE_CHUNK_TOKENS, "LMCache chunk"
+        return LMCACHE_CHUNK_TOKENS, "LMCache chunk"
     if cache.connector == "native" and cache.tier.variant == "fs":
         return TIERING_BLOCK_TOKENS, "TieringOffloadingSpec `block_size`"
     return accelerator.kv_block_tokens, "vLLM KV block"
@@ -496,6 +497,7 @@ def _payoff_inputs(
         pods_per_replica=defaults.group_size,
         block_tokens=block_tokens,
         block_from=block_from,
+        prefix_tokens=config.monitoring.alerts.prefix_tokens,
         filesystem=(
             payoff.filesystem(
                 storage.backend,

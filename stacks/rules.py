@@ -6,6 +6,7 @@ from components.catalog.accelerators import ACCELERATORS
 from components.catalog.machines import MACHINES
 from components.catalog.models import MODELS
 from components.catalog.support import SUPPORTED, ComboDefaults, supported_for
+from components.formulas import payoff
 from components.units import ByteSize, GiB
 from stacks import formats
 from stacks.config import StackConfig
@@ -62,6 +63,15 @@ def _check_sizes(config: StackConfig, defaults: ComboDefaults) -> None:
     if defaults.devices is not None and cache.tensor_parallelism is not None and tp % defaults.devices:
         raise ConfigError(
             "cache.tensor_parallelism", tp, f"must be a multiple of the {defaults.devices} TPU chips of a pod"
+        )
+
+    prefix, longest = config.monitoring.alerts.prefix_tokens, payoff.longest_prefix(model)
+    if prefix > longest:
+        raise ConfigError(
+            "monitoring.alerts.prefix_tokens",
+            prefix,
+            f"must be at most {longest}: {model.name}'s {model.context_tokens}-token context less a"
+            f" {payoff.SUFFIX_TOKENS}-token suffix",
         )
 
     takes_disk = defaults.disk_tier is not None

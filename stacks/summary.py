@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from components.formulas.payoff import SUFFIX_TOKENS
 from components.specs import images, prepull
 from components.specs.clusters import PoolSpec
-from components.specs.payoff import gbps
+from components.specs.payoff import gbps, seconds
 from components.units import GiB, MiB
 from stacks import cold_start
 from stacks.hardware import Fit
@@ -24,8 +25,10 @@ def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> list[str
 
 
 def _payoff(stack_plan: StackPlan) -> list[str]:
-    """Break-even load bandwidth, each tier's expected reload, and what a slow tier still buys."""
+    """Break-even load bandwidth, each tier's expected reload, hit against miss by prefix length, and what
+    a slow tier still buys."""
     payoff = stack_plan.payoff
+    n = payoff.prefix_tokens
     rows = [(d.name, d.value, d.formula) for d in payoff.rows]
     threshold = next((a for a in stack_plan.alerts if a.name == LOAD_ALERT), None)
     if threshold is not None:
@@ -37,21 +40,67 @@ def _payoff(stack_plan: StackPlan) -> list[str]:
                 f"{value} B/s ({gbps(value)})",
                 "stack config `monitoring.alerts.min_load_bandwidth`"
                 if configured
-                else "the break-even per device above: vLLM sums load bytes and load time over the pod's ranks,"
-                " so their ratio is one device's bandwidth",
+                else f"the break-even per device above, at {n:,} tokens: vLLM sums load bytes and load time over"
+                " the pod's ranks, so their ratio is one device's bandwidth",
             )
         )
+    alert = next(at for at in payoff.lengths if at.prefix_tokens == n)
     verdicts = [
-        f"- The {t.tier} reloads slower than recompute: it still saves accelerator time (the prefill FLOPs it"
-        " skips) and holds more than HBM, but it does not shorten time to first token."
-        for t in payoff.short_of_break_even()
+        f"- At {n:,}-token prefixes the {t.tier} reloads slower than recompute: it still saves accelerator time"
+        " (the prefill FLOPs it skips) and holds more than HBM, but it does not shorten time to first token."
+        if t.beats(payoff.break_even) is False
+        else f"- At {n:,}-token prefixes the {t.tier} reloads faster than recompute: a hit is"
+        f" {_speedup(alert.hit_speedup[i])} than a miss by this model, so it can shorten time to first token."
+        for i, t in enumerate(payoff.tiers)
+        if t.bandwidth is not None
     ]
     return [
         *_table(("quantity", "value", "from"), rows),
         "",
+        *_by_length(stack_plan),
+        "",
         *verdicts,
         *(["", "Sources:"] if verdicts else ["Sources:"]),
         *(f"- {s}" for s in payoff.sources),
+    ]
+
+
+def _speedup(speedup: float | None) -> str:
+    if speedup is None:
+        return "unknown"
+    return f"{speedup:.1f}x faster" if speedup >= 1 else f"{1 / speedup:.1f}x slower"
+
+
+def _by_length(stack_plan: StackPlan) -> list[str]:
+    """Per prefix length: its recompute, and per tier its reload and a hit against a miss."""
+    payoff = stack_plan.payoff
+    tiers = [t for t in payoff.tiers if t.bandwidth is not None]
+    header = (
+        "prefix",
+        "recompute (per token)",
+        "break-even per pod",
+        *(h for t in tiers for h in (f"reload from the {t.tier}", "hit vs miss")),
+    )
+    rows = [
+        (
+            f"{at.prefix_tokens:,} tokens" + (" (alert)" if at.prefix_tokens == payoff.prefix_tokens else ""),
+            f"{seconds(at.recompute_seconds)} ({seconds(at.seconds_per_token)})",
+            gbps(at.break_even),
+            *(
+                cell
+                for i, t in enumerate(payoff.tiers)
+                if t.bandwidth is not None
+                for cell in (seconds(at.reload_seconds[i] or 0), _speedup(at.hit_speedup[i]))
+            ),
+        )
+        for at in payoff.lengths
+    ]
+    return [
+        f"By prefix length (a hit reloads the prefix and prefills a {SUFFIX_TOKENS}-token suffix on top of it; a"
+        " miss prefills both; lengths capped by the model's context). A hit's speedup is the upper end: measured"
+        " on one H200, hits gained about half of what this model gives (tests/test_payoff_measurement.py).",
+        "",
+        *_table(header, rows),
     ]
 
 

@@ -1,10 +1,12 @@
 """The layering holds: every import arrow of the program points down a floor, read from the parsed source.
 
 Floors, lowest first: the ground floor (components/units.py, components/manifest.py) imports nothing of
-ours; the catalog (pure data) only the ground floor; specs (pure functions) the catalog and the ground
-floor, never Pulumi; the components (they declare resources) anything below; the policy pack the catalog
-and the ground floor; stacks/ (the plan and the program) decides, on top. e2e/ (the harness that runs the
-real engine) sits above everything and nothing of the program imports it.
+ours; the catalog (pure data) only the ground floor; the formulas (components/formulas/: pure arithmetic
+over the catalog's figures that the specs and the policy pack share, e.g. the payoff) the catalog and the
+ground floor; specs (pure functions) the formulas, the catalog and the ground floor, never Pulumi; the
+components (they declare resources) anything below; the policy pack the formulas, the catalog and the
+ground floor; stacks/ (the plan and the program) decides, on top. e2e/ (the harness that runs the real
+engine) sits above everything and nothing of the program imports it.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ def _floor(module: str) -> str:
         return "ground"
     for prefix, floor in (
         ("components.catalog", "catalog"),
+        ("components.formulas", "formulas"),
         ("components.specs", "specs"),
         ("components", "components"),
         ("policies", "policies"),
@@ -77,12 +80,13 @@ def _floor(module: str) -> str:
 ALLOWED = {
     "ground": set(),
     "catalog": {"ground", "catalog"},
-    "specs": {"ground", "catalog", "specs"},
-    "components": {"ground", "catalog", "specs", "components", "pulumi"},
-    "policies": {"ground", "catalog", "policies", "pulumi"},
-    "stacks": {"ground", "catalog", "specs", "components", "policies", "stacks", "pulumi"},
+    "formulas": {"ground", "catalog", "formulas"},
+    "specs": {"ground", "catalog", "formulas", "specs"},
+    "components": {"ground", "catalog", "formulas", "specs", "components", "pulumi"},
+    "policies": {"ground", "catalog", "formulas", "policies", "pulumi"},
+    "stacks": {"ground", "catalog", "formulas", "specs", "components", "policies", "stacks", "pulumi"},
     "program": {"stacks", "pulumi"},
-    "e2e": {"ground", "catalog", "specs", "components", "policies", "stacks", "e2e", "pulumi"},
+    "e2e": {"ground", "catalog", "formulas", "specs", "components", "policies", "stacks", "e2e", "pulumi"},
 }
 
 
@@ -114,6 +118,11 @@ def test_the_layer_check_catches_an_arrow_up() -> None:
     assert violations("components.specs.sizing", {"pulumi"})
     assert violations("components.specs.sizing", {"stacks.plan"})
     assert violations("policies.rules", {"components.specs.sizing"})
+    assert violations("components.formulas.payoff", {"components.specs.sizing"})
+    assert violations("components.formulas.payoff", {"policies.rules"})
+    assert violations("components.catalog.rates", {"components.formulas.payoff"})
+    assert not violations("policies.rules", {"components.formulas.payoff"})
+    assert not violations("components.specs.payoff", {"components.formulas.payoff"})
     assert violations("components.router", {"stacks.config"})
     assert not violations("stacks.plan", {"components.specs.sizing", "policies.rules"})
     assert violations("stacks.plan", {"e2e.nodes"})

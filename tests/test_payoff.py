@@ -1,8 +1,12 @@
 """The tier's payoff: break-even load bandwidth against recompute, per stack, with hand-computed numbers.
 
-Arithmetic in the comments uses the catalog's figures: H100 989.4 TFLOP/s bf16 x 0.7, MI300X 1307.4 x 0.5,
-TPU v6e 918 x 0.6, TPU7x 2307 x 0.6; the PCIe Gen5 x16 host-link curve 64 KiB 14, 256 KiB 36, 1 MiB 41,
-4 MiB 53, 16 MiB 55 GB/s (a block takes the rate of the largest measured size not above it).
+Arithmetic in the comments uses the catalog's figures: Qwen3-32B's 31,205,621,760 non-embedding parameters
+(64 layers x (2 x 5120 x 8192 + 2 x 5120 x 1024 + 3 x 5120 x 25600)), so 62.411 GFLOP of GEMMs per token,
+and 2 x 64 x 8192 = 1,048,576 attention FLOPs per token per prefix token (10.486 GFLOP at 10,000 tokens);
+the H200 fit's shares of peak, GEMMs 0.52 at hidden 5120 and attention 0.67 (x 0.5/0.7 on MI300X, x 0.6/0.7 on
+TPUs); H100 989.4 TFLOP/s bf16, MI300X 1307.4, TPU v6e 918, TPU7x 2307; the PCIe Gen5 x16 host-link curve
+64 KiB 14, 256 KiB 36, 1 MiB 41, 4 MiB 53, 16 MiB 55 GB/s (a block takes the rate of the largest measured
+size not above it). The alert's prefix length is 10,000 tokens unless configured.
 """
 
 from __future__ import annotations
@@ -16,16 +20,20 @@ import pytest
 from components.catalog import rates
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.models import MODELS
-from components.specs.payoff import REFERENCE_PREFIX_TOKENS, Payoff
+from components.formulas import payoff as formulas
+from components.specs.payoff import Payoff
 from policies.resources import Resource
 from policies.rules import RULES
 from stacks import loading, offline
+from stacks.check import check, stack_policy_config
+from stacks.errors import ConfigError
 from stacks.plan import StackPlan, plan
 from stacks.summary import summary
 from tests.test_alert_semantics import evaluate
 
 RULE = next(r for r in RULES if r.name == "tiers-beat-recompute")
 QWEN3_32B_KV = 2 * 64 * 8 * 128 * 2  # layers x KV heads x head dim x bf16, K and V: 262,144 B
+GEMM_32B = 2 * 31_205_621_760  # FLOPs per token
 
 
 def _plan(name: str, *overrides: str) -> StackPlan:
@@ -44,64 +52,123 @@ def _load_alert_threshold(stack_plan: StackPlan) -> int:
 def test_the_seeds_default_stack() -> None:
     """Qwen3-32B, TP=2 on H100s, native OffloadingConnector with 16-token blocks."""
     payoff = _plan("gpu-vllm-native-cpu").payoff
-    # 2 x 32.8e9 FLOPs / (2 GPUs x 989.4e12 x 0.7 = 1385.16e12 FLOP/s) = 47.359 µs per token
-    assert payoff.recompute_seconds == pytest.approx(65.6e9 / 1385.16e12) == pytest.approx(47.359e-6, rel=1e-4)
+    # (62.411e9 / 0.52 + 10.486e9 / 0.67 = 135.672e9 FLOP-equivalents) / (2 x 989.4e12) = 68.563 µs per token
+    per_token = (GEMM_32B / 0.52 + 2 * 64 * 10_000 * 8192 / 0.67) / (2 * 989.4e12)
+    assert payoff.prefix_tokens == formulas.ALERT_PREFIX_TOKENS == 10_000
+    assert payoff.recompute_seconds == pytest.approx(per_token) == pytest.approx(68.563e-6, rel=1e-4)
     assert payoff.kv_bytes_per_pod == QWEN3_32B_KV
-    # 262,144 B / 47.359 µs = 5.5352 GB/s per pod (2.77 GB/s per GPU, the issue's "about 2.8")
-    assert payoff.break_even == pytest.approx(5.5352e9, rel=1e-4)
+    # 262,144 B / 68.563 µs = 3.8234 GB/s per pod (1.91 GB/s per GPU)
+    assert payoff.break_even == pytest.approx(3.8234e9, rel=1e-4)
     # block per GPU: 16 tokens x 262,144 B / 2 GPUs = 2 MiB -> the 1 MiB point, 41 GB/s; x 2 GPUs
     assert _tier(payoff, "CPU") == 82e9
     assert payoff.short_of_break_even() == []
     rows = {r.name: r.value for r in payoff.rows}
-    # 10,000 tokens: recompute 10,000 x 47.359 µs = 473.6 ms; reload 2.62144e9 B / 82e9 B/s = 32.0 ms
-    assert REFERENCE_PREFIX_TOKENS == 10_000
-    assert rows["10,000-token prefix: recompute"] == "473.6 ms"
-    assert rows["10,000-token prefix: reload from the CPU tier"] == "32.0 ms"
+    assert rows["recompute time per token at 10,000 tokens"] == "68.6 µs"
     assert rows["CPU tier transfer block per device"] == "2 MiB"
+    # 10,000 tokens: recompute 10,000 x 68.563 µs = 685.6 ms; reload 2.62144e9 B / 82e9 B/s = 32.0 ms
+    at = next(a for a in payoff.lengths if a.prefix_tokens == 10_000)
+    assert at.recompute_seconds == pytest.approx(0.68563, rel=1e-4)
+    [reload] = at.reload_seconds
+    assert reload == pytest.approx(0.031969, rel=1e-4)
+
+
+def test_the_table_shows_each_prefix_length_and_the_cost_per_token_rises() -> None:
+    payoff = _plan("gpu-vllm-native-cpu").payoff
+    assert [a.prefix_tokens for a in payoff.lengths] == [1_024, 10_000, 32_768]
+    per_token = [a.seconds_per_token for a in payoff.lengths]
+    assert per_token == sorted(per_token)
+    # 32,768 tokens: (62.411e9 / 0.52 + 2 x 64 x 32,768 x 8192 / 0.67) / 1978.8e12 = 86.30 µs
+    assert per_token[-1] == pytest.approx((GEMM_32B / 0.52 + 2 * 64 * 32_768 * 8192 / 0.67) / 1978.8e12)
+    assert [a.break_even for a in payoff.lengths] == sorted((a.break_even for a in payoff.lengths), reverse=True)
+    # a hit: reload + a 128-token suffix over the cached prefix; a miss: prefill of both
+    at, replica = payoff.lengths[1], _replica_32b()
+    [reload], [speedup] = at.reload_seconds, at.hit_speedup
+    assert reload is not None
+    hit = reload + formulas.prefill_seconds(replica, 128, cached=10_000)
+    assert speedup == pytest.approx(formulas.prefill_seconds(replica, 10_128) / hit)
+
+
+def _replica_32b() -> formulas.Replica:
+    return formulas.Replica(MODELS["Qwen/Qwen3-32B"], rates.ACCELERATOR_RATES["gpu"], 2)
+
+
+def test_the_lengths_stop_at_the_models_context() -> None:
+    """Qwen3's 40,960-token context leaves 40,832 tokens of prefix before a 128-token suffix."""
+    model = MODELS["Qwen/Qwen3-32B"]
+    assert formulas.table_lengths(model, 10_000) == (1_024, 10_000, 32_768)
+    assert formulas.table_lengths(model, 40_832) == (1_024, 10_000, 32_768, 40_832)
+    short = dataclasses.replace(model, context_tokens=8_192)
+    assert formulas.table_lengths(short, 10_000) == (1_024, 8_064)
+    payoff = _plan("gpu-vllm-native-cpu", "monitoring.alerts.prefix_tokens=40832").payoff
+    assert payoff.prefix_tokens == 40_832 and payoff.lengths[-1].prefix_tokens == 40_832
+
+
+def test_a_prefix_beyond_the_context_is_one_clear_line() -> None:
+    with pytest.raises(ConfigError) as raised:
+        _plan("gpu-vllm-native-cpu", "monitoring.alerts.prefix_tokens=40833")
+    message = str(raised.value)
+    assert "\n" not in message
+    assert "monitoring.alerts.prefix_tokens = 40833" in message
+    assert "at most 40832" in message and "Qwen/Qwen3-32B's 40960-token context" in message
+    with pytest.raises(ConfigError, match=r"monitoring\.alerts\.prefix_tokens"):
+        _plan("gpu-vllm-native-cpu", "monitoring.alerts.prefix_tokens=0")
+
+
+def test_the_alert_length_moves_the_break_even() -> None:
+    """A longer prefix costs more per token to recompute, so a slower load still beats it."""
+    short = _plan("gpu-vllm-native-cpu", "monitoring.alerts.prefix_tokens=1024")
+    long = _plan("gpu-vllm-native-cpu", "monitoring.alerts.prefix_tokens=32768")
+    assert short.payoff.break_even > long.payoff.break_even
+    assert _load_alert_threshold(short) == round(short.payoff.break_even / 2)
+    assert _load_alert_threshold(long) == round(long.payoff.break_even / 2)
 
 
 def test_a_tpu_stack() -> None:
     """Qwen3-32B on a TPU v6e host: 8 chips, the TPU offload connector's 128-token blocks."""
     payoff = _plan("tpu-v6-vllm-native-cpu").payoff
-    # 65.6e9 / (8 x 918e12 x 0.6 = 4406.4e12) = 14.887 µs; 262,144 B / 14.887 µs = 17.608 GB/s
-    assert payoff.recompute_seconds == pytest.approx(14.887e-6, rel=1e-4)
-    assert payoff.break_even == pytest.approx(17.608e9, rel=1e-4)
+    # (62.411e9 / (0.52 x 6/7) + 10.486e9 / (0.67 x 6/7)) / (8 x 918e12) = 21.553 µs; 262,144 B / it = 12.163 GB/s
+    assert payoff.recompute_seconds == pytest.approx(21.553e-6, rel=1e-4)
+    assert payoff.break_even == pytest.approx(12.163e9, rel=1e-4)
     # block per chip: 128 x 262,144 / 8 = 4 MiB -> 53 GB/s; x 8 chips
     assert _tier(payoff, "CPU") == 8 * 53e9
 
 
 def test_an_amd_stack() -> None:
-    """Qwen3-32B, TP=2 on MI300X: a higher peak at an assumed lower efficiency."""
+    """Qwen3-32B, TP=2 on MI300X: a higher peak at an assumed lower share of it."""
     payoff = _plan("amd-vllm-native-cpu").payoff
-    # 65.6e9 / (2 x 1307.4e12 x 0.5 = 1307.4e12) = 50.176 µs; 262,144 B / 50.176 µs = 5.2245 GB/s
-    assert payoff.recompute_seconds == pytest.approx(50.176e-6, rel=1e-4)
-    assert payoff.break_even == pytest.approx(5.2245e9, rel=1e-4)
+    # (62.411e9 / (0.52 x 5/7) + 10.486e9 / (0.67 x 5/7)) / (2 x 1307.4e12) = 72.641 µs; 3.6088 GB/s
+    assert payoff.recompute_seconds == pytest.approx(72.641e-6, rel=1e-4)
+    assert payoff.break_even == pytest.approx(3.6088e9, rel=1e-4)
     assert _tier(payoff, "CPU") == 2 * 41e9
 
 
 def test_a_multi_host_replica_splits_its_work_and_its_kv() -> None:
-    """Qwen3-Coder-480B (35B active) over 2 pods x 4 TPU7x chips: each pod does half of both."""
+    """Qwen3-Coder-480B (8 of 160 experts active) over 2 pods x 4 TPU7x chips: each pod does half of both."""
     payoff = _plan("tpu-v7-vllm-native-cpu-multi-host").payoff
     kv = 2 * 62 * 8 * 128 * 2  # 253,952 B
-    # 70e9 / (8 x 2307e12 x 0.6 = 11073.6e12) = 6.3213 µs; per pod 126,976 B / 6.3213 µs = 20.087 GB/s
+    # 62 x (2 x 6144 x 12288 + 2 x 6144 x 1024 + 8 x 3 x 6144 x 2560 + 6144 x 160) = 33,606,991,872 parameters;
+    # hidden 6144 is above the largest fitted (5120): its share, 0.52 x 6/7
+    gemm, attention = 2 * 33_606_991_872, 2 * 62 * 10_000 * 12288
+    seconds = (gemm / (0.52 * 6 / 7) + attention / (0.67 * 6 / 7)) / (8 * 2307e12)  # 9.6084 µs
     assert payoff.kv_bytes_per_pod == kv / 2
-    assert payoff.recompute_seconds == pytest.approx(70e9 / 11073.6e12)
-    assert payoff.break_even == pytest.approx(20.087e9, rel=1e-4)
+    assert payoff.recompute_seconds == pytest.approx(seconds) == pytest.approx(9.6084e-6, rel=1e-4)
+    # per pod 126,976 B / 9.6084 µs = 13.215 GB/s
+    assert payoff.break_even == pytest.approx(13.215e9, rel=1e-4)
     # block per chip: 128 x 253,952 / 8 = 3.875 MiB -> the 1 MiB point, 41 GB/s; x 4 chips per pod
     assert _tier(payoff, "CPU") == 4 * 41e9
 
 
 def test_the_filesystem_tier_on_each_backend() -> None:
     efs = _plan("eks-h100-efs").payoff
-    # min(20 GiB/s / 2 pods, 1,500 MiB/s per client) = 1,572,864,000 B/s, below 5.54 GB/s
+    # min(20 GiB/s / 2 pods, 1,500 MiB/s per client) = 1,572,864,000 B/s, below 3.82 GB/s
     assert _tier(efs, "filesystem") == 1500 * 2**20
     assert [t.tier for t in efs.short_of_break_even()] == ["filesystem tier (aws-efs)"]
     lustre = _plan("gke-h100-lustre").payoff
-    # 1,000 MB/s per TiB x 9,000 GiB / 1,024 = 8.789 GB/s over 2 pods = 4.395 GB/s: short
+    # 1,000 MB/s per TiB x 9,000 GiB / 1,024 = 8.789 GB/s over 2 pods = 4.395 GB/s: beats 3.82 GB/s
     assert _tier(lustre, "filesystem") == pytest.approx(1000e6 * 9000 / 1024 / 2)
-    assert lustre.short_of_break_even()
-    # twice the capacity, twice the throughput: 8.789 GB/s per pod beats 5.54 GB/s
-    assert not _plan("gke-h100-lustre", "storage.size=18000Gi").payoff.short_of_break_even()
+    assert not lustre.short_of_break_even()
+    # four pods share it: 2.197 GB/s each, short
+    assert _plan("gke-h100-lustre", "cache.replicas=4").payoff.short_of_break_even()
     # an existing class: unknown until configured; then its share, capped by the CPU path (110 GB/s)
     assert _tier(_plan("gpu-vllm-native-fs").payoff, "filesystem") is None
     assert _tier(_plan("gpu-vllm-native-fs", "storage.read_bandwidth=40GB").payoff, "filesystem") == 20e9
@@ -109,18 +176,29 @@ def test_the_filesystem_tier_on_each_backend() -> None:
 
 def test_the_load_alert_defaults_to_the_derived_break_even_per_device() -> None:
     default, tpu = _plan("gpu-vllm-native-cpu"), _plan("tpu-v6-vllm-native-cpu")
-    assert _load_alert_threshold(default) == round(default.payoff.break_even / 2) == 2_767_617_249  # TP=2
+    assert _load_alert_threshold(default) == round(default.payoff.break_even / 2) == 1_911_708_046  # TP=2
     override = _plan("gpu-vllm-native-cpu", "monitoring.alerts.min_load_bandwidth=3GB")
     assert _load_alert_threshold(override) == 3_000_000_000
     # TPU stacks export no load-time counters; per stack, the thresholds differ as derived
     assert default.payoff.break_even != tpu.payoff.break_even
 
 
+def test_the_geometry_gives_the_model_cards_parameters() -> None:
+    """Each model's geometry counts its model card's total (and, for the MoE, its 35 B activated)."""
+    for model in MODELS.values():
+        assert model.total_params / 1e9 == pytest.approx(model.params_billion, rel=0.01)
+    coder = MODELS["Qwen/Qwen3-Coder-480B-A35B-Instruct"]
+    assert (coder.active_non_embedding_params + coder.embedding_params) / 1e9 == pytest.approx(35, rel=0.02)
+
+
 def test_every_catalog_entry_has_its_figures() -> None:
     assert set(rates.ACCELERATOR_RATES) == set(ACCELERATORS)
-    assert all(m.active_params_billion > 0 for m in MODELS.values())
-    for r in rates.ACCELERATOR_RATES.values():
+    assert all(m.active_non_embedding_params > 0 and m.context_tokens > 0 for m in MODELS.values())
+    for key, r in rates.ACCELERATOR_RATES.items():
         assert r.bf16_peak.source and r.prefill_efficiency.source and r.host_link.source
+        # measured on NVIDIA only: every other accelerator's shares of peak say they are assumed
+        assert r.prefill_efficiency.assumed == (key != "gpu")
+        assert [s for s, _ in r.prefill_efficiency.gemm] == sorted(s for s, _ in r.prefill_efficiency.gemm)
         assert [s for s, _ in r.host_link.curve] == sorted(s for s, _ in r.host_link.curve)
 
 
@@ -133,7 +211,14 @@ def _resources(name: str) -> tuple[StackPlan, list[Resource], offline.Recording]
 @pytest.mark.parametrize("name", loading.preset_names())
 def test_the_rule_warns_exactly_where_a_tier_cannot_beat_recompute(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     stack_plan, resources, recording = _resources(name)
-    assert "## Payoff" in summary(stack_plan, name, recording)
+    text = summary(stack_plan, name, recording)
+    assert "## Payoff" in text
+    # the table by prefix length: a row per length, the alert's marked, none beyond the model's context
+    lengths = [a.prefix_tokens for a in stack_plan.payoff.lengths]
+    assert len(lengths) >= 3 and max(lengths) <= stack_plan.model_server.model.context_tokens - 128
+    for n in lengths:
+        marker = " (alert)" if n == stack_plan.payoff.prefix_tokens else ""
+        assert f"\n| {n:,} tokens{marker} | " in text
     short = stack_plan.payoff.short_of_break_even()
     messages = [v.message for v in RULE.check(resources, dict(RULE.config))]
     assert bool(messages) == bool(short)
@@ -149,8 +234,27 @@ def test_the_rule_warns_exactly_where_a_tier_cannot_beat_recompute(name: str, mo
 def test_the_rule_fires_on_a_preset_whose_tier_cannot_pay_off() -> None:
     _, resources, _ = _resources("eks-h100-efs")
     [message] = [v.message for v in RULE.check(resources, dict(RULE.config))]
-    assert "filesystem tier" in message and "1.57 GB/s" in message and "5.54 GB/s" in message
+    assert "filesystem tier" in message and "1.57 GB/s" in message and "3.82 GB/s" in message
+    assert "at 10,000-token prefixes" in message
     assert "saves accelerator time" in message and "does not shorten time to first token" in message
+
+
+@pytest.mark.parametrize("prefix", [10_000, 40_832])
+def test_the_rule_and_the_summary_judge_at_the_stacks_prefix_length(prefix: int) -> None:
+    """Three pods share a 9,000 GiB Lustre: 2.93 GB/s each. At 10,000 tokens the break-even is 3.82 GB/s (short);
+    at 40,832 a token costs (62.411e9 / 0.52 + 2 x 64 x 40,832 x 8192 / 0.67) / 1978.8e12 = 92.95 µs to recompute,
+    so 2.82 GB/s is enough. `stacks check` passes the stack's length to the rule, which agrees with the table."""
+    stack_plan = _plan("gke-h100-lustre", "cache.replicas=3", f"monitoring.alerts.prefix_tokens={prefix}")
+    short = [t.tier for t in stack_plan.payoff.short_of_break_even()]
+    assert short == (["filesystem tier (gcp-lustre)"] if prefix == 10_000 else [])
+    findings = [
+        f.violation.message
+        for f in check(offline.record(stack_plan, "lustre"), stack_policy_config(stack_plan.config))
+        if f.rule.name == RULE.name
+    ]
+    assert [m.split(" of ")[0].removeprefix("the ") for m in findings] == [s.split(" (")[0] for s in short]
+    for message in findings:
+        assert f"below the {stack_plan.payoff.break_even / 1e9:.2f} GB/s" in message
 
 
 def test_the_rule_judges_an_existing_class_by_its_configured_bandwidth() -> None:

@@ -8,6 +8,8 @@ Rates are in bytes (or FLOP) per second, decimal: 1 GB/s = 10^9 B/s.
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass
 
 from components.units import GB, MB, GiB, KiB, MiB
@@ -49,13 +51,64 @@ class HostLink:
 
 
 @dataclass(frozen=True)
+class PrefillEfficiency:
+    """The share of the dense bf16 peak a prefill's forward pass sustains, in its two parts.
+
+    `gemm`: the layers' matrix multiplications (2 FLOPs per non-embedding parameter per token), as
+    (hidden size, fraction) points, ascending: small models' small GEMMs run far below peak. Between
+    two points the fraction is interpolated in log(hidden size); outside them it is the nearest
+    point's (never more than was measured above the largest). `attention`: attention over the prefix
+    (the FLOPs that grow with its length).
+    """
+
+    gemm: tuple[tuple[int, float], ...]
+    attention: float
+    source: str
+    assumed: bool = False
+
+    def gemm_at(self, hidden_size: int) -> float:
+        points = self.gemm
+        if hidden_size <= points[0][0]:
+            return points[0][1]
+        for (low, at_low), (high, at_high) in itertools.pairwise(points):
+            if hidden_size <= high:
+                return at_low + (at_high - at_low) * math.log(hidden_size / low) / math.log(high / low)
+        return points[-1][1]
+
+    def scaled(self, factor: float, source: str) -> PrefillEfficiency:
+        """This curve times `factor`: another accelerator's, assumed from this one."""
+        gemm = tuple((size, fraction * factor) for size, fraction in self.gemm)
+        return PrefillEfficiency(gemm, self.attention * factor, source, assumed=True)
+
+    @property
+    def cited(self) -> str:
+        return f"assumed: {self.source}" if self.assumed else self.source
+
+
+@dataclass(frozen=True)
 class AcceleratorRates:
     bf16_peak: Figure  # dense bf16 FLOP/s of one device (GPU, TPU chip)
-    prefill_efficiency: Figure  # the share of that peak a prefill sustains
+    prefill_efficiency: PrefillEfficiency  # the share of that peak a prefill sustains
     host_link: HostLink
 
 
 H200_MEASURED = "measured on an NVIDIA H200, PCIe Gen5 x16 (issue 15)"
+H200_FORWARD_PASS = "tests/fixtures/upstream/measurements/h200-prefill-vs-reload-2026-12-01.json"
+# Fitted to one H200's forward passes (bf16, HF transformers sdpa, batch 1) at Qwen3-32B's and Qwen3-0.6B's
+# shapes, per-token prefill time = GEMM FLOPs / (peak x gemm) + attention FLOPs / (peak x attention):
+# attention from the slope of Qwen3-32B's time per token over its six prefix lengths (1k-16k, least
+# squares), Qwen3-32B's GEMM share (hidden 5120) from the intercept, Qwen3-0.6B's (hidden 1024) from its
+# 8k and 16k rows (its 2k row, 33.7 ms for a pass, is a fixed per-pass cost, not compute).
+# tests/test_payoff_measurement.py repeats the fit from the fixture.
+H200_PREFILL = PrefillEfficiency(
+    gemm=((1024, 0.18), (5120, 0.52)),
+    attention=0.67,
+    source=f"fitted to forward passes measured on one NVIDIA H200 ({H200_FORWARD_PASS}); the H100 has the"
+    " same bf16 peak and tensor cores",
+)
+# The anchor other accelerators' assumed shares scale from: bf16 GEMMs at Qwen3-32B prefill shapes
+# (8192 tokens) ran at 680-790 of 989 TFLOP/s (issue 15's measurement).
+H200_GEMM_SHARE = 0.7
 # Host-to-device copies of many blocks on one stream (the low end where a range was measured).
 _PCIE5_X16 = (
     (64 * KiB, 14.0 * GB),
@@ -70,17 +123,25 @@ def _scaled(factor: float) -> tuple[tuple[int, float], ...]:
     return tuple((size, rate * factor) for size, rate in _PCIE5_X16)
 
 
+_TPU_PREFILL = H200_PREFILL.scaled(
+    0.6 / H200_GEMM_SHARE,
+    f"the H200 fit x 0.6/{H200_GEMM_SHARE:g}: typical TPU prefill utilisation 0.6, where the H200's GEMMs ran at"
+    f" {H200_GEMM_SHARE:g} (issue 15); no published vLLM TPU prefill figure",
+)
+
 ACCELERATOR_RATES: dict[str, AcceleratorRates] = {
     "gpu": AcceleratorRates(
         Figure(989.4 * TFLOPS, "NVIDIA H100 SXM datasheet: 1,979 TFLOPS bf16 with sparsity, half dense"),
-        Figure(
-            0.7, f"bf16 GEMMs at Qwen3-32B prefill shapes (8192 tokens) ran at 680-790 of 989 TFLOP/s, {H200_MEASURED}"
-        ),
+        H200_PREFILL,
         HostLink("PCIe Gen5 x16", _PCIE5_X16, f"{H200_MEASURED}; the H100 has the same link"),
     ),
     "amd": AcceleratorRates(
         Figure(1307.4 * TFLOPS, "AMD Instinct MI300X data sheet: 1,307.4 TFLOPS bf16 dense"),
-        Figure(0.5, "below the NVIDIA anchor: public MI300X bf16 GEMM results sit near half of peak", assumed=True),
+        H200_PREFILL.scaled(
+            0.5 / H200_GEMM_SHARE,
+            f"the H200 fit x 0.5/{H200_GEMM_SHARE:g}: public MI300X bf16 GEMM results sit near half of peak, where"
+            f" the H200's ran at {H200_GEMM_SHARE:g} (issue 15)",
+        ),
         HostLink(
             "PCIe Gen5 x16",
             _PCIE5_X16,
@@ -90,14 +151,18 @@ ACCELERATOR_RATES: dict[str, AcceleratorRates] = {
     ),
     "xpu": AcceleratorRates(
         Figure(98.3 * TFLOPS, "Intel Arc Pro B60: 197 INT8 TOPS (XMX), bf16 at half the INT8 rate"),
-        Figure(0.5, "no published prefill measurement for the B60", assumed=True),
+        H200_PREFILL.scaled(
+            0.5 / H200_GEMM_SHARE,
+            f"the H200 fit x 0.5/{H200_GEMM_SHARE:g}: no published prefill measurement for the B60, taken as half"
+            f" of peak where the H200's GEMMs ran at {H200_GEMM_SHARE:g} (issue 15)",
+        ),
         HostLink(
             "PCIe Gen5 x8", _scaled(0.5), "half the H200 Gen5 x16 curve: the B60 links at PCIe 5.0 x8", assumed=True
         ),
     ),
     "tpu-v5p": AcceleratorRates(
         Figure(459 * TFLOPS, "Google Cloud TPU v5p docs: peak compute per chip (bf16) 459 TFLOPs"),
-        Figure(0.6, "typical TPU prefill utilisation; no published vLLM TPU prefill figure", assumed=True),
+        _TPU_PREFILL,
         HostLink(
             "PCIe Gen4 x16",
             _scaled(0.5),
@@ -107,7 +172,7 @@ ACCELERATOR_RATES: dict[str, AcceleratorRates] = {
     ),
     "tpu-v6": AcceleratorRates(
         Figure(918 * TFLOPS, "Google Cloud TPU v6e docs: peak compute per chip (bf16) 918 TFLOPs"),
-        Figure(0.6, "typical TPU prefill utilisation; no published vLLM TPU prefill figure", assumed=True),
+        _TPU_PREFILL,
         HostLink(
             "PCIe Gen5",
             _PCIE5_X16,
@@ -117,7 +182,7 @@ ACCELERATOR_RATES: dict[str, AcceleratorRates] = {
     ),
     "tpu-v7": AcceleratorRates(
         Figure(2307 * TFLOPS, "Google Cloud TPU7x (Ironwood) docs: peak compute per chip (BF16) 2307 TFLOPs"),
-        Figure(0.6, "typical TPU prefill utilisation; no published vLLM TPU prefill figure", assumed=True),
+        _TPU_PREFILL,
         HostLink(
             "PCIe Gen5 x16",
             _PCIE5_X16,

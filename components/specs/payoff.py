@@ -1,12 +1,11 @@
-"""Does a tier pay off? Break-even load bandwidth against recompute, per model-server pod.
+"""Does a tier pay off? The payoff table of a stack: recompute from the model's geometry, reload per
+tier and hit against miss at a few prefix lengths, and the break-even load bandwidth at the length the
+load alert uses.
 
-The seed's rule: a load has to finish faster than the prefill it replaces. Recomputing one token
-costs about 2 FLOPs per active parameter (attention over the prefix adds more, so the recompute
-time here is a lower bound and the break-even bandwidth an upper bound); a pod's devices deliver
-their dense bf16 peak times a prefill efficiency. A load of that token's KV bytes beats the
-recompute above KV bytes / recompute time. Each tier's expected reload bandwidth is compared to it:
-the CPU tier over the host link at the connector's transfer block, the filesystem tier at the
-backend's per-pod share (then the host link). Figures come from `components/catalog/rates.py`.
+The arithmetic is `components/formulas/payoff.py` (shared with the `tiers-beat-recompute` policy); this
+module picks the stack's inputs and shows each number with its formula. Each tier's expected reload
+bandwidth: the CPU tier over the host link at the connector's transfer block, the filesystem tier at
+the backend's per-pod share (then the host link). Figures come from `components/catalog/rates.py`.
 """
 
 from __future__ import annotations
@@ -21,16 +20,12 @@ from components.catalog.rates import (
     LUSTRE_THROUGHPUT_UNIT,
     STORAGE_RATES,
     TFLOPS,
-    AcceleratorRates,
 )
+from components.formulas import payoff as formulas
+from components.formulas.payoff import Replica
 from components.specs.sizing import Derivation
 from components.units import GB, ByteSize
 
-FLOPS_PER_ACTIVE_PARAMETER = 2
-REFERENCE_PREFIX_TOKENS = 10_000
-# LMCache moves KV in chunks of `chunk_size` tokens: 256 by default (lmcache 0.5.6), which the
-# in-process connector's presets keep.
-LMCACHE_CHUNK_TOKENS = 256
 CONTIGUOUS_BLOCKS_SOURCE = (
     "one copy per block of all layers on a device: vLLM's offloading layout since 0.12 (contiguous 0.5-2 MB"
     " blocks, blog.vllm.ai 2026-01-08); assumed for the other connectors"
@@ -58,6 +53,7 @@ class PayoffInputs:
     block_tokens: int  # tokens per block the CPU tier moves to the accelerator
     block_from: str  # what sets that block size
     filesystem: Filesystem | None  # None: no shared filesystem tier
+    prefix_tokens: int = formulas.ALERT_PREFIX_TOKENS  # the length the break-even is derived at
 
 
 @dataclass(frozen=True)
@@ -71,12 +67,29 @@ class TierPayoff:
 
 
 @dataclass(frozen=True)
-class Payoff:
-    recompute_seconds: float  # per token, per pod (its share of the replica's work)
-    kv_bytes_per_pod: float  # per token
+class AtLength:
+    """The payoff at one prefix length: recompute, and per tier reload and hit against miss."""
+
+    prefix_tokens: int
+    recompute_seconds: float  # the prefix's prefill
     break_even: float  # bytes/s per pod
+    reload_seconds: tuple[float | None, ...]  # per tier, as `Payoff.tiers`
+    hit_speedup: tuple[float | None, ...]  # miss / hit (reload + suffix), per tier
+
+    @property
+    def seconds_per_token(self) -> float:
+        return self.recompute_seconds / self.prefix_tokens
+
+
+@dataclass(frozen=True)
+class Payoff:
+    prefix_tokens: int  # the length the break-even (the load alert's default threshold) is derived at
+    recompute_seconds: float  # per token at that length, per pod (its share of the replica's work)
+    kv_bytes_per_pod: float  # per token
+    break_even: float  # bytes/s per pod, at `prefix_tokens`
     tiers: tuple[TierPayoff, ...]
     rows: tuple[Derivation, ...]
+    lengths: tuple[AtLength, ...]  # the table's prefix lengths, ascending
     sources: tuple[str, ...]
     devices_per_pod: int = 1
 
@@ -96,28 +109,13 @@ def gbps(rate: float) -> str:
     return f"{rate / GB:.2f} GB/s"
 
 
-def _time(seconds: float) -> str:
-    return (
-        f"{seconds * 1e6:.1f} µs"
-        if seconds < 1e-3
-        else f"{seconds * 1e3:.1f} ms"
-        if seconds < 1
-        else f"{seconds:.2f} s"
-    )
-
-
-def recompute_seconds_per_token(model: ModelSpec, rates: AcceleratorRates, devices: int) -> float:
-    """Prefill FLOPs of one token over the devices that share its work."""
-    flops = FLOPS_PER_ACTIVE_PARAMETER * model.active_params_billion * 1e9
-    return flops / (devices * rates.bf16_peak.value * rates.prefill_efficiency.value)
+def seconds(value: float) -> str:
+    return f"{value * 1e6:.1f} µs" if value < 1e-3 else f"{value * 1e3:.1f} ms" if value < 1 else f"{value:.2f} s"
 
 
 def filesystem_share(fs: Filesystem) -> float | None:
     """What one pod reads: its share of the aggregate, capped by the per-client limit."""
-    if fs.aggregate is None:
-        return None
-    share = fs.aggregate / fs.pods
-    return min(share, fs.per_client) if fs.per_client is not None else share
+    return None if fs.aggregate is None else formulas.filesystem_share(fs.aggregate, fs.pods, fs.per_client)
 
 
 def filesystem(
@@ -149,78 +147,117 @@ def _ratio(bandwidth: float | None, break_even: float) -> str:
 
 
 def _filesystem_tier(fs: Filesystem, cpu_path: float) -> TierPayoff:
-    share = filesystem_share(fs)
     tier = f"filesystem tier ({fs.backend})"
-    if share is None:
+    if fs.aggregate is None:
         return TierPayoff(tier, None, f"read bandwidth not known: {fs.aggregate_from}")
     limit = f", {gbps(fs.per_client)} per client" if fs.per_client is not None else ""
-    formula = f"min({gbps(fs.aggregate or 0)} aggregate / {fs.pods} pods{limit}, CPU path {gbps(cpu_path)})"
-    return TierPayoff(tier, min(share, cpu_path), formula)
+    formula = f"min({gbps(fs.aggregate)} aggregate / {fs.pods} pods{limit}, CPU path {gbps(cpu_path)})"
+    return TierPayoff(tier, formulas.filesystem_share(fs.aggregate, fs.pods, fs.per_client, cpu_path), formula)
+
+
+def _at_length(replica: Replica, prefix: int, tiers: list[TierPayoff]) -> AtLength:
+    bandwidths = [t.bandwidth for t in tiers]
+    return AtLength(
+        prefix,
+        formulas.prefill_seconds(replica, prefix),
+        formulas.break_even(replica, prefix),
+        tuple(None if b is None else formulas.reload_seconds(replica, prefix, b) for b in bandwidths),
+        tuple(None if b is None else formulas.hit_speedup(replica, prefix, b) for b in bandwidths),
+    )
 
 
 def derive(inputs: PayoffInputs) -> Payoff:
     model, rates = inputs.model, ACCELERATOR_RATES[inputs.accelerator]
-    devices = inputs.devices_per_pod * inputs.pods_per_replica
-    seconds = recompute_seconds_per_token(model, rates, devices)
-    kv = model.kv_bytes_per_token.bytes
-    kv_per_pod = kv / inputs.pods_per_replica
-    break_even = kv_per_pod / seconds
-    block = ByteSize(inputs.block_tokens * kv // devices)
+    replica = Replica(model, rates, inputs.devices_per_pod, inputs.pods_per_replica)
+    n = inputs.prefix_tokens
+    per_token = formulas.recompute_seconds_per_token(replica, n)
+    break_even = formulas.break_even(replica, n)
+    block = ByteSize(formulas.transfer_block_bytes(replica, inputs.block_tokens))
     link = rates.host_link.bandwidth(block.bytes)
-    cpu = inputs.devices_per_pod * link
+    cpu = formulas.cpu_tier_bandwidth(replica, inputs.block_tokens)
     tiers = [TierPayoff("CPU tier", cpu, f"{inputs.devices_per_pod} devices x {gbps(link)} at {block.human()}")]
     if inputs.filesystem is not None:
         tiers.append(_filesystem_tier(inputs.filesystem, cpu))
-    rows = [*_compute_rows(inputs, rates, devices, seconds, kv_per_pod, break_even), _block_row(inputs, block, devices)]
+    rows = [*_compute_rows(inputs, replica, per_token, break_even), _block_row(inputs, replica, block)]
     rows += [
         Derivation(f"{t.tier} reload per pod", _value(t.bandwidth) + _ratio(t.bandwidth, break_even), t.formula)
         for t in tiers
     ]
-    rows += _reference_rows(seconds, kv_per_pod, tiers)
-    fs = inputs.filesystem
+    lengths = tuple(_at_length(replica, length, tiers) for length in formulas.table_lengths(model, n))
+    fs, efficiency = inputs.filesystem, rates.prefill_efficiency
     sources = [
-        f"{model.name}: {model.active_params_billion:g} B active parameters per token (model card)",
+        f"{model.name}: geometry from its config.json ({model.layers} layers, hidden {model.hidden_size},"
+        f" {model.attention_heads} heads of {model.head_dim}, {model.kv_heads} KV heads, MLP"
+        f" {_mlp(model)}, vocabulary {model.vocab_size:,}, context {model.context_tokens:,})",
         f"{inputs.accelerator} bf16 peak: {rates.bf16_peak.cited}",
-        f"{inputs.accelerator} prefill efficiency {rates.prefill_efficiency.value:g}: {rates.prefill_efficiency.cited}",
+        f"{inputs.accelerator} prefill shares of peak: {efficiency.cited}",
         f"{inputs.accelerator} host link {rates.host_link.name}: {rates.host_link.cited}",
         f"transfer block: {CONTIGUOUS_BLOCKS_SOURCE}",
         *([f"filesystem tier: {fs.aggregate_from}; {fs.per_client_from}"] if fs is not None else []),
     ]
-    return Payoff(seconds, kv_per_pod, break_even, tuple(tiers), tuple(rows), tuple(sources), inputs.devices_per_pod)
+    return Payoff(
+        n, per_token, replica.kv_bytes_per_pod, break_even, tuple(tiers), tuple(rows), lengths, tuple(sources),
+        inputs.devices_per_pod,
+    )  # fmt: skip
+
+
+def _mlp(model: ModelSpec) -> str:
+    if model.experts:
+        return f"{model.experts_per_token} of {model.experts} experts of {model.expert_intermediate_size}"
+    return str(model.intermediate_size)
 
 
 def _value(bandwidth: float | None) -> str:
     return "unknown" if bandwidth is None else gbps(bandwidth)
 
 
-def _compute_rows(
-    inputs: PayoffInputs, rates: AcceleratorRates, devices: int, seconds: float, kv_per_pod: float, break_even: float
-) -> list[Derivation]:
-    model, pods = inputs.model, inputs.pods_per_replica
-    flops = FLOPS_PER_ACTIVE_PARAMETER * model.active_params_billion * 1e9
-    rate = devices * rates.bf16_peak.value * rates.prefill_efficiency.value
+def _compute_rows(inputs: PayoffInputs, replica: Replica, per_token: float, break_even: float) -> list[Derivation]:
+    model, rates, pods, n = inputs.model, replica.rates, inputs.pods_per_replica, inputs.prefix_tokens
+    efficiency = rates.prefill_efficiency
+    gemm = formulas.gemm_flops_per_token(model)
+    attention = formulas.attention_flops(model, n) / n
+    peak = replica.devices * rates.bf16_peak.value
     spread = f"{inputs.devices_per_pod} per pod x {pods} pods" if pods > 1 else "per pod"
     share = f" / {pods} pods" if pods > 1 else ""
+    layer = f"{model.attention_params_per_layer / 1e6:.1f} M attention + {model.mlp_params_per_layer / 1e6:.1f} M MLP"
     return [
         Derivation(
-            "prefill FLOPs per token",
-            f"{flops / 1e9:.1f} GFLOP",
-            f"{FLOPS_PER_ACTIVE_PARAMETER} x {model.active_params_billion:g} B active parameters",
+            "GEMM FLOPs per token",
+            f"{gemm / 1e9:.2f} GFLOP",
+            f"{formulas.FLOPS_PER_PARAMETER} x {model.active_non_embedding_params / 1e9:.2f} B non-embedding"
+            f" parameters a token multiplies ({model.layers} layers x ({layer}))",
         ),
         Derivation(
-            "prefill rate per replica",
-            f"{rate / TFLOPS:.1f} TFLOP/s",
-            f"{devices} devices ({spread}) x {rates.bf16_peak.value / TFLOPS:g} TFLOP/s bf16 x"
-            f" {rates.prefill_efficiency.value:g} prefill efficiency",
+            f"attention FLOPs per token at {n:,} tokens",
+            f"{attention / 1e9:.2f} GFLOP",
+            f"2 x {model.layers} layers x {n:,} tokens x {model.attention_width} attention width (causal)",
         ),
         Derivation(
-            "recompute time per token", _time(seconds), f"{flops / 1e9:.1f} GFLOP / {rate / TFLOPS:.1f} TFLOP/s"
+            "bf16 peak per replica",
+            f"{peak / TFLOPS:.1f} TFLOP/s",
+            f"{replica.devices} devices ({spread}) x {rates.bf16_peak.value / TFLOPS:g} TFLOP/s",
         ),
-        Derivation("KV bytes per token per pod", f"{kv_per_pod:.0f} B", f"{model.kv_bytes_per_token.human()}{share}"),
         Derivation(
-            "break-even load bandwidth per pod",
+            "shares of peak a prefill sustains",
+            f"GEMMs {replica.gemm_share:.2f}, attention {efficiency.attention:.2f}",
+            f"GEMMs at hidden size {model.hidden_size} (curve {_curve(efficiency.gemm)}, log-interpolated)",
+        ),
+        Derivation(
+            f"recompute time per token at {n:,} tokens",
+            seconds(per_token),
+            f"({gemm / 1e9:.2f} / {replica.gemm_share:.2f} + {attention / 1e9:.2f} / {efficiency.attention:.2f})"
+            f" GFLOP / {peak / TFLOPS:.1f} TFLOP/s",
+        ),
+        Derivation(
+            "KV bytes per token per pod",
+            f"{replica.kv_bytes_per_pod:.0f} B",
+            f"{model.kv_bytes_per_token.human()}{share}",
+        ),
+        Derivation(
+            f"break-even load bandwidth per pod at {n:,} tokens",
             gbps(break_even),
-            f"{kv_per_pod:.0f} B / {_time(seconds)}: a slower load loses to recompute",
+            f"{replica.kv_bytes_per_pod:.0f} B / {seconds(per_token)}: a slower load loses to recompute"
+            " (`monitoring.alerts.prefix_tokens`)",
         ),
         Derivation(
             "break-even load bandwidth per device",
@@ -230,25 +267,14 @@ def _compute_rows(
     ]
 
 
-def _block_row(inputs: PayoffInputs, block: ByteSize, devices: int) -> Derivation:
+def _curve(points: tuple[tuple[int, float], ...]) -> str:
+    return ", ".join(f"{size}: {fraction:.2f}" for size, fraction in points)
+
+
+def _block_row(inputs: PayoffInputs, replica: Replica, block: ByteSize) -> Derivation:
     return Derivation(
         "CPU tier transfer block per device",
         block.human(),
         f"{inputs.block_tokens} tokens ({inputs.block_from}) x {inputs.model.kv_bytes_per_token.human()}"
-        f" / {devices} devices",
+        f" / {replica.devices} devices",
     )
-
-
-def _reference_rows(seconds: float, kv_per_pod: float, tiers: list[TierPayoff]) -> list[Derivation]:
-    n = REFERENCE_PREFIX_TOKENS
-    rows = [Derivation(f"{n:,}-token prefix: recompute", _time(n * seconds), f"{n} x {_time(seconds)}")]
-    for t in tiers:
-        if t.bandwidth is not None:
-            rows.append(
-                Derivation(
-                    f"{n:,}-token prefix: reload from the {t.tier}",
-                    _time(n * kv_per_pod / t.bandwidth),
-                    f"{n} x {kv_per_pod:.0f} B / {gbps(t.bandwidth)}",
-                )
-            )
-    return rows
