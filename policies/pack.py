@@ -9,6 +9,8 @@ from pulumi_policy import (
     Policy,
     PolicyConfigSchema,
     ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
     StackValidationArgs,
     StackValidationPolicy,
 )
@@ -27,10 +29,34 @@ def _schema(defaults: dict[str, Any]) -> PolicyConfigSchema | None:
     return PolicyConfigSchema(properties={k: {"type": _JSON_TYPES[type(v)], "default": v} for k, v in defaults.items()})
 
 
+# The engine hands a stack policy each resource's outputs, but the rules read inputs, as the program
+# declares them (and as `./run check` records them): a component's outputs are only what it registers,
+# so a chart's values and source would be invisible. Each resource's inputs are recorded here as the
+# engine analyzes it (before the stack is analyzed) and the stack policies read those.
+_INPUTS: dict[str, dict[str, Any]] = {}
+
+
+def _record_inputs(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    _INPUTS[args.urn] = dict(args.props)
+
+
+RECORD_INPUTS = ResourceValidationPolicy(
+    name="record-inputs",
+    description="Records each resource's inputs for the stack rules (reports nothing)",
+    validate=_record_inputs,
+    enforcement_level=EnforcementLevel.ADVISORY,
+)
+
+
+def stack_resources(resources: Any) -> list[Resource]:
+    """The stack's resources with their inputs where the engine showed them, else their outputs."""
+    return [Resource(r.resource_type, r.name, _INPUTS.get(r.urn, dict(r.props)), r.urn) for r in resources]
+
+
 def _policy(rule: Rule) -> StackValidationPolicy:
     def validate(args: StackValidationArgs, report: ReportViolation) -> None:
         config = {**rule.config, **(args.get_config() or {})}
-        resources = [Resource(r.resource_type, r.name, dict(r.props), r.urn) for r in args.resources]
+        resources = stack_resources(args.resources)
         for violation in rule.check(resources, config):
             urn = violation.resource.urn if violation.resource and violation.resource.urn else None
             report(violation.message, urn)
@@ -44,4 +70,4 @@ def _policy(rule: Rule) -> StackValidationPolicy:
     )
 
 
-POLICIES: list[Policy] = [_policy(rule) for rule in RULES]
+POLICIES: list[Policy] = [RECORD_INPUTS, *(_policy(rule) for rule in RULES)]

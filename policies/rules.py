@@ -675,6 +675,10 @@ def charts_from_allowed_registries(resources: list[Resource], config: dict[str, 
         if r.type != CHART_TYPE:
             continue
         chart = str(r.props.get("chart") or "")
+        if chart.endswith(".tgz") and "://" not in chart:  # a packaged chart on the deploying machine
+            if not config.get("allowLocalCharts"):
+                out.append(Violation(r, f"chart {chart} is a local file; allow it with the pack's allowLocalCharts"))
+            continue
         source = chart if "://" in chart else str((r.props.get("repositoryOpts") or {}).get("repo") or "")
         if not source or not any(source == a.rstrip("/") or source.startswith(a) for a in allowed):
             out.append(Violation(r, f"chart {chart} comes from {source or 'no registry'}, not one of {list(allowed)}"))
@@ -855,7 +859,7 @@ RULES: list[Rule] = [
         "Charts only from allowed registries",
         "mandatory",
         charts_from_allowed_registries,
-        {"allowedChartRegistries": list(CHART_REGISTRIES_ALLOWED)},
+        {"allowedChartRegistries": list(CHART_REGISTRIES_ALLOWED), "allowLocalCharts": False},
     ),
     Rule("hf-token-secret", "HF token only through a Secret", "mandatory", hf_token_from_secret),
     Rule("cluster-hardening", "Private nodes, workload identity, shielded nodes", "mandatory", cluster_hardening),

@@ -509,3 +509,39 @@ def test_the_pack_reports_through_the_policy_analyzer_with_enforcement_levels() 
     found = {(d.policyName, analyzer_pb2.EnforcementLevel.Name(d.enforcementLevel)) for d in diagnostics}
     assert found == {("images-pinned", "MANDATORY")}
     assert diagnostics[0].urn.endswith("::llmd-model-server-gpu-vllm-decode")
+
+
+def test_stack_rules_read_inputs_the_engine_showed_not_a_components_outputs() -> None:
+    """Seen through the real engine (`./run e2e`): a stack policy gets each resource's outputs, and a
+    helm.v4 Chart's outputs are only what it registers (no `chart`, no `values`). The pack records the
+    inputs the engine shows per resource and judges those, as `./run check` does."""
+    from policies import pack
+
+    servicer = _PolicyAnalyzerServicer(PACK_NAME, "0.1.0", POLICIES, EnforcementLevel.MANDATORY)
+    urn = "urn:pulumi:s::llmd::llmd:router:Router$kubernetes:helm.sh/v4:Chart::llmd-router-chart"
+    inputs = {"chart": "oci://ghcr.io/llm-d/charts/llm-d-router-standalone", "version": "v1.0.0", "values": {}}
+    chart_type = "kubernetes:helm.sh/v4:Chart"
+    stack = analyzer_pb2.AnalyzeStackRequest(
+        resources=[
+            analyzer_pb2.AnalyzerResource(type=chart_type, name="llmd-router-chart", urn=urn, properties=_struct({}))
+        ]
+    )
+    pack._INPUTS.clear()
+    before = {d.policyName for d in servicer.AnalyzeStack(stack, None).diagnostics}  # type: ignore[no-untyped-call]
+    assert "chart-registries" in before  # outputs alone: the chart seems to come from nowhere
+    servicer.Analyze(  # type: ignore[no-untyped-call]
+        analyzer_pb2.AnalyzeRequest(type=chart_type, name="llmd-router-chart", urn=urn, properties=_struct(inputs)),
+        None,
+    )
+    after = {d.policyName for d in servicer.AnalyzeStack(stack, None).diagnostics}  # type: ignore[no-untyped-call]
+    assert "chart-registries" not in after
+    pack._INPUTS.clear()
+
+
+def test_a_local_chart_passes_only_where_allowed() -> None:
+    chart = Resource("kubernetes:helm.sh/v4:Chart", "c", {"chart": "/charts/llm-d-router-standalone-v0.10.0.tgz"})
+    rule = RULE["chart-registries"]
+    assert rule.enforcement == "mandatory"
+    (violation,) = rule.check([chart], rule.config)
+    assert "local file" in violation.message and "allowLocalCharts" in violation.message
+    assert rule.check([chart], {**rule.config, "allowLocalCharts": True}) == []
