@@ -5,6 +5,8 @@ The chart also creates the InferencePool named after the release, so the GAIE CR
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,7 +14,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.k8s_objects import child_options, declare_all
-from components.specs.router_values import router_endpoint
+from components.specs.router_values import VALUES_CHECKSUM_ANNOTATION, router_endpoint, values_checksum
 from components.specs.security import harden_chart_object
 
 
@@ -28,6 +30,22 @@ class RouterArgs:
 
 # The chart's objects that carry pod templates.
 _HARDENED_TYPES = ("kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:StatefulSet", "kubernetes:apps/v1:DaemonSet")
+
+
+def roll_on_values_change(
+    checksum: str,
+) -> Callable[[pulumi.ResourceTransformArgs], pulumi.ResourceTransformResult | None]:
+    """The chart's EPP Deployment with the values' digest on its pod template, so a values change rolls it."""
+
+    def roll_epp_on_values_change(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+        if args.type_ != "kubernetes:apps/v1:Deployment":
+            return None
+        props = copy.deepcopy(dict(args.props))
+        metadata = props.setdefault("spec", {}).setdefault("template", {}).setdefault("metadata", {})
+        metadata["annotations"] = {**(metadata.get("annotations") or {}), VALUES_CHECKSUM_ANNOTATION: checksum}
+        return pulumi.ResourceTransformResult(props=props, opts=args.opts)
+
+    return roll_epp_on_values_change
 
 
 def harden_chart_pods(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
@@ -57,7 +75,10 @@ class Router(pulumi.ComponentResource):
                 values=args.values,
             ),
             opts=pulumi.ResourceOptions.merge(
-                child_options(self, opts), pulumi.ResourceOptions(transforms=[harden_chart_pods])
+                child_options(self, opts),
+                pulumi.ResourceOptions(
+                    transforms=[harden_chart_pods, roll_on_values_change(values_checksum(args.values))]
+                ),
             ),
         )
         self.release = args.release

@@ -113,6 +113,42 @@ def classify(before: dict[str, Any], after: dict[str, Any], paths: list[str]) ->
     return Change("update", kind, name, "in place: " + ", ".join(f"`{p}`" for p in paths[:4]))
 
 
+CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
+
+
+def _chart_children(before: dict[str, Any], after: dict[str, Any], paths: list[str]) -> list[Change]:
+    """What a change to the router chart's inputs does to the objects it renders (helm.v4 children: each is a
+    resource of its own under the real engine, named `<chart>:<namespace>/<object>`)."""
+    from components.specs.router_values import CHART_CHILDREN_BY_VALUES, EPP_DEPLOYMENT, chart_child_name
+
+    inputs = after["inputs"]
+    if any(p in ("name", "namespace") or p.startswith(("name.", "namespace.")) for p in paths):
+        why = "release or namespace renamed: each object the chart renders is deleted and created under its new name"
+        return [Change("replace", CHART_TYPE, after["name"], why)]
+    values = [p.removeprefix("values.") for p in paths if p.startswith("values.")]
+    if not values:
+        return []
+    release, namespace = str(inputs.get("name", "")), str(inputs.get("namespace", ""))
+
+    def child(kind: str, which: str) -> str:
+        return f"{after['name']}:{namespace}/{chart_child_name(which, release)}"
+
+    out: dict[tuple[str, str], Change] = {}
+    for prefix, kind, which in CHART_CHILDREN_BY_VALUES:
+        if any(v == prefix or v.startswith(prefix + ".") for v in values):
+            name = child(kind, which)
+            if kind == "kubernetes:core/v1:ConfigMap":
+                why = "delete-first: its data cannot change in place; the EPP rolls onto the new one"
+                out[(kind, name)] = Change("replace", kind, name, why)
+            else:
+                out[(kind, name)] = Change("update", kind, name, "in place: " + prefix)
+    name = child(EPP_DEPLOYMENT, "epp")
+    out[(EPP_DEPLOYMENT, name)] = Change(
+        "rolling", EPP_DEPLOYMENT, name, "the EPP restarts (its pod template carries the values' digest)"
+    )
+    return list(out.values())
+
+
 def plan_changes(
     before: dict[tuple[str, str], dict[str, Any]],
     after: dict[tuple[str, str], dict[str, Any]],
@@ -126,6 +162,9 @@ def plan_changes(
         for k in sorted(before.keys() - after.keys())
     ]
     changes += [classify(before[k], after[k], paths) for k, paths in sorted(fields.items()) if paths]
+    for k, paths in sorted(fields.items()):
+        if k[0] == CHART_TYPE and paths:
+            changes += _chart_children(before[k], after[k], paths)
     return changes
 
 

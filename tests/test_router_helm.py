@@ -349,4 +349,29 @@ def test_the_charts_pods_are_hardened_by_the_routers_transform(name: str, chart:
 
 def test_the_router_chart_is_declared_with_the_hardening_transform() -> None:
     (chart,) = [r for r in resources(rendered("gpu-vllm-native-cpu")) if r["type"] == "kubernetes:helm.sh/v4:Chart"]
-    assert chart["options"]["transforms"] == [harden_chart_pods.__name__]
+    assert chart["options"]["transforms"] == [harden_chart_pods.__name__, "roll_epp_on_values_change"]
+
+
+def test_a_values_change_rolls_the_epp_through_its_pod_templates_digest() -> None:
+    """Seen under the real engine: a tier change replaced the EPP's ConfigMap and left the EPP running on the
+    old capacity (it reads its config at start). The digest of the values on the EPP's pod template rolls it."""
+    from components.router import roll_on_values_change
+    from components.specs.router_values import VALUES_CHECKSUM_ANNOTATION, values_checksum
+
+    values = plan(loading.load_preset("dev")).router_values
+    bigger = plan(loading.load_preset("dev", ["cache.tier.cpu=6GiB"])).router_values
+    assert values_checksum(values) != values_checksum(bigger)
+    assert values_checksum(values) == values_checksum(copy.deepcopy(values))
+    deployment = {"kind": "Deployment", "metadata": {"name": "r-epp"}, "spec": {"template": {"metadata": {}}}}
+    transform = roll_on_values_change(values_checksum(values))
+    args = pulumi.ResourceTransformArgs(
+        True, "kubernetes:apps/v1:Deployment", "r-epp", deployment, pulumi.ResourceOptions()
+    )
+    result = transform(args)
+    assert result is not None
+    annotations = result.props["spec"]["template"]["metadata"]["annotations"]
+    assert annotations == {VALUES_CHECKSUM_ANNOTATION: values_checksum(values)}
+    config_map = pulumi.ResourceTransformArgs(
+        True, "kubernetes:core/v1:ConfigMap", "r-epp", {}, pulumi.ResourceOptions()
+    )
+    assert transform(config_map) is None
