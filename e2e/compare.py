@@ -30,6 +30,7 @@ _RANK = {"update": 0, "added": 1, "removed": 1, "replace": 2}
 # Components: the engine diffs no inputs of theirs (their children carry the change).
 _COMPONENT_PREFIXES = ("llmd:", "kubernetes:helm.sh/v4:Chart", "kubernetes:yaml/v2:ConfigFile", "pulumi:pulumi:Stack")
 SECRET_MARK = "[secret]"
+CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
 
 
 def urn_key(urn: str) -> tuple[str, str]:
@@ -125,13 +126,21 @@ def compare_plans(steps: list[dict[str, Any]], changes: list[Change]) -> list[Di
     """Resource by resource: the engine's step kind against the change plan's. A chart's or a
     ConfigFile's children answer for their parent's row (the mock engine never creates them): any
     child the engine replaces must be a replacement the plan names on the parent."""
+    renamed = [c.name for c in changes if c.type == CHART_TYPE and c.kind == "replace"]
     engine: dict[tuple[str, str], str] = {}
+    recreated: dict[str, set[str]] = {name: set() for name in renamed}
     for step in steps:
         op = step.get("op", "same")
         kind = _ENGINE_KIND.get(op)
         if kind is None:
             continue
         key = urn_key(step["urn"])
+        chart = next(
+            (n for n in renamed if CHART_TYPE in urn_parents(step["urn"]) and key[1].startswith(n + ":")), None
+        )
+        if chart is not None:  # a renamed chart's objects: the plan's row for the chart answers for them
+            recreated[chart].add(kind)
+            continue
         if key[0].startswith(_COMPONENT_PREFIXES):
             continue
         if key[0].startswith("pulumi:providers:"):
@@ -144,7 +153,11 @@ def compare_plans(steps: list[dict[str, Any]], changes: list[Change]) -> list[Di
         for c in changes
         if not c.type.startswith(_COMPONENT_PREFIXES) and not c.type.startswith("pulumi:providers:")
     }
-    out = []
+    out = [
+        Disagreement(CHART_TYPE, name, "no recreated objects", "replace")
+        for name, kinds in recreated.items()
+        if not ({"added", "removed"} <= kinds or "replace" in kinds)
+    ]
     for key in sorted(engine.keys() | planned.keys()):
         e, p = engine.get(key, "no change"), planned.get(key, "no change")
         if e != p:

@@ -199,8 +199,8 @@ def run_preset(preset: str, workdir: Path, bins: dict[str, Path], changes: bool 
             cluster.create()
             from stacks import loading
 
-            stack_config = loading.load_named(preset, [])
-            shapes = nodes.node_shapes(stack_config, state["render"]["objects"])
+            state["pools"] = loading.load_named(preset, [])
+            shapes = nodes.node_shapes(state["pools"], state["render"]["objects"])
             node_docs = nodes.node_objects(shapes)
             cluster.apply(node_docs)
             cluster.wait_nodes_ready(len(node_docs))
@@ -283,6 +283,8 @@ def _change(
     if not change.apply:
         engine.run("config", "set" if before.get("value") else "rm", "--path", change.key, check=False)
         return f"plans agree ({summary}); previewed only"
+    # Where the stack describes no pool, its pods' nodes are the cluster's: more pods get more nodes.
+    cluster.apply(nodes.node_objects(nodes.node_shapes(state["pools"], after["objects"])))
     namespace = before["objects"][0]["metadata"].get("namespace") or "llm-d-tiered-prefix-cache"
     uids = _uids(cluster, namespace)
     result = engine.run("up", "--yes", "--skip-preview")
@@ -308,13 +310,17 @@ SEEDED_VIOLATION = ("llmd:cache.image", "docker.io/vllm/vllm-openai:latest", "im
 def _policy(engine: Engine, project: Path, expect_pass: bool) -> str:
     """The pack through the engine's analyzer: the stack passes; a floating image tag fails the preview."""
     pack = str(project / "policies")
-    result = engine.run("preview", "--policy-pack", pack)
+    # The e2e deploys the fixture chart from disk, which the pack refuses unless told (as an air-gapped user would).
+    pack_config = engine.workdir / "policy-config.json"
+    pack_config.write_text(json.dumps({"chart-registries": {"allowLocalCharts": True}}))
+    args = ("--policy-pack", pack, "--policy-pack-config", str(pack_config))
+    result = engine.run("preview", *args)
     if not result.ok:
         raise StepError("the unchanged stack fails its policy pack:\n" + result.tail(40))
     key, value, rule = SEEDED_VIOLATION
     engine.set_config(key, value)
     try:
-        seeded = engine.run("preview", "--policy-pack", pack)
+        seeded = engine.run("preview", *args)
     finally:
         engine.remove_config(key)
     text = seeded.stdout + seeded.stderr
