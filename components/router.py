@@ -51,7 +51,8 @@ class Router(pulumi.ComponentResource):
             k8s.helm.v4.ChartArgs(
                 chart=args.chart,
                 version=args.version,
-                name=args.release,  # the Helm release name: objects are named `<release>-epp`, pool `<release>`
+                # The Helm release: objects are named `labels.router_name(release)`, the pool `<release>`.
+                name=args.release,
                 namespace=args.namespace,
                 values=args.values,
             ),

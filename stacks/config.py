@@ -333,7 +333,9 @@ class ResourceSize(_Section):
 
 class RouterConfig(_Section):
     release: Annotated[str, _check(lambda v: formats.dns_1035_label(v, HELM_RELEASE_MAX))] = Field(
-        default=labels.GUIDE, description="Helm release name; objects are named after it"
+        default=labels.GUIDE,
+        description="Helm release name; the chart names its objects after its first"
+        f" {labels.ROUTER_NAME_BASE} characters (`<release>-epp`), the InferencePool after all of it",
     )
     chart: Annotated[str, _check(formats.oci_chart)] = versions.ROUTER_CHART
     """OCI reference of the llm-d router chart, without tag; default: llm-d-router-standalone on ghcr.io"""

@@ -807,5 +807,5 @@ def _with_network_policies(stack_plan: StackPlan) -> StackPlan:
         verification=checks,
         model_cache_manifests=fetch,
         prepull=prepulled,
-        router_policies=[network.router_policy(traffic, f"{release}-epp")],
+        router_policies=[network.router_policy(traffic, labels.router_name(release))],
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from components.catalog import labels
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.machines import MACHINES
 from components.catalog.models import MODELS
@@ -46,8 +47,16 @@ def check_stack(config: StackConfig) -> None:
     if cache.node_pool is not None and cache.node_pool not in config.node_pools:
         allowed = ", ".join(sorted(config.node_pools)) or "none are described in node_pools"
         raise ConfigError("cache.node_pool", cache.node_pool, f"allowed: {allowed}")
+    check_router_names(config)
     check_cluster(config)
     check_storage(config)
+
+
+def check_router_names(config: StackConfig) -> None:
+    """The names the router chart derives from the release and the namespace (components/catalog/labels.py)."""
+    problem = labels.router_names_problem(config.router.release, config.namespace)
+    if problem:
+        raise ConfigError("router.release", config.router.release, problem)
 
 
 def _check_sizes(config: StackConfig, defaults: ComboDefaults) -> None:

@@ -1,0 +1,53 @@
+"""Hostile input, second round (issue 20): values that passed every check and broke at `pulumi up`.
+
+One test per class of defect; each example ends in one `invalid stack config:` line, or in a render that
+works (the router's names through the real chart: tests/test_router_helm.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from components.catalog import labels
+from stacks import loading
+from stacks.errors import ConfigError
+from stacks.plan import plan
+from tests.helpers import by_kind, rendered
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _one_line(preset: str, overrides: list[str]) -> str:
+    with pytest.raises(ConfigError) as caught:
+        plan(loading.load_preset(preset, overrides))
+    text = str(caught.value)
+    assert text.startswith("invalid stack config: ")
+    assert text.isprintable(), text
+    return text
+
+
+# ---- names the chart shortens ----
+
+
+@pytest.mark.parametrize("length", [40, 41, 47, 53])
+def test_names_the_chart_shortens_reach_the_service_the_chart_creates(length: int) -> None:
+    release = "r" * length
+    stack = plan(loading.load_preset("dev", [f"router.release={release}"]))
+    service = labels.router_name(release)
+    assert service == "r" * min(length, labels.ROUTER_NAME_BASE) + "-epp"
+    assert stack.inference_pool is not None
+    assert stack.inference_pool["spec"]["endpointPickerRef"]["name"] == service
+    [job] = by_kind(stack.verification, "Job")
+    env = {e["name"]: e.get("value") for c in job["spec"]["template"]["spec"]["containers"] for e in c.get("env", [])}
+    assert env["ROUTER_URL"].startswith(f"http://{service}.")
+    [policy] = stack.router_policies
+    assert policy["spec"]["podSelector"]["matchLabels"] == labels.router_pod_labels(release, True)
+    summary = rendered("dev", (f"router.release={release}",)).summary
+    assert f"http://{service}." in summary
+
+
+def test_names_the_chart_cannot_render_are_one_line() -> None:
+    text = _one_line("dev", ["router.release=" + "c" * 53, "namespace=" + "n" * 40])
+    assert "router.release = '" + "c" * 53 + "': the router chart's ClusterRole name" in text
