@@ -116,7 +116,7 @@ class EksSettings(_Section):
     """instance type of the system node group; default m6i.2xlarge (8 vCPU, 32 GiB)"""
     system_node_count: int = Field(default=2, ge=1, le=10)
     """nodes of the system node group; default 2, one per zone of the first two"""
-    account_id: str | None = Field(default=None, pattern=r"^\d{12}$")
+    account_id: str | None = Field(default=None, pattern=r"^[0-9]{12}$")
     """12-digit AWS account of the cluster, which ECR pull-through cache image references name
     (images.mirror auto); unset: images pulled from upstream"""
 
@@ -176,7 +176,7 @@ class NodePoolConfig(_Section):
     )
     node_count: int = Field(default=1, ge=0, le=1000, description="nodes (TPU multi-host: hosts per slice)")
     slices: int = Field(default=1, ge=1, le=64, description="TPU multi-host: one node pool per slice")
-    tpu_topology: str | None = Field(default=None, pattern=r"^\d+x\d+(x\d+)?$")
+    tpu_topology: str | None = Field(default=None, pattern=r"^[0-9]+x[0-9]+(x[0-9]+)?$")
     """TPU slice topology (e.g. 2x2x2); default: the machine type's from the catalog"""
     spot: bool = False
     """created pools: Spot (GKE) or SPOT capacity (EKS) nodes, cheaper and preemptible; default off"""
@@ -298,7 +298,7 @@ class LMCacheConfig(_Section):
 
     version: str = Field(
         default=versions.LMCACHE_VERSION,
-        pattern=r"^v\d+\.\d+\.\d+$",
+        pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+$",
         description="tag of lmcache/vllm-openai, for the server and every vLLM pod",
     )
     mode: Literal["prefix-reuse", "pd"] = Field(default="prefix-reuse", description="pd: P/D disaggregation")
@@ -339,10 +339,10 @@ class RouterConfig(_Section):
     )
     chart: Annotated[str, _check(formats.oci_chart)] = versions.ROUTER_CHART
     """OCI reference of the llm-d router chart, without tag; default: llm-d-router-standalone on ghcr.io"""
-    version: str = Field(default=versions.ROUTER_VERSION, pattern=r"^v\d+\.\d+\.\d+$")
+    version: str = Field(default=versions.ROUTER_VERSION, pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+$")
     """chart version (vX.Y.Z), also the EPP and P/D sidecar image tag; default: the release the seeds tested
     (components/catalog/versions.py)"""
-    gaie_version: str = Field(default=versions.GAIE_VERSION, pattern=r"^v\d+\.\d+\.\d+$")
+    gaie_version: str = Field(default=versions.GAIE_VERSION, pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+$")
     """Gateway API Inference Extension release whose InferencePool CRD is applied; default: the seeds' (versions.py)"""
     epp_replicas: int = Field(default=1, ge=1, le=8)
     """endpoint picker (EPP) replicas; default 1, the chart's"""
@@ -360,7 +360,7 @@ class RouterConfig(_Section):
 class AlertThresholds(_Section):
     """When the tiered-cache alerts fire (each rule's runbook line says what to do)."""
 
-    window: str = Field(default="15m", pattern=r"^[1-9]\d{0,4}[smh]$", description="rate window of every rule")
+    window: str = Field(default="15m", pattern=r"^[1-9][0-9]{0,4}[smh]$", description="rate window of every rule")
     offload_hit_rate_floor: float = Field(default=0.01, ge=0, le=1, description="offload hits / queries below this")
     hbm_hit_rate_drop: float = Field(default=0.8, gt=0, le=1, description="HBM hit rate below this x an hour ago")
     loads_per_store: float = Field(default=0.01, ge=0, le=1, description="loaded / stored bytes below this")
@@ -458,7 +458,11 @@ class ImagesConfig(_Section):
     @classmethod
     def _secret_arns(cls, value: dict[str, str]) -> dict[str, str]:
         for registry, arn in value.items():
-            if not re.fullmatch(r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:ecr-pullthroughcache/.+", arn):
+            if not re.fullmatch(
+                r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:ecr-pullthroughcache/[A-Za-z0-9/_+=.@-]+",
+                arn,
+                re.ASCII,
+            ):
                 raise ValueError(
                     f"{registry}: must be a Secrets Manager secret ARN named ecr-pullthroughcache/..., e.g."
                     " arn:aws:secretsmanager:us-east-1:123456789012:secret:ecr-pullthroughcache/docker-hub-AbCdEf"

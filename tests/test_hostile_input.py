@@ -51,3 +51,25 @@ def test_names_the_chart_shortens_reach_the_service_the_chart_creates(length: in
 def test_names_the_chart_cannot_render_are_one_line() -> None:
     text = _one_line("dev", ["router.release=" + "c" * 53, "namespace=" + "n" * 40])
     assert "router.release = '" + "c" * 53 + "': the router chart's ClusterRole name" in text
+
+
+# ---- formats that accept more than they say ----
+
+FORMATS = [
+    ("dev", "router.epp_resources.cpu=\uff14", "router.epp_resources.cpu = '\uff14': must be a CPU quantity"),
+    ("dev", 'router.epp_resources.cpu="4\\n"', "router.epp_resources.cpu = '4\\n': must be a CPU quantity"),
+    ("dev", 'cache.image="docker.io/vllm/vllm-openai:v1\\n"', "must be an image reference"),
+    ("dev", "cache.image=docker.io/vllm/vllm-openai:v\uff11", "must be an image reference"),
+    ("dev", "router.version=v1.0.\uff10", "router.version = 'v1.0.\uff10'"),
+    ("dev", "monitoring.alerts.window=1\uff15m", "monitoring.alerts.window = '1\uff15m'"),
+    ("dev", "cache.tier.cpu=\uff14GiB", "cache.tier.cpu = '\uff14GiB'"),
+    ("dev", 'namespace="llmd\\n"', "namespace = 'llmd\\n': must be a DNS label"),
+    ("eks-h100-efs", "cluster.eks.account_id=" + "\uff11" * 12, "cluster.eks.account_id = "),
+    ("gke-tpu-v7-multi-host", "node_pools.tpu.tpu_topology=2x2x\uff12", "tpu_topology = '2x2x\uff12'"),
+    ("gke-h100-lustre", 'cluster.gke.region="us-central1\\n"', "must be a GCP region"),
+]
+
+
+@pytest.mark.parametrize(("preset", "override", "message"), FORMATS)
+def test_formats_that_accept_more_than_they_say_are_one_line(preset: str, override: str, message: str) -> None:
+    assert message in _one_line(preset, [override])
