@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from pydantic import GetCoreSchemaHandler
@@ -71,8 +72,8 @@ class ByteSize:
         if not match or match.group(2) not in _UNITS:
             raise ValueError(f"{value!r} is not a size; allowed: {ALLOWED_FORMS}")
         number, unit = match.groups()
-        exact = float(number) * _UNITS[unit]
-        if not exact.is_integer():
+        exact = Fraction(number) * _UNITS[unit]  # exact: a float would round a long byte count
+        if exact.denominator != 1:
             raise ValueError(f"{value!r} is not a whole number of bytes")
         return cls(int(exact))
 

@@ -24,6 +24,9 @@ from stacks import formats
 MAX_NODE_MEMORY = ByteSize(32 * TiB)
 MAX_STORAGE = ByteSize(1024**4 * 1024**2)  # 1 EiB, well within an int64 quantity
 HELM_RELEASE_MAX = 53  # Helm's limit on release names
+# Bandwidths are bytes per second: below 1 MiB/s no storage or host link moves data (a bare `1` is a
+# unit left out, and reading weights at it would take centuries).
+MIN_BANDWIDTH = ByteSize(MiB)
 
 
 def _is_number(annotation: Any) -> bool:
@@ -284,7 +287,7 @@ class StorageConfig(_Section):
     size: Annotated[ByteSize, _size_between(ByteSize(MiB), MAX_STORAGE)] = Field(
         default=ByteSize(9000 * GiB), description="requested capacity of the claim"
     )
-    read_bandwidth: Annotated[ByteSize | None, _size_between(ByteSize(1), MAX_STORAGE)] = Field(
+    read_bandwidth: Annotated[ByteSize | None, _size_between(MIN_BANDWIDTH, MAX_STORAGE)] = Field(
         default=None,
         description="existing: aggregate read bytes per second of the StorageClass, shared by the pods"
         " (the payoff table's filesystem tier); unset: not derived",
@@ -364,7 +367,7 @@ class AlertThresholds(_Section):
     offload_hit_rate_floor: float = Field(default=0.01, ge=0, le=1, description="offload hits / queries below this")
     hbm_hit_rate_drop: float = Field(default=0.8, gt=0, le=1, description="HBM hit rate below this x an hour ago")
     loads_per_store: float = Field(default=0.01, ge=0, le=1, description="loaded / stored bytes below this")
-    min_load_bandwidth: Annotated[ByteSize | None, _size_between(ByteSize(1), MAX_STORAGE)] = Field(
+    min_load_bandwidth: Annotated[ByteSize | None, _size_between(MIN_BANDWIDTH, MAX_STORAGE)] = Field(
         default=None,
         description="bytes per second one device's CPU->HBM loads must beat (vLLM sums load bytes and load time"
         " over a pod's ranks, so their ratio is per device); default: the stack's derived break-even per device"

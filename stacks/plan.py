@@ -679,6 +679,8 @@ def _with_await_budgets(stack_plan: StackPlan) -> StackPlan:
         current: list[Manifest] = getattr(stack_plan, field)
         return awaited.get(field, current)
 
+    budgets = [*before, *fetch, *server_budgets, *after]
+    _check_budgets(stack_plan.config, budgets)
     return dataclasses.replace(
         stack_plan,
         roles=roles,
@@ -687,7 +689,32 @@ def _with_await_budgets(stack_plan: StackPlan) -> StackPlan:
         mooncake_master=budgeted("mooncake_master"),
         mooncake_client=budgeted("mooncake_client"),
         verification=budgeted("verification"),
-        budgets=[*before, *fetch, *server_budgets, *after],
+        budgets=budgets,
+    )
+
+
+# The longest one pod's cold start may take: a week. Beyond it the modeled cold start says the stack
+# cannot come up (its startup probe's failureThreshold and the await timeout grow past any use, and, at
+# a bandwidth of a few bytes per second, past int32 and the engine's duration).
+MAX_AWAIT_SECONDS = 7 * 24 * 3600
+
+
+def _check_budgets(config: StackConfig, budgets: list[AwaitBudget]) -> None:
+    worst = max(budgets, key=lambda b: b.cold_start.budget, default=None)
+    if worst is None or worst.cold_start.budget <= MAX_AWAIT_SECONDS:
+        return
+    days = f"{worst.cold_start.budget / 86400:.0f} days"
+    if config.storage.read_bandwidth is not None:
+        raise ConfigError(
+            "storage.read_bandwidth",
+            config.storage.read_bandwidth.human(),
+            f"{worst.workload} would take {days} to start at this bandwidth, beyond the"
+            f" {MAX_AWAIT_SECONDS // 86400} days `pulumi up` waits; it is bytes per second, e.g. 10GiB",
+        )
+    raise ConfigError(
+        "cache.model",
+        config.cache.model,
+        f"{worst.workload} would take {days} to start, beyond the {MAX_AWAIT_SECONDS // 86400} days `pulumi up` waits",
     )
 
 

@@ -81,13 +81,29 @@ def _check_sizes(config: StackConfig, defaults: ComboDefaults) -> None:
             "only lmcache-connector and mooncake-store with the fs variant take a disk size; leave it unset",
         )
 
-    if cache.connector == "mooncake-store" and isinstance(cache.tier.cpu, ByteSize):
+    # The tier Mooncake splits: the stack's, or the combination's default (which a TP can split unevenly).
+    tier = (
+        cache.tier.cpu
+        if isinstance(cache.tier.cpu, ByteSize)
+        else defaults.cpu_tier
+        if cache.tier.cpu is None
+        else None
+    )
+    if cache.connector == "mooncake-store" and tier is not None:
         ranks = tp if cache.tier.variant == "cpu" else 1  # embedded: one segment per rank
-        if cache.tier.cpu.bytes % (GiB * ranks):
+        if tier.bytes % (GiB * ranks):
+            per_rank = " per rank" if ranks > 1 else ""
+            if cache.tier.cpu is None:
+                raise ConfigError(
+                    "cache.tensor_parallelism",
+                    tp,
+                    f"splits the default {tier.human()} Mooncake tier into segments that are not whole GiB{per_rank};"
+                    f" set cache.tier.cpu to a multiple of {ranks} GiB",
+                )
             raise ConfigError(
                 "cache.tier.cpu",
-                cache.tier.cpu.human(),
-                f"Mooncake segments are whole GiB{' per rank' if ranks > 1 else ''}: use a multiple of {ranks} GiB",
+                tier.human(),
+                f"Mooncake segments are whole GiB{per_rank}: use a multiple of {ranks} GiB",
             )
 
 

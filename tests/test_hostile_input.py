@@ -53,6 +53,48 @@ def test_names_the_chart_cannot_render_are_one_line() -> None:
     assert "router.release = '" + "c" * 53 + "': the router chart's ClusterRole name" in text
 
 
+# ---- units and ranges ----
+
+
+@pytest.mark.parametrize("value", ["1", "2", "1023", "1KiB"])
+def test_units_and_ranges_a_bandwidth_without_its_unit_is_one_line(value: str) -> None:
+    text = _one_line("gpu-vllm-native-fs", [f"storage.read_bandwidth={value}"])
+    assert "storage.read_bandwidth = " in text
+    assert "must be between 1 MiB and" in text
+
+
+def test_units_and_ranges_a_slow_filesystem_is_one_line_not_centuries_of_waiting() -> None:
+    text = _one_line("gpu-vllm-native-fs", ["storage.read_bandwidth=1MiB", "cache.replicas=64"])
+    assert "storage.read_bandwidth = '1 MiB': " in text
+    assert "beyond the 7 days `pulumi up` waits" in text
+
+
+def test_units_and_ranges_every_probe_and_timeout_fits_its_field() -> None:
+    stack = plan(loading.load_preset("gpu-vllm-native-fs", ["storage.read_bandwidth=50MiB"]))
+    for manifest in [m for role in stack.roles for m in role.manifests]:
+        timeout = (manifest["metadata"].get("annotations") or {}).get("pulumi.com/timeoutSeconds")
+        if timeout is not None:
+            assert 0 < int(timeout) <= 2**63 // 10**9
+        for container in manifest.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
+            probe = container.get("startupProbe")
+            if probe:
+                assert 0 < probe["failureThreshold"] <= 2**31 - 1
+
+
+def test_units_and_ranges_a_default_tier_split_into_fractions_of_a_gib_is_one_line() -> None:
+    """Mooncake segments are whole GiB per rank: the combination's default tier split over TP=64 is not (it
+    was a ValueError traceback from the sizing)."""
+    text = _one_line("gpu-vllm-mooncake-store-cpu", ["cache.tensor_parallelism=64"])
+    assert "cache.tensor_parallelism = 64: splits the default" in text
+
+
+def test_units_and_ranges_a_byte_count_is_exact() -> None:
+    from components.units import ByteSize
+
+    assert ByteSize.parse("123456789123456789").bytes == 123456789123456789
+    assert ByteSize.parse("1.5 KiB").bytes == 1536
+
+
 # ---- formats that accept more than they say ----
 
 FORMATS = [
