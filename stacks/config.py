@@ -14,7 +14,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInf
 
 from components.catalog import labels, versions
 from components.catalog.accelerators import ACCELERATORS
-from components.catalog.machines import MACHINES
+from components.catalog.machines import MACHINES, SYSTEM_MACHINES
 from components.catalog.models import MODELS
 from components.units import ByteSize, GiB, MiB, TiB
 from stacks import formats
@@ -59,6 +59,22 @@ def _check(rule: Callable[[str], str]) -> AfterValidator:
     return AfterValidator(rule)
 
 
+def _system_machine(cloud: str) -> Callable[[str], str]:
+    """A machine type of the system pool from the catalog (components/catalog/machines.py SYSTEM_MACHINES)."""
+
+    def check(value: str) -> str:
+        machine = SYSTEM_MACHINES.get(value)
+        if machine is None or machine.cloud != cloud:
+            known = ", ".join(sorted(k for k, m in SYSTEM_MACHINES.items() if m.cloud == cloud))
+            raise ValueError(
+                f"allowed: {known}; another machine type is added to components/catalog/machines.py SYSTEM_MACHINES"
+                " with its vCPUs and memory"
+            )
+        return value
+
+    return check
+
+
 DnsLabel = Annotated[str, _check(formats.dns_label)]
 ImageReference = Annotated[str, _check(formats.image_reference)]
 StorageClassName = Annotated[str, _check(lambda v: v and formats.dns_subdomain(v))]  # empty: the default
@@ -77,16 +93,18 @@ class GkeSettings(_Section):
     zone: str = Field(
         description="zone of the accelerator node pools and the Lustre instance, e.g. us-central1-a; required"
     )
-    network: str = "default"
-    """VPC network of the cluster and the Lustre instance; default: the project's `default` network"""
-    subnetwork: str | None = None
-    """subnetwork of the nodes; default: GKE picks the network's subnet in the region"""
+    network: Annotated[str, _check(formats.gcp_network)] = "default"
+    """VPC network of the cluster and the Lustre instance (a name, or projects/P/global/networks/NAME for a
+    Shared VPC); default: the project's `default` network"""
+    subnetwork: Annotated[str, _check(formats.gcp_subnetwork)] | None = None
+    """subnetwork of the nodes (a name, or projects/P/regions/REGION/subnetworks/NAME); default: GKE picks the
+    network's subnet in the region"""
     release_channel: Literal["RAPID", "REGULAR", "STABLE"] = "REGULAR"
     """GKE release channel (upgrade cadence); default REGULAR, GKE's own default"""
     master_ipv4_cidr: Annotated[str, _check(lambda v: formats.ipv4_network(v, 28))] = "172.16.0.0/28"
     """private control plane's /28 range, unused elsewhere in the VPC; default 172.16.0.0/28, GKE's documented
     example"""
-    system_machine_type: str = "e2-standard-8"
+    system_machine_type: Annotated[str, _check(_system_machine("gke"))] = "e2-standard-8"
     """machine type of the system pool (router, monitoring, system pods); default e2-standard-8: fits the router's
     4+4 CPU default"""
     system_node_count: int = Field(default=1, ge=1, le=10)
@@ -103,25 +121,45 @@ class GkeSettings(_Section):
             raise ValueError(f"must be a zone of region {region}, e.g. {region}-a")
         return zone
 
+    @field_validator("subnetwork")
+    @classmethod
+    def _subnetwork_in_region(cls, subnetwork: str | None, info: ValidationInfo) -> str | None:
+        region = info.data.get("region")
+        parts = (subnetwork or "").split("/")
+        if region and len(parts) == 6 and parts[3] != region:
+            raise ValueError(f"must be a subnetwork of region {region}, the cluster's")
+        return subnetwork
+
 
 class EksSettings(_Section):
     """An EKS cluster this stack creates, with its VPC (public subnets for NAT, private ones for nodes)."""
 
     region: Annotated[str, _check(formats.aws_region)]
     """AWS region of the VPC and the cluster, e.g. us-east-1; required"""
-    version: str = Field(default="1.33", pattern=r"^1\.\d+$")
-    """Kubernetes minor version of the control plane (1.N); default 1.33, a version EKS supports"""
+    version: str = "1.33"
+    """Kubernetes minor version of the control plane (1.N), one of components/catalog/versions.py EKS_VERSIONS;
+    default 1.33"""
     vpc_cidr: Annotated[str, _check(lambda v: formats.ipv4_network(v, 16))] = "10.0.0.0/16"
     """the VPC's private /16; public /20 and private /18 subnets are cut from it per zone; default 10.0.0.0/16"""
     availability_zones: list[str] = Field(min_length=2, max_length=3)
     """2 or 3 zones of the region, one subnet pair each; accelerator node groups use the first; required"""
-    system_instance_type: str = "m6i.2xlarge"
+    system_instance_type: Annotated[str, _check(_system_machine("eks"))] = "m6i.2xlarge"
     """instance type of the system node group; default m6i.2xlarge (8 vCPU, 32 GiB)"""
     system_node_count: int = Field(default=2, ge=1, le=10)
     """nodes of the system node group; default 2, one per zone of the first two"""
     account_id: str | None = Field(default=None, pattern=r"^[0-9]{12}$")
     """12-digit AWS account of the cluster, which ECR pull-through cache image references name
     (images.mirror auto); unset: images pulled from upstream"""
+
+    @field_validator("version")
+    @classmethod
+    def _known_version(cls, value: str) -> str:
+        if value not in versions.EKS_VERSIONS:
+            raise ValueError(
+                f"allowed: {', '.join(versions.EKS_VERSIONS)} (a version EKS offers later is added to"
+                " components/catalog/versions.py EKS_VERSIONS)"
+            )
+        return value
 
     @field_validator("availability_zones")
     @classmethod
@@ -200,6 +238,13 @@ class NodePoolConfig(_Section):
         default=None,
         description="memory of one node (e.g. 2TiB), for the fit checks and tier auto; default: the machine type's",
     )
+
+    @field_validator("accelerator")
+    @classmethod
+    def _known_accelerator(cls, value: str | None) -> str | None:
+        if value is not None and value not in ACCELERATORS:
+            raise ValueError(f"allowed: {', '.join(sorted(ACCELERATORS))}")
+        return value
 
     @field_validator("machine_type")
     @classmethod

@@ -107,7 +107,7 @@ def ipv4_network(value: str, prefix: int) -> str:
     return value
 
 
-GCP_REGION = r"[a-z]+-[a-z]+[0-9]+"
+GCP_REGION = r"[a-z]+-[a-z]+[0-9]{1,2}"
 AWS_REGION = r"[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-[0-9]+"
 
 
@@ -125,8 +125,42 @@ def aws_region(value: str) -> str:
 
 def gcp_project(value: str) -> str:
     """6 to 30 characters, a letter first, not ending in '-' (optionally `domain:` scoped)."""
-    if not _full(r"([a-z][-a-z0-9.]*[a-z0-9]:)?[a-z][-a-z0-9]{4,28}[a-z0-9]", value):
+    if not _full(_GCP_PROJECT, value):
         raise ValueError("must be a GCP project id: 6 to 30 lower-case letters, digits or '-', starting with a letter")
+    return value
+
+
+_GCE_NAME = r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?"  # a Compute Engine resource name (RFC 1035 label)
+_GCP_PROJECT = r"([a-z][-a-z0-9.]*[a-z0-9]:)?[a-z][-a-z0-9]{4,28}[a-z0-9]"
+
+
+def gcp_network(value: str) -> str:
+    if not _full(rf"{_GCE_NAME}|projects/{_GCP_PROJECT}/global/networks/{_GCE_NAME}", value):
+        raise ValueError(
+            "must be a VPC network name (a letter, then up to 62 lower-case letters, digits or '-') or"
+            " projects/PROJECT/global/networks/NAME"
+        )
+    return value
+
+
+def gcp_subnetwork(value: str) -> str:
+    if not _full(rf"{_GCE_NAME}|projects/{_GCP_PROJECT}/regions/{GCP_REGION}/subnetworks/{_GCE_NAME}", value):
+        raise ValueError(
+            "must be a subnetwork name (a letter, then up to 62 lower-case letters, digits or '-') or"
+            " projects/PROJECT/regions/REGION/subnetworks/NAME"
+        )
+    return value
+
+
+def gke_reservation(value: str) -> str:
+    if not _full(rf"{_GCE_NAME}|projects/{_GCP_PROJECT}/reservations/{_GCE_NAME}", value):
+        raise ValueError("must be a GKE reservation: a Compute Engine name or projects/PROJECT/reservations/NAME")
+    return value
+
+
+def ec2_capacity_reservation(value: str) -> str:
+    if not _full(r"cr-[0-9a-f]{17}", value):
+        raise ValueError("must be an EC2 capacity reservation id: cr- and 17 hexadecimal digits")
     return value
 
 

@@ -176,6 +176,12 @@ def check_cluster(config: StackConfig) -> None:
             )
         if pool.slices > 1 and machine.tpu_topology is None:
             raise ConfigError(f"node_pools.{key}.slices", pool.slices, "only TPU pools come in slices")
+        if pool.reservation is not None:
+            check = formats.gke_reservation if cluster.provider == "gke" else formats.ec2_capacity_reservation
+            try:
+                check(pool.reservation)
+            except ValueError as error:
+                raise ConfigError(f"node_pools.{key}.reservation", pool.reservation, str(error)) from None
     if cluster.provider != "existing" and config.cache.node_pool is None:
         allowed = ", ".join(sorted(config.node_pools)) or "describe one in node_pools"
         raise ConfigError("cache.node_pool", None, f"required on a created cluster; allowed: {allowed}")

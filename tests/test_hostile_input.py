@@ -95,6 +95,55 @@ def test_units_and_ranges_a_byte_count_is_exact() -> None:
     assert ByteSize.parse("1.5 KiB").bytes == 1536
 
 
+# ---- cloud fields never checked ----
+
+CLOUD = [
+    ("gke-h100-lustre", "cluster.gke.network=Bad_Net", "cluster.gke.network = 'Bad_Net': must be a VPC network"),
+    ("gke-h100-lustre", "cluster.gke.subnetwork=a b", "cluster.gke.subnetwork = 'a b': must be a subnetwork"),
+    (
+        "gke-h100-lustre",
+        "cluster.gke.subnetwork=projects/my-project/regions/europe-west4/subnetworks/nodes",
+        "must be a subnetwork of region us-central1",
+    ),
+    ("gke-h100-lustre", "cluster.gke.region=us-central123", "cluster.gke.region = 'us-central123'"),
+    (
+        "gke-h100-lustre",
+        "cluster.gke.system_machine_type=banana",
+        "cluster.gke.system_machine_type = 'banana': allowed",
+    ),
+    ("eks-h100-efs", "cluster.eks.system_instance_type=banana", "cluster.eks.system_instance_type = 'banana': allowed"),
+    ("eks-h100-efs", "cluster.eks.system_instance_type=e2-standard-8", "another machine type is added to"),
+    ("eks-h100-efs", "cluster.eks.version='1.99'", "cluster.eks.version = '1.99': allowed: 1.30"),
+    ("eks-h100-efs", "cluster.eks.availability_zones=[us-east-1a, us-east-1-bos]", "must be zones of region"),
+    (
+        "gke-h100-lustre",
+        "node_pools.h100.reservation=My_Block",
+        "node_pools.h100.reservation = 'My_Block': must be a GKE",
+    ),
+    ("eks-h100-efs", "node_pools.h100.reservation=my-reservation", "must be an EC2 capacity reservation id"),
+]
+
+
+@pytest.mark.parametrize(("preset", "override", "message"), CLOUD)
+def test_cloud_fields_never_checked_are_one_line(preset: str, override: str, message: str) -> None:
+    assert message in _one_line(preset, [override])
+
+
+@pytest.mark.parametrize(
+    ("preset", "override"),
+    [
+        ("gke-h100-lustre", "cluster.gke.network=projects/my-project/global/networks/shared-vpc"),
+        ("gke-h100-lustre", "cluster.gke.subnetwork=projects/my-project/regions/us-central1/subnetworks/nodes"),
+        ("gke-h100-lustre", "node_pools.h100.reservation=projects/my-project/reservations/h100-block"),
+        ("eks-h100-efs", "node_pools.h100.reservation=cr-0123456789abcdef0"),
+        ("eks-h100-efs", "cluster.eks.version='1.32'"),
+        ("eks-h100-efs", "cluster.eks.system_instance_type=m7i.4xlarge"),
+    ],
+)
+def test_cloud_fields_in_the_providers_grammar_are_accepted(preset: str, override: str) -> None:
+    plan(loading.load_preset(preset, [override]))
+
+
 # ---- formats that accept more than they say ----
 
 FORMATS = [
