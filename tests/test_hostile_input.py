@@ -144,6 +144,30 @@ def test_cloud_fields_in_the_providers_grammar_are_accepted(preset: str, overrid
     plan(loading.load_preset(preset, [override]))
 
 
+# ---- sizes nothing can honour ----
+
+SIZES = [
+    ("dev", ["cache.tier.cpu=32TiB"], "cache.tier.cpu = '32 TiB': 1 pods x"),
+    ("gpu-vllm-native-cpu", ["cache.tensor_parallelism=64"], "cache.tensor_parallelism = 64: a pod needs 64 devices"),
+    ("dev", ["model_cache.mode=dedicated", "model_cache.size=1GiB"], "model_cache.size = '1 GiB': smaller than the"),
+    (
+        "gpu-vllm-native-fs",
+        ["storage.size=1GiB", "cache.model=Qwen/Qwen3-32B"],
+        "storage.size = '1 GiB': smaller than the",
+    ),
+    (
+        "dev",
+        ["monitoring.enabled=true", "monitoring.alerts.min_load_bandwidth=1TiB"],
+        "monitoring.alerts.min_load_bandwidth = '1 TiB': faster than the 55 GB/s",
+    ),
+]
+
+
+@pytest.mark.parametrize(("preset", "overrides", "message"), SIZES)
+def test_sizes_nothing_can_honour_are_one_line(preset: str, overrides: list[str], message: str) -> None:
+    assert message in _one_line(preset, overrides)
+
+
 # ---- formats that accept more than they say ----
 
 FORMATS = [
