@@ -46,9 +46,20 @@ def _check(stack_plan: StackPlan, name: str) -> int:
 
 
 def _check_all(overrides: list[str]) -> int:
-    """Every preset and stack in this one process (the imports and the mock engine set up once)."""
-    stacks = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in Path.cwd().glob("Pulumi.*.yaml"))
-    return max(_check(plan(loading.load_named(name, overrides)), name) for name in [*loading.preset_names(), *stacks])
+    """Every preset and stack in this one process (the imports and the mock engine set up once). A stack
+    that does not load is reported in its one line and the others are still checked; the exit code is the
+    worst: 2 for a stack that does not load, 1 for a mandatory violation."""
+    stacks = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in loading.PROJECT_DIR.glob("Pulumi.*.yaml"))
+    worst = 0
+    for name in [*loading.preset_names(), *stacks]:
+        try:
+            stack_plan = plan(loading.load_named(name, overrides))
+        except ConfigError as error:
+            print(f"error: {name}: {error}", file=sys.stderr)
+            worst = 2
+            continue
+        worst = max(worst, _check(stack_plan, name))
+    return worst
 
 
 def main(argv: list[str] | None = None) -> int:

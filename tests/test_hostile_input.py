@@ -12,6 +12,7 @@ import pytest
 
 from components.catalog import labels
 from stacks import loading
+from stacks.__main__ import main
 from stacks.errors import ConfigError
 from stacks.plan import plan
 from tests.helpers import by_kind, rendered
@@ -166,6 +167,73 @@ SIZES = [
 @pytest.mark.parametrize(("preset", "overrides", "message"), SIZES)
 def test_sizes_nothing_can_honour_are_one_line(preset: str, overrides: list[str], message: str) -> None:
     assert message in _one_line(preset, overrides)
+
+
+# ---- stack files ----
+
+STACK_FILES = {
+    "tab": ("config:\n\tllmd:preset: dev\n", "Pulumi.x.yaml:2:1 = (not shown): malformed YAML"),
+    "unclosed": ("config:\n  llmd:cache: {replicas: [1\n", "Pulumi.x.yaml:3:1 = (not shown): malformed YAML"),
+    "duplicate": (
+        "config:\n  llmd:preset: dev\n  llmd:preset: gpu-vllm-native-cpu\n",
+        "Pulumi.x.yaml:3:3 = (not shown): malformed YAML: mapping key 'llmd:preset' already defined at line 2",
+    ),
+    "aliases": (
+        "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+        + "".join(
+            f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
+            for p, c in zip("abcdefg", "bcdefgh", strict=True)
+        )
+        + "config:\n  llmd:preset: dev\n  llmd:description: *h\n",
+        "Pulumi.x.yaml = (not shown): its aliases expand to more than 100000 values",
+    ),
+    "not a mapping": ("- config\n", "Pulumi.x.yaml = (not shown): must be a mapping"),
+    "not utf-8": ("config: {llmd:description: \udcff}\n", "Pulumi.x.yaml = (not shown): not UTF-8 text"),
+}
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(loading, "PROJECT_DIR", tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize("case", STACK_FILES)
+def test_stack_files_that_are_malformed_are_one_line_with_file_line_and_column(case: str, project: Path) -> None:
+    text, message = STACK_FILES[case]
+    (project / "Pulumi.x.yaml").write_bytes(text.encode("utf-8", "surrogateescape"))
+    with pytest.raises(ConfigError) as caught:
+        loading.load_named("x")
+    assert str(caught.value).startswith(f"invalid stack config: {message}")
+    assert str(caught.value).isprintable()
+
+
+def test_stack_files_check_reports_a_bad_file_and_checks_the_others(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "Pulumi.bad.yaml").write_text("config:\n\tllmd:preset: dev\n")
+    (project / "Pulumi.good.yaml").write_text("config:\n  llmd:preset: dev\n")
+    monkeypatch.setattr(loading, "preset_names", lambda: ["dev"])
+    code = main(["check"])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert err == "error: bad: invalid stack config: Pulumi.bad.yaml:2:1 = (not shown): malformed YAML: " + (
+        "while scanning for the next token found character '\\t' that cannot start any token\n"
+    )
+    assert "dev: " in out and "good: " in out
+
+
+def test_stack_files_an_alias_bomb_in_a_set_value_is_one_line() -> None:
+    bomb = (
+        "["
+        + ", ".join(
+            ["&a [x, x, x, x, x, x, x, x, x, x]"]
+            + [f"&{c} [" + ", ".join([f"*{p}"] * 10) + "]" for p, c in zip("abcdefg", "bcdefgh", strict=True)]
+        )
+        + "]"
+    )
+    with pytest.raises(ConfigError, match=r"^invalid stack config: --set = .*: its aliases expand to more than"):
+        loading.load_preset("dev", [f"description={bomb}"])
 
 
 # ---- formats that accept more than they say ----
