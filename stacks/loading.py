@@ -31,8 +31,8 @@ def preset_names() -> list[str]:
 
 
 def read_preset(name: str) -> dict[str, Any]:
-    path = PRESETS_DIR / f"{name}.yaml"
-    if not path.is_file():
+    """A preset by name: only the files of stacks/presets/ (never a path: `llmd:preset` is not a file to load)."""
+    if name not in preset_names():
         raise ConfigError("preset", name, f"allowed: {', '.join(preset_names())}")
     data = yamlfile.load(PRESETS_DIR / f"{name}.yaml", f"stacks/presets/{name}.yaml") or {}
     if not isinstance(data, dict):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import BaseModel
+
 from components.catalog import labels
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.machines import MACHINES
@@ -10,7 +12,7 @@ from components.catalog.support import SUPPORTED, ComboDefaults, supported_for
 from components.units import ByteSize, GiB
 from stacks import formats
 from stacks.config import StackConfig
-from stacks.errors import ConfigError
+from stacks.errors import HIDDEN, ConfigError
 
 
 def check_stack(config: StackConfig) -> None:
@@ -47,9 +49,77 @@ def check_stack(config: StackConfig) -> None:
     if cache.node_pool is not None and cache.node_pool not in config.node_pools:
         allowed = ", ".join(sorted(config.node_pools)) or "none are described in node_pools"
         raise ConfigError("cache.node_pool", cache.node_pool, f"allowed: {allowed}")
+    check_namespace(config)
     check_router_names(config)
     check_cluster(config)
     check_storage(config)
+    check_applies(config)
+
+
+# Namespaces every cluster (or the platform) already has: the stack creates its namespace and deletes it
+# on `pulumi destroy`, with everything in it.
+RESERVED_NAMESPACES = ("default", "gmp-system", "gmp-public")
+RESERVED_NAMESPACE_PREFIXES = ("kube-", "gke-", "openshift")
+
+
+def check_namespace(config: StackConfig) -> None:
+    name = config.namespace
+    if name in RESERVED_NAMESPACES or name.startswith(RESERVED_NAMESPACE_PREFIXES):
+        raise ConfigError(
+            "namespace",
+            name,
+            "a namespace the cluster or its platform owns; the stack creates its own namespace and deletes it"
+            " with the stack: pick another",
+        )
+
+
+def _set_fields(section: BaseModel, names: tuple[str, ...]) -> list[str]:
+    """The fields of `names` the stack set (a default is never an error)."""
+    return [n for n in names if n in section.model_fields_set]
+
+
+def check_applies(config: StackConfig) -> None:
+    """A setting that does nothing on the chosen platform is an error, not a silent no-op."""
+    cluster, storage, model_cache = config.cluster, config.storage, config.model_cache
+    if cluster.provider != "existing":
+        for name in _set_fields(cluster, ("kubeconfig", "context")):
+            raise ConfigError(
+                f"cluster.{name}",
+                HIDDEN,
+                f"applies only with cluster.provider existing, not {cluster.provider}",
+                hidden=True,
+            )
+    if cluster.provider == "existing" and _set_fields(cluster, ("name",)):
+        raise ConfigError("cluster.name", cluster.name, "names a created cluster; applies only with gke or eks")
+    for key, pool in config.node_pools.items():
+        created_only = ("spot", "reservation", "slices", "tpu_topology")
+        for name in _set_fields(pool, created_only) if cluster.provider == "existing" else []:
+            raise ConfigError(
+                f"node_pools.{key}.{name}", getattr(pool, name), "applies only to pools created on gke or eks"
+            )
+        described = ("accelerator", "accelerators_per_node", "host_memory")
+        for name in _set_fields(pool, described) if cluster.provider != "existing" else []:
+            value = getattr(pool, name)
+            raise ConfigError(
+                f"node_pools.{key}.{name}",
+                value.human() if isinstance(value, ByteSize) else value,
+                "describes an existing cluster's pool; a created pool's comes from its machine_type",
+            )
+    if storage.backend != "existing" and "read_bandwidth" in storage.model_fields_set:
+        raise ConfigError(
+            "storage.read_bandwidth",
+            storage.read_bandwidth.human() if storage.read_bandwidth else None,
+            f"applies only with storage.backend existing; {storage.backend}'s bandwidth follows from its settings",
+        )
+    if storage.backend != "gcp-lustre" and "lustre" in storage.model_fields_set:
+        raise ConfigError("storage.lustre", "(set)", "applies only with storage.backend gcp-lustre")
+    if model_cache.mode != "dedicated":
+        for name in _set_fields(model_cache, ("size", "storage_class")):
+            raise ConfigError(
+                f"model_cache.{name}", str(getattr(model_cache, name)), "applies only with model_cache.mode dedicated"
+            )
+    if config.images.ecr_credentials and cluster.provider != "eks":
+        raise ConfigError("images.ecr_credentials", "(set)", "applies only with cluster.provider eks")
 
 
 def check_router_names(config: StackConfig) -> None:

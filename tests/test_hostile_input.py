@@ -6,6 +6,9 @@ works (the router's names through the real chart: tests/test_router_helm.py).
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +18,7 @@ from stacks import loading
 from stacks.__main__ import main
 from stacks.errors import ConfigError
 from stacks.plan import plan
-from tests.helpers import by_kind, rendered
+from tests.helpers import by_kind, manifests, rendered
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -256,3 +259,84 @@ FORMATS = [
 @pytest.mark.parametrize(("preset", "override", "message"), FORMATS)
 def test_formats_that_accept_more_than_they_say_are_one_line(preset: str, override: str, message: str) -> None:
     assert message in _one_line(preset, [override])
+
+
+# ---- the tool itself ----
+
+
+def test_the_tool_itself_never_hands_a_revision_to_git_as_an_option(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(ROOT)
+    target = tmp_path / "written"
+    code = main(["diff", f"--base=--output={target}"])
+    assert code == 2
+    assert capsys.readouterr().err.startswith(f"error: invalid stack config: --base = '--output={target}': not a")
+    assert not target.exists()
+
+
+@pytest.mark.parametrize("preset", ["../../Pulumi", "/etc/hostname", "dev.yaml", "presets/dev"])
+def test_the_tool_itself_loads_only_presets_by_name(preset: str) -> None:
+    with pytest.raises(ConfigError, match=rf"^invalid stack config: preset = '{preset}': allowed: "):
+        loading.build(preset)
+
+
+def test_the_tool_itself_renders_non_ascii_under_a_c_locale(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONIOENCODING", "PYTHONUTF8")}
+    env.update(LC_ALL="C", LANG="C", PYTHONUTF8="0")
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [sys.executable, "-m", "stacks", "render", "dev", "--set", "description=Qwen3 · dév ✓", "--out", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr.decode(errors="replace")
+    assert "Qwen3 · dév ✓" in (out / "summary.md").read_text(encoding="utf-8")
+    listing = subprocess.run(
+        [sys.executable, "-m", "stacks", "list"], cwd=ROOT, env=env, capture_output=True, check=False
+    )
+    assert listing.returncode == 0, listing.stderr.decode(errors="replace")
+
+
+@pytest.mark.parametrize("out", ["", " "])
+def test_the_tool_itself_never_renders_into_the_current_directory_by_an_empty_out(
+    out: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["render", "dev", "--out", out]) == 2
+    assert capsys.readouterr().err.startswith(f"error: invalid stack config: --out = '{out}': must name a directory")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("namespace", ["kube-system", "kube-public", "default", "gmp-system", "gke-managed-system"])
+def test_the_tool_itself_never_takes_a_namespace_the_cluster_owns(namespace: str) -> None:
+    assert f"namespace = '{namespace}': a namespace the cluster or its platform owns" in _one_line(
+        "dev", [f"namespace={namespace}"]
+    )
+
+
+IDLE = [
+    ("gke-h100-lustre", ["cluster.context=prod"], "cluster.context = (not shown): applies only with cluster.provider"),
+    ("dev", ["cluster.name=mine"], "cluster.name = 'mine': names a created cluster"),
+    ("existing-mi300", ["node_pools.mi300.spot=true"], "node_pools.mi300.spot = True: applies only to pools created"),
+    ("gke-h100-lustre", ["node_pools.h100.host_memory=1TiB"], "node_pools.h100.host_memory = '1 TiB': describes an"),
+    ("gke-h100-lustre", ["storage.read_bandwidth=10GiB"], "storage.read_bandwidth = '10 GiB': applies only with"),
+    ("gpu-vllm-native-fs", ["storage.lustre.filesystem=abc"], "storage.lustre = '(set)': applies only with"),
+    ("dev", ["model_cache.size=100GiB"], "model_cache.size = '100 GiB': applies only with model_cache.mode dedicated"),
+]
+
+
+@pytest.mark.parametrize(("preset", "overrides", "message"), IDLE)
+def test_the_tool_itself_rejects_settings_that_do_nothing_on_the_platform(
+    preset: str, overrides: list[str], message: str
+) -> None:
+    assert message in _one_line(preset, overrides)
+
+
+def test_the_tool_itself_writes_a_render_whole(tmp_path: Path) -> None:
+    result = rendered("dev")
+    result.write(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["manifests.yaml", "resources.json", "summary.md"]
+    assert manifests(result)
