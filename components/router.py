@@ -70,7 +70,8 @@ class Router(pulumi.ComponentResource):
                 chart=args.chart,
                 # A packaged chart on disk carries its own version; Helm refuses one for a local path.
                 version=None if args.chart.endswith(".tgz") else args.version,
-                name=args.release,  # the Helm release name: objects are named `<release>-epp`, pool `<release>`
+                # The Helm release: objects are named `labels.router_name(release)`, the pool `<release>`.
+                name=args.release,
                 namespace=args.namespace,
                 values=args.values,
             ),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from pydantic import GetCoreSchemaHandler
@@ -40,7 +41,8 @@ _UNITS: dict[str, int] = {
     "T": TB,
     "TB": TB,
 }
-_PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
+# ASCII digits and spaces only, the whole text (no Unicode digits, no trailing newline).
+_PATTERN = re.compile(r" *([0-9]+(?:\.[0-9]+)?) *([A-Za-z]*) *", re.ASCII)
 # The quantity printer takes the first unit that divides exactly: large binary units, then large
 # decimal ones (200GB prints as 200G, not 195312500Ki), then the small ones.
 _QUANTITY_SUFFIXES = (("Ti", TiB), ("Gi", GiB), ("Mi", MiB), ("T", TB), ("G", GB), ("M", MB), ("Ki", KiB), ("k", KB))
@@ -66,12 +68,12 @@ class ByteSize:
             raise ValueError(f"{value!r} is not a size; allowed: {ALLOWED_FORMS}")
         if isinstance(value, int):
             return cls(value)
-        match = _PATTERN.match(str(value))
+        match = _PATTERN.fullmatch(str(value))
         if not match or match.group(2) not in _UNITS:
             raise ValueError(f"{value!r} is not a size; allowed: {ALLOWED_FORMS}")
         number, unit = match.groups()
-        exact = float(number) * _UNITS[unit]
-        if not exact.is_integer():
+        exact = Fraction(number) * _UNITS[unit]  # exact: a float would round a long byte count
+        if exact.denominator != 1:
             raise ValueError(f"{value!r} is not a whole number of bytes")
         return cls(int(exact))
 

@@ -166,9 +166,14 @@ def served_model(container: Props) -> str | None:
     return flag(_argv(container), "--served-model-name") or model_source(container)
 
 
+def _digits(text: str) -> bool:
+    """ASCII digits only: str.isdigit also takes superscript and fullwidth digits, which int() rejects or reads."""
+    return text.isascii() and text.isdigit()
+
+
 def tensor_parallelism(container: Props) -> int:
     value = flag(_argv(container), "--tensor-parallel-size")
-    return int(value) if value and value.isdigit() else 1
+    return int(value) if value and _digits(value) else 1
 
 
 def cpu_tier_bytes(container: Props, kv_bytes_per_token: int) -> int | None:
@@ -181,8 +186,8 @@ def cpu_tier_bytes(container: Props, kv_bytes_per_token: int) -> int | None:
     if variables.get("LMCACHE_MAX_LOCAL_CPU_SIZE"):
         return int(float(variables["LMCACHE_MAX_LOCAL_CPU_SIZE"]) * 2**30) * tp
     hicache = flag(_argv(container), "--hicache-size")
-    if hicache and hicache.isdigit():
+    if hicache and _digits(hicache):
         return int(hicache) * 10**9 * tp
-    if variables.get("TPU_OFFLOAD_NUM_CPU_CHUNKS", "").isdigit():
+    if _digits(variables.get("TPU_OFFLOAD_NUM_CPU_CHUNKS", "")):
         return int(variables["TPU_OFFLOAD_NUM_CPU_CHUNKS"]) * TPU_KV_BLOCK_TOKENS * kv_bytes_per_token
     return None

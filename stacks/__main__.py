@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import io
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -25,7 +27,7 @@ def _parser() -> argparse.ArgumentParser:
     rend = commands.add_parser("render", help="render a preset or stack to manifests.yaml, resources.json, summary.md")
     rend.add_argument("name", help="a preset (stacks/presets/NAME.yaml) or a stack (Pulumi.NAME.yaml)")
     rend.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE")
-    rend.add_argument("--out", required=True, type=Path, help="output directory")
+    rend.add_argument("--out", required=True, help="output directory")
     chk = commands.add_parser("check", help="run the policy rules on a render; exit 1 on a mandatory violation")
     chk.add_argument("name", nargs="?", help="a preset or a stack (default: every preset and stack, one process)")
     chk.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE")
@@ -46,13 +48,38 @@ def _check(stack_plan: StackPlan, name: str) -> int:
 
 
 def _check_all(overrides: list[str]) -> int:
-    """Every preset and stack in this one process (the imports and the mock engine set up once)."""
-    stacks = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in Path.cwd().glob("Pulumi.*.yaml"))
-    return max(_check(plan(loading.load_named(name, overrides)), name) for name in [*loading.preset_names(), *stacks])
+    """Every preset and stack in this one process (the imports and the mock engine set up once). A stack
+    that does not load is reported in its one line and the others are still checked; the exit code is the
+    worst: 2 for a stack that does not load, 1 for a mandatory violation."""
+    stacks = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in loading.PROJECT_DIR.glob("Pulumi.*.yaml"))
+    worst = 0
+    for name in [*loading.preset_names(), *stacks]:
+        try:
+            stack_plan = plan(loading.load_named(name, overrides))
+        except ConfigError as error:
+            print(f"error: {name}: {error}", file=sys.stderr)
+            worst = 2
+            continue
+        worst = max(worst, _check(stack_plan, name))
+    return worst
+
+
+def _printable_anywhere() -> None:
+    """Under a C locale (no UTF-8) a description or a key's text would stop the tool mid-output: what the
+    terminal cannot show is escaped instead."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
+
+
+def _utf8_arguments(argv: list[str]) -> list[str]:
+    """Under a C locale Python decodes non-ASCII arguments to surrogates; they are UTF-8 text."""
+    return [os.fsencode(a).decode("utf-8", "replace") if re.search("[\udc80-\udcff]", a) else a for a in argv]
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    _printable_anywhere()
+    args = _parser().parse_args(_utf8_arguments(sys.argv[1:] if argv is None else argv))
     try:
         if args.command == "diff":
             print(diff_revisions(args.base, args.head, args.names), end="")
@@ -68,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
             return _check_all(args.overrides)
         if args.command == "render":
             check_out_dir(args.out)
+            args.out = Path(args.out)
         config = loading.load_named(args.name, args.overrides)
         if args.command == "check":
             return _check(plan(config), args.name)
@@ -83,8 +111,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def check_out_dir(out: Path) -> None:
-    """Before rendering: `--out` is a directory, or can be created as one, and is writable."""
+def check_out_dir(text: str) -> None:
+    """Before rendering: `--out` names a directory (an empty one would be the current directory), one that
+    is, or can be created as, a writable directory."""
+    if not text.strip():
+        raise ConfigError("--out", text, "must name a directory; an empty path would write into the current one")
+    out = Path(text)
     existing = out
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent

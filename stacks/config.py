@@ -14,7 +14,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInf
 
 from components.catalog import labels, versions
 from components.catalog.accelerators import ACCELERATORS
-from components.catalog.machines import MACHINES
+from components.catalog.machines import MACHINES, SYSTEM_MACHINES
 from components.catalog.models import MODELS
 from components.formulas import payoff
 from components.units import ByteSize, GiB, MiB, TiB
@@ -25,6 +25,9 @@ from stacks import formats
 MAX_NODE_MEMORY = ByteSize(32 * TiB)
 MAX_STORAGE = ByteSize(1024**4 * 1024**2)  # 1 EiB, well within an int64 quantity
 HELM_RELEASE_MAX = 53  # Helm's limit on release names
+# Bandwidths are bytes per second: below 1 MiB/s no storage or host link moves data (a bare `1` is a
+# unit left out, and reading weights at it would take centuries).
+MIN_BANDWIDTH = ByteSize(MiB)
 
 
 def _is_number(annotation: Any) -> bool:
@@ -57,6 +60,22 @@ def _check(rule: Callable[[str], str]) -> AfterValidator:
     return AfterValidator(rule)
 
 
+def _system_machine(cloud: str) -> Callable[[str], str]:
+    """A machine type of the system pool from the catalog (components/catalog/machines.py SYSTEM_MACHINES)."""
+
+    def check(value: str) -> str:
+        machine = SYSTEM_MACHINES.get(value)
+        if machine is None or machine.cloud != cloud:
+            known = ", ".join(sorted(k for k, m in SYSTEM_MACHINES.items() if m.cloud == cloud))
+            raise ValueError(
+                f"allowed: {known}; another machine type is added to components/catalog/machines.py SYSTEM_MACHINES"
+                " with its vCPUs and memory"
+            )
+        return value
+
+    return check
+
+
 DnsLabel = Annotated[str, _check(formats.dns_label)]
 ImageReference = Annotated[str, _check(formats.image_reference)]
 StorageClassName = Annotated[str, _check(lambda v: v and formats.dns_subdomain(v))]  # empty: the default
@@ -75,16 +94,18 @@ class GkeSettings(_Section):
     zone: str = Field(
         description="zone of the accelerator node pools and the Lustre instance, e.g. us-central1-a; required"
     )
-    network: str = "default"
-    """VPC network of the cluster and the Lustre instance; default: the project's `default` network"""
-    subnetwork: str | None = None
-    """subnetwork of the nodes; default: GKE picks the network's subnet in the region"""
+    network: Annotated[str, _check(formats.gcp_network)] = "default"
+    """VPC network of the cluster and the Lustre instance (a name, or projects/P/global/networks/NAME for a
+    Shared VPC); default: the project's `default` network"""
+    subnetwork: Annotated[str, _check(formats.gcp_subnetwork)] | None = None
+    """subnetwork of the nodes (a name, or projects/P/regions/REGION/subnetworks/NAME); default: GKE picks the
+    network's subnet in the region"""
     release_channel: Literal["RAPID", "REGULAR", "STABLE"] = "REGULAR"
     """GKE release channel (upgrade cadence); default REGULAR, GKE's own default"""
     master_ipv4_cidr: Annotated[str, _check(lambda v: formats.ipv4_network(v, 28))] = "172.16.0.0/28"
     """private control plane's /28 range, unused elsewhere in the VPC; default 172.16.0.0/28, GKE's documented
     example"""
-    system_machine_type: str = "e2-standard-8"
+    system_machine_type: Annotated[str, _check(_system_machine("gke"))] = "e2-standard-8"
     """machine type of the system pool (router, monitoring, system pods); default e2-standard-8: fits the router's
     4+4 CPU default"""
     system_node_count: int = Field(default=1, ge=1, le=10)
@@ -101,25 +122,45 @@ class GkeSettings(_Section):
             raise ValueError(f"must be a zone of region {region}, e.g. {region}-a")
         return zone
 
+    @field_validator("subnetwork")
+    @classmethod
+    def _subnetwork_in_region(cls, subnetwork: str | None, info: ValidationInfo) -> str | None:
+        region = info.data.get("region")
+        parts = (subnetwork or "").split("/")
+        if region and len(parts) == 6 and parts[3] != region:
+            raise ValueError(f"must be a subnetwork of region {region}, the cluster's")
+        return subnetwork
+
 
 class EksSettings(_Section):
     """An EKS cluster this stack creates, with its VPC (public subnets for NAT, private ones for nodes)."""
 
     region: Annotated[str, _check(formats.aws_region)]
     """AWS region of the VPC and the cluster, e.g. us-east-1; required"""
-    version: str = Field(default="1.33", pattern=r"^1\.\d+$")
-    """Kubernetes minor version of the control plane (1.N); default 1.33, a version EKS supports"""
+    version: str = "1.33"
+    """Kubernetes minor version of the control plane (1.N), one of components/catalog/versions.py EKS_VERSIONS;
+    default 1.33"""
     vpc_cidr: Annotated[str, _check(lambda v: formats.ipv4_network(v, 16))] = "10.0.0.0/16"
     """the VPC's private /16; public /20 and private /18 subnets are cut from it per zone; default 10.0.0.0/16"""
     availability_zones: list[str] = Field(min_length=2, max_length=3)
     """2 or 3 zones of the region, one subnet pair each; accelerator node groups use the first; required"""
-    system_instance_type: str = "m6i.2xlarge"
+    system_instance_type: Annotated[str, _check(_system_machine("eks"))] = "m6i.2xlarge"
     """instance type of the system node group; default m6i.2xlarge (8 vCPU, 32 GiB)"""
     system_node_count: int = Field(default=2, ge=1, le=10)
     """nodes of the system node group; default 2, one per zone of the first two"""
-    account_id: str | None = Field(default=None, pattern=r"^\d{12}$")
+    account_id: str | None = Field(default=None, pattern=r"^[0-9]{12}$")
     """12-digit AWS account of the cluster, which ECR pull-through cache image references name
     (images.mirror auto); unset: images pulled from upstream"""
+
+    @field_validator("version")
+    @classmethod
+    def _known_version(cls, value: str) -> str:
+        if value not in versions.EKS_VERSIONS:
+            raise ValueError(
+                f"allowed: {', '.join(versions.EKS_VERSIONS)} (a version EKS offers later is added to"
+                " components/catalog/versions.py EKS_VERSIONS)"
+            )
+        return value
 
     @field_validator("availability_zones")
     @classmethod
@@ -177,7 +218,7 @@ class NodePoolConfig(_Section):
     )
     node_count: int = Field(default=1, ge=0, le=1000, description="nodes (TPU multi-host: hosts per slice)")
     slices: int = Field(default=1, ge=1, le=64, description="TPU multi-host: one node pool per slice")
-    tpu_topology: str | None = Field(default=None, pattern=r"^\d+x\d+(x\d+)?$")
+    tpu_topology: str | None = Field(default=None, pattern=r"^[0-9]+x[0-9]+(x[0-9]+)?$")
     """TPU slice topology (e.g. 2x2x2); default: the machine type's from the catalog"""
     spot: bool = False
     """created pools: Spot (GKE) or SPOT capacity (EKS) nodes, cheaper and preemptible; default off"""
@@ -198,6 +239,13 @@ class NodePoolConfig(_Section):
         default=None,
         description="memory of one node (e.g. 2TiB), for the fit checks and tier auto; default: the machine type's",
     )
+
+    @field_validator("accelerator")
+    @classmethod
+    def _known_accelerator(cls, value: str | None) -> str | None:
+        if value is not None and value not in ACCELERATORS:
+            raise ValueError(f"allowed: {', '.join(sorted(ACCELERATORS))}")
+        return value
 
     @field_validator("machine_type")
     @classmethod
@@ -285,7 +333,7 @@ class StorageConfig(_Section):
     size: Annotated[ByteSize, _size_between(ByteSize(MiB), MAX_STORAGE)] = Field(
         default=ByteSize(9000 * GiB), description="requested capacity of the claim"
     )
-    read_bandwidth: Annotated[ByteSize | None, _size_between(ByteSize(1), MAX_STORAGE)] = Field(
+    read_bandwidth: Annotated[ByteSize | None, _size_between(MIN_BANDWIDTH, MAX_STORAGE)] = Field(
         default=None,
         description="existing: aggregate read bytes per second of the StorageClass, shared by the pods"
         " (the payoff table's filesystem tier); unset: not derived",
@@ -299,7 +347,7 @@ class LMCacheConfig(_Section):
 
     version: str = Field(
         default=versions.LMCACHE_VERSION,
-        pattern=r"^v\d+\.\d+\.\d+$",
+        pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+$",
         description="tag of lmcache/vllm-openai, for the server and every vLLM pod",
     )
     mode: Literal["prefix-reuse", "pd"] = Field(default="prefix-reuse", description="pd: P/D disaggregation")
@@ -334,14 +382,16 @@ class ResourceSize(_Section):
 
 class RouterConfig(_Section):
     release: Annotated[str, _check(lambda v: formats.dns_1035_label(v, HELM_RELEASE_MAX))] = Field(
-        default=labels.GUIDE, description="Helm release name; objects are named after it"
+        default=labels.GUIDE,
+        description="Helm release name; the chart names its objects after its first"
+        f" {labels.ROUTER_NAME_BASE} characters (`<release>-epp`), the InferencePool after all of it",
     )
     chart: Annotated[str, _check(formats.oci_chart)] = versions.ROUTER_CHART
     """OCI reference of the llm-d router chart, without tag; default: llm-d-router-standalone on ghcr.io"""
-    version: str = Field(default=versions.ROUTER_VERSION, pattern=r"^v\d+\.\d+\.\d+$")
+    version: str = Field(default=versions.ROUTER_VERSION, pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+$")
     """chart version (vX.Y.Z), also the EPP and P/D sidecar image tag; default: the release the seeds tested
     (components/catalog/versions.py)"""
-    gaie_version: str = Field(default=versions.GAIE_VERSION, pattern=r"^v\d+\.\d+\.\d+$")
+    gaie_version: str = Field(default=versions.GAIE_VERSION, pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+$")
     """Gateway API Inference Extension release whose InferencePool CRD is applied; default: the seeds' (versions.py)"""
     chart_file: Annotated[str | None, _check(lambda v: formats.local_file(v, (".tgz",)))] = None
     """the router chart packaged (.tgz) on the machine running Pulumi, used instead of pulling `chart`
@@ -365,11 +415,11 @@ class RouterConfig(_Section):
 class AlertThresholds(_Section):
     """When the tiered-cache alerts fire (each rule's runbook line says what to do)."""
 
-    window: str = Field(default="15m", pattern=r"^[1-9]\d{0,4}[smh]$", description="rate window of every rule")
+    window: str = Field(default="15m", pattern=r"^[1-9][0-9]{0,4}[smh]$", description="rate window of every rule")
     offload_hit_rate_floor: float = Field(default=0.01, ge=0, le=1, description="offload hits / queries below this")
     hbm_hit_rate_drop: float = Field(default=0.8, gt=0, le=1, description="HBM hit rate below this x an hour ago")
     loads_per_store: float = Field(default=0.01, ge=0, le=1, description="loaded / stored bytes below this")
-    min_load_bandwidth: Annotated[ByteSize | None, _size_between(ByteSize(1), MAX_STORAGE)] = Field(
+    min_load_bandwidth: Annotated[ByteSize | None, _size_between(MIN_BANDWIDTH, MAX_STORAGE)] = Field(
         default=None,
         description="bytes per second one device's CPU->HBM loads must beat (vLLM sums load bytes and load time"
         " over a pod's ranks, so their ratio is per device); default: the stack's derived break-even per device"
@@ -472,7 +522,11 @@ class ImagesConfig(_Section):
     @classmethod
     def _secret_arns(cls, value: dict[str, str]) -> dict[str, str]:
         for registry, arn in value.items():
-            if not re.fullmatch(r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:ecr-pullthroughcache/.+", arn):
+            if not re.fullmatch(
+                r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:ecr-pullthroughcache/[A-Za-z0-9/_+=.@-]+",
+                arn,
+                re.ASCII,
+            ):
                 raise ValueError(
                     f"{registry}: must be a Secrets Manager secret ARN named ecr-pullthroughcache/..., e.g."
                     " arn:aws:secretsmanager:us-east-1:123456789012:secret:ecr-pullthroughcache/docker-hub-AbCdEf"

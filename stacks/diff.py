@@ -101,10 +101,20 @@ def diff_renders(name: str, old: str, new: str) -> str:
 
 
 def _tree(revision: str, into: Path, option: str) -> Path:
-    result = subprocess.run(
-        ["git", "archive", "--format=tar", f"{revision}^{{tree}}"], capture_output=True, check=False
+    """The tree of `revision`, extracted into `into`. A revision that starts with '-' never reaches git:
+    git would read it as an option (`--output=FILE` writes a file)."""
+    if not revision or revision.startswith("-"):
+        raise ConfigError(option, revision, "not a revision of this git repository")
+    verify = subprocess.run(
+        ["git", "rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{tree}}"],
+        capture_output=True,
+        text=True,
+        check=False,
     )
-    if result.returncode != 0 or revision.startswith("-"):
+    if verify.returncode != 0:
+        raise ConfigError(option, revision, "not a revision of this git repository")
+    result = subprocess.run(["git", "archive", "--format=tar", verify.stdout.strip()], capture_output=True, check=False)
+    if result.returncode != 0:
         raise ConfigError(option, revision, "not a revision of this git repository")
     archive = result.stdout
     with tarfile.open(fileobj=BytesIO(archive)) as tar:
@@ -117,7 +127,7 @@ def _render(tree: Path, name: str, out: Path) -> str | None:
     result = subprocess.run(
         [sys.executable, "-m", "stacks", "render", name, "--out", str(out)], cwd=tree, capture_output=True, text=True
     )
-    return (out / "resources.json").read_text() if result.returncode == 0 else None
+    return (out / "resources.json").read_text(encoding="utf-8") if result.returncode == 0 else None
 
 
 # Renders every named stack of a tree in ONE process (imports paid once), each to OUT/NAME; a stack that
@@ -146,7 +156,8 @@ def _render_all(tree: Path, names: list[str], out: Path) -> dict[str, str | None
     if result.returncode != 0:  # a revision whose modules the script cannot drive: one process per stack
         return {name: _render(tree, name, out / name) for name in names}
     return {
-        n: (out / n / "resources.json").read_text() if (out / n / "resources.json").exists() else None for n in names
+        n: (out / n / "resources.json").read_text(encoding="utf-8") if (out / n / "resources.json").exists() else None
+        for n in names
     }
 
 

@@ -12,21 +12,24 @@ import re
 
 _LABEL_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
-_DNS_SUBDOMAIN = rf"(?=.{{1,253}}$){_DNS_LABEL}(\.{_DNS_LABEL})*"
+_DNS_SUBDOMAIN = rf"(?=.{{1,253}}\Z){_DNS_LABEL}(\.{_DNS_LABEL})*"
 
 # The OCI distribution reference grammar (github.com/distribution/reference, regexp.go).
 _HOST_PART = r"([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9])"
 _DOMAIN = rf"(localhost|{_HOST_PART}(\.{_HOST_PART})+|{_HOST_PART}(\.{_HOST_PART})*:[0-9]+)"
 _PATH_PART = r"[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*"
 _IMAGE = re.compile(
-    rf"^(?P<name>({_DOMAIN}/)?{_PATH_PART}(/{_PATH_PART})*)"
-    r"(:(?P<tag>[\w][\w.-]{0,127}))?"
-    r"(@(?P<digest>sha256:[a-f0-9]{64}|sha512:[a-f0-9]{128}))?$"
+    rf"(?P<name>({_DOMAIN}/)?{_PATH_PART}(/{_PATH_PART})*)"
+    r"(:(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?"
+    r"(@(?P<digest>sha256:[a-f0-9]{64}|sha512:[a-f0-9]{128}))?",
+    re.ASCII,
 )
 
 
 def _full(pattern: str, value: str) -> bool:
-    return re.fullmatch(pattern, value) is not None
+    """The whole value, ASCII only: the platforms' grammars mean [0-9] by a digit and take no trailing newline
+    (Python's `\\d`, `\\w` and `$` would accept Unicode digits and a final newline)."""
+    return re.fullmatch(pattern, value, re.ASCII) is not None
 
 
 def dns_label(value: str) -> str:
@@ -77,7 +80,7 @@ def labels(value: dict[str, str]) -> dict[str, str]:
 
 
 def image_reference(value: str) -> str:
-    match = _IMAGE.match(value)
+    match = _IMAGE.fullmatch(value)
     if match is None or len(match.group("name")) > 255:
         raise ValueError(
             "must be an image reference: [registry/]lower-case/path[:tag][@sha256:<64 hex digits>],"
@@ -88,7 +91,7 @@ def image_reference(value: str) -> str:
 
 def oci_chart(value: str) -> str:
     """A chart in an OCI registry, without a tag (the version is a field of its own)."""
-    match = _IMAGE.match(value.removeprefix("oci://"))
+    match = _IMAGE.fullmatch(value.removeprefix("oci://"))
     if not value.startswith("oci://") or match is None or match["tag"] or match["digest"] or "/" not in match["name"]:
         raise ValueError("must be a chart in an OCI registry, oci://registry/path, without a tag")
     return value
@@ -104,7 +107,7 @@ def ipv4_network(value: str, prefix: int) -> str:
     return value
 
 
-GCP_REGION = r"[a-z]+-[a-z]+[0-9]+"
+GCP_REGION = r"[a-z]+-[a-z]+[0-9]{1,2}"
 AWS_REGION = r"[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-[0-9]+"
 
 
@@ -122,8 +125,42 @@ def aws_region(value: str) -> str:
 
 def gcp_project(value: str) -> str:
     """6 to 30 characters, a letter first, not ending in '-' (optionally `domain:` scoped)."""
-    if not _full(r"([a-z][-a-z0-9.]*[a-z0-9]:)?[a-z][-a-z0-9]{4,28}[a-z0-9]", value):
+    if not _full(_GCP_PROJECT, value):
         raise ValueError("must be a GCP project id: 6 to 30 lower-case letters, digits or '-', starting with a letter")
+    return value
+
+
+_GCE_NAME = r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?"  # a Compute Engine resource name (RFC 1035 label)
+_GCP_PROJECT = r"([a-z][-a-z0-9.]*[a-z0-9]:)?[a-z][-a-z0-9]{4,28}[a-z0-9]"
+
+
+def gcp_network(value: str) -> str:
+    if not _full(rf"{_GCE_NAME}|projects/{_GCP_PROJECT}/global/networks/{_GCE_NAME}", value):
+        raise ValueError(
+            "must be a VPC network name (a letter, then up to 62 lower-case letters, digits or '-') or"
+            " projects/PROJECT/global/networks/NAME"
+        )
+    return value
+
+
+def gcp_subnetwork(value: str) -> str:
+    if not _full(rf"{_GCE_NAME}|projects/{_GCP_PROJECT}/regions/{GCP_REGION}/subnetworks/{_GCE_NAME}", value):
+        raise ValueError(
+            "must be a subnetwork name (a letter, then up to 62 lower-case letters, digits or '-') or"
+            " projects/PROJECT/regions/REGION/subnetworks/NAME"
+        )
+    return value
+
+
+def gke_reservation(value: str) -> str:
+    if not _full(rf"{_GCE_NAME}|projects/{_GCP_PROJECT}/reservations/{_GCE_NAME}", value):
+        raise ValueError("must be a GKE reservation: a Compute Engine name or projects/PROJECT/reservations/NAME")
+    return value
+
+
+def ec2_capacity_reservation(value: str) -> str:
+    if not _full(r"cr-[0-9a-f]{17}", value):
+        raise ValueError("must be an EC2 capacity reservation id: cr- and 17 hexadecimal digits")
     return value
 
 
@@ -132,13 +169,13 @@ def zone_in(zone: str, region: str, separator: str) -> bool:
     return _full(re.escape(region + separator) + r"[a-z]", zone)
 
 
-_CPU = re.compile(r"^(?P<number>\d+(\.\d+)?)(?P<milli>m?)$")
+_CPU = re.compile(r"(?P<number>[0-9]+(\.[0-9]+)?)(?P<milli>m?)")
 MAX_CPU_CORES = 1024  # more than any node offers
 
 
 def cpu_quantity(value: str) -> str:
     """A Kubernetes CPU quantity of at least 1m and at most MAX_CPU_CORES cores ("4", "0.5", "500m")."""
-    match = _CPU.match(value)
+    match = _CPU.fullmatch(value)
     if match is None:
         raise ValueError("must be a CPU quantity: cores (4, 0.5) or millicores (500m)")
     millicores = float(match["number"]) * (1 if match["milli"] else 1000)

@@ -8,10 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from components.catalog.accelerators import ACCELERATORS
 from components.catalog.machines import MACHINES
 from components.specs.clusters import POOL_LABEL
 from components.units import ByteSize, GiB, MiB
-from stacks.config import StackConfig
+from stacks.config import MAX_NODE_MEMORY, StackConfig
 from stacks.errors import ConfigError
 
 # GKE's memory reservation for the kubelet and system daemons: 25% of the first 4 GiB, 20% of the
@@ -30,7 +31,7 @@ def allocatable_memory(total: ByteSize) -> ByteSize:
     return ByteSize(int(total.bytes - reserved))
 
 
-__all__ = ["POOL_LABEL", "Fit", "PoolHardware", "allocatable_memory", "pool_hardware"]
+__all__ = ["POOL_LABEL", "Fit", "PoolHardware", "allocatable_memory", "any_node", "pool_hardware"]
 
 
 @dataclass(frozen=True)
@@ -41,13 +42,33 @@ class PoolHardware:
     host_memory: ByteSize | None
     nodes: int
     machine_type: str | None
+    described: str | None = None  # how errors name it, where it is not a pool of the stack
 
     @property
     def allocatable(self) -> ByteSize | None:
         return allocatable_memory(self.host_memory) if self.host_memory else None
 
     def describe(self) -> str:
+        if self.described:
+            return self.described
         return f"node pool {self.key}" + (f" ({self.machine_type})" if self.machine_type else "")
+
+
+def any_node(accelerator: str) -> PoolHardware:
+    """Where model servers run without `cache.node_pool`: some node of the cluster, which has at most the
+    accelerator's devices per node (components/catalog/accelerators.py) and the largest node's memory
+    (stacks/config.py MAX_NODE_MEMORY)."""
+    devices = ACCELERATORS[accelerator].devices_per_node
+    return PoolHardware(
+        key="",
+        accelerator=accelerator,
+        devices_per_node=devices,
+        host_memory=MAX_NODE_MEMORY,
+        nodes=1_000_000,  # the cluster's size is unknown: only a pod that fits no node is rejected
+        machine_type=None,
+        described=f"any pool (no cache.node_pool; a {accelerator} node has at most {devices} devices and"
+        f" {MAX_NODE_MEMORY.human()} of memory)",
+    )
 
 
 def pool_hardware(config: StackConfig, key: str) -> PoolHardware:

@@ -63,7 +63,7 @@ def config_keys(model: type[BaseModel] = StackConfig, prefix: str = "") -> list[
 
 def pulumi_only_keys() -> list[Key]:
     """The keys Pulumi.yaml declares that are not StackConfig fields (preset, hfToken), with its descriptions."""
-    declared = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())["config"]
+    declared = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text(encoding="utf-8"))["config"]
     return [
         Key(name, repr(spec.get("default")) if "default" in spec else "required", " ".join(spec["description"].split()))
         for name, spec in declared.items()

@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
+from stacks import yamlfile
 from stacks.config import SECTIONS, StackConfig
-from stacks.errors import ConfigError, from_validation_error
+from stacks.errors import HIDDEN, ConfigError, from_validation_error
 from stacks.rules import check_stack
 
 PRESETS_DIR = Path(__file__).parent / "presets"
@@ -31,10 +31,10 @@ def preset_names() -> list[str]:
 
 
 def read_preset(name: str) -> dict[str, Any]:
-    path = PRESETS_DIR / f"{name}.yaml"
-    if not path.is_file():
+    """A preset by name: only the files of stacks/presets/ (never a path: `llmd:preset` is not a file to load)."""
+    if name not in preset_names():
         raise ConfigError("preset", name, f"allowed: {', '.join(preset_names())}")
-    data = yaml.safe_load(path.read_text()) or {}
+    data = yamlfile.load(PRESETS_DIR / f"{name}.yaml", f"stacks/presets/{name}.yaml") or {}
     if not isinstance(data, dict):
         raise ConfigError("preset", name, "the preset file must hold a mapping")
     return data
@@ -56,10 +56,8 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     path, sep, raw = text.partition("=")
     if not sep or not path or any(not part for part in path.split(".")):
         raise ConfigError("--set", text, "expected path=value, e.g. cache.replicas=3")
-    try:
-        value = yaml.safe_load(raw) if raw else ""
-    except yaml.YAMLError:
-        value = raw
+    value = yamlfile.parse_value(raw) if raw else ""
+    yamlfile.check_expansion(value, "--set", text)
     return path.split("."), value
 
 
@@ -117,11 +115,13 @@ def load_preset(name: str, overrides: list[str] | None = None) -> StackConfig:
 
 def read_stack_file(name: str) -> dict[str, Any]:
     """The `config:` block of `Pulumi.<name>.yaml`; secure values stay encrypted: each becomes OFFLINE_SECRET."""
-    path = PROJECT_DIR / f"Pulumi.{name}.yaml"
-    data = yaml.safe_load(path.read_text()) or {}
+    shown = f"Pulumi.{name}.yaml"
+    data = yamlfile.load(PROJECT_DIR / shown, shown) or {}
+    if not isinstance(data, dict):
+        raise ConfigError(shown, HIDDEN, "must be a mapping (config: ...)", hidden=True)
     config = data.get("config") or {}
     if not isinstance(config, dict):
-        raise ConfigError(f"Pulumi.{name}.yaml: config", "(not shown)", "must be a mapping")
+        raise ConfigError(f"{shown}: config", HIDDEN, "must be a mapping", hidden=True)
     return {key: _without_ciphertext(value) for key, value in config.items()}
 
 

@@ -15,6 +15,7 @@ from components.catalog.accelerators import ACCELERATORS
 from components.catalog.machines import MACHINES
 from components.catalog.model_cache import streams_weights
 from components.catalog.models import MODELS, ModelSpec
+from components.catalog.rates import ACCELERATOR_RATES
 from components.catalog.support import SUPPORTED, ComboDefaults
 from components.formulas.payoff import LMCACHE_CHUNK_TOKENS
 from components.manifest import Manifest
@@ -229,6 +230,10 @@ def _size_on_hardware(
             pool, tier_sizing.pod_memory, on_node, _per_node_daemon(config, tier, client), tier.human()
         )
         fit = dataclasses.replace(fit, largest_tier=largest)
+    else:  # no pool to fit: the pod must still fit some node of the accelerator
+        node = hardware.any_node(cache.accelerator)
+        hardware.pods_per_node(node, devices)
+        hardware.check_memory(node, tier_sizing.pod_memory, 1, _per_node_daemon(config, tier, client), tier.human())
     return tier_sizing, client, fit
 
 
@@ -403,6 +408,19 @@ def _model_cache_manifests(
         return []
     settings = config.model_cache
     out = []
+    # The claim the weights land on: its size is what it holds (EFS is elastic: its claim's size is nominal).
+    holds = (
+        ("storage.size", config.storage.size if config.storage.backend != "aws-efs" else None)
+        if cache.shared_with_tier
+        else ("model_cache.size", settings.size)
+    )
+    if holds[1] is not None and holds[1] < model.weight_bytes:
+        raise ConfigError(
+            holds[0],
+            holds[1].human(),
+            f"smaller than the {model.weight_bytes.ceil_to(GiB).human()} of weights of {model.name} the model cache"
+            " fetches onto it",
+        )
     if not cache.shared_with_tier:
         size = settings.size or ByteSize(-(-2 * model.weight_bytes.bytes // GiB) * GiB)
         out.append(model_cache.dedicated_claim(config.namespace, settings.storage_class, size.quantity()))
@@ -453,6 +471,15 @@ def _exports(config: StackConfig, profile: str) -> alerts.Exports:
 def _thresholds(config: StackConfig, stack_payoff: payoff.Payoff) -> alerts.Thresholds:
     """The stack's alert thresholds; loads must beat the derived break-even unless the config says otherwise."""
     t = config.monitoring.alerts
+    link = ACCELERATOR_RATES[config.cache.accelerator].host_link
+    fastest = max(rate for _, rate in link.curve)
+    if t.min_load_bandwidth is not None and t.min_load_bandwidth.bytes > fastest:
+        raise ConfigError(
+            "monitoring.alerts.min_load_bandwidth",
+            t.min_load_bandwidth.human(),
+            f"faster than the {fastest / 1e9:g} GB/s a {config.cache.accelerator} device's host link ({link.name})"
+            " loads at best: the alert would always fire",
+        )
     return alerts.Thresholds(
         window=t.window,
         offload_hit_rate_floor=t.offload_hit_rate_floor,
@@ -681,6 +708,8 @@ def _with_await_budgets(stack_plan: StackPlan) -> StackPlan:
         current: list[Manifest] = getattr(stack_plan, field)
         return awaited.get(field, current)
 
+    budgets = [*before, *fetch, *server_budgets, *after]
+    _check_budgets(stack_plan.config, budgets)
     return dataclasses.replace(
         stack_plan,
         roles=roles,
@@ -689,7 +718,32 @@ def _with_await_budgets(stack_plan: StackPlan) -> StackPlan:
         mooncake_master=budgeted("mooncake_master"),
         mooncake_client=budgeted("mooncake_client"),
         verification=budgeted("verification"),
-        budgets=[*before, *fetch, *server_budgets, *after],
+        budgets=budgets,
+    )
+
+
+# The longest one pod's cold start may take: a week. Beyond it the modeled cold start says the stack
+# cannot come up (its startup probe's failureThreshold and the await timeout grow past any use, and, at
+# a bandwidth of a few bytes per second, past int32 and the engine's duration).
+MAX_AWAIT_SECONDS = 7 * 24 * 3600
+
+
+def _check_budgets(config: StackConfig, budgets: list[AwaitBudget]) -> None:
+    worst = max(budgets, key=lambda b: b.cold_start.budget, default=None)
+    if worst is None or worst.cold_start.budget <= MAX_AWAIT_SECONDS:
+        return
+    days = f"{worst.cold_start.budget / 86400:.0f} days"
+    if config.storage.read_bandwidth is not None:
+        raise ConfigError(
+            "storage.read_bandwidth",
+            config.storage.read_bandwidth.human(),
+            f"{worst.workload} would take {days} to start at this bandwidth, beyond the"
+            f" {MAX_AWAIT_SECONDS // 86400} days `pulumi up` waits; it is bytes per second, e.g. 10GiB",
+        )
+    raise ConfigError(
+        "cache.model",
+        config.cache.model,
+        f"{worst.workload} would take {days} to start, beyond the {MAX_AWAIT_SECONDS // 86400} days `pulumi up` waits",
     )
 
 
@@ -809,5 +863,5 @@ def _with_network_policies(stack_plan: StackPlan) -> StackPlan:
         verification=checks,
         model_cache_manifests=fetch,
         prepull=prepulled,
-        router_policies=[network.router_policy(traffic, f"{release}-epp")],
+        router_policies=[network.router_policy(traffic, labels.router_name(release))],
     )

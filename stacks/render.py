@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,10 +26,18 @@ class Render:
     summary: str
 
     def write(self, out: Path) -> None:
+        """UTF-8 whatever the locale; every file encoded before any is written, each written whole (a
+        temporary file renamed over it), so a failed write leaves no half-written render."""
+        files = {
+            "manifests.yaml": self.manifests.encode(),
+            "resources.json": self.resources.encode(),
+            "summary.md": self.summary.encode(),
+        }
         out.mkdir(parents=True, exist_ok=True)
-        (out / "manifests.yaml").write_text(self.manifests)
-        (out / "resources.json").write_text(self.resources)
-        (out / "summary.md").write_text(self.summary)
+        for name, content in files.items():
+            partial = out / f".{name}.partial"
+            partial.write_bytes(content)
+            os.replace(partial, out / name)
 
 
 def kubernetes_objects(resources: list[RecordedResource]) -> list[dict[str, Any]]:

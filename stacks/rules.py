@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pydantic import BaseModel
+
+from components.catalog import labels
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.machines import MACHINES
 from components.catalog.models import MODELS
@@ -10,7 +13,7 @@ from components.formulas import payoff
 from components.units import ByteSize, GiB
 from stacks import formats
 from stacks.config import StackConfig
-from stacks.errors import ConfigError
+from stacks.errors import HIDDEN, ConfigError
 
 
 def check_stack(config: StackConfig) -> None:
@@ -47,8 +50,84 @@ def check_stack(config: StackConfig) -> None:
     if cache.node_pool is not None and cache.node_pool not in config.node_pools:
         allowed = ", ".join(sorted(config.node_pools)) or "none are described in node_pools"
         raise ConfigError("cache.node_pool", cache.node_pool, f"allowed: {allowed}")
+    check_namespace(config)
+    check_router_names(config)
     check_cluster(config)
     check_storage(config)
+    check_applies(config)
+
+
+# Namespaces every cluster (or the platform) already has: the stack creates its namespace and deletes it
+# on `pulumi destroy`, with everything in it.
+RESERVED_NAMESPACES = ("default", "gmp-system", "gmp-public")
+RESERVED_NAMESPACE_PREFIXES = ("kube-", "gke-", "openshift")
+
+
+def check_namespace(config: StackConfig) -> None:
+    name = config.namespace
+    if name in RESERVED_NAMESPACES or name.startswith(RESERVED_NAMESPACE_PREFIXES):
+        raise ConfigError(
+            "namespace",
+            name,
+            "a namespace the cluster or its platform owns; the stack creates its own namespace and deletes it"
+            " with the stack: pick another",
+        )
+
+
+def _set_fields(section: BaseModel, names: tuple[str, ...]) -> list[str]:
+    """The fields of `names` the stack set (a default is never an error)."""
+    return [n for n in names if n in section.model_fields_set]
+
+
+def check_applies(config: StackConfig) -> None:
+    """A setting that does nothing on the chosen platform is an error, not a silent no-op."""
+    cluster, storage, model_cache = config.cluster, config.storage, config.model_cache
+    if cluster.provider != "existing":
+        for name in _set_fields(cluster, ("kubeconfig", "context")):
+            raise ConfigError(
+                f"cluster.{name}",
+                HIDDEN,
+                f"applies only with cluster.provider existing, not {cluster.provider}",
+                hidden=True,
+            )
+    if cluster.provider == "existing" and _set_fields(cluster, ("name",)):
+        raise ConfigError("cluster.name", cluster.name, "names a created cluster; applies only with gke or eks")
+    for key, pool in config.node_pools.items():
+        created_only = ("spot", "reservation", "slices", "tpu_topology")
+        for name in _set_fields(pool, created_only) if cluster.provider == "existing" else []:
+            raise ConfigError(
+                f"node_pools.{key}.{name}", getattr(pool, name), "applies only to pools created on gke or eks"
+            )
+        described = ("accelerator", "accelerators_per_node", "host_memory")
+        for name in _set_fields(pool, described) if cluster.provider != "existing" else []:
+            value = getattr(pool, name)
+            raise ConfigError(
+                f"node_pools.{key}.{name}",
+                value.human() if isinstance(value, ByteSize) else value,
+                "describes an existing cluster's pool; a created pool's comes from its machine_type",
+            )
+    if storage.backend != "existing" and "read_bandwidth" in storage.model_fields_set:
+        raise ConfigError(
+            "storage.read_bandwidth",
+            storage.read_bandwidth.human() if storage.read_bandwidth else None,
+            f"applies only with storage.backend existing; {storage.backend}'s bandwidth follows from its settings",
+        )
+    if storage.backend != "gcp-lustre" and "lustre" in storage.model_fields_set:
+        raise ConfigError("storage.lustre", "(set)", "applies only with storage.backend gcp-lustre")
+    if model_cache.mode != "dedicated":
+        for name in _set_fields(model_cache, ("size", "storage_class")):
+            raise ConfigError(
+                f"model_cache.{name}", str(getattr(model_cache, name)), "applies only with model_cache.mode dedicated"
+            )
+    if config.images.ecr_credentials and cluster.provider != "eks":
+        raise ConfigError("images.ecr_credentials", "(set)", "applies only with cluster.provider eks")
+
+
+def check_router_names(config: StackConfig) -> None:
+    """The names the router chart derives from the release and the namespace (components/catalog/labels.py)."""
+    problem = labels.router_names_problem(config.router.release, config.namespace)
+    if problem:
+        raise ConfigError("router.release", config.router.release, problem)
 
 
 def _check_sizes(config: StackConfig, defaults: ComboDefaults) -> None:
@@ -82,13 +161,29 @@ def _check_sizes(config: StackConfig, defaults: ComboDefaults) -> None:
             "only lmcache-connector and mooncake-store with the fs variant take a disk size; leave it unset",
         )
 
-    if cache.connector == "mooncake-store" and isinstance(cache.tier.cpu, ByteSize):
+    # The tier Mooncake splits: the stack's, or the combination's default (which a TP can split unevenly).
+    tier = (
+        cache.tier.cpu
+        if isinstance(cache.tier.cpu, ByteSize)
+        else defaults.cpu_tier
+        if cache.tier.cpu is None
+        else None
+    )
+    if cache.connector == "mooncake-store" and tier is not None:
         ranks = tp if cache.tier.variant == "cpu" else 1  # embedded: one segment per rank
-        if cache.tier.cpu.bytes % (GiB * ranks):
+        if tier.bytes % (GiB * ranks):
+            per_rank = " per rank" if ranks > 1 else ""
+            if cache.tier.cpu is None:
+                raise ConfigError(
+                    "cache.tensor_parallelism",
+                    tp,
+                    f"splits the default {tier.human()} Mooncake tier into segments that are not whole GiB{per_rank};"
+                    f" set cache.tier.cpu to a multiple of {ranks} GiB",
+                )
             raise ConfigError(
                 "cache.tier.cpu",
-                cache.tier.cpu.human(),
-                f"Mooncake segments are whole GiB{' per rank' if ranks > 1 else ''}: use a multiple of {ranks} GiB",
+                tier.human(),
+                f"Mooncake segments are whole GiB{per_rank}: use a multiple of {ranks} GiB",
             )
 
 
@@ -161,6 +256,12 @@ def check_cluster(config: StackConfig) -> None:
             )
         if pool.slices > 1 and machine.tpu_topology is None:
             raise ConfigError(f"node_pools.{key}.slices", pool.slices, "only TPU pools come in slices")
+        if pool.reservation is not None:
+            check = formats.gke_reservation if cluster.provider == "gke" else formats.ec2_capacity_reservation
+            try:
+                check(pool.reservation)
+            except ValueError as error:
+                raise ConfigError(f"node_pools.{key}.reservation", pool.reservation, str(error)) from None
     if cluster.provider != "existing" and config.cache.node_pool is None:
         allowed = ", ".join(sorted(config.node_pools)) or "describe one in node_pools"
         raise ConfigError("cache.node_pool", None, f"required on a created cluster; allowed: {allowed}")

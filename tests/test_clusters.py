@@ -232,11 +232,11 @@ def test_spot_and_reservations_per_pool() -> None:
                "gcp:container/nodePool:NodePool", "llmd-gke-h100")["inputs"]["nodeConfig"]  # fmt: skip
     assert gke["spot"] is True
     assert gke["reservationAffinity"]["values"] == ["h100-res"]
-    rows = _rows("eks-h100-efs", "node_pools.h100.spot=true", "node_pools.h100.reservation=cr-0123")
+    rows = _rows("eks-h100-efs", "node_pools.h100.spot=true", "node_pools.h100.reservation=cr-0123456789abcdef0")
     assert _one(rows, "aws:eks/nodeGroup:NodeGroup", "llmd-eks-h100")["inputs"]["capacityType"] == "SPOT"
     template = _one(rows, "aws:ec2/launchTemplate:LaunchTemplate")["inputs"]
     assert template["capacityReservationSpecification"]["capacityReservationTarget"] == {
-        "capacityReservationId": "cr-0123"
+        "capacityReservationId": "cr-0123456789abcdef0"
     }
 
 

@@ -16,6 +16,7 @@ import typing
 from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -24,6 +25,8 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from components.catalog import labels
+from components.specs.router_values import router_endpoint
 from components.units import ByteSize
 from stacks import formats, loading
 from stacks.config import StackConfig
@@ -111,7 +114,18 @@ def _preset_values() -> dict[Path, list[Any]]:
 PRESET_VALUES = _preset_values()
 _PRESET_POOLS = {k for n in PRESETS for k in loading.read_preset(n).get("node_pools", {})}
 POOL_KEYS = [*sorted(_PRESET_POOLS), "h_100", "system", "Pool", "a" * 45, ""]
-NAMES = ["llmd", "a", "a" * 40, "a" * 54, "a" * 64, "1abc", "-x", "x-", "UPPER", "a_b", "a.b", "ñame", " ", ""]
+# Names at the limits the consumers apply: the chart's 40-character cut (and its 84-character ClusterRole
+# name of release and namespace), Helm's 53, a DNS label's 63.
+CHART_LIMITS = [n * "a" for n in (37, 38, 39, 40, 41, 53)] + ["a" * 39 + "-b", "r" + "-x" * 26]
+# Look-alikes: Unicode digits and letters, a trailing newline, a no-break space.
+LOOK_ALIKES = [
+    "\uff14", "\uff11\uff12", "v1.0.\uff10", "1.\uff13\uff13", "llmd\n", "4\n", "\uff4clmd", "\u0661\u0662",
+    "e2-standard-8\n", "a\u00a0b", "\u00b2",
+]  # fmt: skip
+NAMES = [
+    "llmd", "a", "a" * 54, "a" * 63, "a" * 64, "1abc", "-x", "x-", "UPPER", "a_b", "a.b", "ñame", " ", "",
+    "kube-system", "default", *CHART_LIMITS,
+]  # fmt: skip
 STRINGS = [
     *NAMES,
     "oci://ghcr.io/llm-d/charts/x",
@@ -136,8 +150,19 @@ STRINGS = [
     "latest",
     "auto",
     "a" * 300,
+    "banana",
+    "1.99",
+    "projects/p/global/networks/n",
+    "m6i.2xlarge",
+    "cr-0123456789abcdef0",
+    *LOOK_ALIKES,
 ]
-SIZES = ["1Gi", "1GiB", "0", "1", "133Mi", "4GiB", "300GiB", "900 GiB", "2TiB", "64TiB", "1.5Gi", "lots", "-1Gi"]
+INT32 = 2**31 - 1
+# Sizes at the unit boundaries (a bare byte count, a unit short of a MiB) and the int32/int64 ones.
+SIZES = [
+    "1Gi", "1GiB", "0", "1", "2", "1023", "1048575", "1MiB", "133Mi", "4GiB", "300GiB", "900 GiB", "2TiB",
+    "32TiB", "64TiB", "1.5Gi", "lots", "-1Gi", "\uff14GiB", "1Gi\n", str(INT32), str(2**31), str(2**63), "8EiB",
+]  # fmt: skip
 JUNK = st.one_of(
     st.none(),
     st.booleans(),
@@ -163,7 +188,7 @@ def _bounds(info: FieldInfo | None) -> tuple[float, float]:
 
 def _numbers(info: FieldInfo | None, integral: bool) -> st.SearchStrategy[Any]:
     low, high = _bounds(info)
-    edges = [0, -1, 1, 2**63, 10**30, 0.5, 1e-9, math.nan, math.inf]
+    edges = [0, -1, 1, 2, INT32, INT32 + 1, 2**63 - 1, 2**63, 10**30, 0.5, 1e-9, math.nan, math.inf]
     for bound in (low, high):
         if math.isfinite(bound):
             edges += [bound - 1, bound, bound + 1, bound - 0.001, bound + 0.001]
@@ -200,7 +225,7 @@ def _values(annotation: Any, info: FieldInfo | None, path: Path) -> st.SearchStr
         elif option is float:
             choices += [_numbers(info, integral=False)] * 2
         elif option is ByteSize:
-            choices += [st.sampled_from(SIZES), st.integers(-1, 2**66)]
+            choices += [st.sampled_from(SIZES), st.integers(-1, 2**66), st.sampled_from([1, 2, 1023, INT32, 2**63])]
         elif option is str:
             near = [m for v in plausible if isinstance(v, str) for m in _near_misses(v)]
             choices += [st.sampled_from(near or STRINGS), st.sampled_from(STRINGS), st.text(max_size=70)]
@@ -252,6 +277,31 @@ def _applies(path: Path, preset: str | None) -> bool:
 
 _MOSTLY = st.sampled_from([True] * 9 + [False])  # hypothesis leans to the first element
 
+# Issue 20's classes, aimed: the fields where a value passes every check of its own and breaks later
+# (names the chart cuts, bandwidths without their unit, look-alike digits, cloud fields, sizes no node
+# holds), each with values at the edges that matter to it.
+BANDWIDTHS = [1, 2, "1", "2", "1023", "1MiB", "2MiB", "50MiB", "10GiB", "1TiB", INT32, "\uff14GiB"]
+HOSTILE: list[tuple[Path, list[Any]]] = [
+    (("router", "release"), CHART_LIMITS),
+    (("namespace",), ["a" * 37, "a" * 38, "n" * 63, "kube-system", "default", "llmd\n", "gmp-system"]),
+    (("router", "epp_resources", "cpu"), [*LOOK_ALIKES, "4", "500m", "0.5"]),
+    (("router", "proxy_resources", "cpu"), [*LOOK_ALIKES, "1", "250m"]),
+    (("router", "version"), ["v0.10.0", "v1.0.\uff10", "v1.0.0\n"]),
+    (("storage", "read_bandwidth"), BANDWIDTHS),
+    (("monitoring", "alerts", "min_load_bandwidth"), BANDWIDTHS),
+    (("monitoring", "enabled"), [True]),
+    (("cache", "tier", "cpu"), ["32TiB", "31TiB", "2TiB", "\uff14GiB", "4GiB\n"]),
+    (("cache", "tensor_parallelism"), [8, 16, 64]),
+    (("model_cache", "mode"), ["dedicated"]),
+    (("model_cache", "size"), ["1GiB", "1MiB", "2TiB"]),
+    (("cluster", "gke", "network"), ["banana", "Bad_Net", "projects/my-project/global/networks/n", "n\n"]),
+    (("cluster", "gke", "subnetwork"), ["s", "projects/my-project/regions/europe-west4/subnetworks/s"]),
+    (("cluster", "gke", "system_machine_type"), ["banana", "e2-standard-8\n", "n2-standard-16"]),
+    (("cluster", "eks", "version"), ["1.99", "1.\uff13\uff13", "1.33\n", "1.32"]),
+    (("cluster", "eks", "system_instance_type"), ["banana", "m6i.2xlarge\n", "m7i.4xlarge"]),
+    (("cluster", "eks", "account_id"), ["\uff11" * 12, "123456789012\n", "123456789012"]),
+]
+
 
 @st.composite
 def stack_configs(draw: st.DrawFn) -> tuple[str | None, dict[str, Any]]:
@@ -268,6 +318,9 @@ def stack_configs(draw: st.DrawFn) -> tuple[str | None, dict[str, Any]]:
                 continue
             path = (*path[:star], draw(st.sampled_from(POOL_KEYS)), *path[star + 1 :])
         _set(data, list(path), draw(_values(annotation, info, path)))
+    for _ in range(draw(st.sampled_from([0, 0, 1, 1, 2]))):
+        path, values = draw(st.sampled_from(HOSTILE))
+        _set(data, list(path), draw(st.sampled_from(values)))
     if not draw(_MOSTLY):
         path, _, _ = draw(st.sampled_from(FIELDS))
         prefix = [p for p in path[: draw(st.integers(0, len(path) - 1))] if p != "*"]
@@ -283,7 +336,10 @@ def _taint_model() -> type[BaseModel]:
 
 # --- what the platform accepts ----------------------------------------------------------------------
 
-_QUANTITY = re.compile(r"^(?P<n>[+-]?(\d+(\.\d*)?|\.\d+))(?P<s>Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?\d+)?$")
+# The Kubernetes quantity grammar (apimachinery resource.Quantity), ASCII digits, the whole text.
+_QUANTITY = re.compile(
+    r"(?P<n>[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+))(?P<s>Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?", re.ASCII
+)
 _SUFFIX: dict[str, int | Fraction] = {
     "": 1,
     "m": Fraction(1, 1000),
@@ -301,7 +357,7 @@ INT64 = 2**63 - 1
 def quantity(value: Any) -> Fraction:
     if isinstance(value, int) and not isinstance(value, bool):
         return Fraction(int(value))
-    match = _QUANTITY.match(str(value))
+    match = _QUANTITY.fullmatch(str(value))
     assert match, f"{value!r} is not a Kubernetes quantity"
     suffix = match["s"] or ""
     scale = Fraction(10) ** int(suffix[1:]) if suffix[:1] in ("e", "E") else _SUFFIX[suffix]
@@ -323,6 +379,40 @@ def _check_quantities(obj: Any, where: str) -> None:
     elif isinstance(obj, list):
         for i, item in enumerate(obj):
             _check_quantities(item, f"{where}[{i}]")
+
+
+# Integer fields of the Kubernetes API that are int32 (the rest of the API's integers are int64).
+INT32_FIELDS = {
+    "failureThreshold", "successThreshold", "periodSeconds", "initialDelaySeconds", "timeoutSeconds",
+    "replicas", "containerPort", "hostPort", "port", "targetPort", "number", "backoffLimit", "completions",
+    "parallelism", "ttlSecondsAfterFinished", "defaultMode", "mode", "maxUnavailable", "maxSurge", "size",
+    "minReadySeconds", "revisionHistoryLimit", "progressDeadlineSeconds", "weight", "partition",
+}  # fmt: skip
+# pulumi-kubernetes reads `pulumi.com/timeoutSeconds` as seconds of a Go time.Duration (int64 nanoseconds).
+MAX_TIMEOUT_SECONDS = INT64 // 10**9
+
+
+def _check_integers(obj: Any, where: str) -> None:
+    """Every integer within its field's type: int32 where the API says so, else int64; no float for an int."""
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                high = INT32 if key in INT32_FIELDS else INT64
+                assert -high - 1 <= value <= high, (
+                    f"{where}.{key} = {value} out of {'int32' if high == INT32 else 'int64'}"
+                )
+            else:
+                _check_integers(value, f"{where}.{key}")
+    elif isinstance(obj, list):
+        for i, item in enumerate(obj):
+            _check_integers(item, f"{where}[{i}]")
+
+
+def _check_timeout(meta: dict[str, Any], where: str) -> None:
+    timeout = (meta.get("annotations") or {}).get("pulumi.com/timeoutSeconds")
+    if timeout is not None:
+        assert re.fullmatch(r"[0-9]+", timeout, re.ASCII), f"{where}: timeoutSeconds {timeout!r}"
+        assert 0 < int(timeout) <= MAX_TIMEOUT_SECONDS, f"{where}: timeoutSeconds {timeout} past the engine's"
 
 
 def _check_labels(labels: dict[str, Any] | None, where: str) -> None:
@@ -370,6 +460,8 @@ def check_object(obj: dict[str, Any]) -> None:
     for selector in _find(obj.get("spec", {}), "matchLabels"):
         _check_labels(selector, f"{kind}/{name} selector")
     _check_quantities(obj, f"{kind}/{name}")
+    _check_integers(obj, f"{kind}/{name}")
+    _check_timeout(meta, f"{kind}/{name}")
 
 
 def _find(obj: Any, key: str) -> Iterator[Any]:
@@ -423,8 +515,22 @@ def check_one_line_or_valid(preset: str | None, data: dict[str, Any]) -> StackPl
     for obj in objects:
         check_object(obj)
     check_cloud_names(stack_plan)
-    formats.dns_1035_label(f"{stack_plan.config.router.release}-epp")
+    check_router_names(stack_plan)
+    _check_quantities(stack_plan.router_values, "router values")
+    _check_integers(stack_plan.router_values, "router values")
     return stack_plan
+
+
+def check_router_names(stack_plan: StackPlan) -> None:
+    """The names the chart derives (its 40-character cut included) are the ones the stack's clients use."""
+    config = stack_plan.config
+    service = labels.router_name(config.router.release)
+    formats.dns_1035_label(service)
+    assert len(labels.router_cluster_rbac_name(config.router.release, config.namespace)) + 2 <= 84
+    host = urlsplit(router_endpoint(config.router.release, config.namespace)).hostname or ""
+    assert host.split(".")[0] == service
+    if stack_plan.inference_pool is not None:
+        assert stack_plan.inference_pool["spec"]["endpointPickerRef"]["name"] == service
 
 
 OUTCOMES: dict[str, int] = {"rejected": 0, "planned": 0}
@@ -456,3 +562,82 @@ def test_accepted_configs_render_under_the_mock_engine(case: tuple[str | None, d
         return
     for obj in kubernetes_objects(offline.record(stack_plan, "fuzz").resources):
         check_object(obj)
+
+
+@settings(settings.get_profile(PROFILE), max_examples=8)
+@given(stack_configs())
+def test_accepted_configs_router_values_render_through_the_real_chart(case: tuple[str | None, dict[str, Any]]) -> None:
+    """A small sample through the real Helm on the real chart: the chart accepts the values, its objects pass
+    the same checks, and the Service the stack's endpoint names is one it creates."""
+    from tests.helm import CHART_VERSION, ChartInputs, template
+
+    preset, data = case
+    router = data.get("router")
+    data = {**data, "router": {**(router if isinstance(router, dict) else {}), "version": CHART_VERSION}}
+    stack_plan = check_one_line_or_valid(preset, data)
+    if stack_plan is None:
+        return
+    config = stack_plan.config
+    objects = template(ChartInputs(config.router.release, config.namespace, stack_plan.router_values)).objects
+    for obj in objects:
+        check_object(obj)
+    services = {o["metadata"]["name"] for o in objects if o["kind"] == "Service"}
+    assert labels.router_name(config.router.release) in services
+
+
+# --- malformed stack files ---------------------------------------------------------------------------
+
+_GOOD_FILE = "config:\n  llmd:preset: dev\n  llmd:cache:\n    replicas: 1\n    tier: {cpu: 4GiB}\n"
+
+
+def _alias_bomb(levels: int, width: int) -> str:
+    lines = ["a0: &a0 [" + ", ".join(["x"] * width) + "]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * width) + "]" for i in range(1, levels)]
+    return "\n".join(lines) + f"\nconfig:\n  llmd:description: *a{levels - 1}\n"
+
+
+@st.composite
+def stack_files(draw: st.DrawFn) -> str:
+    """A stack file bent the ways files get bent: a tab, a cut, an unclosed bracket, a duplicated key, a stray
+    character, nested aliases; or not bent at all."""
+    text = _GOOD_FILE
+    kind = draw(st.sampled_from(["tab", "cut", "bracket", "duplicate", "insert", "bomb", "none"]))
+    at = draw(st.integers(0, len(text)))
+    if kind == "tab":
+        text = text[:at] + "\t" + text[at:]
+    elif kind == "cut":
+        text = text[:at]
+    elif kind == "bracket":
+        text = text.replace("{cpu: 4GiB}", draw(st.sampled_from(["{cpu: 4GiB", "[4GiB", "{cpu: [", "'4GiB"])))
+    elif kind == "duplicate":
+        text += draw(st.sampled_from(["  llmd:preset: gpu-vllm-native-cpu\n", "  llmd:cache: {}\n"]))
+    elif kind == "insert":
+        text = (
+            text[:at]
+            + draw(st.sampled_from([":", "-", "&", "*x", "!!python/object:os.system", "%", "\x00", "'"]))
+            + text[at:]
+        )
+    elif kind == "bomb":
+        text = _alias_bomb(draw(st.integers(2, 9)), draw(st.integers(2, 10)))
+    return text
+
+
+@settings(settings.get_profile(PROFILE), max_examples=200)
+@given(stack_files())
+def test_any_stack_file_is_one_line_or_loads(text: str) -> None:
+    import tempfile
+    import time
+    from pathlib import Path as FilePath
+
+    with tempfile.TemporaryDirectory() as tmp:
+        (FilePath(tmp) / "Pulumi.x.yaml").write_text(text)
+        saved, loading.PROJECT_DIR = loading.PROJECT_DIR, FilePath(tmp)
+        started = time.monotonic()
+        try:
+            loading.load_named("x")
+        except ConfigError as error:
+            assert str(error).startswith("invalid stack config: ")
+            assert str(error).isprintable(), str(error)
+        finally:
+            loading.PROJECT_DIR = saved
+        assert time.monotonic() - started < 5, "a stack file took seconds to load"

@@ -18,14 +18,16 @@ import pulumi
 import pytest
 import yaml
 
+from components.catalog.labels import router_name
 from components.router import harden_chart_pods
 from components.specs.router_values import router_endpoint
 from policies.resources import Resource
 from policies.rules import RULES
 from scripts import install_helm
 from stacks import loading
+from stacks.errors import ConfigError
 from stacks.plan import plan
-from tests.helm import CHART_VERSION, ChartInputs, chart_inputs, helm, template
+from tests.helm import CHART_VERSION, V0, ChartInputs, chart_inputs, helm, template
 from tests.helpers import SEEDS, by_kind, manifests, pods, rendered, resources, validate
 
 PRESETS = loading.preset_names()
@@ -38,7 +40,7 @@ Obj = dict[str, Any]
 
 def _epp(objects: list[Obj], release: str) -> tuple[Obj, Obj]:
     """The chart's EPP Deployment and its `epp` container."""
-    [deployment] = [d for d in by_kind(objects, "Deployment") if d["metadata"]["name"] == f"{release}-epp"]
+    [deployment] = [d for d in by_kind(objects, "Deployment") if d["metadata"]["name"] == router_name(release)]
     [container] = [c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "epp"]
     return deployment, container
 
@@ -224,7 +226,7 @@ def test_the_charts_monitors_select_its_own_objects(name: str) -> None:
     inputs = chart_inputs(name, PROMETHEUS)
     objects = template(inputs).objects
     [monitor] = by_kind(objects, "ServiceMonitor")
-    [service] = [s for s in by_kind(objects, "Service") if s["metadata"]["name"] == f"{inputs.release}-epp"]
+    [service] = [s for s in by_kind(objects, "Service") if s["metadata"]["name"] == router_name(inputs.release)]
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     assert inputs.namespace in monitor["spec"]["namespaceSelector"]["matchNames"]
     names = {p["name"] for p in service["spec"]["ports"]}
@@ -375,3 +377,52 @@ def test_a_values_change_rolls_the_epp_through_its_pod_templates_digest() -> Non
         True, "kubernetes:core/v1:ConfigMap", "r-epp", {}, pulumi.ResourceOptions()
     )
     assert transform(config_map) is None
+
+
+# ---- names the chart shortens (issue 20) ----
+
+CHART_LIMIT_NAMES = [
+    ("a" * 40, "llm-d-tiered-prefix-cache"),
+    ("b" * 41, "llm-d-tiered-prefix-cache"),
+    ("r" + "-x" * 26, "llm-d-tiered-prefix-cache"),  # 53 characters, cut at a '-'
+    ("c" * 53, "n" * 37),  # the longest namespace whose ClusterRole name the chart keeps whole
+    ("d" * 37, "n" * 63),
+]
+
+
+@pytest.mark.parametrize(("release", "namespace"), CHART_LIMIT_NAMES)
+def test_names_the_chart_shortens_are_the_names_the_stack_uses(release: str, namespace: str) -> None:
+    """The endpoint, the pool's picker, the verification Job and the router's NetworkPolicy name the
+    objects the chart renders for a release at or past its 40-character cut."""
+    stack = plan(loading.load_named("dev", [V0, f"router.release={release}", f"namespace={namespace}", *PROMETHEUS]))
+    objects = template(ChartInputs(release, namespace, stack.router_values)).objects
+    assert by_kind(objects, "ClusterRole")  # the name the chart cuts at 84 characters, quotes included
+    for obj in objects:
+        validate(obj)
+    services = {s["metadata"]["name"]: s for s in by_kind(objects, "Service")}
+    host = urlsplit(router_endpoint(release, namespace)).hostname or ""
+    assert host.split(".")[0] in services
+    [job] = by_kind(stack.verification, "Job")
+    [env] = [
+        e for c in job["spec"]["template"]["spec"]["containers"] for e in c.get("env", []) if e["name"] == "ROUTER_URL"
+    ]
+    assert urlsplit(env["value"]).hostname == host
+    assert stack.inference_pool is not None
+    assert stack.inference_pool["spec"]["endpointPickerRef"]["name"] in services
+    deployment, _ = _epp(objects, release)
+    [policy] = stack.router_policies
+    selector = policy["spec"]["podSelector"]["matchLabels"]
+    assert selector.items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
+
+
+@pytest.mark.parametrize(("release", "namespace"), [("c" * 53, "n" * 38), ("d" * 38, "n" * 63)])
+def test_names_the_chart_cannot_render_are_one_line(release: str, namespace: str) -> None:
+    """Past the cut of the chart's ClusterRole name (rendered with monitoring), the chart renders no YAML;
+    the config says so first, whether monitoring is on yet or not."""
+    for monitoring in PROMETHEUS, GMP:
+        stack = plan(loading.load_named("dev", [V0, "router.release=a", f"namespace={namespace}", *monitoring]))
+        failed = template(ChartInputs(release, namespace, stack.router_values))
+        assert failed.returncode != 0
+        assert "YAML parse error" in failed.stderr
+    with pytest.raises(ConfigError, match=r"^invalid stack config: router.release = '[cd]+': the router chart's"):
+        loading.load_named("dev", [f"router.release={release}", f"namespace={namespace}"])

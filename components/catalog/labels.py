@@ -41,9 +41,41 @@ ROUTER_SERVICE_PORT = 80
 ROUTER_BLOCK_TOKENS = 64
 
 
+# The router chart (routerlib `_helpers.tpl`, chart v0.10.0 and main) names its objects after the release
+# trimmed, lower-cased and cut to this many characters: `<base>-epp` (Deployment, Service, ConfigMap,
+# ServiceAccount, the pods' selector label), while the InferencePool keeps the full release name.
+ROUTER_NAME_BASE = 40
+# `llm-d-router.cluster-rbac-name`: `"<base>-<namespace base>-epp"` quoted, then cut to this many characters;
+# a longer name loses its closing quote and the chart's ClusterRole is not YAML.
+ROUTER_CLUSTER_RBAC_QUOTED = 84
+
+
+def _chart_base(name: str) -> str:
+    return name.strip().lower()[:ROUTER_NAME_BASE]
+
+
+def router_name(release: str) -> str:
+    """The chart's `llm-d-router.name`: what its EPP Deployment, Service and selector label are called."""
+    return f"{_chart_base(release)}-epp"
+
+
+def router_cluster_rbac_name(release: str, namespace: str) -> str:
+    """The chart's `llm-d-router.cluster-rbac-name` (ClusterRole and its binding), unquoted."""
+    return f"{_chart_base(release)}-{_chart_base(namespace)}-epp"
+
+
+def router_names_problem(release: str, namespace: str) -> str | None:
+    """Why the chart cannot render objects for this release in this namespace, or None."""
+    rbac = router_cluster_rbac_name(release, namespace)
+    if len(rbac) + 2 > ROUTER_CLUSTER_RBAC_QUOTED:
+        return (
+            f"the router chart's ClusterRole name (with monitoring) {rbac} has {len(rbac)} characters, past the"
+            f" {ROUTER_CLUSTER_RBAC_QUOTED - 2} it keeps whole; shorten router.release or namespace"
+        )
+    return None
+
+
 def router_pod_labels(release: str, pool_created: bool) -> dict[str, str]:
-    """The selector labels the router chart puts on its EPP pods (routerlib `llm-d-router.selectorLabels`,
-    chart v0.10.0): the release, trimmed, lower-cased and cut to 40 characters, plus `-epp`, under a key
-    that names the mode (`inferencePool.create`)."""
-    name = f"{release.strip().lower()[:40]}-epp"
-    return {"llm-d-router-gateway" if pool_created else "llm-d-router-standalone": name}
+    """The selector labels the router chart puts on its EPP pods (routerlib `llm-d-router.selectorLabels`):
+    `router_name(release)` under a key that names the mode (`inferencePool.create`)."""
+    return {"llm-d-router-gateway" if pool_created else "llm-d-router-standalone": router_name(release)}

@@ -33,3 +33,30 @@ MACHINES: dict[str, MachineType] = {
         MachineType("tpu7x-standard-4t", "gke", "tpu-v7", 4, ByteSize(960 * GB), tpu_topology="2x2x1"),
     )
 }
+
+
+@dataclass(frozen=True)
+class SystemMachineType:
+    """A machine type of a created cluster's system pool (router, monitoring, system pods)."""
+
+    key: str
+    cloud: str  # gke | eks
+    vcpus: int
+    memory: ByteSize
+
+
+# The system machine types a stack may name. A new one is added here with its vCPUs and memory (GCE
+# general-purpose machine types, EC2 M instances: from the providers' machine type tables).
+SYSTEM_MACHINES: dict[str, SystemMachineType] = {
+    m.key: m
+    for m in (
+        *(SystemMachineType(f"e2-standard-{n}", "gke", n, ByteSize(4 * n * GB)) for n in (4, 8, 16, 32)),
+        *(SystemMachineType(f"n2-standard-{n}", "gke", n, ByteSize(4 * n * GB)) for n in (4, 8, 16, 32)),
+        *(SystemMachineType(f"n2d-standard-{n}", "gke", n, ByteSize(4 * n * GB)) for n in (4, 8, 16, 32)),
+        *(
+            SystemMachineType(f"{family}.{size}", "eks", n, ByteSize(4 * n * GiB))
+            for family in ("m5", "m6i", "m6a", "m7i")
+            for size, n in (("xlarge", 4), ("2xlarge", 8), ("4xlarge", 16), ("8xlarge", 32))
+        ),
+    )
+}

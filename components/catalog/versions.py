@@ -61,3 +61,7 @@ MODEL_FETCH_IMAGE = VERIFICATION_IMAGE
 # EKS GPU nodes: the AL2023 NVIDIA AMI has the driver; the device plugin advertises nvidia.com/gpu.
 NVIDIA_DEVICE_PLUGIN_REPO = "https://nvidia.github.io/k8s-device-plugin"
 NVIDIA_DEVICE_PLUGIN_VERSION = "0.17.1"
+
+# EKS Kubernetes versions a stack may name for its control plane (cluster.eks.version). A new one is added
+# here once EKS offers it (docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html).
+EKS_VERSIONS = ("1.30", "1.31", "1.32", "1.33", "1.34")

@@ -200,7 +200,7 @@ def fetch_manifests(spec: FetchSpec) -> list[Manifest]:
     """The script's ConfigMap and the Job that runs it (no TTL: a completed Job stays, so an unchanged
     stack's next `pulumi up` finds it and does nothing)."""
     meta = {"namespace": spec.namespace, "labels": dict(LABELS)}
-    job_spec, script = _job_spec(spec), SCRIPT.read_text()
+    job_spec, script = _job_spec(spec), SCRIPT.read_text(encoding="utf-8")
     # pulumi-kubernetes waits this long for the Job (its default, 10 minutes, is less than most downloads).
     job_meta = {**meta, "name": _job_name(job_spec, script), "annotations": timeout_annotation(spec.timeout_seconds)}
     return [

@@ -277,8 +277,9 @@ def pool_created(values: Values) -> bool:
 
 
 def router_endpoint(release: str, namespace: str) -> str:
-    """The in-cluster URL clients use: the EPP Service's port 80, in front of the Envoy listener."""
-    return f"http://{release}-epp.{namespace}.svc.cluster.local:{labels.ROUTER_SERVICE_PORT}"
+    """The in-cluster URL clients use: the EPP Service's port 80, in front of the Envoy listener (the Service
+    is named as the chart names it, the release cut to its length)."""
+    return f"http://{labels.router_name(release)}.{namespace}.svc.cluster.local:{labels.ROUTER_SERVICE_PORT}"
 
 
 def inference_pool(release: str, namespace: str, values: Values) -> Values | None:
@@ -300,7 +301,7 @@ def inference_pool(release: str, namespace: str, values: Values) -> Values | Non
             "appProtocol": "http" if router["modelServers"]["protocol"] == "http" else "kubernetes.io/h2c",
             "selector": {"matchLabels": dict(router["modelServers"]["matchLabels"])},
             "endpointPickerRef": {
-                "name": f"{release}-epp",
+                "name": labels.router_name(release),
                 "port": {"number": labels.EPP_EXT_PROC_PORT},
                 "failureMode": router["inferencePool"]["failureMode"],
             },
@@ -338,4 +339,4 @@ EPP_DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 
 def chart_child_name(kind: str, release: str) -> str:
     """The object the chart names for a `CHART_CHILDREN_BY_VALUES` entry: the pool keeps the release's name."""
-    return release if kind == "pool" else f"{release}-epp"
+    return release if kind == "pool" else labels.router_name(release)

@@ -60,7 +60,7 @@ def verification_manifests(spec: VerificationSpec) -> list[Manifest]:
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {**meta, "name": f"{NAME}-script"},
-            "data": {SCRIPT.name: SCRIPT.read_text()},
+            "data": {SCRIPT.name: SCRIPT.read_text(encoding="utf-8")},
         },
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {**meta, "name": NAME}},
         {

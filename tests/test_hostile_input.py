@@ -1,0 +1,342 @@
+"""Hostile input, second round (issue 20): values that passed every check and broke at `pulumi up`.
+
+One test per class of defect; each example ends in one `invalid stack config:` line, or in a render that
+works (the router's names through the real chart: tests/test_router_helm.py).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from components.catalog import labels
+from stacks import loading
+from stacks.__main__ import main
+from stacks.errors import ConfigError
+from stacks.plan import plan
+from tests.helpers import by_kind, manifests, rendered
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _one_line(preset: str, overrides: list[str]) -> str:
+    with pytest.raises(ConfigError) as caught:
+        plan(loading.load_preset(preset, overrides))
+    text = str(caught.value)
+    assert text.startswith("invalid stack config: ")
+    assert text.isprintable(), text
+    return text
+
+
+# ---- names the chart shortens ----
+
+
+@pytest.mark.parametrize("length", [40, 41, 47, 53])
+def test_names_the_chart_shortens_reach_the_service_the_chart_creates(length: int) -> None:
+    release = "r" * length
+    stack = plan(loading.load_preset("dev", [f"router.release={release}"]))
+    service = labels.router_name(release)
+    assert service == "r" * min(length, labels.ROUTER_NAME_BASE) + "-epp"
+    assert stack.inference_pool is not None
+    assert stack.inference_pool["spec"]["endpointPickerRef"]["name"] == service
+    [job] = by_kind(stack.verification, "Job")
+    env = {e["name"]: e.get("value") for c in job["spec"]["template"]["spec"]["containers"] for e in c.get("env", [])}
+    assert env["ROUTER_URL"].startswith(f"http://{service}.")
+    [policy] = stack.router_policies
+    assert policy["spec"]["podSelector"]["matchLabels"] == labels.router_pod_labels(release, True)
+    summary = rendered("dev", (f"router.release={release}",)).summary
+    assert f"http://{service}." in summary
+
+
+def test_names_the_chart_cannot_render_are_one_line() -> None:
+    text = _one_line("dev", ["router.release=" + "c" * 53, "namespace=" + "n" * 40])
+    assert "router.release = '" + "c" * 53 + "': the router chart's ClusterRole name" in text
+
+
+# ---- units and ranges ----
+
+
+@pytest.mark.parametrize("value", ["1", "2", "1023", "1KiB"])
+def test_units_and_ranges_a_bandwidth_without_its_unit_is_one_line(value: str) -> None:
+    text = _one_line("gpu-vllm-native-fs", [f"storage.read_bandwidth={value}"])
+    assert "storage.read_bandwidth = " in text
+    assert "must be between 1 MiB and" in text
+
+
+def test_units_and_ranges_a_slow_filesystem_is_one_line_not_centuries_of_waiting() -> None:
+    text = _one_line("gpu-vllm-native-fs", ["storage.read_bandwidth=1MiB", "cache.replicas=64"])
+    assert "storage.read_bandwidth = '1 MiB': " in text
+    assert "beyond the 7 days `pulumi up` waits" in text
+
+
+def test_units_and_ranges_every_probe_and_timeout_fits_its_field() -> None:
+    stack = plan(loading.load_preset("gpu-vllm-native-fs", ["storage.read_bandwidth=50MiB"]))
+    for manifest in [m for role in stack.roles for m in role.manifests]:
+        timeout = (manifest["metadata"].get("annotations") or {}).get("pulumi.com/timeoutSeconds")
+        if timeout is not None:
+            assert 0 < int(timeout) <= 2**63 // 10**9
+        for container in manifest.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
+            probe = container.get("startupProbe")
+            if probe:
+                assert 0 < probe["failureThreshold"] <= 2**31 - 1
+
+
+def test_units_and_ranges_a_default_tier_split_into_fractions_of_a_gib_is_one_line() -> None:
+    """Mooncake segments are whole GiB per rank: the combination's default tier split over TP=64 is not (it
+    was a ValueError traceback from the sizing)."""
+    text = _one_line("gpu-vllm-mooncake-store-cpu", ["cache.tensor_parallelism=64"])
+    assert "cache.tensor_parallelism = 64: splits the default" in text
+
+
+def test_units_and_ranges_a_byte_count_is_exact() -> None:
+    from components.units import ByteSize
+
+    assert ByteSize.parse("123456789123456789").bytes == 123456789123456789
+    assert ByteSize.parse("1.5 KiB").bytes == 1536
+
+
+# ---- cloud fields never checked ----
+
+CLOUD = [
+    ("gke-h100-lustre", "cluster.gke.network=Bad_Net", "cluster.gke.network = 'Bad_Net': must be a VPC network"),
+    ("gke-h100-lustre", "cluster.gke.subnetwork=a b", "cluster.gke.subnetwork = 'a b': must be a subnetwork"),
+    (
+        "gke-h100-lustre",
+        "cluster.gke.subnetwork=projects/my-project/regions/europe-west4/subnetworks/nodes",
+        "must be a subnetwork of region us-central1",
+    ),
+    ("gke-h100-lustre", "cluster.gke.region=us-central123", "cluster.gke.region = 'us-central123'"),
+    (
+        "gke-h100-lustre",
+        "cluster.gke.system_machine_type=banana",
+        "cluster.gke.system_machine_type = 'banana': allowed",
+    ),
+    ("eks-h100-efs", "cluster.eks.system_instance_type=banana", "cluster.eks.system_instance_type = 'banana': allowed"),
+    ("eks-h100-efs", "cluster.eks.system_instance_type=e2-standard-8", "another machine type is added to"),
+    ("eks-h100-efs", "cluster.eks.version='1.99'", "cluster.eks.version = '1.99': allowed: 1.30"),
+    ("eks-h100-efs", "cluster.eks.availability_zones=[us-east-1a, us-east-1-bos]", "must be zones of region"),
+    (
+        "gke-h100-lustre",
+        "node_pools.h100.reservation=My_Block",
+        "node_pools.h100.reservation = 'My_Block': must be a GKE",
+    ),
+    ("eks-h100-efs", "node_pools.h100.reservation=my-reservation", "must be an EC2 capacity reservation id"),
+]
+
+
+@pytest.mark.parametrize(("preset", "override", "message"), CLOUD)
+def test_cloud_fields_never_checked_are_one_line(preset: str, override: str, message: str) -> None:
+    assert message in _one_line(preset, [override])
+
+
+@pytest.mark.parametrize(
+    ("preset", "override"),
+    [
+        ("gke-h100-lustre", "cluster.gke.network=projects/my-project/global/networks/shared-vpc"),
+        ("gke-h100-lustre", "cluster.gke.subnetwork=projects/my-project/regions/us-central1/subnetworks/nodes"),
+        ("gke-h100-lustre", "node_pools.h100.reservation=projects/my-project/reservations/h100-block"),
+        ("eks-h100-efs", "node_pools.h100.reservation=cr-0123456789abcdef0"),
+        ("eks-h100-efs", "cluster.eks.version='1.32'"),
+        ("eks-h100-efs", "cluster.eks.system_instance_type=m7i.4xlarge"),
+    ],
+)
+def test_cloud_fields_in_the_providers_grammar_are_accepted(preset: str, override: str) -> None:
+    plan(loading.load_preset(preset, [override]))
+
+
+# ---- sizes nothing can honour ----
+
+SIZES = [
+    ("dev", ["cache.tier.cpu=32TiB"], "cache.tier.cpu = '32 TiB': 1 pods x"),
+    ("gpu-vllm-native-cpu", ["cache.tensor_parallelism=64"], "cache.tensor_parallelism = 64: a pod needs 64 devices"),
+    ("dev", ["model_cache.mode=dedicated", "model_cache.size=1GiB"], "model_cache.size = '1 GiB': smaller than the"),
+    (
+        "gpu-vllm-native-fs",
+        ["storage.size=1GiB", "cache.model=Qwen/Qwen3-32B"],
+        "storage.size = '1 GiB': smaller than the",
+    ),
+    (
+        "dev",
+        ["monitoring.enabled=true", "monitoring.alerts.min_load_bandwidth=1TiB"],
+        "monitoring.alerts.min_load_bandwidth = '1 TiB': faster than the 55 GB/s",
+    ),
+]
+
+
+@pytest.mark.parametrize(("preset", "overrides", "message"), SIZES)
+def test_sizes_nothing_can_honour_are_one_line(preset: str, overrides: list[str], message: str) -> None:
+    assert message in _one_line(preset, overrides)
+
+
+# ---- stack files ----
+
+STACK_FILES = {
+    "tab": ("config:\n\tllmd:preset: dev\n", "Pulumi.x.yaml:2:1 = (not shown): malformed YAML"),
+    "unclosed": ("config:\n  llmd:cache: {replicas: [1\n", "Pulumi.x.yaml:3:1 = (not shown): malformed YAML"),
+    "duplicate": (
+        "config:\n  llmd:preset: dev\n  llmd:preset: gpu-vllm-native-cpu\n",
+        "Pulumi.x.yaml:3:3 = (not shown): malformed YAML: mapping key 'llmd:preset' already defined at line 2",
+    ),
+    "aliases": (
+        "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+        + "".join(
+            f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
+            for p, c in zip("abcdefg", "bcdefgh", strict=True)
+        )
+        + "config:\n  llmd:preset: dev\n  llmd:description: *h\n",
+        "Pulumi.x.yaml = (not shown): its aliases expand to more than 100000 values",
+    ),
+    "not a mapping": ("- config\n", "Pulumi.x.yaml = (not shown): must be a mapping"),
+    "not utf-8": ("config: {llmd:description: \udcff}\n", "Pulumi.x.yaml = (not shown): not UTF-8 text"),
+}
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(loading, "PROJECT_DIR", tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize("case", STACK_FILES)
+def test_stack_files_that_are_malformed_are_one_line_with_file_line_and_column(case: str, project: Path) -> None:
+    text, message = STACK_FILES[case]
+    (project / "Pulumi.x.yaml").write_bytes(text.encode("utf-8", "surrogateescape"))
+    with pytest.raises(ConfigError) as caught:
+        loading.load_named("x")
+    assert str(caught.value).startswith(f"invalid stack config: {message}")
+    assert str(caught.value).isprintable()
+
+
+def test_stack_files_check_reports_a_bad_file_and_checks_the_others(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "Pulumi.bad.yaml").write_text("config:\n\tllmd:preset: dev\n")
+    (project / "Pulumi.good.yaml").write_text("config:\n  llmd:preset: dev\n")
+    monkeypatch.setattr(loading, "preset_names", lambda: ["dev"])
+    code = main(["check"])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert err == "error: bad: invalid stack config: Pulumi.bad.yaml:2:1 = (not shown): malformed YAML: " + (
+        "while scanning for the next token found character '\\t' that cannot start any token\n"
+    )
+    assert "dev: " in out and "good: " in out
+
+
+def test_stack_files_an_alias_bomb_in_a_set_value_is_one_line() -> None:
+    bomb = (
+        "["
+        + ", ".join(
+            ["&a [x, x, x, x, x, x, x, x, x, x]"]
+            + [f"&{c} [" + ", ".join([f"*{p}"] * 10) + "]" for p, c in zip("abcdefg", "bcdefgh", strict=True)]
+        )
+        + "]"
+    )
+    with pytest.raises(ConfigError, match=r"^invalid stack config: --set = .*: its aliases expand to more than"):
+        loading.load_preset("dev", [f"description={bomb}"])
+
+
+# ---- formats that accept more than they say ----
+
+FORMATS = [
+    ("dev", "router.epp_resources.cpu=\uff14", "router.epp_resources.cpu = '\uff14': must be a CPU quantity"),
+    ("dev", 'router.epp_resources.cpu="4\\n"', "router.epp_resources.cpu = '4\\n': must be a CPU quantity"),
+    ("dev", 'cache.image="docker.io/vllm/vllm-openai:v1\\n"', "must be an image reference"),
+    ("dev", "cache.image=docker.io/vllm/vllm-openai:v\uff11", "must be an image reference"),
+    ("dev", "router.version=v1.0.\uff10", "router.version = 'v1.0.\uff10'"),
+    ("dev", "monitoring.alerts.window=1\uff15m", "monitoring.alerts.window = '1\uff15m'"),
+    ("dev", "cache.tier.cpu=\uff14GiB", "cache.tier.cpu = '\uff14GiB'"),
+    ("dev", 'namespace="llmd\\n"', "namespace = 'llmd\\n': must be a DNS label"),
+    ("eks-h100-efs", "cluster.eks.account_id=" + "\uff11" * 12, "cluster.eks.account_id = "),
+    ("gke-tpu-v7-multi-host", "node_pools.tpu.tpu_topology=2x2x\uff12", "tpu_topology = '2x2x\uff12'"),
+    ("gke-h100-lustre", 'cluster.gke.region="us-central1\\n"', "must be a GCP region"),
+]
+
+
+@pytest.mark.parametrize(("preset", "override", "message"), FORMATS)
+def test_formats_that_accept_more_than_they_say_are_one_line(preset: str, override: str, message: str) -> None:
+    assert message in _one_line(preset, [override])
+
+
+# ---- the tool itself ----
+
+
+def test_the_tool_itself_never_hands_a_revision_to_git_as_an_option(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(ROOT)
+    target = tmp_path / "written"
+    code = main(["diff", f"--base=--output={target}"])
+    assert code == 2
+    assert capsys.readouterr().err.startswith(f"error: invalid stack config: --base = '--output={target}': not a")
+    assert not target.exists()
+
+
+@pytest.mark.parametrize("preset", ["../../Pulumi", "/etc/hostname", "dev.yaml", "presets/dev"])
+def test_the_tool_itself_loads_only_presets_by_name(preset: str) -> None:
+    with pytest.raises(ConfigError, match=rf"^invalid stack config: preset = '{preset}': allowed: "):
+        loading.build(preset)
+
+
+def test_the_tool_itself_renders_non_ascii_under_a_c_locale(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONIOENCODING", "PYTHONUTF8")}
+    env.update(LC_ALL="C", LANG="C", PYTHONUTF8="0")
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [sys.executable, "-m", "stacks", "render", "dev", "--set", "description=Qwen3 · dév ✓", "--out", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr.decode(errors="replace")
+    assert "Qwen3 · dév ✓" in (out / "summary.md").read_text(encoding="utf-8")
+    listing = subprocess.run(
+        [sys.executable, "-m", "stacks", "list"], cwd=ROOT, env=env, capture_output=True, check=False
+    )
+    assert listing.returncode == 0, listing.stderr.decode(errors="replace")
+
+
+@pytest.mark.parametrize("out", ["", " "])
+def test_the_tool_itself_never_renders_into_the_current_directory_by_an_empty_out(
+    out: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["render", "dev", "--out", out]) == 2
+    assert capsys.readouterr().err.startswith(f"error: invalid stack config: --out = '{out}': must name a directory")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("namespace", ["kube-system", "kube-public", "default", "gmp-system", "gke-managed-system"])
+def test_the_tool_itself_never_takes_a_namespace_the_cluster_owns(namespace: str) -> None:
+    assert f"namespace = '{namespace}': a namespace the cluster or its platform owns" in _one_line(
+        "dev", [f"namespace={namespace}"]
+    )
+
+
+IDLE = [
+    ("gke-h100-lustre", ["cluster.context=prod"], "cluster.context = (not shown): applies only with cluster.provider"),
+    ("dev", ["cluster.name=mine"], "cluster.name = 'mine': names a created cluster"),
+    ("existing-mi300", ["node_pools.mi300.spot=true"], "node_pools.mi300.spot = True: applies only to pools created"),
+    ("gke-h100-lustre", ["node_pools.h100.host_memory=1TiB"], "node_pools.h100.host_memory = '1 TiB': describes an"),
+    ("gke-h100-lustre", ["storage.read_bandwidth=10GiB"], "storage.read_bandwidth = '10 GiB': applies only with"),
+    ("gpu-vllm-native-fs", ["storage.lustre.filesystem=abc"], "storage.lustre = '(set)': applies only with"),
+    ("dev", ["model_cache.size=100GiB"], "model_cache.size = '100 GiB': applies only with model_cache.mode dedicated"),
+]
+
+
+@pytest.mark.parametrize(("preset", "overrides", "message"), IDLE)
+def test_the_tool_itself_rejects_settings_that_do_nothing_on_the_platform(
+    preset: str, overrides: list[str], message: str
+) -> None:
+    assert message in _one_line(preset, overrides)
+
+
+def test_the_tool_itself_writes_a_render_whole(tmp_path: Path) -> None:
+    result = rendered("dev")
+    result.write(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["manifests.yaml", "resources.json", "summary.md"]
+    assert manifests(result)
