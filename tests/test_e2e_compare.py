@@ -60,3 +60,24 @@ def test_a_change_only_one_side_sees_is_a_disagreement() -> None:
     key = ("kubernetes:core/v1:Service", "s")
     assert [d.plan for d in compare.compare_plans([{"op": "update", "urn": _urn(*key)}], [])] == ["no change"]
     assert [d.engine for d in compare.compare_plans([], [Change("added", *key, "created")])] == ["no change"]
+
+
+_CHART = "llmd:router:Router$kubernetes:helm.sh/v4:Chart"
+
+
+def test_a_renamed_charts_objects_answer_to_the_charts_row() -> None:
+    chart = Change("replace", compare.CHART_TYPE, "llmd-router-chart", "renamed")
+    recreated = [
+        {"op": "create", "urn": _urn(f"{_CHART}$kubernetes:core/v1:Service", "llmd-router-chart:ns2/r-epp")},
+        {"op": "delete", "urn": _urn(f"{_CHART}$kubernetes:core/v1:Service", "llmd-router-chart:ns/r-epp")},
+    ]
+    assert compare.compare_plans(recreated, [chart]) == []
+    # The plan says the objects are recreated; an engine that recreates nothing disagrees.
+    (only,) = compare.compare_plans([], [chart])
+    assert (only.engine, only.plan) == ("no recreated objects", "replace")
+
+
+def test_a_charts_objects_changed_without_a_row_are_a_disagreement() -> None:
+    step = {"op": "replace", "urn": _urn(f"{_CHART}$kubernetes:core/v1:ConfigMap", "llmd-router-chart:ns/r-epp")}
+    (only,) = compare.compare_plans([step], [Change("update", compare.CHART_TYPE, "llmd-router-chart", "values")])
+    assert (only.type, only.engine, only.plan) == ("kubernetes:core/v1:ConfigMap", "replace", "no change")
