@@ -13,6 +13,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.catalog import labels
 from components.k8s_objects import child_options, declare_all
 from components.specs.router_values import VALUES_CHECKSUM_ANNOTATION, router_endpoint, values_checksum
 from components.specs.security import harden_chart_object
@@ -86,4 +87,11 @@ class Router(pulumi.ComponentResource):
         self.endpoint = pulumi.Output.from_input(args.namespace).apply(
             lambda namespace: router_endpoint(args.release, namespace)
         )
-        self.register_outputs({"endpoint": self.endpoint})
+        chart_inputs = {
+            "chart": args.chart,
+            "version": None if args.chart.endswith(".tgz") else args.version,
+            "name": args.release,
+            "namespace": args.namespace,
+            "values": args.values,
+        }
+        self.register_outputs({"endpoint": self.endpoint, labels.ROUTER_CHART_OUTPUT: chart_inputs})

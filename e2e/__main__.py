@@ -16,6 +16,9 @@ from e2e.engine import REPO
 
 # Presets whose Kubernetes layer needs no cloud account: an existing cluster.
 DEFAULT = ("dev", "gpu-vllm-native-cpu", "gpu-vllm-native-fs", "gpu-vllm-lmcache-server-pd", "existing-mi300")
+# The presets whose config changes are compared with the change plan when none is named (the others run
+# the lifecycle without them, to keep CI short): no pool, a filesystem tier, a described pool.
+CHANGE_PRESETS = ("dev", "gpu-vllm-native-fs", "existing-mi300")
 
 
 def _local_presets() -> list[str]:
@@ -35,6 +38,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--all", action="store_true", help="every preset that needs no cloud account")
     parser.add_argument("--no-changes", action="store_true", help="skip the config-change comparisons")
     parser.add_argument("--build-only", action="store_true", help="build the tools and stop")
+    parser.add_argument("--keep", action="store_true", help="leave the stack deployed and the cluster running")
+    parser.add_argument("--stop", metavar="PRESET", help="stop the cluster a --keep run left running")
     parser.add_argument("--workdir", type=Path, default=REPO / "out" / "e2e", help="logs and state (default out/e2e)")
     args = parser.parse_args(argv)
     try:
@@ -44,10 +49,16 @@ def main(argv: list[str]) -> int:
         return 1
     if args.build_only:
         return 0
+    if args.stop:
+        from e2e.kwok import Cluster
+
+        Cluster(lifecycle.cluster_name(args.stop), args.workdir / args.stop / "cluster", bins).delete()
+        return 0
     presets = _local_presets() if args.all else (args.presets or list(DEFAULT))
     started, reports = time.monotonic(), []
     for preset in presets:
-        reports.append(lifecycle.run_preset(preset, args.workdir / preset, bins, changes=not args.no_changes))
+        changes = not args.no_changes and (bool(args.presets) or preset in CHANGE_PRESETS)
+        reports.append(lifecycle.run_preset(preset, args.workdir / preset, bins, changes=changes, keep=args.keep))
     failed = [r.preset for r in reports if r.failed]
     print(
         f"[e2e] {len(reports) - len(failed)} of {len(reports)} presets passed in {time.monotonic() - started:.0f} s"

@@ -65,7 +65,7 @@ CHANGES = (
     Change("tier size", "llmd:cache.tier.cpu", "6GiB"),
     Change("replicas", "llmd:cache.replicas", "2"),
     Change("image", "llmd:cache.image", "docker.io/vllm/vllm-openai:v0.26.1"),
-    Change("model", "llmd:cache.model", "Qwen/Qwen3-1.7B"),
+    Change("model", "llmd:cache.model", "Qwen/Qwen3-8B"),
     Change("release name", "llmd:router.release", "tpc-renamed", apply=False),
     Change("namespace", "llmd:namespace", "llm-d-e2e-moved", apply=False),
 )
@@ -162,12 +162,18 @@ def _uids(cluster: Cluster, namespace: str) -> dict[tuple[str, str], str]:
     return uids
 
 
-def run_preset(preset: str, workdir: Path, bins: dict[str, Path], changes: bool = True, policy: bool = True) -> Report:
+def cluster_name(preset: str) -> str:
+    return f"llmd-{preset}"[:40].rstrip("-")
+
+
+def run_preset(
+    preset: str, workdir: Path, bins: dict[str, Path], changes: bool = True, policy: bool = True, keep: bool = False
+) -> Report:
     report = Report(preset)
     if workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
-    cluster = Cluster(f"llmd-{preset}"[:40].rstrip("-"), workdir / "cluster", bins)
+    cluster = Cluster(cluster_name(preset), workdir / "cluster", bins)
     shim_dir = workdir / "bin"
     language_host_shim(shim_dir, bins["pulumi"] / "pulumi-language-python-exec")
     project = copy_project(workdir / "project")
@@ -249,11 +255,15 @@ def run_preset(preset: str, workdir: Path, bins: dict[str, Path], changes: bool 
                 _timed(report, f"change: {change.name}", step)
         if policy:
             _timed(report, "policy pack passes", lambda: _policy(engine, project, expect_pass=True))
-        _timed(report, "destroy under protect", lambda: _destroy(engine, cluster, state))
+        if not keep:
+            _timed(report, "destroy under protect", lambda: _destroy(engine, cluster, state))
     except (StepError, ClusterError):
         pass
     finally:
-        cluster.delete()
+        if keep:
+            report.say(f"kept: kubectl --kubeconfig {cluster.kubeconfig}; stop it with `./run e2e --stop {preset}`")
+        else:
+            cluster.delete()
     return report
 
 
@@ -280,8 +290,8 @@ def _change(
     summary = ", ".join(sorted({f"{c.kind} {c.name}" for c in planned}))[:300]
     if disagreements:
         raise StepError(f"{len(disagreements)} disagreement(s):\n  " + "\n  ".join(d.line() for d in disagreements))
-    if not change.apply:
-        engine.run("config", "set" if before.get("value") else "rm", "--path", change.key, check=False)
+    if not change.apply:  # a move the run does not make: the key goes back to unset
+        engine.remove_config(change.key)
         return f"plans agree ({summary}); previewed only"
     # Where the stack describes no pool, its pods' nodes are the cluster's: more pods get more nodes.
     cluster.apply(nodes.node_objects(nodes.node_shapes(state["pools"], after["objects"])))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pulumi_policy import (
@@ -15,7 +16,8 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from policies.resources import Resource
+from components.catalog import labels
+from policies.resources import CHART_TYPE, Resource
 from policies.rules import RULES, Rule
 
 PACK_NAME = "llmd-tiered-prefix-cache"
@@ -48,9 +50,28 @@ RECORD_INPUTS = ResourceValidationPolicy(
 )
 
 
+def _plain(value: Any) -> Any:
+    """The analyzer's read-only property proxies as plain dicts and lists."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _props(resource: Any) -> dict[str, Any]:
+    props = _INPUTS.get(resource.urn, _plain(resource.props))
+    if resource.resource_type == CHART_TYPE and "chart" not in props and resource.parent is not None:
+        # The engine shows a remote component's inputs to no policy: its parent Router repeats them as an output.
+        repeated = _plain(resource.parent.props).get(labels.ROUTER_CHART_OUTPUT)
+        if isinstance(repeated, dict):
+            return repeated
+    return dict(props)
+
+
 def stack_resources(resources: Any) -> list[Resource]:
     """The stack's resources with their inputs where the engine showed them, else their outputs."""
-    return [Resource(r.resource_type, r.name, _INPUTS.get(r.urn, dict(r.props)), r.urn) for r in resources]
+    return [Resource(r.resource_type, r.name, _props(r), r.urn) for r in resources]
 
 
 def _policy(rule: Rule) -> StackValidationPolicy:

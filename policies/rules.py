@@ -527,6 +527,11 @@ def images_pinned(resources: list[Resource], config: dict[str, Any]) -> list[Vio
                 )
     for chart in _charts(resources):
         version = str(chart.props.get("version") or "")
+        source = str(chart.props.get("chart") or "")
+        if not version and source.endswith(".tgz") and "://" not in source:
+            # A packaged chart on disk: Helm takes no version for it, its file name carries it.
+            version = re.sub(r"^.*-(v?[0-9]+\.[0-9]+\.[0-9]+)\.tgz$", r"\1", source, flags=re.ASCII)
+            version = version if version != source else ""
         if not version or version.lstrip("v").count(".") < 2:
             out.append(Violation(chart, f"chart version {version or '(none)'} is not a pinned release"))
     return out

@@ -545,3 +545,56 @@ def test_a_local_chart_passes_only_where_allowed() -> None:
     (violation,) = rule.check([chart], rule.config)
     assert "local file" in violation.message and "allowLocalCharts" in violation.message
     assert rule.check([chart], {**rule.config, "allowLocalCharts": True}) == []
+
+
+def test_a_charts_inputs_come_from_its_routers_output_where_the_engine_analyzed_none() -> None:
+    """The engine runs no per-resource analysis on a remote component (helm.v4 Chart): the Router repeats
+    the chart's inputs as an output (`labels.ROUTER_CHART_OUTPUT`), which the stack policies read."""
+    from components.catalog import labels
+    from policies import pack
+
+    servicer = _PolicyAnalyzerServicer(PACK_NAME, "0.1.0", POLICIES, EnforcementLevel.MANDATORY)
+    router_urn = "urn:pulumi:s::llmd::llmd:router:Router::llmd-router"
+    chart_urn = "urn:pulumi:s::llmd::llmd:router:Router$kubernetes:helm.sh/v4:Chart::llmd-router-chart"
+
+    def stack(chart: str) -> Any:
+        inputs = {"chart": chart, "version": "v1.0.0", "values": {}}
+        return analyzer_pb2.AnalyzeStackRequest(
+            resources=[
+                analyzer_pb2.AnalyzerResource(
+                    type="llmd:router:Router",
+                    name="llmd-router",
+                    urn=router_urn,
+                    properties=_struct({labels.ROUTER_CHART_OUTPUT: inputs}),
+                ),
+                analyzer_pb2.AnalyzerResource(
+                    type="kubernetes:helm.sh/v4:Chart",
+                    name="llmd-router-chart",
+                    urn=chart_urn,
+                    properties=_struct({}),
+                    parent=router_urn,
+                ),
+            ]
+        )
+
+    pack._INPUTS.clear()
+    allowed = stack("oci://ghcr.io/llm-d/charts/llm-d-router-standalone")
+    assert "chart-registries" not in {d.policyName for d in servicer.AnalyzeStack(allowed, None).diagnostics}  # type: ignore[no-untyped-call]
+    foreign = stack("oci://registry.example/charts/router")
+    messages = [
+        d.message for d in servicer.AnalyzeStack(foreign, None).diagnostics if d.policyName == "chart-registries"
+    ]  # type: ignore[no-untyped-call]
+    assert messages and "registry.example" in messages[0]
+
+
+def test_a_local_charts_version_is_read_from_its_file_name() -> None:
+    rule = RULE["images-pinned"]
+    values = {"router": {}}
+    pinned = Resource(
+        "kubernetes:helm.sh/v4:Chart", "c", {"chart": "/charts/llm-d-router-standalone-v0.10.0.tgz", "values": values}
+    )
+    assert rule.check([pinned], rule.config) == []
+    floating = Resource(
+        "kubernetes:helm.sh/v4:Chart", "c", {"chart": "/charts/llm-d-router-standalone.tgz", "values": values}
+    )
+    assert [v.message for v in rule.check([floating], rule.config)] == ["chart version (none) is not a pinned release"]

@@ -79,3 +79,9 @@ def router_pod_labels(release: str, pool_created: bool) -> dict[str, str]:
     """The selector labels the router chart puts on its EPP pods (routerlib `llm-d-router.selectorLabels`):
     `router_name(release)` under a key that names the mode (`inferencePool.create`)."""
     return {"llm-d-router-gateway" if pool_created else "llm-d-router-standalone": router_name(release)}
+
+
+# The Router component's output that repeats its chart's inputs (source, version, release, namespace,
+# values): the engine shows a stack policy a helm.v4 Chart's outputs only, which carry none of them, so
+# the policy pack reads them here (policies/pack.py).
+ROUTER_CHART_OUTPUT = "chartInputs"
