@@ -58,16 +58,19 @@ class Change:
     name: str
     key: str
     value: str | None  # None: remove the key
-    apply: bool = True  # also `pulumi up` it (the namespace and release moves are previewed only)
+    apply: bool = True  # also `pulumi up` it (the moves and the state changes are previewed only)
+    needs_claim: bool = False  # only where the stack has a PersistentVolumeClaim
 
 
 CHANGES = (
     Change("tier size", "llmd:cache.tier.cpu", "6GiB"),
-    Change("replicas", "llmd:cache.replicas", "2"),
+    Change("replicas", "llmd:cache.replicas", "+1"),  # one more than the stack runs
     Change("image", "llmd:cache.image", "docker.io/vllm/vllm-openai:v0.26.1"),
     Change("model", "llmd:cache.model", "Qwen/Qwen3-8B"),
     Change("release name", "llmd:router.release", "tpc-renamed", apply=False),
     Change("namespace", "llmd:namespace", "llm-d-e2e-moved", apply=False),
+    Change("storage size", "llmd:storage.size", "18000Gi", apply=False, needs_claim=True),
+    Change("protect off", "llmd:protect", "false", apply=False, needs_claim=True),
 )
 
 
@@ -141,6 +144,16 @@ def check_live_matches(cluster: Cluster, objects: list[dict[str, Any]]) -> str:
     if problems:
         raise StepError(f"{len(problems)} field(s) differ from the render:\n  " + "\n  ".join(problems[:20]))
     return f"{len(objects)} objects hold every field the render sets"
+
+
+def _served_replicas(objects: list[dict[str, Any]]) -> int:
+    """The model servers' replica count in a render (their Deployments or LeaderWorkerSets)."""
+    counts = [
+        int(o["spec"].get("replicas", 1))
+        for o in objects
+        if o["kind"] in ("Deployment", "LeaderWorkerSet") and "llm-d.ai/role" in o["metadata"].get("labels", {})
+    ]
+    return max(counts, default=1)
 
 
 def _uids(cluster: Cluster, namespace: str) -> dict[tuple[str, str], str]:
@@ -247,7 +260,8 @@ def run_preset(
         _timed(report, "pulumi preview --expect-no-changes", no_change)
 
         if changes:
-            for change in CHANGES:
+            has_claim = any(o["kind"] == "PersistentVolumeClaim" for o in state["render"]["objects"])
+            for change in (c for c in CHANGES if has_claim or not c.needs_claim):
 
                 def step(c: Change = change) -> str:
                     return _change(engine, cluster, project, workdir, state, c, report)
@@ -277,12 +291,32 @@ def _change(
     report: Report,
 ) -> str:
     before = state["render"]
-    if change.value is None:
+    value = change.value
+    if value is not None and value.startswith("+"):
+        value = str(_served_replicas(before["objects"]) + int(value[1:]))
+    if value is None:
         engine.remove_config(change.key)
     else:
-        engine.set_config(change.key, change.value)
-    after = _render(project, engine.stack, workdir / f"render-{change.name.replace(' ', '-')}")
+        engine.set_config(change.key, value)
+    try:
+        after = _render(project, engine.stack, workdir / f"render-{change.name.replace(' ', '-')}")
+    except StepError as refused:
+        # The config checks refuse it (the pools cannot hold it): the engine must stop on the same line.
+        line = str(refused).removeprefix("offline render: ").strip().splitlines()[-1]
+        result = engine.run("preview")
+        engine.remove_config(change.key)
+        if result.ok or line.removeprefix("error: ") not in result.stdout + result.stderr:
+            raise StepError(f"refused offline ({line}) but not by the engine:\n{result.tail(20)}") from None
+        return f"{change.key}={value} refused by the config checks, offline and under the engine: {line}"
     planned = change_plan(before["resources"], after["resources"])
+    refused = [c for c in planned if c.kind == "replace" and "`protect` refuses" in c.why]
+    if refused:
+        result = engine.run("preview")
+        engine.remove_config(change.key)
+        if result.ok or "protect" not in result.stdout + result.stderr:
+            raise StepError(f"the change plan says protect stops it; the engine did not:\n{result.tail(20)}")
+        names = ", ".join(c.name for c in refused)
+        return f"the change plan says `protect` stops it ({names}); the engine's preview stops on protection too"
     steps = engine.preview_steps()
     disagreements = compare.compare_plans(steps, planned)
     for d in disagreements:
@@ -290,6 +324,10 @@ def _change(
     summary = ", ".join(sorted({f"{c.kind} {c.name}" for c in planned}))[:300]
     if disagreements:
         raise StepError(f"{len(disagreements)} disagreement(s):\n  " + "\n  ".join(d.line() for d in disagreements))
+    stalls = [c.name for c in planned if "may stall" in c.why]
+    if stalls:  # the change plan warns the rollout cannot finish here: the run does not wait it out
+        engine.remove_config(change.key)
+        return f"plans agree ({summary}); not applied: the change plan says the rollout may stall ({', '.join(stalls)})"
     if not change.apply:  # a move the run does not make: the key goes back to unset
         engine.remove_config(change.key)
         return f"plans agree ({summary}); previewed only"

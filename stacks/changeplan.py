@@ -83,6 +83,24 @@ def _strategy(inputs: dict[str, Any]) -> str:
     return "the controller's default"
 
 
+def _surges(inputs: dict[str, Any]) -> bool:
+    rolling = (inputs.get("spec", {}).get("strategy") or {}).get("rollingUpdate") or {}
+    return str(rolling.get("maxSurge", 0)) not in ("0", "0%")
+
+
+def _pod_memory(inputs: dict[str, Any]) -> int:
+    """Bytes the pod template's containers request (what the scheduler must find on one node)."""
+    from components.units import ByteSize
+
+    spec = (inputs.get("spec", {}).get("template") or {}).get("spec") or {}
+    total = 0
+    for container in spec.get("containers") or []:
+        memory = ((container.get("resources") or {}).get("requests") or {}).get("memory")
+        if memory:
+            total += ByteSize.parse(str(memory)).bytes
+    return total
+
+
 def _fixed_name(before: dict[str, Any], after: dict[str, Any]) -> bool:
     meta_a, meta_b = before["inputs"].get("metadata", {}), after["inputs"].get("metadata", {})
     return bool(meta_b.get("name")) and (meta_a.get("name"), meta_a.get("namespace")) == (
@@ -106,6 +124,12 @@ def classify(before: dict[str, Any], after: dict[str, Any], paths: list[str]) ->
     template = _POD_TEMPLATES.get(kind)
     if template and any(_under(p, template) for p in paths):
         why = f"its pods restart ({_strategy(after['inputs'])}); each restart drops that pod's CPU tier"
+        if _surges(after["inputs"]) and _pod_memory(after["inputs"]) < _pod_memory(before["inputs"]):
+            why += (
+                "; **may stall**: the surge pod is sized anew but starts beside the old, larger pods, and stays"
+                " Pending where they filled their nodes (`cache.tier.cpu: auto`): roll it with `cache.replicas` lowered"
+                " by one first, or from a tier that left room"
+            )
         return Change("rolling", kind, name, why)
     if template and "spec.replicas" in paths:
         old, new = before["inputs"]["spec"].get("replicas"), after["inputs"]["spec"].get("replicas")

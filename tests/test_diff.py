@@ -141,3 +141,15 @@ def test_dependencies_show_as_added_and_removed_not_as_shifted_positions() -> No
                         rendered("existing-mi300").resources)  # fmt: skip
     assert "  - dependsOn: + `kubernetes:apps/v1:DaemonSet::llmd-image-prepull-image-prepull`" in text
     assert "dependsOn[" not in text
+
+
+def test_a_surge_of_smaller_pods_beside_old_ones_that_filled_the_pool_may_stall() -> None:
+    """Seen under the real engine and scheduler (`./run e2e existing-mi300`): from `cache.tier.cpu: auto`
+    (two pods filling the node's memory, no surge) to a 6 GiB tier, the new strategy surges, and the
+    small surge pod stayed Pending beside the two large old ones until the await budget ran out."""
+    plan = _plan("existing-mi300", "cache.tier.cpu=6GiB")
+    (server,) = [line for line in plan if line.startswith("- **rolling**") and "amd-vllm-decode" in line]
+    assert "maxSurge 1, maxUnavailable 0" in server and "**may stall**" in server
+    assert not [
+        line for line in _plan("existing-mi300", "cache.image=docker.io/rocm/vllm:v0.27.0") if "may stall" in line
+    ]
