@@ -41,7 +41,7 @@ def roll_on_values_change(
     def roll_epp_on_values_change(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
         if args.type_ != "kubernetes:apps/v1:Deployment":
             return None
-        props = copy.deepcopy(dict(args.props))
+        props: dict[str, Any] = copy.deepcopy(dict(args.props))
         metadata = props.setdefault("spec", {}).setdefault("template", {}).setdefault("metadata", {})
         metadata["annotations"] = {**(metadata.get("annotations") or {}), VALUES_CHECKSUM_ANNOTATION: checksum}
         return pulumi.ResourceTransformResult(props=props, opts=args.opts)

@@ -300,9 +300,9 @@ def _change(
         engine.set_config(change.key, value)
     try:
         after = _render(project, engine.stack, workdir / f"render-{change.name.replace(' ', '-')}")
-    except StepError as refused:
+    except StepError as rejection:
         # The config checks refuse it (the pools cannot hold it): the engine must stop on the same line.
-        line = str(refused).removeprefix("offline render: ").strip().splitlines()[-1]
+        line = str(rejection).removeprefix("offline render: ").strip().splitlines()[-1]
         result = engine.run("preview")
         engine.remove_config(change.key)
         if result.ok or line.removeprefix("error: ") not in result.stdout + result.stderr:

@@ -581,15 +581,14 @@ def test_a_charts_inputs_come_from_its_routers_output_where_the_engine_analyzed_
     allowed = stack("oci://ghcr.io/llm-d/charts/llm-d-router-standalone")
     assert "chart-registries" not in {d.policyName for d in servicer.AnalyzeStack(allowed, None).diagnostics}  # type: ignore[no-untyped-call]
     foreign = stack("oci://registry.example/charts/router")
-    messages = [
-        d.message for d in servicer.AnalyzeStack(foreign, None).diagnostics if d.policyName == "chart-registries"
-    ]  # type: ignore[no-untyped-call]
+    diagnostics = servicer.AnalyzeStack(foreign, None).diagnostics  # type: ignore[no-untyped-call]
+    messages = [d.message for d in diagnostics if d.policyName == "chart-registries"]
     assert messages and "registry.example" in messages[0]
 
 
 def test_a_local_charts_version_is_read_from_its_file_name() -> None:
     rule = RULE["images-pinned"]
-    values = {"router": {}}
+    values: dict[str, Any] = {"router": {}}
     pinned = Resource(
         "kubernetes:helm.sh/v4:Chart", "c", {"chart": "/charts/llm-d-router-standalone-v0.10.0.tgz", "values": values}
     )

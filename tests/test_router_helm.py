@@ -371,8 +371,8 @@ def test_a_values_change_rolls_the_epp_through_its_pod_templates_digest() -> Non
     )
     result = transform(args)
     assert result is not None
-    annotations = result.props["spec"]["template"]["metadata"]["annotations"]
-    assert annotations == {VALUES_CHECKSUM_ANNOTATION: values_checksum(values)}
+    props: dict[str, Any] = dict(result.props)
+    assert props["spec"]["template"]["metadata"]["annotations"] == {VALUES_CHECKSUM_ANNOTATION: values_checksum(values)}
     config_map = pulumi.ResourceTransformArgs(
         True, "kubernetes:core/v1:ConfigMap", "r-epp", {}, pulumi.ResourceOptions()
     )
