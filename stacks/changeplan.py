@@ -83,9 +83,12 @@ def _strategy(inputs: dict[str, Any]) -> str:
     return "the controller's default"
 
 
-def _surges(inputs: dict[str, Any]) -> bool:
-    rolling = (inputs.get("spec", {}).get("strategy") or {}).get("rollingUpdate") or {}
-    return str(rolling.get("maxSurge", 0)) not in ("0", "0%")
+def _starts_beside_old(before: dict[str, Any], after: dict[str, Any]) -> bool:
+    """Whether the rollout adds a new pod before it removes an old one: a surge, or a higher replica count."""
+    rolling = (after.get("spec", {}).get("strategy") or {}).get("rollingUpdate") or {}
+    surges = str(rolling.get("maxSurge", 0)) not in ("0", "0%")
+    grows = int(after.get("spec", {}).get("replicas", 1)) > int(before.get("spec", {}).get("replicas", 1))
+    return surges or grows
 
 
 def _pod_memory(inputs: dict[str, Any]) -> int:
@@ -124,11 +127,13 @@ def classify(before: dict[str, Any], after: dict[str, Any], paths: list[str]) ->
     template = _POD_TEMPLATES.get(kind)
     if template and any(_under(p, template) for p in paths):
         why = f"its pods restart ({_strategy(after['inputs'])}); each restart drops that pod's CPU tier"
-        if _surges(after["inputs"]) and _pod_memory(after["inputs"]) < _pod_memory(before["inputs"]):
+        if _starts_beside_old(before["inputs"], after["inputs"]) and _pod_memory(after["inputs"]) < _pod_memory(
+            before["inputs"]
+        ):
             why += (
-                "; **may stall**: the surge pod is sized anew but starts beside the old, larger pods, and stays"
-                " Pending where they filled their nodes (`cache.tier.cpu: auto`): roll it with `cache.replicas` lowered"
-                " by one first, or from a tier that left room"
+                "; **may stall**: a new, smaller pod starts beside the old, larger ones (a surge, or more replicas)"
+                " and stays Pending where they filled their nodes (`cache.tier.cpu: auto`): lower `cache.replicas`"
+                " by one first, or roll from a tier that left room"
             )
         return Change("rolling", kind, name, why)
     if template and "spec.replicas" in paths:
