@@ -180,7 +180,13 @@ def cluster_name(preset: str) -> str:
 
 
 def run_preset(
-    preset: str, workdir: Path, bins: dict[str, Path], changes: bool = True, policy: bool = True, keep: bool = False
+    preset: str,
+    workdir: Path,
+    bins: dict[str, Path],
+    changes: bool = True,
+    policy: bool = True,
+    keep: bool = False,
+    overrides: list[str] | None = None,
 ) -> Report:
     report = Report(preset)
     if workdir.exists():
@@ -199,6 +205,7 @@ def run_preset(
         "llmd:router.chart_file": str(ROUTER_CHART),
         "llmd:router.version": ROUTER_CHART_VERSION,
         "llmd:router.gaie_crds_file": str(gaie),
+        **{f"llmd:{k}": v for k, _, v in (o.partition("=") for o in overrides or [])},
     }
     state: dict[str, Any] = {}
     try:
@@ -218,7 +225,7 @@ def run_preset(
             cluster.create()
             from stacks import loading
 
-            state["pools"] = loading.load_named(preset, [])
+            state["pools"] = loading.load_named(preset, list(overrides or []))
             shapes = nodes.node_shapes(state["pools"], state["render"]["objects"])
             node_docs = nodes.node_objects(shapes)
             cluster.apply(node_docs)
