@@ -393,10 +393,12 @@ class RouterConfig(_Section):
     (components/catalog/versions.py)"""
     gaie_version: str = Field(default=versions.GAIE_VERSION, pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+$")
     """Gateway API Inference Extension release whose InferencePool CRD is applied; default: the seeds' (versions.py)"""
-    chart_file: Annotated[str | None, _check(lambda v: formats.local_file(v, (".tgz",)))] = None
+    chart_file: Annotated[str | None, _check(lambda v: v if v is None else formats.local_file(v, (".tgz",)))] = None
     """the router chart packaged (.tgz) on the machine running Pulumi, used instead of pulling `chart`
     (air-gapped clusters, the e2e run); default: none, the chart is pulled"""
-    gaie_crds_file: Annotated[str | None, _check(lambda v: formats.local_file(v, (".yaml", ".yml")))] = None
+    gaie_crds_file: Annotated[
+        str | None, _check(lambda v: v if v is None else formats.local_file(v, (".yaml", ".yml")))
+    ] = None
     """the Gateway API Inference Extension CRD manifests on the machine running Pulumi, applied instead of
     the `gaie_version` release asset; default: none, the asset is downloaded"""
     epp_replicas: int = Field(default=1, ge=1, le=8)

@@ -57,3 +57,9 @@ def test_without_them_the_chart_is_pulled_and_the_release_asset_downloaded() -> 
 def test_a_missing_or_wrong_file_is_one_line(override: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         loading.load_preset("dev", [override])
+
+
+def test_an_explicit_null_means_the_download() -> None:
+    """Found by the fuzz test: `router.chart_file: null` in a stack file is the default, not a traceback."""
+    config = loading.load_preset("dev", ["router.chart_file=null", "router.gaie_crds_file=null"])
+    assert config.router.chart_file is None and config.router.gaie_crds_file is None
