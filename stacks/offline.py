@@ -2,6 +2,7 @@
 
 No CLI, no cluster, no network: the mocks echo inputs back as outputs, as a provider would on create.
 Remote components (the Helm chart, the CRD ConfigFile) are recorded with their inputs, not expanded.
+Every private SDK name this relies on comes through stacks/sdk_internals.py, and only through it.
 """
 
 from __future__ import annotations
@@ -15,11 +16,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
-from pulumi.runtime import rpc, settings
-from pulumi.runtime.mocks import MockMonitor, _resolve_callbacks
 
 from stacks.compose import StackOutputs, compose
 from stacks.plan import StackPlan
+from stacks.sdk_internals import (
+    TIMEOUT_FIELDS,
+    MockMonitor,
+    deserialize_inputs,
+    is_secret,
+    reset_root_stack,
+    transform_functions,
+    unwrap_secret,
+)
 
 PROJECT = "llmd"
 # The HF token an offline render uses; tests assert it never reaches any output file.
@@ -66,7 +74,7 @@ def _parent_name(urn: str) -> str | None:
 
 def _options(request: Any) -> dict[str, Any]:
     """The lifecycle options of a registration, as `pulumi up` would apply them (only those set)."""
-    timeouts = {k: getattr(request.customTimeouts, k) for k in ("create", "update", "delete")}
+    timeouts = {k: getattr(request.customTimeouts, k) for k in TIMEOUT_FIELDS}
     options: dict[str, Any] = {
         "protect": request.protect,
         "retainOnDelete": request.retainOnDelete,
@@ -74,9 +82,8 @@ def _options(request: Any) -> dict[str, Any]:
         "customTimeouts": {k: v for k, v in timeouts.items() if v},
         "replaceOnChanges": sorted(request.replaceOnChanges),
         "ignoreChanges": sorted(request.ignoreChanges),
-        # what rewrites the objects a component (the router chart) renders, by function name (the SDK's mock
-        # monitor resolves a registration's transform callbacks with this helper; pinned in requirements.txt)
-        "transforms": [getattr(fn, "__name__", repr(fn)) for fn in _resolve_callbacks(request.transforms)],
+        # what rewrites the objects a component (the router chart) renders, by function name
+        "transforms": [getattr(fn, "__name__", repr(fn)) for fn in transform_functions(request.transforms)],
     }
     return {k: v for k, v in options.items() if v}
 
@@ -92,9 +99,9 @@ def _mask(value: Any) -> Any:
 
 def _clean(value: Any, path: str, secrets: list[str]) -> Any:
     """Secrets become `[secret]` (their paths noted); whole floats (protobuf numbers) become ints."""
-    if rpc.is_rpc_secret(value):
+    if is_secret(value):
         secrets.append(path or ".")
-        return _mask(rpc.unwrap_rpc_secret(value))
+        return _mask(unwrap_secret(value))
     if isinstance(value, dict):
         return {k: _clean(v, f"{path}.{k}" if path else k, secrets) for k, v in value.items()}
     if isinstance(value, list):
@@ -177,7 +184,7 @@ class _RecordingMonitor(MockMonitor):
             _close_worker_loop()
         if request.type == "pulumi:pulumi:Stack":
             return response
-        inputs = rpc.deserialize_properties(request.object, keep_unknowns=True)
+        inputs = deserialize_inputs(request)
         secrets: list[str] = []
         cleaned = _clean(inputs, "", secrets)
         self.recorded.append(
@@ -219,7 +226,7 @@ def record(stack_plan: StackPlan, stack: str) -> Recording:
     """Run `compose` once under fresh mocks (a new event loop and root stack each time)."""
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
-    settings.ROOT.set(None)
+    reset_root_stack()
     mocks = _Mocks()
     monitor = _RecordingMonitor(mocks)
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
