@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import os
 import threading
 from collections.abc import Iterator
@@ -72,20 +73,39 @@ def _parent_name(urn: str) -> str | None:
     return _name_of(urn)
 
 
-def _options(request: Any) -> dict[str, Any]:
-    """The lifecycle options of a registration, as `pulumi up` would apply them (only those set)."""
-    timeouts = {k: getattr(request.customTimeouts, k) for k in TIMEOUT_FIELDS}
+def _options(request: Any, applied: pulumi.ResourceOptions) -> dict[str, Any]:
+    """The lifecycle options of a registration, as `pulumi up` would apply them (only those set); `applied`:
+    the options after the stack's transforms (see `_transformed`)."""
+    timeouts = applied.custom_timeouts
     options: dict[str, Any] = {
-        "protect": request.protect,
+        "protect": applied.protect,
         "retainOnDelete": request.retainOnDelete,
         "deleteBeforeReplace": request.deleteBeforeReplace,
-        "customTimeouts": {k: v for k, v in timeouts.items() if v},
+        "customTimeouts": {k: v for k in TIMEOUT_FIELDS if timeouts and (v := getattr(timeouts, k))},
         "replaceOnChanges": sorted(request.replaceOnChanges),
         "ignoreChanges": sorted(request.ignoreChanges),
         # what rewrites the objects a component (the router chart) renders, by function name
         "transforms": [getattr(fn, "__name__", repr(fn)) for fn in transform_functions(request.transforms)],
     }
     return {k: v for k, v in options.items() if v}
+
+
+def _transformed(request: Any, inputs: Any, transforms: list[pulumi.ResourceTransform]) -> pulumi.ResourceOptions:
+    """The engine runs the stack's resource transforms on every registration and applies the options they
+    return; the mock monitor only records them, so the recorder runs them here. Options only: the stack's
+    one transform (stacks/protection.py) leaves every input as it is."""
+    timeouts = request.customTimeouts
+    opts = pulumi.ResourceOptions(
+        protect=request.protect,
+        custom_timeouts=pulumi.CustomTimeouts(**{k: getattr(timeouts, k) or None for k in TIMEOUT_FIELDS}),
+    )
+    for transform in transforms:
+        result = transform(pulumi.ResourceTransformArgs(request.custom, request.type, request.name, inputs, opts))
+        if inspect.isawaitable(result):
+            raise TypeError(f"{transform.__name__}: the offline recorder runs synchronous stack transforms only")
+        if result is not None and result.opts is not None:
+            opts = result.opts
+    return opts
 
 
 def _mask(value: Any) -> Any:
@@ -198,7 +218,7 @@ class _RecordingMonitor(MockMonitor):
                 remote=request.remote,
                 inputs=cleaned,
                 secret_paths=sorted(secrets),
-                options=_options(request),
+                options=_options(request, _transformed(request, inputs, self.get_registered_transforms())),
             )
         )
         return response

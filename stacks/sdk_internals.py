@@ -6,7 +6,8 @@ the SDK pinned in requirements.txt (pulumi==3.272.0):
 
 - `pulumi.runtime.mocks.MockMonitor`: the mock resource monitor, subclassed to see each raw
   `RegisterResource` request (not exported by `pulumi.runtime`); its `RegisterResource` method is
-  overridden and called through `super()`.
+  overridden and called through `super()`; its `get_registered_transforms()` gives the stack's resource
+  transforms, which the mock monitor records but (unlike the engine) does not run, so the recorder runs them.
 - `pulumi.runtime.mocks._resolve_callbacks`: private; maps a registration's transform callbacks back
   to the Python functions (through `_CallbackServicer._servicers` and each servicer's `_transforms`),
   so resources.json can record the transforms by function name.

@@ -51,6 +51,10 @@ def test_the_mock_monitor_is_a_class_with_register_resource() -> None:
     assert callable(getattr(mocks.MockMonitor, "RegisterResource", None)), (
         f"{GONE.format(name=name, installed=_installed())} {PINNED}"
     )
+    registered = "pulumi.runtime.mocks.MockMonitor.get_registered_transforms"
+    assert callable(getattr(mocks.MockMonitor, "get_registered_transforms", None)), (
+        f"{GONE.format(name=registered, installed=_installed())} {PINNED}"
+    )
 
 
 def test_resolve_callbacks_reads_the_servicers_transforms() -> None:
