@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,7 +22,7 @@ CRDS = (
 )
 
 
-def _config_file(rows: list[dict]) -> dict:
+def _config_file(rows: list[dict[str, Any]]) -> dict[str, Any]:
     (row,) = [r for r in rows if r["type"] == "kubernetes:yaml/v2:ConfigFile"]
     return row
 
