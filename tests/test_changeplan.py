@@ -98,6 +98,9 @@ def test_the_same_fixed_name_deletes_first_anything_else_creates_first() -> None
     assert unnamed.why.startswith("create-first:")
     cloud = _change("gcp:lustre/instance:Instance", ["location"])  # cloud providers create the new one first
     assert cloud.why.startswith("create-first:")
+    named = _row("gcp:lustre/instance:Instance")
+    named["inputs"]["metadata"] = {"name": "x", "namespace": "ns"}  # even with a fixed name in its inputs
+    assert classify(named, named, ["location"]).why.startswith("create-first:")
 
 
 @pytest.mark.parametrize("kind", STORAGE)
