@@ -120,7 +120,7 @@ class CacheStack(pulumi.ComponentResource):
             serving_needs.append(
                 SharedStorage(
                     f"{name}-storage",
-                    SharedStorageArgs(claim=args.storage_claim),
+                    SharedStorageArgs(manifests=[args.storage_claim]),
                     pulumi.ResourceOptions(parent=self, depends_on=[namespace, *args.serving_needs]),
                 )
             )

@@ -4,21 +4,10 @@ awaits every node's pull first, so a new image is on every node before the first
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from components.workload import Workload, WorkloadArgs
 
-import pulumi
-
-from components.k8s_objects import declare_all
+ImagePrepullArgs = WorkloadArgs
 
 
-@dataclass(frozen=True)
-class ImagePrepullArgs:
-    manifests: list[dict[str, Any]]  # [NetworkPolicy], DaemonSet
-
-
-class ImagePrepull(pulumi.ComponentResource):
-    def __init__(self, name: str, args: ImagePrepullArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("llmd:image_prepull:ImagePrepull", name, None, opts)
-        declare_all(self, name, args.manifests, opts)
-        self.register_outputs({})
+class ImagePrepull(Workload):
+    type_token = "llmd:image_prepull:ImagePrepull"

@@ -2,21 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from components.workload import Workload, WorkloadArgs
 
-import pulumi
-
-from components.k8s_objects import declare_all
+LMCacheServerArgs = WorkloadArgs
 
 
-@dataclass(frozen=True)
-class LMCacheServerArgs:
-    manifests: list[dict[str, Any]]  # ConfigMap, Service, DaemonSet (components.specs.lmcache)
-
-
-class LMCacheServer(pulumi.ComponentResource):
-    def __init__(self, name: str, args: LMCacheServerArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("llmd:lmcache_server:LMCacheServer", name, None, opts)
-        declare_all(self, name, args.manifests, opts)
-        self.register_outputs({})
+class LMCacheServer(Workload):
+    type_token = "llmd:lmcache_server:LMCacheServer"

@@ -2,21 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from components.workload import Workload, WorkloadArgs
 
-import pulumi
-
-from components.k8s_objects import declare_all
+MonitoringArgs = WorkloadArgs
 
 
-@dataclass(frozen=True)
-class MonitoringArgs:
-    manifests: list[dict[str, Any]]  # components.specs.monitoring / alerts / dashboard
-
-
-class Monitoring(pulumi.ComponentResource):
-    def __init__(self, name: str, args: MonitoringArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("llmd:monitoring:Monitoring", name, None, opts)
-        declare_all(self, name, args.manifests, opts)
-        self.register_outputs({})
+class Monitoring(Workload):
+    type_token = "llmd:monitoring:Monitoring"

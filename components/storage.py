@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-import pulumi
+from components.workload import Workload, WorkloadArgs
 
-from components.k8s_objects import declare_all
-
-
-@dataclass(frozen=True)
-class SharedStorageArgs:
-    claim: dict[str, Any]
+SharedStorageArgs = WorkloadArgs  # the one claim
 
 
-class SharedStorage(pulumi.ComponentResource):
+class SharedStorage(Workload):
+    type_token = "llmd:storage:SharedStorage"
     claim_name: str
 
-    def __init__(self, name: str, args: SharedStorageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("llmd:storage:SharedStorage", name, None, opts)
-        declare_all(self, name, [args.claim], opts)
-        self.claim_name = args.claim["metadata"]["name"]
-        self.register_outputs({"claimName": self.claim_name})
+    def outputs(self, args: WorkloadArgs) -> dict[str, Any]:
+        [claim] = args.manifests
+        self.claim_name = claim["metadata"]["name"]
+        return {"claimName": self.claim_name}

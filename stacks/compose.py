@@ -19,7 +19,7 @@ from components.specs.clusters import nvidia_device_plugin_pools, nvidia_device_
 from components.specs.servers.base import FILES_STORAGE_CLAIM
 from components.units import GiB
 from stacks.plan import StackPlan, lustre_volume_name
-from stacks.protection import lifecycle_transformation
+from stacks.protection import lifecycle_transform
 
 STACK_NAME = "llmd"
 
@@ -81,7 +81,7 @@ def _eks(stack_plan: StackPlan) -> EksCluster:
 
 def compose(stack_plan: StackPlan, hf_token: pulumi.Input[str]) -> StackOutputs:
     config = stack_plan.config
-    pulumi.runtime.register_stack_transformation(lifecycle_transformation(config.protect))
+    pulumi.runtime.register_resource_transform(lifecycle_transform(config.protect))
     cluster: GkeCluster | EksCluster | None = None
     if config.cluster.provider == "gke":
         cluster = _gke(stack_plan)

@@ -2,12 +2,14 @@
 
 No CLI, no cluster, no network: the mocks echo inputs back as outputs, as a provider would on create.
 Remote components (the Helm chart, the CRD ConfigFile) are recorded with their inputs, not expanded.
+Every private SDK name this relies on comes through stacks/sdk_internals.py, and only through it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import os
 import threading
 from collections.abc import Iterator
@@ -15,11 +17,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
-from pulumi.runtime import rpc, settings
-from pulumi.runtime.mocks import MockMonitor, _resolve_callbacks
 
 from stacks.compose import StackOutputs, compose
 from stacks.plan import StackPlan
+from stacks.sdk_internals import (
+    TIMEOUT_FIELDS,
+    MockMonitor,
+    deserialize_inputs,
+    is_secret,
+    reset_root_stack,
+    transform_functions,
+    unwrap_secret,
+)
 
 PROJECT = "llmd"
 # The HF token an offline render uses; tests assert it never reaches any output file.
@@ -64,21 +73,39 @@ def _parent_name(urn: str) -> str | None:
     return _name_of(urn)
 
 
-def _options(request: Any) -> dict[str, Any]:
-    """The lifecycle options of a registration, as `pulumi up` would apply them (only those set)."""
-    timeouts = {k: getattr(request.customTimeouts, k) for k in ("create", "update", "delete")}
+def _options(request: Any, applied: pulumi.ResourceOptions) -> dict[str, Any]:
+    """The lifecycle options of a registration, as `pulumi up` would apply them (only those set); `applied`:
+    the options after the stack's transforms (see `_transformed`)."""
+    timeouts = applied.custom_timeouts
     options: dict[str, Any] = {
-        "protect": request.protect,
+        "protect": applied.protect,
         "retainOnDelete": request.retainOnDelete,
         "deleteBeforeReplace": request.deleteBeforeReplace,
-        "customTimeouts": {k: v for k, v in timeouts.items() if v},
+        "customTimeouts": {k: v for k in TIMEOUT_FIELDS if timeouts and (v := getattr(timeouts, k))},
         "replaceOnChanges": sorted(request.replaceOnChanges),
         "ignoreChanges": sorted(request.ignoreChanges),
-        # what rewrites the objects a component (the router chart) renders, by function name (the SDK's mock
-        # monitor resolves a registration's transform callbacks with this helper; pinned in requirements.txt)
-        "transforms": [getattr(fn, "__name__", repr(fn)) for fn in _resolve_callbacks(request.transforms)],
+        # what rewrites the objects a component (the router chart) renders, by function name
+        "transforms": [getattr(fn, "__name__", repr(fn)) for fn in transform_functions(request.transforms)],
     }
     return {k: v for k, v in options.items() if v}
+
+
+def _transformed(request: Any, inputs: Any, transforms: list[pulumi.ResourceTransform]) -> pulumi.ResourceOptions:
+    """The engine runs the stack's resource transforms on every registration and applies the options they
+    return; the mock monitor only records them, so the recorder runs them here. Options only: the stack's
+    one transform (stacks/protection.py) leaves every input as it is."""
+    timeouts = request.customTimeouts
+    opts = pulumi.ResourceOptions(
+        protect=request.protect,
+        custom_timeouts=pulumi.CustomTimeouts(**{k: getattr(timeouts, k) or None for k in TIMEOUT_FIELDS}),
+    )
+    for transform in transforms:
+        result = transform(pulumi.ResourceTransformArgs(request.custom, request.type, request.name, inputs, opts))
+        if inspect.isawaitable(result):
+            raise TypeError(f"{transform.__name__}: the offline recorder runs synchronous stack transforms only")
+        if result is not None and result.opts is not None:
+            opts = result.opts
+    return opts
 
 
 def _mask(value: Any) -> Any:
@@ -92,9 +119,9 @@ def _mask(value: Any) -> Any:
 
 def _clean(value: Any, path: str, secrets: list[str]) -> Any:
     """Secrets become `[secret]` (their paths noted); whole floats (protobuf numbers) become ints."""
-    if rpc.is_rpc_secret(value):
+    if is_secret(value):
         secrets.append(path or ".")
-        return _mask(rpc.unwrap_rpc_secret(value))
+        return _mask(unwrap_secret(value))
     if isinstance(value, dict):
         return {k: _clean(v, f"{path}.{k}" if path else k, secrets) for k, v in value.items()}
     if isinstance(value, list):
@@ -177,7 +204,7 @@ class _RecordingMonitor(MockMonitor):
             _close_worker_loop()
         if request.type == "pulumi:pulumi:Stack":
             return response
-        inputs = rpc.deserialize_properties(request.object, keep_unknowns=True)
+        inputs = deserialize_inputs(request)
         secrets: list[str] = []
         cleaned = _clean(inputs, "", secrets)
         self.recorded.append(
@@ -191,7 +218,7 @@ class _RecordingMonitor(MockMonitor):
                 remote=request.remote,
                 inputs=cleaned,
                 secret_paths=sorted(secrets),
-                options=_options(request),
+                options=_options(request, _transformed(request, inputs, self.get_registered_transforms())),
             )
         )
         return response
@@ -219,7 +246,7 @@ def record(stack_plan: StackPlan, stack: str) -> Recording:
     """Run `compose` once under fresh mocks (a new event loop and root stack each time)."""
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
-    settings.ROOT.set(None)
+    reset_root_stack()
     mocks = _Mocks()
     monitor = _RecordingMonitor(mocks)
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)

@@ -4,7 +4,8 @@ The plan decides, per resource type (and for the tier's claim, per name): `prote
 rename or `pulumi destroy` would otherwise delete (the Lustre instance and its volume, the EFS file
 system, the filesystem tier's claim, a created cluster), and `customTimeouts.create` above the
 documented worst case of slow cloud creations. `compose` applies it to every resource of the stack
-through one stack transformation, so components keep declaring resources only.
+through one stack transform (`pulumi.runtime.register_resource_transform`), so components keep
+declaring resources only.
 
 `protect: false` in the stack config removes the protection on purpose (then `pulumi up`, and
 `pulumi destroy` may delete them).
@@ -38,11 +39,11 @@ def protects(resource_type: str, name: str, protect: bool) -> bool:
     return resource_type == "kubernetes:core/v1:PersistentVolume" and name.endswith("-lustre-volume")
 
 
-Transformation = Callable[[pulumi.ResourceTransformationArgs], pulumi.ResourceTransformationResult | None]
+Transform = Callable[[pulumi.ResourceTransformArgs], pulumi.ResourceTransformResult | None]
 
 
-def lifecycle_transformation(protect: bool) -> Transformation:
-    def transform(args: pulumi.ResourceTransformationArgs) -> pulumi.ResourceTransformationResult | None:
+def lifecycle_transform(protect: bool) -> Transform:
+    def transform(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
         extra = pulumi.ResourceOptions()
         changed = False
         if protects(args.type_, args.name, protect):
@@ -52,6 +53,6 @@ def lifecycle_transformation(protect: bool) -> Transformation:
             extra.custom_timeouts, changed = pulumi.CustomTimeouts(create=timeout), True
         if not changed:
             return None
-        return pulumi.ResourceTransformationResult(args.props, pulumi.ResourceOptions.merge(args.opts, extra))
+        return pulumi.ResourceTransformResult(props=args.props, opts=pulumi.ResourceOptions.merge(args.opts, extra))
 
     return transform
