@@ -19,7 +19,13 @@ _K8S_REPLACE: dict[str, tuple[str, ...]] = {
     "kubernetes:batch/v1:Job": ("spec.template", "spec.completions", "spec.parallelism", "spec.selector"),
     "kubernetes:core/v1:ConfigMap": ("data", "binaryData"),
     "kubernetes:core/v1:Secret": ("data", "stringData", "type"),
-    "kubernetes:core/v1:PersistentVolumeClaim": ("spec",),
+    # Read from the provider's table and held to the engine (`./run e2e`): a claim's size changes in place.
+    "kubernetes:core/v1:PersistentVolumeClaim": (
+        "spec.accessModes",
+        "spec.selector",
+        "spec.storageClassName",
+        "spec.volumeName",
+    ),
     "kubernetes:core/v1:PersistentVolume": ("spec.csi", "spec.nfs", "spec.hostPath", "spec.local"),
     "kubernetes:core/v1:Service": ("spec.clusterIP",),
     "kubernetes:storage.k8s.io/v1:StorageClass": ("parameters", "provisioner"),
@@ -139,7 +145,10 @@ def classify(before: dict[str, Any], after: dict[str, Any], paths: list[str]) ->
     if template and "spec.replicas" in paths:
         old, new = before["inputs"]["spec"].get("replicas"), after["inputs"]["spec"].get("replicas")
         return Change("scale", kind, name, f"in place, {old} → {new} replicas; no pod restarts")
-    return Change("update", kind, name, "in place: " + ", ".join(f"`{p}`" for p in paths[:4]))
+    why = "in place: " + ", ".join(f"`{p}`" for p in paths[:4])
+    if kind == "kubernetes:core/v1:PersistentVolumeClaim" and "spec.resources.requests.storage" in paths:
+        why += "; the API server grows a claim only where its StorageClass allows expansion, and never shrinks one"
+    return Change("update", kind, name, why)
 
 
 CHART_TYPE = "kubernetes:helm.sh/v4:Chart"

@@ -20,7 +20,13 @@ FORCE_NEW: dict[str, tuple[str, ...]] = {
     "kubernetes:batch/v1:Job": ("spec.template", "spec.completions", "spec.parallelism", "spec.selector"),
     "kubernetes:core/v1:ConfigMap": ("data", "binaryData"),
     "kubernetes:core/v1:Secret": ("data", "stringData", "type"),
-    "kubernetes:core/v1:PersistentVolumeClaim": ("spec",),
+    # The provider's own list; the claim's size is not in it (seen under the real engine: `./run e2e`).
+    "kubernetes:core/v1:PersistentVolumeClaim": (
+        "spec.accessModes",
+        "spec.selector",
+        "spec.storageClassName",
+        "spec.volumeName",
+    ),
     "kubernetes:core/v1:PersistentVolume": ("spec.csi", "spec.nfs", "spec.hostPath", "spec.local"),
     "kubernetes:core/v1:Service": ("spec.clusterIP",),
     "kubernetes:storage.k8s.io/v1:StorageClass": ("parameters", "provisioner"),
@@ -165,3 +171,10 @@ def test_added_resources_and_lines() -> None:
     kind = "kubernetes:core/v1:Service"
     lines = plan_lines({}, {(kind, "r"): _row(kind)}, {})
     assert lines == [f"- **added** `{kind}` r: created"]
+
+
+def test_a_claims_size_changes_in_place_as_the_engine_plans_it() -> None:
+    """`./run e2e gpu-vllm-native-fs`: `storage.size` 9000Gi -> 18000Gi, the engine planned `update [diff: ~spec]`."""
+    change = _change("kubernetes:core/v1:PersistentVolumeClaim", ["spec.resources.requests.storage"])
+    assert change.kind == "update" and not change.at_risk
+    assert "allows expansion" in change.why and "never shrinks" in change.why

@@ -114,13 +114,16 @@ def test_a_replica_change_scales_in_place() -> None:
     assert not [line for line in plan if line.startswith(("- **replace**", "- **rolling**"))]
 
 
-def test_a_storage_size_change_shows_the_claim_at_risk() -> None:
+def test_a_storage_size_change_grows_the_claim_in_place() -> None:
+    """The engine's plan (`./run e2e gpu-vllm-native-fs`): a larger claim is an update, not a replacement; a
+    new StorageClass still replaces it, which `protect` refuses."""
     plan = _plan("gpu-vllm-native-fs", "storage.size=18000Gi")
     [claim] = [line for line in plan if "PersistentVolumeClaim" in line]
+    assert claim.startswith("- **update**") and "allows expansion" in claim
+    moved = _plan("gpu-vllm-native-fs", "storage.storage_class=premium-rwx")
+    [claim] = [line for line in moved if "PersistentVolumeClaim" in line]
     assert claim.startswith("- **replace** **storage at risk**")
-    assert "`spec.resources.requests.storage` forces a replacement, which `protect` refuses" in claim
-    unprotected = _plan("gpu-vllm-native-fs", "protect=false")
-    assert not [line for line in unprotected if line.startswith("- **replace**")]
+    assert "`spec.storageClassName` forces a replacement, which `protect` refuses" in claim
 
 
 def test_an_unprotected_replacement_with_a_fixed_name_deletes_first() -> None:
