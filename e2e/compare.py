@@ -163,3 +163,21 @@ def compare_plans(steps: list[dict[str, Any]], changes: list[Change]) -> list[Di
         if e != p:
             out.append(Disagreement(key[0], key[1], e, p))
     return out
+
+
+def replaced_objects(changes: list[Change], resources_json: str) -> set[tuple[str, str]]:
+    """(kind, name) of the Kubernetes objects the change plan replaces: what may get a new UID on `up`."""
+    import json
+
+    rows = {(r["type"], r["name"]): r for r in json.loads(resources_json)}
+    out = set()
+    for change in changes:
+        if change.kind != "replace" or not change.type.startswith("kubernetes:"):
+            continue
+        if "/" in change.name and ":" in change.name:  # a chart's object: <chart>:<namespace>/<name>
+            out.add((change.type.rsplit(":", 1)[-1], change.name.rsplit("/", 1)[-1]))
+            continue
+        row = rows.get((change.type, change.name))
+        if row:
+            out.add((row["inputs"].get("kind", ""), row["inputs"].get("metadata", {}).get("name", "")))
+    return out

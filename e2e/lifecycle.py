@@ -346,13 +346,10 @@ def _change(
     if not result.ok:
         raise StepError(result.tail(40))
     after_uids = _uids(cluster, namespace)
-    updated = {(c.type.rsplit(":", 1)[-1], c.name) for c in planned if c.kind in ("update", "rolling", "scale")}
-    del updated
-    replaced_unplanned = [
-        k
-        for k, uid in uids.items()
-        if k in after_uids and after_uids[k] != uid and not any(c.kind == "replace" for c in planned)
-    ]
+    allowed = compare.replaced_objects(planned, after["resources"])
+    replaced_unplanned = sorted(
+        k for k, uid in uids.items() if k in after_uids and after_uids[k] != uid and k not in allowed
+    )
     if replaced_unplanned:
         raise StepError(f"replaced though the change plan calls no replacement: {replaced_unplanned}")
     state["render"] = after

@@ -81,3 +81,17 @@ def test_a_charts_objects_changed_without_a_row_are_a_disagreement() -> None:
     step = {"op": "replace", "urn": _urn(f"{_CHART}$kubernetes:core/v1:ConfigMap", "llmd-router-chart:ns/r-epp")}
     (only,) = compare.compare_plans([step], [Change("update", compare.CHART_TYPE, "llmd-router-chart", "values")])
     assert (only.type, only.engine, only.plan) == ("kubernetes:core/v1:ConfigMap", "replace", "no change")
+
+
+def test_the_objects_a_plan_replaces_are_named_as_the_api_server_names_them() -> None:
+    import json
+
+    rows = [
+        {"type": "kubernetes:batch/v1:Job", "name": "llmd-verify", "inputs": {"kind": "Job", "metadata": {"name": "v"}}}
+    ]
+    changes = [
+        Change("replace", "kubernetes:batch/v1:Job", "llmd-verify", "template"),
+        Change("replace", "kubernetes:core/v1:ConfigMap", "llmd-router-chart:ns/r-epp", "data"),
+        Change("rolling", "kubernetes:apps/v1:Deployment", "llmd-model-server", "restarts"),
+    ]
+    assert compare.replaced_objects(changes, json.dumps(rows)) == {("Job", "v"), ("ConfigMap", "r-epp")}
