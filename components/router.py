@@ -13,7 +13,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.catalog import labels
+from components.catalog import labels, versions
 from components.k8s_objects import child_options, declare_all
 from components.specs.router_values import VALUES_CHECKSUM_ANNOTATION, router_endpoint, values_checksum
 from components.specs.security import harden_chart_object
@@ -65,17 +65,18 @@ class Router(pulumi.ComponentResource):
     def __init__(self, name: str, args: RouterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llmd:router:Router", name, None, opts)
         declare_all(self, name, args.network_policies, opts)
+        chart_inputs: dict[str, Any] = {
+            "chart": args.chart,
+            # A packaged chart on disk carries its own version; Helm refuses one for a local path.
+            "version": None if versions.is_local_chart(args.chart) else args.version,
+            # The Helm release: objects are named `labels.router_name(release)`, the pool `<release>`.
+            "name": args.release,
+            "namespace": args.namespace,
+            "values": args.values,
+        }
         self.chart = k8s.helm.v4.Chart(
             f"{name}-chart",
-            k8s.helm.v4.ChartArgs(
-                chart=args.chart,
-                # A packaged chart on disk carries its own version; Helm refuses one for a local path.
-                version=None if args.chart.endswith(".tgz") else args.version,
-                # The Helm release: objects are named `labels.router_name(release)`, the pool `<release>`.
-                name=args.release,
-                namespace=args.namespace,
-                values=args.values,
-            ),
+            k8s.helm.v4.ChartArgs(**chart_inputs),
             opts=pulumi.ResourceOptions.merge(
                 child_options(self, opts),
                 pulumi.ResourceOptions(
@@ -87,11 +88,4 @@ class Router(pulumi.ComponentResource):
         self.endpoint = pulumi.Output.from_input(args.namespace).apply(
             lambda namespace: router_endpoint(args.release, namespace)
         )
-        chart_inputs = {
-            "chart": args.chart,
-            "version": None if args.chart.endswith(".tgz") else args.version,
-            "name": args.release,
-            "namespace": args.namespace,
-            "values": args.values,
-        }
         self.register_outputs({"endpoint": self.endpoint, labels.ROUTER_CHART_OUTPUT: chart_inputs})

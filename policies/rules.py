@@ -528,7 +528,7 @@ def images_pinned(resources: list[Resource], config: dict[str, Any]) -> list[Vio
     for chart in _charts(resources):
         version = str(chart.props.get("version") or "")
         source = str(chart.props.get("chart") or "")
-        if not version and source.endswith(".tgz") and "://" not in source:
+        if not version and versions.is_local_chart(source):
             # A packaged chart on disk: Helm takes no version for it, its file name carries it.
             version = re.sub(r"^.*-(v?[0-9]+\.[0-9]+\.[0-9]+)\.tgz$", r"\1", source, flags=re.ASCII)
             version = version if version != source else ""
@@ -680,7 +680,7 @@ def charts_from_allowed_registries(resources: list[Resource], config: dict[str, 
         if r.type != CHART_TYPE:
             continue
         chart = str(r.props.get("chart") or "")
-        if chart.endswith(".tgz") and "://" not in chart:  # a packaged chart on the deploying machine
+        if versions.is_local_chart(chart):
             if not config.get("allowLocalCharts"):
                 out.append(Violation(r, f"chart {chart} is a local file; allow it with the pack's allowLocalCharts"))
             continue

@@ -11,6 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from components.specs.router_values import CHART_CHILDREN_BY_VALUES, EPP_DEPLOYMENT, chart_child_name
+from policies.resources import CHART_TYPE
+
 # Fields whose change replaces the object: pulumi-kubernetes' forceNew table (provider/pkg/provider/diff.go,
 # pulumi/pulumi-kubernetes; `.metadata.name` and `.metadata.namespace` for every kind), as path prefixes.
 _K8S_REPLACE: dict[str, tuple[str, ...]] = {
@@ -151,14 +154,9 @@ def classify(before: dict[str, Any], after: dict[str, Any], paths: list[str]) ->
     return Change("update", kind, name, why)
 
 
-CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
-
-
 def _chart_children(before: dict[str, Any], after: dict[str, Any], paths: list[str]) -> list[Change]:
     """What a change to the router chart's inputs does to the objects it renders (helm.v4 children: each is a
     resource of its own under the real engine, named `<chart>:<namespace>/<object>`)."""
-    from components.specs.router_values import CHART_CHILDREN_BY_VALUES, EPP_DEPLOYMENT, chart_child_name
-
     inputs = after["inputs"]
     if any(p in ("name", "namespace") or p.startswith(("name.", "namespace.")) for p in paths):
         why = "release or namespace renamed: each object the chart renders is deleted and created under its new name"

@@ -16,6 +16,11 @@ CHART_TOKENIZER_REGISTRY, CHART_TOKENIZER_REPOSITORY = "docker.io", "vllm/vllm-o
 GAIE_VERSION = "v1.6.2"
 
 
+def is_local_chart(chart: str) -> bool:
+    """A packaged chart (.tgz) on the deploying machine (`router.chart_file`): Helm takes no version for it."""
+    return chart.endswith(".tgz") and "://" not in chart
+
+
 def gaie_crds_url(version: str) -> str:
     """The release asset the seed applies (`v1-manifests.yaml`, the v1 InferencePool CRD)."""
     return (
