@@ -3,10 +3,11 @@ the project's change plan."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
+from e2e.quantity import quantity
+from policies.resources import CHART_TYPE
 from stacks.changeplan import Change
 
 # The engine's step kinds, as the project's change plan names them.
@@ -30,7 +31,6 @@ _RANK = {"update": 0, "added": 1, "removed": 1, "replace": 2}
 # Components: the engine diffs no inputs of theirs (their children carry the change).
 _COMPONENT_PREFIXES = ("llmd:", "kubernetes:helm.sh/v4:Chart", "kubernetes:yaml/v2:ConfigFile", "pulumi:pulumi:Stack")
 SECRET_MARK = "[secret]"
-CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
 
 
 def urn_key(urn: str) -> tuple[str, str]:
@@ -41,35 +41,6 @@ def urn_key(urn: str) -> tuple[str, str]:
 
 def urn_parents(urn: str) -> list[str]:
     return urn.split("::")[2].split("$")[:-1]
-
-
-_QUANTITY = re.compile(r"([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?")
-_SUFFIX = {
-    None: 1,
-    "n": 1e-9,
-    "u": 1e-6,
-    "m": 1e-3,
-    "k": 1e3,
-    "M": 1e6,
-    "G": 1e9,
-    "T": 1e12,
-    "P": 1e15,
-    "E": 1e18,
-    "Ki": 2**10,
-    "Mi": 2**20,
-    "Gi": 2**30,
-    "Ti": 2**40,
-    "Pi": 2**50,
-    "Ei": 2**60,
-}
-
-
-def quantity(value: Any) -> float | None:
-    """A Kubernetes quantity's value (the API server rewrites 0.5 as 500m and 1024Mi as 1Gi), else None."""
-    match = _QUANTITY.fullmatch(str(value))
-    if match is None:
-        return None
-    return float(match[1]) * _SUFFIX[match[2]]
 
 
 def _same(want: Any, have: Any) -> bool:

@@ -30,20 +30,12 @@ class ClusterError(RuntimeError):
     pass
 
 
-def _kwok_source(bins: dict[str, Path]) -> Path:
+def _kwok_source() -> Path:
     """The KWOK module's source (its stage files), from the module cache the build filled."""
-    env = tools._go_env(tools.cache_root())
-    out = subprocess.run(
-        ["go", "mod", "download", "-json", f"sigs.k8s.io/kwok@v{tools.KWOK_VERSION}"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tools.cache_root(),
-    )
     try:
-        return Path(json.loads(out.stdout)["Dir"])
-    except (KeyError, ValueError):
-        raise ClusterError(f"kwok: reading its stage files failed: {out.stderr.strip()[:200]}") from None
+        return tools.module_source("kwok", "sigs.k8s.io/kwok", f"v{tools.KWOK_VERSION}")
+    except tools.BuildError as error:
+        raise ClusterError(f"reading KWOK's stage files: {error}") from None
 
 
 def stage_documents(source: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -114,7 +106,7 @@ class Cluster:
     def create(self) -> None:
         self.delete()
         self.workdir.mkdir(parents=True, exist_ok=True)
-        stages, objects = stage_documents(_kwok_source(self.bins))
+        stages, objects = stage_documents(_kwok_source())
         config = self.workdir / "kwok-stages.yaml"
         config.write_text(yaml.safe_dump_all(stages))
         k8s, etcd, kwok = self.bins["kubernetes"], self.bins["etcd"], self.bins["kwok"]

@@ -14,9 +14,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from components.catalog.accelerators import ACCELERATORS
 from components.catalog.machines import MACHINES
 from components.specs.clusters import POOL_LABEL
 from components.units import GiB
+from e2e.quantity import quantity
 from stacks.config import StackConfig
 from stacks.hardware import pool_hardware
 
@@ -83,16 +85,12 @@ def device_requests(pod_spec: dict[str, Any]) -> dict[str, int]:
     return total
 
 
-def _memory_gib(quantity: str) -> float:
-    units = {"Ki": 2**-20, "Mi": 2**-10, "Gi": 1, "Ti": 1024}
-    for suffix, scale in units.items():
-        if quantity.endswith(suffix):
-            return float(quantity[: -len(suffix)]) * scale
-    return float(quantity) / GiB
+def _memory_gib(value: str) -> float:
+    return (quantity(value) or 0.0) / GiB
 
 
-def _cpu(quantity: str) -> float:
-    return float(quantity[:-1]) / 1000 if quantity.endswith("m") else float(quantity)
+def _cpu(value: str) -> float:
+    return quantity(value) or 0.0
 
 
 def _requests(pod_spec: dict[str, Any]) -> tuple[float, float]:
@@ -132,8 +130,6 @@ def _pool_shapes(config: StackConfig, objects: Iterable[dict[str, Any]]) -> list
 
 
 def _device_resource(accelerator: str | None) -> str | None:
-    from components.catalog.accelerators import ACCELERATORS
-
     profile = ACCELERATORS.get(accelerator or "")
     return profile.device_resource if profile else None
 

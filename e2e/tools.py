@@ -135,6 +135,25 @@ def _run(tool: str, step: str, argv: Sequence[str], cwd: Path, env: dict[str, st
         raise BuildError(f"{tool}: {step} failed (exit {proc.returncode}): {' '.join(tail)[:300]} (log: {log})")
 
 
+def module_source(tool: str, module: str, version: str, root: Path | None = None) -> Path:
+    """Where the module cache holds a module's source (its data files: schemas, scripts, stages), downloaded
+    through the proxy when missing; the go command resolves the path, case-escaping included."""
+    root = root or cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    out = subprocess.run(
+        ["go", "mod", "download", "-json", f"{module}@{version}"],
+        capture_output=True,
+        text=True,
+        env=_go_env(root),
+        cwd=root,
+    )
+    try:
+        return Path(json.loads(out.stdout)["Dir"])
+    except (KeyError, ValueError):
+        detail = (out.stderr or out.stdout).strip().replace("\n", " ")[:300]
+        raise BuildError(f"{tool}: go mod download {module}@{version} failed: {detail}") from None
+
+
 def _wrapper(work: Path, module: str, go_mod_body: str, files: dict[str, str] | None = None) -> None:
     work.mkdir(parents=True, exist_ok=True)
     (work / "go.mod").write_text(f"module {module}\n\ngo 1.26\n\n{go_mod_body}")
@@ -163,15 +182,7 @@ def _build_pulumi(tool: Tool, out: Path, root: Path) -> None:
         log,
     )
     # The Python language host's exec script and the policy shim ship in the SDK module's source.
-    _run(
-        tool.name,
-        "go mod download",
-        ["go", "mod", "download", f"github.com/pulumi/pulumi/sdk/v3@v{PULUMI_SDK_VERSION}"],
-        work,
-        env,
-        log,
-    )
-    sdk = root / "go" / "mod" / "github.com" / "pulumi" / "pulumi" / "sdk" / f"v3@v{PULUMI_SDK_VERSION}" / "python"
+    sdk = module_source(tool.name, "github.com/pulumi/pulumi/sdk/v3", f"v{PULUMI_SDK_VERSION}", root) / "python"
     exec_script = out / "pulumi-language-python-exec"
     shutil.copyfile(sdk / "cmd" / "pulumi-language-python-exec", exec_script)
     exec_script.chmod(0o755)
@@ -207,24 +218,7 @@ def _build_kubernetes_provider(tool: Tool, out: Path, root: Path) -> None:
         env,
         log,
     )
-    _run(
-        tool.name,
-        "go mod download",
-        ["go", "mod", "download", f"{module}@{KUBERNETES_PROVIDER_MODULE_VERSION}"],
-        work,
-        env,
-        log,
-    )
-    src = (
-        root
-        / "go"
-        / "mod"
-        / "github.com"
-        / "pulumi"
-        / "pulumi-kubernetes"
-        / "provider"
-        / f"v4@{KUBERNETES_PROVIDER_MODULE_VERSION}"
-    )
+    src = module_source(tool.name, module, KUBERNETES_PROVIDER_MODULE_VERSION, root)
     schema = json.loads((src / "cmd" / "pulumi-resource-kubernetes" / "schema.json").read_text())
     schema["version"] = KUBERNETES_PROVIDER_VERSION
     (work / "schema-embed.json").write_text(json.dumps(schema, separators=(",", ":")))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from e2e import compare
+from policies.resources import CHART_TYPE
 from stacks.changeplan import Change
 
 _STACK = "urn:pulumi:e2e::llmd::"
@@ -66,7 +67,7 @@ _CHART = "llmd:router:Router$kubernetes:helm.sh/v4:Chart"
 
 
 def test_a_renamed_charts_objects_answer_to_the_charts_row() -> None:
-    chart = Change("replace", compare.CHART_TYPE, "llmd-router-chart", "renamed")
+    chart = Change("replace", CHART_TYPE, "llmd-router-chart", "renamed")
     recreated = [
         {"op": "create", "urn": _urn(f"{_CHART}$kubernetes:core/v1:Service", "llmd-router-chart:ns2/r-epp")},
         {"op": "delete", "urn": _urn(f"{_CHART}$kubernetes:core/v1:Service", "llmd-router-chart:ns/r-epp")},
@@ -79,7 +80,7 @@ def test_a_renamed_charts_objects_answer_to_the_charts_row() -> None:
 
 def test_a_charts_objects_changed_without_a_row_are_a_disagreement() -> None:
     step = {"op": "replace", "urn": _urn(f"{_CHART}$kubernetes:core/v1:ConfigMap", "llmd-router-chart:ns/r-epp")}
-    (only,) = compare.compare_plans([step], [Change("update", compare.CHART_TYPE, "llmd-router-chart", "values")])
+    (only,) = compare.compare_plans([step], [Change("update", CHART_TYPE, "llmd-router-chart", "values")])
     assert (only.type, only.engine, only.plan) == ("kubernetes:core/v1:ConfigMap", "replace", "no change")
 
 
