@@ -100,7 +100,7 @@ def prepull_rollouts() -> None:
             on = plan(loading.load_preset(name, ["images.prepull=true"]))
         except ConfigError:
             continue  # unplaced model servers: no pool to pre-pull onto
-        if on.mirror is not None or not prepull.pulled_images(on.prepull):
+        if on.mirror is not None or not prepull.pulled_images(on.manifests(prepull.WORKLOAD)):
             continue
         waves, ahead = cold_start.rollout_pulls(on)
         replicas = on.model_server.replicas

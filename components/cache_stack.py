@@ -1,8 +1,9 @@
 """CacheStack: the whole tiered prefix cache, in dependency order.
 
-Namespace -> HF token Secret -> GAIE CRDs -> router (chart, which creates the InferencePool);
-shared storage, the weights, the Mooncake services, the LMCache server and the image pre-pull ->
-model servers (after everything they read or mount, their images on every node) -> monitoring.
+Namespace -> HF token Secret -> GAIE CRDs -> router (chart, which creates the InferencePool); then
+the plan's workloads in their declaration order, each after what it needs (the shared claim, the
+weights, the cache daemons and the image pre-pull before the model servers; monitoring beside them;
+the verification Job after them).
 """
 
 from __future__ import annotations
@@ -14,17 +15,11 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.catalog import labels
-from components.image_prepull import ImagePrepull, ImagePrepullArgs
 from components.inference_pool import InferencePoolCrds, InferencePoolCrdsArgs
-from components.lmcache_server import LMCacheServer, LMCacheServerArgs
 from components.manifest import Manifest
-from components.model_cache import ModelCache, ModelCacheArgs
-from components.model_server import ModelServer, ModelServerArgs
-from components.monitoring import Monitoring, MonitoringArgs
-from components.mooncake import MooncakeArgs, MooncakeClient, MooncakeMaster
 from components.router import Router, RouterArgs
-from components.storage import SharedStorage, SharedStorageArgs
-from components.verification_job import VerificationJob, VerificationJobArgs
+from components.specs.workloads import CLUSTER, HF_TOKEN, NAMESPACE, ROUTER, Workload
+from components.workload import WorkloadComponent
 
 
 @dataclass(frozen=True)
@@ -36,17 +31,9 @@ class CacheStackArgs:
     router_chart: str
     router_version: str
     router_values: dict[str, Any]
-    model_servers: dict[str, list[Manifest]]  # by role; "decode" for single-role stacks
+    workloads: dict[str, Workload]  # in declaration order (`StackPlan.workloads`)
     gaie_crds_file: str | None = None  # a local copy of the CRD manifests instead of the release asset
-    storage_claim: Manifest | None = None
-    model_cache: list[Manifest] = field(default_factory=list)  # [dedicated claim], fetch script, fetch Job
-    lmcache_server: list[Manifest] = field(default_factory=list)
-    mooncake_master: list[Manifest] = field(default_factory=list)
-    mooncake_client: list[Manifest] = field(default_factory=list)
-    monitoring: list[Manifest] = field(default_factory=list)
-    verification: list[Manifest] = field(default_factory=list)
     router_policies: list[Manifest] = field(default_factory=list)  # NetworkPolicy of the chart's pods
-    prepull: list[Manifest] = field(default_factory=list)  # [NetworkPolicy], the image pre-pull DaemonSet
     # What the model servers need from outside the stack: their node pool, the tier's storage backend.
     serving_needs: list[pulumi.Resource] = field(default_factory=list)
 
@@ -60,16 +47,20 @@ class CacheStack(pulumi.ComponentResource):
         self._name = name
         namespace, hf_token = self._namespace(args)
         router = self._router(args, namespace)
-        serving_needs = self._serving_needs(args, [namespace, hf_token, *args.serving_needs], namespace)
-        servers = [
-            ModelServer(
-                f"{name}-model-server" if role == "decode" else f"{name}-model-server-{role}",
-                ModelServerArgs(manifests=manifests),
-                pulumi.ResourceOptions(parent=self, depends_on=serving_needs),
+        declared: dict[str, list[pulumi.Resource]] = {
+            NAMESPACE: [namespace],
+            HF_TOKEN: [hf_token],
+            ROUTER: [router],
+            CLUSTER: list(args.serving_needs),
+        }
+        self.workloads: dict[str, WorkloadComponent] = {}
+        for key, workload in args.workloads.items():
+            needs = [r for need in workload.needs for r in declared[need]]
+            component = WorkloadComponent(
+                f"{name}-{key}", workload, pulumi.ResourceOptions(parent=self, depends_on=needs or None)
             )
-            for role, manifests in args.model_servers.items()
-        ]
-        self._observers(args, serving_needs, [router, *servers])
+            declared[key] = [component]
+            self.workloads[key] = component
         self.namespace = namespace.metadata.apply(lambda m: str(m.name))
         self.router_endpoint = router.endpoint
         self.register_outputs({"namespace": self.namespace, "routerEndpoint": self.router_endpoint})
@@ -109,74 +100,3 @@ class CacheStack(pulumi.ComponentResource):
             ),
             pulumi.ResourceOptions(parent=self, depends_on=[crds, namespace]),
         )
-
-    def _serving_needs(
-        self, args: CacheStackArgs, needs: list[pulumi.Resource], namespace: k8s.core.v1.Namespace
-    ) -> list[pulumi.Resource]:
-        """What the model servers start after: the tier's claim, the weights, the Mooncake and LMCache daemons,
-        their images on every node of the pool."""
-        name, serving_needs = self._name, list(needs)
-        if args.storage_claim is not None:
-            serving_needs.append(
-                SharedStorage(
-                    f"{name}-storage",
-                    SharedStorageArgs(manifests=[args.storage_claim]),
-                    pulumi.ResourceOptions(parent=self, depends_on=[namespace, *args.serving_needs]),
-                )
-            )
-        if args.model_cache:  # the weights are on the volume before any model server starts
-            serving_needs.append(
-                ModelCache(
-                    f"{name}-model-cache",
-                    ModelCacheArgs(manifests=args.model_cache),
-                    pulumi.ResourceOptions(parent=self, depends_on=list(serving_needs)),
-                )
-            )
-        if args.mooncake_master:
-            master = MooncakeMaster(
-                f"{name}-mooncake-master", MooncakeArgs(args.mooncake_master), pulumi.ResourceOptions(parent=self)
-            )
-            serving_needs.append(master)
-            if args.mooncake_client:
-                serving_needs.append(
-                    MooncakeClient(
-                        f"{name}-mooncake-client",
-                        MooncakeArgs(args.mooncake_client),
-                        pulumi.ResourceOptions(parent=self, depends_on=[master]),
-                    )
-                )
-        if args.lmcache_server:
-            serving_needs.append(
-                LMCacheServer(
-                    f"{name}-lmcache-server",
-                    LMCacheServerArgs(manifests=args.lmcache_server),
-                    pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
-                )
-            )
-        if args.prepull:  # on the pool's nodes (its node pool first), while the weights are fetched
-            serving_needs.append(
-                ImagePrepull(
-                    f"{name}-image-prepull",
-                    ImagePrepullArgs(manifests=args.prepull),
-                    pulumi.ResourceOptions(parent=self, depends_on=[namespace, *args.serving_needs]),
-                )
-            )
-        return serving_needs
-
-    def _observers(
-        self, args: CacheStackArgs, serving_needs: list[pulumi.Resource], serving: list[pulumi.Resource]
-    ) -> None:
-        """Monitoring beside the servers; the verification Job after everything it exercises is up (Pulumi
-        awaits Deployment readiness)."""
-        if args.monitoring:
-            Monitoring(
-                f"{self._name}-monitoring",
-                MonitoringArgs(manifests=args.monitoring),
-                pulumi.ResourceOptions(parent=self, depends_on=serving_needs),
-            )
-        if args.verification:
-            VerificationJob(
-                f"{self._name}-verification",
-                VerificationJobArgs(manifests=args.verification),
-                pulumi.ResourceOptions(parent=self, depends_on=serving),
-            )

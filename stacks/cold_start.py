@@ -54,7 +54,9 @@ def cases(stack_plan: StackPlan) -> list[Case]:
     hub = startup.weight_source(stack_plan.config, None)
     from_hub = f"{server.model.weight_bytes.bytes / GB:.1f} GB from {hub.name} ({hub.bytes_per_second / GB:.2f} GB/s)"
     first = Case("first pod (empty caches)", _pod(stack_plan, on), pulled, weights)
-    if stack_plan.prepull:  # `pulumi up` waits for the pre-pull on every node before any model server
+    if stack_plan.manifests(
+        prepull.WORKLOAD
+    ):  # `pulumi up` waits for the pre-pull on every node before any model server
         ahead = f"pre-pulled by `{prepull.NAME}`"
         first = Case("first pod (empty caches)", _pod(stack_plan, on, image_on_node=True), ahead, weights)
     out = [

@@ -18,7 +18,8 @@ from components.cluster.registry import ArtifactRegistryMirror, ArtifactRegistry
 from components.specs.clusters import nvidia_device_plugin_pools, nvidia_device_plugin_values
 from components.specs.servers.base import FILES_STORAGE_CLAIM
 from components.units import GiB
-from stacks.plan import StackPlan, lustre_volume_name
+from stacks.plan import StackPlan
+from stacks.plan_workloads import lustre_volume_name
 from stacks.protection import lifecycle_transform
 
 STACK_NAME = "llmd"
@@ -197,15 +198,7 @@ def _cache_stack(
             router_version=config.router.version,
             router_values=stack_plan.router_values,
             router_policies=stack_plan.router_policies,
-            model_servers={role.spec.role: role.manifests for role in stack_plan.roles},
-            lmcache_server=stack_plan.lmcache_server,
-            storage_claim=stack_plan.storage_manifests[0] if stack_plan.storage_manifests else None,
-            model_cache=stack_plan.model_cache_manifests,
-            mooncake_master=stack_plan.mooncake_master,
-            mooncake_client=stack_plan.mooncake_client,
-            monitoring=stack_plan.monitoring,
-            verification=stack_plan.verification,
-            prepull=stack_plan.prepull,
+            workloads=stack_plan.workloads,
             serving_needs=serving_needs,
         ),
         pulumi.ResourceOptions(providers=[provider]),

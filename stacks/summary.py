@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from components.formulas.payoff import SUFFIX_TOKENS
-from components.specs import images, prepull
+from components.specs import images, lmcache, model_cache, mooncake, prepull, storage
 from components.specs.clusters import PoolSpec
 from components.specs.payoff import gbps, seconds
 from components.units import GiB, MiB
@@ -223,8 +223,8 @@ def _optional_rows(stack_plan: StackPlan) -> list[tuple[str, str]]:
     """What some stacks add: the filesystem claim, Mooncake, P/D roles, the LMCache server, a tokenizer."""
     config = stack_plan.config
     rows: list[tuple[str, str]] = []
-    if stack_plan.storage_manifests:
-        claim = stack_plan.storage_manifests[0]
+    if stack_plan.manifests(storage.WORKLOAD):
+        claim = stack_plan.manifests(storage.WORKLOAD)[0]
         storage_class = claim["spec"].get("storageClassName", "cluster default")
         rows.append(
             (
@@ -235,8 +235,10 @@ def _optional_rows(stack_plan: StackPlan) -> list[tuple[str, str]]:
         )
     rows.append(("model cache", _model_cache_row(stack_plan)))
     rows.append(("images", _images_row(stack_plan)))
-    if stack_plan.mooncake_master:
-        client = "and the Mooncake Client DaemonSet" if stack_plan.mooncake_client else "(embedded pool)"
+    if stack_plan.manifests(mooncake.MASTER_WORKLOAD):
+        client = (
+            "and the Mooncake Client DaemonSet" if stack_plan.manifests(mooncake.CLIENT_WORKLOAD) else "(embedded pool)"
+        )
         rows.append(("MooncakeStore", f"Mooncake Master in namespace `mooncake` {client}"))
     if len(stack_plan.roles) > 1:
         rows.append(
@@ -245,7 +247,7 @@ def _optional_rows(stack_plan: StackPlan) -> list[tuple[str, str]]:
                 ", ".join(f"`{r.manifests[-1]['metadata']['name']}` ({r.spec.role})" for r in stack_plan.roles),
             )
         )
-    if stack_plan.lmcache_server:
+    if stack_plan.manifests(lmcache.SERVER_WORKLOAD):
         lm = config.lmcache
         rows.append(
             (
@@ -264,7 +266,7 @@ def _model_cache_row(stack_plan: StackPlan) -> str:
     cache, model = stack_plan.model_cache, stack_plan.model_server.model.name
     if cache is None:
         return f"off: every model-server pod downloads {model} from Hugging Face"
-    job = next(m for m in stack_plan.model_cache_manifests if m["kind"] == "Job")
+    job = next(m for m in stack_plan.manifests(model_cache.WORKLOAD) if m["kind"] == "Job")
     claim = f"the tier's claim `{cache.claim}`" if cache.shared_with_tier else f"claim `{cache.claim}`"
     loading = f", loaded with `--load-format={cache.load_format}`" if cache.load_format else ""
     compiled = f"; compile caches in `{cache.compile_subpath}`" if cache.compile_cache else ""
@@ -273,7 +275,7 @@ def _model_cache_row(stack_plan: StackPlan) -> str:
 
 def _images_row(stack_plan: StackPlan) -> str:
     how = _images_source(stack_plan)
-    pulled = prepull.pulled_images(stack_plan.prepull)
+    pulled = prepull.pulled_images(stack_plan.manifests(prepull.WORKLOAD))
     if pulled:
         return (
             f"{how}; {', '.join(f'`{i}`' for i in pulled)} pre-pulled onto every node of the serving pool at once"
@@ -351,16 +353,16 @@ def _rollout_lines(stack_plan: StackPlan) -> list[str]:
         names = ", ".join(f"`{r.manifests[-1]['metadata']['name']}`" for r in stack_plan.roles)
         lines.append(f"model servers ({names}): {stack_plan.rollout.describe()}")
         lines.append("a PodDisruptionBudget per role lets drains and upgrades take one pod at a time")
-    if stack_plan.lmcache_server:
+    if stack_plan.manifests(lmcache.SERVER_WORKLOAD):
         l1 = stack_plan.sizing.cpu_tier_per_pod.human()
         lines.append(f"LMCache server DaemonSet: one node at a time; each restart drops that node's {l1} L1")
-    if stack_plan.prepull:
+    if stack_plan.manifests(prepull.WORKLOAD):
         lines.append(
             f"image pre-pull DaemonSet `{prepull.NAME}`: every node at once (maxUnavailable 100%); a changed image"
             " is on every node of the pool before the model servers roll"
         )
     client = stack_plan.model_server.mooncake_client
-    if stack_plan.mooncake_client and client is not None:
+    if stack_plan.manifests(mooncake.CLIENT_WORKLOAD) and client is not None:
         lines.append(
             f"Mooncake client DaemonSet: one node at a time; each restart drops that node's {client.dram.human()} pool"
         )

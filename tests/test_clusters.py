@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from components.catalog.machines import MACHINES
-from components.specs import clusters, lmcache
+from components.specs import clusters, lmcache, storage
 from components.specs.clusters import PoolSpec
 from components.units import ByteSize, GiB, MiB
 from stacks import loading
@@ -216,7 +216,7 @@ def test_cluster_and_storage_config_errors(overrides: list[str], message: str) -
 
 
 def test_lustre_capacity_accepts_the_tier_steps() -> None:
-    assert plan(loading.load_preset("gke-h100-lustre", ["storage.size=18000Gi"])).storage_manifests
+    assert plan(loading.load_preset("gke-h100-lustre", ["storage.size=18000Gi"])).manifests(storage.WORKLOAD)
 
 
 def test_tier_auto_on_a_node_too_small_gives_both_numbers() -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from components.catalog import labels
+from components.specs import verification
 from stacks import loading
 from stacks.__main__ import main
 from stacks.errors import ConfigError
@@ -43,7 +44,7 @@ def test_names_the_chart_shortens_reach_the_service_the_chart_creates(length: in
     assert service == "r" * min(length, labels.ROUTER_NAME_BASE) + "-epp"
     assert stack.inference_pool is not None
     assert stack.inference_pool["spec"]["endpointPickerRef"]["name"] == service
-    [job] = by_kind(stack.verification, "Job")
+    [job] = by_kind(stack.manifests(verification.WORKLOAD), "Job")
     env = {e["name"]: e.get("value") for c in job["spec"]["template"]["spec"]["containers"] for e in c.get("env", [])}
     assert env["ROUTER_URL"].startswith(f"http://{service}.")
     [policy] = stack.router_policies

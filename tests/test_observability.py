@@ -10,6 +10,7 @@ from typing import Any
 import promql_parser
 import pytest
 
+from components.specs import verification
 from stacks import loading
 from stacks.plan import plan
 from tests.helpers import SEEDS, by_kind, manifests, rendered, validate
@@ -137,8 +138,8 @@ def _job_env(name: str) -> dict[str, str]:
 
 
 def test_verification_job_is_on_by_default_in_dev_and_checks_what_the_connector_exports() -> None:
-    assert plan(loading.load_named("dev")).verification
-    assert not plan(loading.load_preset("gpu-vllm-native-cpu")).verification
+    assert plan(loading.load_named("dev")).manifests(verification.WORKLOAD)
+    assert not plan(loading.load_preset("gpu-vllm-native-cpu")).manifests(verification.WORKLOAD)
     assert _job_env("gpu-vllm-native-cpu")["CHECK"] == "native"
     assert _job_env("gpu-vllm-native-fs")["SHARED_TIER"] == "true"
     assert _job_env("gpu-sglang-native-cpu")["CHECK"] == "sglang"

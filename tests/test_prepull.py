@@ -10,7 +10,7 @@ import pytest
 
 from components.catalog import startup as figures
 from components.catalog import versions
-from components.specs import images, prepull
+from components.specs import images, lmcache, mooncake, prepull
 from stacks import cold_start, loading, startup
 from stacks.errors import ConfigError
 from stacks.plan import StackPlan, plan
@@ -33,7 +33,7 @@ def _plan(name: str, *overrides: str) -> StackPlan:
 
 
 def _daemon_set(stack_plan: StackPlan) -> dict[str, Any]:
-    (found,) = by_kind(stack_plan.prepull, "DaemonSet")
+    (found,) = by_kind(stack_plan.manifests(prepull.WORKLOAD), "DaemonSet")
     return found
 
 
@@ -72,12 +72,12 @@ def _images_of(objects: list[dict[str, Any]]) -> set[str]:
 def test_it_pulls_every_image_the_serving_nodes_run_and_nothing_else(name: str, overrides: tuple[str, ...]) -> None:
     stack_plan = _plan(name, *overrides)
     on_serving_nodes = [m for r in stack_plan.roles for m in r.manifests]
-    on_serving_nodes += stack_plan.lmcache_server + stack_plan.mooncake_client
-    assert set(prepull.pulled_images(stack_plan.prepull)) == _images_of(on_serving_nodes)
+    on_serving_nodes += stack_plan.manifests(lmcache.SERVER_WORKLOAD) + stack_plan.manifests(mooncake.CLIENT_WORKLOAD)
+    assert set(prepull.pulled_images(stack_plan.manifests(prepull.WORKLOAD))) == _images_of(on_serving_nodes)
 
 
 def test_p_d_pulls_both_roles_the_sidecar_and_the_lmcache_server() -> None:
-    pulled = prepull.pulled_images(_plan("gpu-vllm-lmcache-server-pd", *PD_ON_A_POOL).prepull)
+    pulled = prepull.pulled_images(_plan("gpu-vllm-lmcache-server-pd", *PD_ON_A_POOL).manifests(prepull.WORKLOAD))
     assert versions.disagg_sidecar_image(versions.ROUTER_VERSION) in pulled
     assert versions.lmcache_image(versions.LMCACHE_VERSION) in pulled
 
@@ -153,8 +153,12 @@ def test_every_image_the_presets_pull_has_a_size_in_the_catalog() -> None:
     would wait minutes for nothing."""
     for name in loading.preset_names():
         stack_plan = _plan(name, "images.mirror=off")
-        every = [m for r in stack_plan.roles for m in r.manifests] + stack_plan.lmcache_server
-        every += stack_plan.mooncake_client + stack_plan.mooncake_master + stack_plan.prepull
+        every = [m for r in stack_plan.roles for m in r.manifests] + stack_plan.manifests(lmcache.SERVER_WORKLOAD)
+        every += (
+            stack_plan.manifests(mooncake.CLIENT_WORKLOAD)
+            + stack_plan.manifests(mooncake.MASTER_WORKLOAD)
+            + stack_plan.manifests(prepull.WORKLOAD)
+        )
         for image in images.images(every):
             repository = image.split("@", 1)[0].rsplit(":", 1)[0]
             assert repository in figures.IMAGE_BYTES, f"{name}: {image}"
@@ -173,7 +177,7 @@ def test_through_the_mirror_on_a_created_cluster() -> None:
     stack_plan = _plan("gke-h100-lustre", "images.prepull=true")
     assert stack_plan.mirror is not None
     prefix = f"{stack_plan.mirror.region}-docker.pkg.dev/{stack_plan.mirror.project}/"
-    assert all(i.startswith(prefix) for i in images.images(stack_plan.prepull))
+    assert all(i.startswith(prefix) for i in images.images(stack_plan.manifests(prepull.WORKLOAD)))
     assert "registry.k8s.io" in stack_plan.mirror.registries  # the pause image's registry gets its repository
 
 
@@ -217,7 +221,7 @@ def test_the_first_pod_finds_its_image_and_the_summary_says_so() -> None:
 
 def test_off_by_default_and_where_a_mirror_serves_the_cluster() -> None:
     for name in ("gpu-vllm-native-cpu", "gke-h100-lustre", "eks-h100-efs", "tpu-v6-vllm-native-cpu"):
-        assert _plan(name).prepull == []
+        assert _plan(name).manifests(prepull.WORKLOAD) == []
 
 
 def test_a_rollout_waits_for_one_parallel_pull_instead_of_one_per_wave() -> None:

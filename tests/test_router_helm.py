@@ -20,6 +20,7 @@ import yaml
 
 from components.catalog.labels import router_name
 from components.router import harden_chart_pods
+from components.specs import verification
 from components.specs.router_values import router_endpoint
 from policies.resources import Resource
 from policies.rules import RULES
@@ -402,7 +403,7 @@ def test_names_the_chart_shortens_are_the_names_the_stack_uses(release: str, nam
     services = {s["metadata"]["name"]: s for s in by_kind(objects, "Service")}
     host = urlsplit(router_endpoint(release, namespace)).hostname or ""
     assert host.split(".")[0] in services
-    [job] = by_kind(stack.verification, "Job")
+    [job] = by_kind(stack.manifests(verification.WORKLOAD), "Job")
     [env] = [
         e for c in job["spec"]["template"]["spec"]["containers"] for e in c.get("env", []) if e["name"] == "ROUTER_URL"
     ]

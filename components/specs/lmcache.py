@@ -13,7 +13,10 @@ from dataclasses import dataclass
 from components.catalog import versions
 from components.manifest import Manifest
 from components.specs import security
+from components.specs.workloads import WorkloadType
 from components.units import ByteSize, GiB
+
+SERVER_WORKLOAD = WorkloadType("llmd:lmcache_server:LMCacheServer", "lmcache-server")
 
 NAME = "lmcache-engine"  # DaemonSet, Service; the ConfigMap is `<NAME>-connection`
 CONNECTION_CONFIG_MAP = f"{NAME}-connection"

@@ -22,6 +22,9 @@ from components.catalog import labels
 from components.manifest import Manifest
 from components.specs.security import MODEL_FETCH_CONTAINER, harden
 from components.specs.startup import timeout_annotation
+from components.specs.workloads import WorkloadType
+
+WORKLOAD = WorkloadType("llmd:model_cache:ModelCache", "model-cache")  # a dedicated claim, the fetch script and its Job
 
 MODEL_CACHE_CLAIM = "llm-d-model-cache"  # the dedicated claim, where the stack has no filesystem tier
 VOLUME = "model-cache"

@@ -5,6 +5,9 @@ from __future__ import annotations
 from components.catalog import labels
 from components.manifest import Manifest
 from components.specs import lmcache, mooncake
+from components.specs.workloads import WorkloadType
+
+WORKLOAD = WorkloadType("llmd:monitoring:Monitoring", "monitoring")  # monitors, alert rules, dashboard
 
 
 def _pod_monitor(

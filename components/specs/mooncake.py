@@ -8,6 +8,10 @@ from components.catalog import versions
 from components.manifest import Manifest
 from components.specs import security
 from components.specs.sizing import MOONCAKE_CLIENT_SHM, MooncakeClientSizing, mooncake_text
+from components.specs.workloads import WorkloadType
+
+MASTER_WORKLOAD = WorkloadType("llmd:mooncake:MooncakeMaster", "mooncake-master")
+CLIENT_WORKLOAD = WorkloadType("llmd:mooncake:MooncakeClient", "mooncake-client")
 
 NAMESPACE = "mooncake"
 MASTER = "mooncake-master-store"

@@ -126,6 +126,9 @@ class StackTraffic:
         shared.pop(labels.ROLE_LABEL, None)
         return Peer(shared, roles=tuple(sorted(r.role for r in self.roles)))
 
+    def role(self, name: str) -> ServingRole:
+        return next(r for r in self.roles if r.role == name)
+
 
 def model_server_policy(traffic: StackTraffic, role: ServingRole, name: str) -> Manifest:
     clients = [Peer(traffic.router_pods)]
@@ -154,12 +157,11 @@ def lmcache_server_policy(traffic: StackTraffic) -> Manifest:
     return policy(lmcache.NAME, traffic.namespace, {"matchLabels": dict(lmcache.LABELS)}, rules)
 
 
-def mooncake_policies(traffic: StackTraffic, client: bool) -> tuple[Manifest, Manifest | None]:
+def mooncake_master_policy(traffic: StackTraffic) -> Manifest:
     """The master admits its clients (model servers, Mooncake Clients) on RPC and metadata, the scraper on
-    metrics; a Mooncake Client admits the pool's members on every port (the transfer engine's)."""
-    servers = traffic.model_servers.elsewhere(traffic.namespace)
-    clients = Peer(mooncake.CLIENT_LABELS)
-    master = policy(
+    metrics."""
+    servers, clients = traffic.model_servers.elsewhere(traffic.namespace), Peer(mooncake.CLIENT_LABELS)
+    return policy(
         mooncake.MASTER,
         mooncake.NAMESPACE,
         {"matchLabels": dict(mooncake.MASTER_LABELS)},
@@ -168,15 +170,17 @@ def mooncake_policies(traffic: StackTraffic, client: bool) -> tuple[Manifest, Ma
             Rule([traffic.scraper], [mooncake.METRICS_PORT]),
         ],
     )
-    if not client:
-        return master, None
-    pool = policy(
+
+
+def mooncake_client_policy(traffic: StackTraffic) -> Manifest:
+    """A Mooncake Client admits the pool's members on every port (the transfer engine's)."""
+    servers, clients = traffic.model_servers.elsewhere(traffic.namespace), Peer(mooncake.CLIENT_LABELS)
+    return policy(
         mooncake.CLIENT,
         mooncake.NAMESPACE,
         {"matchLabels": dict(mooncake.CLIENT_LABELS)},
         [Rule([servers, clients, Peer(mooncake.MASTER_LABELS)], None)],
     )
-    return master, pool
 
 
 def closed_policy(namespace: str, name: str, pod_labels: dict[str, str]) -> Manifest:

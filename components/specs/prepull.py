@@ -20,7 +20,10 @@ from dataclasses import dataclass, field
 from components.catalog import labels, versions
 from components.manifest import Manifest
 from components.specs.security import harden
+from components.specs.workloads import WorkloadType
 from components.units import ByteSize, MiB
+
+WORKLOAD = WorkloadType("llmd:image_prepull:ImagePrepull", "image-prepull")
 
 NAME = labels.IMAGE_PREPULL
 LABELS = {labels.WORKLOAD_LABEL: NAME, "app.kubernetes.io/part-of": labels.GUIDE}

@@ -10,6 +10,9 @@ from typing import Any
 
 from components.catalog import labels
 from components.manifest import Manifest
+from components.specs.workloads import WorkloadType
+
+WORKLOAD = WorkloadType("llmd:storage:SharedStorage", "storage")  # the filesystem tier's shared claim
 
 LUSTRE_CLASS, EFS_CLASS = "lustre-class", "efs-sc"
 LUSTRE_DRIVER, EFS_DRIVER = "lustre.csi.storage.gke.io", "efs.csi.aws.com"

@@ -8,6 +8,9 @@ from pathlib import Path
 from components.catalog import labels
 from components.manifest import Manifest
 from components.specs import security
+from components.specs.workloads import WorkloadType
+
+WORKLOAD = WorkloadType("llmd:verification:VerificationJob", "verification")
 
 NAME = "verify-offload"
 SCRIPT = Path(__file__).resolve().parents[1] / "verification" / "verify_offload.py"

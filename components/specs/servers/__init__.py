@@ -9,6 +9,10 @@ from components.specs.servers.lmcache_mp import lmcache_mp_manifests
 from components.specs.servers.sglang import sglang_manifests
 from components.specs.servers.tpu import tpu_manifests, tpu_multihost_manifests
 from components.specs.servers.vllm import vllm_manifests
+from components.specs.workloads import WorkloadType
+
+# One per role: the decode role keeps the bare key, the prefill role is `model-server-prefill`.
+MODEL_SERVER = WorkloadType("llmd:model_server:ModelServer", "model-server")
 
 __all__ = ["ServerSpec", "model_server_manifests"]
 

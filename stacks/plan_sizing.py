@@ -1,0 +1,104 @@
+"""The tier's size and the stack against its node pool: the combination's default tier, the stack's, or
+`auto` (the largest that fits), with the per-node daemons beside the model servers on each node."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from components.catalog.accelerators import ACCELERATORS
+from components.catalog.models import MODELS
+from components.catalog.support import ComboDefaults
+from components.specs import lmcache, prepull, sizing
+from components.units import ByteSize, GiB
+from stacks import hardware
+from stacks.config import StackConfig
+from stacks.errors import ConfigError
+
+
+def _default_tier(config: StackConfig, defaults: ComboDefaults) -> ByteSize:
+    model, accelerator = MODELS[config.cache.model or defaults.model], ACCELERATORS[config.cache.accelerator]
+    if defaults.cpu_tier_blocks is not None:
+        return sizing.tpu_tier_bytes(model, accelerator, defaults.cpu_tier_blocks)
+    assert defaults.cpu_tier is not None, "every combination defaults its CPU tier"
+    return defaults.cpu_tier
+
+
+def _size(
+    config: StackConfig, defaults: ComboDefaults, tp: int, replicas: int, tier: ByteSize
+) -> tuple[sizing.TierSizing, sizing.MooncakeClientSizing | None]:
+    cache = config.cache
+    model, accelerator = MODELS[cache.model or defaults.model], ACCELERATORS[cache.accelerator]
+    disk = cache.tier.disk or defaults.disk_tier
+    if accelerator.is_tpu:
+        return sizing.size_tpu(model, accelerator, tp, tier, hosts=defaults.group_size), None
+    if cache.server == "sglang":
+        return sizing.size_hicache(model, accelerator, tp, tier), None
+    if cache.connector == "lmcache-connector":
+        return sizing.size_lmcache(model, accelerator, tp, tier, disk if cache.tier.variant == "fs" else None), None
+    if cache.connector == "lmcache-server":
+        return sizing.size_lmcache_server_client(model, accelerator, tp, tier), None
+    if cache.connector == "mooncake-store":
+        if cache.tier.variant == "fs":
+            assert disk is not None, "MooncakeStore fs defaults its SSD size"
+            return sizing.size_mooncake_standalone(model, accelerator, tp, replicas, tier, disk)
+        return sizing.size_mooncake_embedded(model, accelerator, tp, replicas, tier), None
+    return sizing.size_native_cpu_tier(model, accelerator, tp, tier), None
+
+
+def _per_node_daemon(config: StackConfig, tier: ByteSize, client: sizing.MooncakeClientSizing | None) -> ByteSize:
+    """Memory the per-node DaemonSets (the cache's, the image pre-pull) take beside the model servers on each node."""
+    prepulled = prepull.MEMORY if config.images.prepull else ByteSize(0)
+    if client is not None:
+        return client.memory_request + prepulled
+    if config.cache.connector == "lmcache-server":
+        return lmcache.server_memory(tier)[0] + prepulled
+    return prepulled
+
+
+def size_on_hardware(
+    config: StackConfig, defaults: ComboDefaults, tp: int, replicas: int, devices: int
+) -> tuple[sizing.TierSizing, sizing.MooncakeClientSizing | None, hardware.Fit | None]:
+    """Size the tier (the combination's default, the stack's, or `auto`: the largest that fits), then
+    check the stack against its node pool: devices per node, nodes, and memory per node."""
+    cache = config.cache
+    requested = cache.tier.cpu
+    pool = hardware.pool_hardware(config, cache.node_pool) if cache.node_pool else None
+    if pool is not None and pool.accelerator not in (None, cache.accelerator):
+        raise ConfigError(
+            "cache.node_pool", cache.node_pool, f"{pool.describe()} carries {pool.accelerator}, not {cache.accelerator}"
+        )
+    roles = 2 if cache.connector == "lmcache-server" and config.lmcache.mode == "pd" else 1
+    pods = replicas * defaults.group_size * roles
+    on_node = 1
+    if pool is not None:
+        slots = hardware.pods_per_node(pool, devices)
+        hardware.check_capacity(pool, pods, slots)
+        on_node = min(slots, pods)  # at most this many of the stack's pods share a node
+
+    def memory_for(tier: ByteSize) -> tuple[ByteSize, ByteSize]:
+        tier_sizing, client = _size(config, defaults, tp, replicas, tier)
+        return tier_sizing.pod_memory, _per_node_daemon(config, tier, client)
+
+    largest = None
+    if requested == "auto":
+        if pool is None:
+            raise ConfigError("cache.tier.cpu", "auto", "needs cache.node_pool: the tier is sized to its nodes")
+        per_rank = cache.connector == "mooncake-store" and cache.tier.variant == "cpu"
+        largest = hardware.largest_fitting_tier(pool, on_node, memory_for, ByteSize(GiB) * (tp if per_rank else 1))
+        tier = largest
+    elif requested is None:
+        tier = _default_tier(config, defaults)
+    else:
+        tier = requested
+    tier_sizing, client = _size(config, defaults, tp, replicas, tier)
+    fit = None
+    if pool is not None:
+        fit = hardware.check_memory(
+            pool, tier_sizing.pod_memory, on_node, _per_node_daemon(config, tier, client), tier.human()
+        )
+        fit = dataclasses.replace(fit, largest_tier=largest)
+    else:  # no pool to fit: the pod must still fit some node of the accelerator
+        node = hardware.any_node(cache.accelerator)
+        hardware.pods_per_node(node, devices)
+        hardware.check_memory(node, tier_sizing.pod_memory, 1, _per_node_daemon(config, tier, client), tier.human())
+    return tier_sizing, client, fit

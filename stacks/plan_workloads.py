@@ -1,0 +1,313 @@
+"""The stack's workloads, each from one builder: its manifests, what it needs first, how it rolls, how
+long `pulumi up` waits for it and its NetworkPolicy. `workloads()` lists them in declaration order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass
+
+from components.catalog import versions
+from components.catalog.model_cache import streams_weights
+from components.catalog.models import ModelSpec
+from components.manifest import Manifest
+from components.specs import alerts, dashboard, images, lmcache, model_cache, monitoring, mooncake, network, prepull
+from components.specs import sizing as tier_sizing
+from components.specs import storage as storage_spec
+from components.specs import verification as verification_spec
+from components.specs.router_values import router_endpoint
+from components.specs.servers import MODEL_SERVER, ServerSpec, model_server_manifests
+from components.specs.servers.base import FILES_STORAGE_CLAIM, files_storage_claim, router_selector
+from components.specs.startup import AwaitBudget
+from components.specs.storage import EFS_CLASS, LUSTRE_CLASS
+from components.specs.workloads import CLUSTER, HF_TOKEN, NAMESPACE, ROUTER, Await, Workload, ordered
+from components.units import ByteSize, GiB
+from stacks import hardware, startup
+from stacks.config import StackConfig
+from stacks.errors import ConfigError
+from stacks.prepull import prepull_manifests
+
+SERVING = (NAMESPACE, HF_TOKEN, CLUSTER)  # what every model server needs from the stack itself
+
+
+@dataclass(frozen=True)
+class Serving:
+    """What the builders need from the plan's resolution: the model-server roles (the last is decode),
+    the tier's sizes, the alerts the stack exports."""
+
+    config: StackConfig
+    servers: list[ServerSpec]
+    sizing: tier_sizing.TierSizing
+    client: tier_sizing.MooncakeClientSizing | None
+    exports: alerts.Exports
+    alerts: list[alerts.Alert]
+
+    @property
+    def decode(self) -> ServerSpec:
+        return self.servers[-1]
+
+    @property
+    def pods(self) -> int:
+        return sum(s.replicas * s.group_size for s in self.servers)
+
+    @property
+    def nodes(self) -> int:
+        """Nodes a per-node daemon rolls over: the pool's, or (no pool described) one per model-server pod."""
+        config = self.config
+        if config.cache.node_pool:
+            return hardware.pool_hardware(config, config.cache.node_pool).nodes
+        return self.pods
+
+
+def workloads(s: Serving) -> dict[str, Workload]:
+    """Every workload, in declaration order: what the model servers read, mount or pull first, then the
+    model servers (after all of it), monitoring beside them, the verification Job after them."""
+    config = s.config
+    out: list[Workload] = []
+    if uses_tier_claim(config):
+        out.append(_storage(config))
+    server_objects = [model_server_manifests(server) for server in s.servers]
+    daemons = [*_lmcache_server(s), *_mooncake(s)]
+    if config.images.prepull:
+        serving = [m for objects in server_objects for m in objects]
+        per_node = [m for d in daemons if d.rolls == "node-by-node" for m in d.manifests]
+        out.append(_prepull(config, s, serving, per_node))
+    if s.decode.model_cache is not None:
+        out.append(_model_cache(config, s.decode.model_cache, s.sizing.model, [w.key for w in out]))
+    out += daemons
+    before_servers = (*SERVING, *(w.key for w in out))
+    servers = [
+        _model_server(s, server, objects, before_servers)
+        for server, objects in zip(s.servers, server_objects, strict=True)
+    ]
+    out += servers
+    if config.monitoring.enabled:
+        out.append(_monitoring(s, before_servers))
+    if config.verification.enabled:
+        out.append(_verification(s, (ROUTER, *(w.key for w in servers))))
+    return ordered(out)
+
+
+def uses_tier_claim(config: StackConfig) -> bool:
+    """The filesystem tier on the shared claim (MooncakeStore's filesystem tier is node-local SSD)."""
+    return config.cache.tier.variant == "fs" and config.cache.connector != "mooncake-store"
+
+
+def lustre_volume_name(config: StackConfig) -> str:
+    return f"{config.namespace}-kv-cache-lustre"
+
+
+def _storage(config: StackConfig) -> Workload:
+    backend = config.storage.backend
+    storage_class = {"gcp-lustre": LUSTRE_CLASS, "aws-efs": EFS_CLASS}.get(backend, config.storage.storage_class)
+    volume = lustre_volume_name(config) if backend == "gcp-lustre" else None
+    claim = files_storage_claim(config.namespace, storage_class, config.storage.size.quantity(), volume)
+    return Workload(
+        storage_spec.WORKLOAD, [claim], needs=(NAMESPACE, CLUSTER), outputs={"claimName": claim["metadata"]["name"]}
+    )
+
+
+def resolve_model_cache(config: StackConfig, model: ModelSpec, image: str) -> model_cache.ModelCache | None:
+    """auto: on the tier's claim where the stack has one (the weights belong beside the tier), else off."""
+    settings, has_claim = config.model_cache, uses_tier_claim(config)
+    mode = ("shared" if has_claim else "off") if settings.mode == "auto" else settings.mode
+    if mode == "off":
+        return None
+    if mode == "shared" and not has_claim:
+        raise ConfigError(
+            "model_cache.mode",
+            "shared",
+            "needs the filesystem tier's claim (cache.tier.variant fs, not mooncake-store); allowed: dedicated, off",
+        )
+    return model_cache.ModelCache(
+        claim=FILES_STORAGE_CLAIM if mode == "shared" else model_cache.MODEL_CACHE_CLAIM,
+        shared_with_tier=mode == "shared",
+        model=model.name,
+        compile_key=model_cache.compile_key(config.cache.accelerator, image, model.name),
+        load_format="runai_streamer" if config.cache.server == "vllm" and streams_weights(image) else None,
+        compile_cache=settings.compile_cache,
+    )
+
+
+def _model_cache(config: StackConfig, cache: model_cache.ModelCache, model: ModelSpec, before: list[str]) -> Workload:
+    """A dedicated claim (twice the weights: a new revision's files land beside the old ones), the Job."""
+    settings = config.model_cache
+    out = []
+    # The claim the weights land on: its size is what it holds (EFS is elastic: its claim's size is nominal).
+    holds = (
+        ("storage.size", config.storage.size if config.storage.backend != "aws-efs" else None)
+        if cache.shared_with_tier
+        else ("model_cache.size", settings.size)
+    )
+    if holds[1] is not None and holds[1] < model.weight_bytes:
+        raise ConfigError(
+            holds[0],
+            holds[1].human(),
+            f"smaller than the {model.weight_bytes.ceil_to(GiB).human()} of weights of {model.name} the model cache"
+            " fetches onto it",
+        )
+    if not cache.shared_with_tier:
+        size = settings.size or ByteSize(-(-2 * model.weight_bytes.bytes // GiB) * GiB)
+        out.append(model_cache.dedicated_claim(config.namespace, settings.storage_class, size.quantity()))
+    budget = AwaitBudget(model_cache.FETCH_NAME, startup.fetch_job_cold_start(config, cache, model), 1)
+    fetch = model_cache.FetchSpec(config.namespace, cache, settings.revision, settings.image, budget.seconds)
+    manifests = out + model_cache.fetch_manifests(fetch)
+    job = next(m for m in manifests if m["kind"] == "Job")
+    return Workload(
+        model_cache.WORKLOAD,
+        manifests,
+        # The weights are on the volume before any model server starts.
+        needs=(*SERVING, *(k for k in before if k == storage_spec.WORKLOAD.key)),
+        # Its Job carries its budget already (the Job's name carries the fetch's identity).
+        awaited=Await(dataclasses.replace(budget, workload=job["metadata"]["name"]), None, "warm"),
+        ingress=functools.partial(_closed, model_cache.FETCH_NAME, {"app.kubernetes.io/name": model_cache.FETCH_NAME}),
+    )
+
+
+def _closed(name: str, pod_labels: dict[str, str], traffic: network.StackTraffic) -> Manifest:
+    return network.closed_policy(traffic.namespace, name, pod_labels)
+
+
+def _lmcache_server(s: Serving) -> list[Workload]:
+    config = s.config
+    if config.cache.connector != "lmcache-server":
+        return []
+    lm = config.lmcache
+    settings = lmcache.LMCacheServerSettings(
+        version=lm.version,
+        namespace=config.namespace,
+        l1_size=s.sizing.cpu_tier_per_pod,
+        chunk_size=lm.chunk_size,
+        hash_algorithm=lm.hash_algorithm,
+        isolated_ipc=lm.isolated_ipc,
+        eviction_policy=lm.eviction_policy,
+        eviction_trigger_watermark=lm.eviction_trigger_watermark,
+        eviction_ratio=lm.eviction_ratio,
+        max_workers=lm.max_workers,
+        privileged=lm.privileged,
+    )
+    cold = startup.daemon_cold_start(versions.lmcache_image(lm.version), s.sizing.cpu_tier_per_pod.bytes)
+    return [
+        Workload(
+            lmcache.SERVER_WORKLOAD,
+            lmcache.server_manifests(settings),
+            needs=(NAMESPACE,),
+            rolls="node-by-node",
+            awaited=Await(AwaitBudget(lmcache.NAME, cold, s.nodes), "DaemonSet", "beside"),
+            ingress=network.lmcache_server_policy,
+            holds_cpu_tier=True,
+        )
+    ]
+
+
+def _mooncake(s: Serving) -> list[Workload]:
+    if s.config.cache.connector != "mooncake-store":
+        return []
+    master_cold = startup.daemon_cold_start(versions.MOONCAKE_IMAGE, 0)
+    master = Workload(
+        mooncake.MASTER_WORKLOAD,
+        [mooncake.namespace(), *mooncake.master_manifests()],
+        rolls="default",
+        awaited=Await(AwaitBudget(mooncake.MASTER, master_cold, 1), "Deployment", "beside"),
+        ingress=network.mooncake_master_policy,
+        ingress_at=1,  # after the `mooncake` namespace
+    )
+    if s.client is None:
+        return [master]
+    pinned = s.decode.mooncake_client
+    cold = startup.daemon_cold_start(versions.MOONCAKE_IMAGE, pinned.dram.bytes if pinned else 0)
+    client = Workload(
+        mooncake.CLIENT_WORKLOAD,
+        mooncake.client_manifests(s.client, s.decode.scheduling.node_selector),
+        needs=(mooncake.MASTER_WORKLOAD.key,),
+        rolls="node-by-node",
+        awaited=Await(AwaitBudget(mooncake.CLIENT, cold, s.nodes), "DaemonSet", "beside"),
+        ingress=network.mooncake_client_policy,
+        holds_cpu_tier=True,
+    )
+    return [master, client]
+
+
+def _prepull(config: StackConfig, s: Serving, serving: list[Manifest], daemons: list[Manifest]) -> Workload:
+    """On the pool's nodes (its node pool first), while the weights are fetched."""
+    manifests = prepull_manifests(config, s.decode.accelerator, serving, daemons)
+    pulled = startup.prepull_cold_start(images.images(manifests))
+    return Workload(
+        prepull.WORKLOAD,
+        manifests,
+        needs=(NAMESPACE, CLUSTER),
+        rolls="all-nodes",
+        awaited=Await(AwaitBudget(prepull.NAME, pulled, 1), "DaemonSet", "warm"),
+        ingress=functools.partial(_closed, prepull.NAME, dict(prepull.LABELS)),
+    )
+
+
+def _model_server(s: Serving, server: ServerSpec, manifests: list[Manifest], needs: tuple[str, ...]) -> Workload:
+    """A rolling update restarts a role's pods one after the other: a cold start per replica."""
+    cold = startup.model_server_cold_start(
+        s.config, server.accelerator.key, server.model, server.image, server.model_cache, readers=s.pods
+    )
+    workload = manifests[-1]
+    lws = workload["kind"] == "LeaderWorkerSet"  # no built-in await: the generic one, on its condition
+    name = workload["metadata"]["name"]
+    return Workload(
+        MODEL_SERVER,
+        manifests,
+        needs=needs,
+        rolls="strategy",
+        awaited=Await(
+            AwaitBudget(name, cold, server.replicas), workload["kind"], "serve", "condition=Available" if lws else None
+        ),
+        ingress=functools.partial(_server_policy, server.role, server.workload_name),
+        server=server,
+        key_suffix="" if server.role == "decode" else server.role,
+        outputs={"workloadName": name},
+    )
+
+
+def _server_policy(role: str, name: str, traffic: network.StackTraffic) -> Manifest:
+    return network.model_server_policy(traffic, traffic.role(role), name)
+
+
+def _monitoring(s: Serving, needs: tuple[str, ...]) -> Workload:
+    config, decode = s.config, s.decode
+    provider, namespace = config.monitoring.provider, config.namespace
+    out = [monitoring.model_server_monitor(provider, namespace, router_selector(decode), decode.role)]
+    if config.cache.connector == "lmcache-server":
+        out.append(monitoring.lmcache_server_monitor(provider, namespace))
+    if config.cache.connector == "mooncake-store":
+        out.append(monitoring.mooncake_master_monitor(provider))
+    if provider == "prometheus-operator":
+        out.append(alerts.prometheus_rule("tiered-prefix-cache", namespace, s.alerts))
+    else:  # GKE Managed Prometheus evaluates rules from its own Rules kind
+        out.append(alerts.gmp_rules("tiered-prefix-cache", namespace, s.alerts))
+    if config.monitoring.dashboard:
+        out.append(dashboard.dashboard_config_map(namespace, s.exports, config.monitoring.alerts.window))
+    return Workload(monitoring.WORKLOAD, out, needs=needs)
+
+
+def _verification(s: Serving, needs: tuple[str, ...]) -> Workload:
+    config, decode, exports = s.config, s.decode, s.exports
+    manifests = verification_spec.verification_manifests(
+        verification_spec.VerificationSpec(
+            namespace=config.namespace,
+            image=config.verification.image,
+            model=decode.model.name,
+            router_url=router_endpoint(config.router.release, config.namespace),
+            selector=router_selector(decode),
+            check="sglang" if exports.sglang else "native" if exports.vllm_offload else "external",
+            shared_tier=exports.vllm_offload and config.cache.tier.variant == "fs",
+            requests=config.verification.requests,
+        )
+    )
+    job = next(m for m in manifests if m["kind"] == "Job")
+    cold = startup.job_cold_start(config.verification.image, int(job["spec"]["activeDeadlineSeconds"]))
+    pods = {"app.kubernetes.io/name": verification_spec.NAME}
+    return Workload(
+        verification_spec.WORKLOAD,
+        manifests,
+        needs=needs,
+        awaited=Await(AwaitBudget(job["metadata"]["name"], cold, 1), "Job", "beside"),
+        ingress=functools.partial(_closed, verification_spec.NAME, pods),
+    )
