@@ -1,5 +1,5 @@
 """Pulumi entry point: `pulumi up` runs this. All logic lives in `stacks/` and `components/`."""
 
-from stacks.program import run
+from stacks.deploy.program import run
 
 run()

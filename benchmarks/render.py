@@ -34,7 +34,7 @@ def all_presets_one_process() -> None:
     start = time.perf_counter()
     from stacks import loading
     from stacks.plan import plan
-    from stacks.render import render
+    from stacks.review.render import render
 
     imported = time.perf_counter()
     names = loading.preset_names()
@@ -72,8 +72,9 @@ def whole_matrix_diff_and_check() -> None:
 
 def cold_starts() -> None:
     """The modeled cold start of a restarted model-server pod, with the model cache on and off."""
-    from stacks import cold_start, loading
+    from stacks import loading
     from stacks.plan import plan
+    from stacks.review import cold_start
 
     print("restarted model-server pod (modeled): model cache on vs off")
     for name in loading.preset_names():
@@ -90,9 +91,10 @@ def prepull_rollouts() -> None:
     """Image pulls on the critical path of a rollout to a new image, without and with `images.prepull`, on
     the presets whose model servers are placed on a pool no mirror serves."""
     from components.specs import prepull
-    from stacks import cold_start, loading
+    from stacks import loading
     from stacks.errors import ConfigError
     from stacks.plan import plan
+    from stacks.review import cold_start
 
     print("rollout to a new image (modeled): image pulls on the critical path, images.prepull off vs on")
     for name in loading.preset_names():

@@ -8,7 +8,7 @@ from typing import Any
 
 from e2e.quantity import quantity
 from policies.resources import CHART_TYPE
-from stacks.changeplan import Change
+from stacks.review.changeplan import Change
 
 # The engine's step kinds, as the project's change plan names them.
 _ENGINE_KIND = {

@@ -21,7 +21,7 @@ import yaml
 from e2e import compare, nodes
 from e2e.engine import REPO, Engine, copy_project, language_host_shim, python
 from e2e.kwok import Cluster, ClusterError
-from stacks.diff import change_plan
+from stacks.review.diff import change_plan
 
 FIXTURES = REPO / "tests" / "fixtures" / "upstream"
 ROUTER_CHART = FIXTURES / "charts" / "llm-d-router-standalone-v0.10.0.tgz"

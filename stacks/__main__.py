@@ -10,13 +10,14 @@ import sys
 from pathlib import Path
 
 from policies.rules import RULES
-from stacks import loading, offline
-from stacks.check import check, stack_policy_config
-from stacks.diff import diff_revisions
+from stacks import loading
 from stacks.errors import ConfigError
 from stacks.keys import keys_text
 from stacks.plan import StackPlan, plan
-from stacks.render import render
+from stacks.review import offline
+from stacks.review.check import check, stack_policy_config
+from stacks.review.diff import diff_revisions
+from stacks.review.render import render
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from stacks import loading
-from stacks.render import Render
+from stacks.review.render import Render
 
 GOLDEN = Path(__file__).parent / "golden"
 # Goldens beyond the presets: (preset, overrides) for settings no preset turns on.

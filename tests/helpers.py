@@ -17,7 +17,7 @@ from referencing import Registry, Resource
 
 from stacks import loading
 from stacks.plan import plan
-from stacks.render import Render, render
+from stacks.review.render import Render, render
 
 # Outside data the tests check against, copied into the repo with its source (fixtures/upstream/SOURCES.md).
 UPSTREAM = Path(__file__).resolve().parent / "fixtures" / "upstream"

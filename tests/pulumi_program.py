@@ -9,7 +9,7 @@ import pulumi
 from pulumi.runtime import settings
 from pulumi.runtime.config import set_all_config
 
-from stacks.program import run
+from stacks.deploy.program import run
 
 
 class RecordingMocks(pulumi.runtime.Mocks):

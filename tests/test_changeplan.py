@@ -1,7 +1,7 @@
 """The change plan, field by field: every force-new field replaces its object, every other field does not,
 and every kind of storage shows at risk when a replacement or a removal deletes it.
 
-The expected table is written out here rather than read from `stacks/changeplan.py`, so a field dropped
+The expected table is written out here rather than read from `stacks/review/changeplan.py`, so a field dropped
 from (or added to) the module's table fails a test.
 """
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from stacks.changeplan import STATE_TYPES, Change, classify, plan_changes, plan_lines
+from stacks.review.changeplan import STATE_TYPES, Change, classify, plan_changes, plan_lines
 
 # pulumi-kubernetes' forceNew table (provider/pkg/provider/diff.go) and the cloud providers' ForceNew inputs.
 FORCE_NEW: dict[str, tuple[str, ...]] = {

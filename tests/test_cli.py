@@ -85,7 +85,7 @@ def test_rendering_every_preset_in_one_process_leaves_stderr_clean() -> None:
     script = (
         "from stacks import loading\n"
         "from stacks.plan import plan\n"
-        "from stacks.render import render\n"
+        "from stacks.review.render import render\n"
         "for name in loading.preset_names():\n"
         "    render(plan(loading.load_preset(name)), name)\n"
     )

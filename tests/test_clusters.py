@@ -17,7 +17,7 @@ from stacks.config import StackConfig
 from stacks.errors import ConfigError
 from stacks.hardware import allocatable_memory
 from stacks.plan import plan
-from stacks.render import render
+from stacks.review.render import render
 from tests.helpers import by_kind, manifests, rendered, resources
 
 

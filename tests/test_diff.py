@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from stacks.diff import changed_fields, dependency_changes, diff_renders
+from stacks.review.diff import changed_fields, dependency_changes, diff_renders
 from tests.helpers import rendered
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from e2e import compare
 from policies.resources import CHART_TYPE
-from stacks.changeplan import Change
+from stacks.review.changeplan import Change
 
 _STACK = "urn:pulumi:e2e::llmd::"
 

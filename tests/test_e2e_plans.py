@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from e2e import compare
-from stacks.diff import change_plan
+from stacks.review.diff import change_plan
 from tests.helpers import rendered
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -32,7 +32,7 @@ from stacks import formats, loading
 from stacks.config import StackConfig
 from stacks.errors import ConfigError
 from stacks.plan import StackPlan, plan
-from stacks.render import kubernetes_objects
+from stacks.review.render import kubernetes_objects
 from stacks.rules import NAME_LIMITS
 from tests.helpers import validate
 
@@ -555,7 +555,7 @@ def test_the_generated_configs_reach_both_outcomes_and_every_key() -> None:
 @given(stack_configs())
 def test_accepted_configs_render_under_the_mock_engine(case: tuple[str | None, dict[str, Any]]) -> None:
     """A few of them all the way through Pulumi: the recorded objects pass the same checks."""
-    from stacks import offline
+    from stacks.review import offline
 
     stack_plan = check_one_line_or_valid(*case)
     if stack_plan is None:

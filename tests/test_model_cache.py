@@ -216,7 +216,7 @@ def test_the_job_is_named_by_what_it_runs() -> None:
 
 def test_a_restarted_pod_starts_at_least_3x_faster_with_the_cache_on_lustre() -> None:
     """The issue's goal: Qwen3-32B on H100 with Lustre; the table in the summary shows the same cases."""
-    from stacks import cold_start
+    from stacks.review import cold_start
 
     stack_plan = plan(loading.load_preset("gke-h100-lustre"))
     on, off = cold_start.restart(stack_plan, True), cold_start.restart(stack_plan, False)

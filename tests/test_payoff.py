@@ -24,11 +24,12 @@ from components.formulas import payoff as formulas
 from components.specs.payoff import Payoff
 from policies.resources import Resource
 from policies.rules import RULES
-from stacks import loading, offline
-from stacks.check import check, stack_policy_config
+from stacks import loading
 from stacks.errors import ConfigError
 from stacks.plan import StackPlan, plan
-from stacks.summary import summary
+from stacks.review import offline
+from stacks.review.check import check, stack_policy_config
+from stacks.review.summary import summary
 from tests.test_alert_semantics import evaluate
 
 RULE = next(r for r in RULES if r.name == "tiers-beat-recompute")

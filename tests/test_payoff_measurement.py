@@ -28,9 +28,10 @@ from components.catalog.models import MODELS
 from components.catalog.rates import ACCELERATOR_RATES, H200_PREFILL
 from components.formulas import payoff
 from components.formulas.payoff import Replica
-from stacks import loading, offline
+from stacks import loading
 from stacks.plan import plan
-from stacks.summary import summary
+from stacks.review import offline
+from stacks.review.summary import summary
 from tests.helpers import UPSTREAM
 
 MEASUREMENT = json.loads((UPSTREAM / "measurements" / "h200-prefill-vs-reload-2026-12-01.json").read_text())

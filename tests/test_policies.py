@@ -16,9 +16,10 @@ from components.units import GiB
 from policies.pack import PACK_NAME, POLICIES
 from policies.resources import Resource, pods
 from policies.rules import RULES, Rule
-from stacks import loading, offline
-from stacks.check import check
+from stacks import loading
 from stacks.plan import plan
+from stacks.review import offline
+from stacks.review.check import check
 
 RULE = {r.name: r for r in RULES}
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"

@@ -11,9 +11,10 @@ import pytest
 from components.catalog import startup as figures
 from components.catalog import versions
 from components.specs import images, lmcache, mooncake, prepull
-from stacks import cold_start, loading, startup
+from stacks import loading, startup
 from stacks.errors import ConfigError
 from stacks.plan import StackPlan, plan
+from stacks.review import cold_start
 from tests.helpers import by_kind, manifests, rendered, resources
 
 # The P/D stack with a described H100 pool and the LMCache server DaemonSet on its nodes.

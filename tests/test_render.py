@@ -11,9 +11,9 @@ import yaml
 from components.catalog.models import MODELS
 from components.units import ByteSize
 from stacks import loading
-from stacks.offline import OFFLINE_HF_TOKEN
 from stacks.plan import plan
-from stacks.render import Render, render
+from stacks.review.offline import OFFLINE_HF_TOKEN
+from stacks.review.render import Render, render
 from tests.helpers import by_kind, manifests, rendered, rendered_stack, resources, router_chart, validate
 
 PRESETS = loading.preset_names()

@@ -17,12 +17,14 @@ import pytest
 from pulumi.runtime import mocks, set_mocks
 from pulumi.runtime.proto import resource_pb2
 
-from stacks import sdk_internals
-from stacks.sdk_internals import PINNED_SDK, REGISTRATION_FIELDS, RELIED_ON, TIMEOUT_FIELDS
+from stacks.review import sdk_internals
+from stacks.review.sdk_internals import PINNED_SDK, REGISTRATION_FIELDS, RELIED_ON, TIMEOUT_FIELDS
 
 ROOT = Path(__file__).resolve().parents[1]
-GONE = "the offline recorder (stacks/sdk_internals.py) relies on {name}, which the installed SDK {installed} lacks"
-PINNED = f"(written against {PINNED_SDK}; update stacks/sdk_internals.py and its docstring)"
+GONE = (
+    "the offline recorder (stacks/review/sdk_internals.py) relies on {name}, which the installed SDK {installed} lacks"
+)
+PINNED = f"(written against {PINNED_SDK}; update stacks/review/sdk_internals.py and its docstring)"
 
 
 def _installed() -> str:

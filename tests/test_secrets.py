@@ -16,7 +16,7 @@ from stacks import loading
 from stacks.__main__ import main
 from stacks.errors import ConfigError
 from stacks.plan import plan
-from stacks.render import render
+from stacks.review.render import render
 from tests.pulumi_program import run_program
 
 CANARY = "hf_CANARY_c4n4ry_s3cr3t_never_printed"

@@ -17,8 +17,8 @@ from io import BytesIO
 from pathlib import Path
 from typing import Any
 
-from stacks import changeplan
 from stacks.errors import ConfigError
+from stacks.review import changeplan
 
 Key = tuple[str, str]  # (type, name)
 
@@ -137,7 +137,7 @@ import sys
 from pathlib import Path
 from stacks import loading
 from stacks.plan import plan
-from stacks.render import render
+from stacks.review.render import render
 out = Path(sys.argv[1])
 for name in sys.argv[2:]:
     try:

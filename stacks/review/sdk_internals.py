@@ -1,4 +1,4 @@
-"""Every private or internal Pulumi SDK name the offline recorder (stacks/offline.py) relies on, in one place.
+"""Every private or internal Pulumi SDK name the offline recorder (stacks/review/offline.py) relies on, in one place.
 
 The recorder runs the real program under the SDK's mock engine and reads each raw registration, which
 the SDK's public mocks API (`pulumi.runtime.Mocks`, `set_mocks`, `test`) does not expose. It needs, from

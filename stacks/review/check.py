@@ -8,7 +8,7 @@ from typing import Any
 from policies.resources import Resource
 from policies.rules import RULES, Rule, Violation
 from stacks.config import StackConfig
-from stacks.offline import Recording
+from stacks.review.offline import Recording
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 No CLI, no cluster, no network: the mocks echo inputs back as outputs, as a provider would on create.
 Remote components (the Helm chart, the CRD ConfigFile) are recorded with their inputs, not expanded.
-Every private SDK name this relies on comes through stacks/sdk_internals.py, and only through it.
+Every private SDK name this relies on comes through stacks/review/sdk_internals.py, and only through it.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import Any
 
 import pulumi
 
-from stacks.compose import StackOutputs, compose
+from stacks.deploy.compose import StackOutputs, compose
 from stacks.plan import StackPlan
-from stacks.sdk_internals import (
+from stacks.review.sdk_internals import (
     TIMEOUT_FIELDS,
     MockMonitor,
     deserialize_inputs,
@@ -93,7 +93,7 @@ def _options(request: Any, applied: pulumi.ResourceOptions) -> dict[str, Any]:
 def _transformed(request: Any, inputs: Any, transforms: list[pulumi.ResourceTransform]) -> pulumi.ResourceOptions:
     """The engine runs the stack's resource transforms on every registration and applies the options they
     return; the mock monitor only records them, so the recorder runs them here. Options only: the stack's
-    one transform (stacks/protection.py) leaves every input as it is."""
+    one transform (stacks/deploy/protection.py) leaves every input as it is."""
     timeouts = request.customTimeouts
     opts = pulumi.ResourceOptions(
         protect=request.protect,

@@ -10,10 +10,10 @@ from typing import Any
 
 import yaml
 
-from stacks import offline
-from stacks.offline import RecordedResource, Recording
 from stacks.plan import StackPlan
-from stacks.summary import summary
+from stacks.review import offline
+from stacks.review.offline import RecordedResource, Recording
+from stacks.review.summary import summary
 
 # Resource types that are Pulumi machinery, not Kubernetes objects the program declares.
 _NOT_MANIFESTS = ("kubernetes:helm.sh/", "kubernetes:yaml/", "pulumi:providers:")

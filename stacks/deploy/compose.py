@@ -18,9 +18,9 @@ from components.cluster.registry import ArtifactRegistryMirror, ArtifactRegistry
 from components.specs.clusters import nvidia_device_plugin_pools, nvidia_device_plugin_values
 from components.specs.servers.base import FILES_STORAGE_CLAIM
 from components.units import GiB
+from stacks.deploy.protection import lifecycle_transform
 from stacks.plan import StackPlan
 from stacks.plan_workloads import lustre_volume_name
-from stacks.protection import lifecycle_transform
 
 STACK_NAME = "llmd"
 

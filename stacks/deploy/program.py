@@ -8,7 +8,7 @@ import pulumi
 from pulumi.runtime.config import CONFIG, get_config_env, is_config_secret
 
 from stacks import loading
-from stacks.compose import compose
+from stacks.deploy.compose import compose
 from stacks.errors import ConfigError
 from stacks.plan import plan
 

@@ -9,11 +9,11 @@ from components.specs import images, lmcache, model_cache, mooncake, prepull, st
 from components.specs.clusters import PoolSpec
 from components.specs.payoff import gbps, seconds
 from components.units import GiB, MiB
-from stacks import cold_start
 from stacks.hardware import Fit
-from stacks.offline import Recording
 from stacks.plan import StackPlan
 from stacks.prepull import serving_placement
+from stacks.review import cold_start
+from stacks.review.offline import Recording
 
 LOAD_ALERT = "TieredCacheLoadTooSlow"
 

@@ -1,0 +1,1 @@
+"""The Pulumi program: read the config, plan, compose the resources in dependency order, export."""
