@@ -32,7 +32,7 @@ def one_preset_fresh_process(runs: int = 3) -> None:
 
 def all_presets_one_process() -> None:
     start = time.perf_counter()
-    from stacks import loading
+    from stacks.config import loading
     from stacks.plan import plan
     from stacks.review.render import render
 
@@ -72,7 +72,7 @@ def whole_matrix_diff_and_check() -> None:
 
 def cold_starts() -> None:
     """The modeled cold start of a restarted model-server pod, with the model cache on and off."""
-    from stacks import loading
+    from stacks.config import loading
     from stacks.plan import plan
     from stacks.review import cold_start
 
@@ -91,8 +91,8 @@ def prepull_rollouts() -> None:
     """Image pulls on the critical path of a rollout to a new image, without and with `images.prepull`, on
     the presets whose model servers are placed on a pool no mirror serves."""
     from components.specs import prepull
-    from stacks import loading
-    from stacks.errors import ConfigError
+    from stacks.config import loading
+    from stacks.config.errors import ConfigError
     from stacks.plan import plan
     from stacks.review import cold_start
 

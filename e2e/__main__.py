@@ -31,7 +31,7 @@ NOT_RUN = {
 
 def _local_presets() -> tuple[list[str], dict[str, str]]:
     """The presets on an existing cluster (no cloud account), and those of them the harness cannot run."""
-    from stacks import loading
+    from stacks.config import loading
 
     names, skipped = [], {}
     for name in loading.preset_names():

@@ -223,7 +223,7 @@ def run_preset(
 
         def control_plane() -> str:
             cluster.create()
-            from stacks import loading
+            from stacks.config import loading
 
             state["pools"] = loading.load_named(preset, list(overrides or []))
             shapes = nodes.node_shapes(state["pools"], state["render"]["objects"])

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 from policies.rules import RULES
-from stacks import loading
-from stacks.errors import ConfigError
-from stacks.keys import keys_text
+from stacks.config import loading
+from stacks.config.errors import ConfigError
+from stacks.config.keys import keys_text
 from stacks.plan import StackPlan, plan
 from stacks.review import offline
 from stacks.review.check import check, stack_policy_config

@@ -13,7 +13,7 @@ from components.catalog.machines import MACHINES
 from components.specs.clusters import POOL_LABEL
 from components.units import ByteSize, GiB, MiB
 from stacks.config import MAX_NODE_MEMORY, StackConfig
-from stacks.errors import ConfigError
+from stacks.config.errors import ConfigError
 
 # GKE's memory reservation for the kubelet and system daemons: 25% of the first 4 GiB, 20% of the
 # next 4, 10% of the next 8, 6% of the next 112, 2% above 128 GiB, plus a 100 MiB eviction threshold.

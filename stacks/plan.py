@@ -29,7 +29,7 @@ from components.specs.startup import AwaitBudget
 from components.specs.workloads import Workload, WorkloadType
 from stacks import hardware, rollout, startup
 from stacks.config import StackConfig
-from stacks.errors import ConfigError
+from stacks.config.errors import ConfigError
 from stacks.mirror import Mirror, mirror_registry
 from stacks.plan_passes import through_mirror, with_await_budgets, with_network_policies, with_rollouts
 from stacks.plan_sizing import size_on_hardware

@@ -22,7 +22,7 @@ from components.specs.startup import AwaitBudget, with_await_budget
 from components.specs.workloads import PHASES, Workload
 from stacks import hardware, rollout
 from stacks.config import StackConfig
-from stacks.errors import ConfigError
+from stacks.config.errors import ConfigError
 from stacks.mirror import chart_images, cluster_mirror, router_values_through
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from components.specs import lmcache, prepull, sizing
 from components.units import ByteSize, GiB
 from stacks import hardware
 from stacks.config import StackConfig
-from stacks.errors import ConfigError
+from stacks.config.errors import ConfigError
 
 
 def _default_tier(config: StackConfig, defaults: ComboDefaults) -> ByteSize:

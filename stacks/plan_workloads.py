@@ -25,7 +25,7 @@ from components.specs.workloads import CLUSTER, HF_TOKEN, NAMESPACE, ROUTER, Awa
 from components.units import ByteSize, GiB
 from stacks import hardware, startup
 from stacks.config import StackConfig
-from stacks.errors import ConfigError
+from stacks.config.errors import ConfigError
 from stacks.prepull import prepull_manifests
 
 SERVING = (NAMESPACE, HF_TOKEN, CLUSTER)  # what every model server needs from the stack itself

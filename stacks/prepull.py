@@ -6,7 +6,7 @@ from components.catalog.accelerators import AcceleratorProfile
 from components.manifest import Manifest
 from components.specs import images, prepull
 from stacks.config import StackConfig
-from stacks.errors import ConfigError
+from stacks.config.errors import ConfigError
 
 
 def _first_pod_spec(workload: Manifest) -> Manifest:

@@ -11,9 +11,8 @@ from components.catalog.models import MODELS
 from components.catalog.support import SUPPORTED, ComboDefaults, supported_for
 from components.formulas import payoff
 from components.units import ByteSize, GiB
-from stacks import formats
-from stacks.config import StackConfig
-from stacks.errors import HIDDEN, ConfigError
+from stacks.config import StackConfig, formats
+from stacks.config.errors import HIDDEN, ConfigError
 
 
 def check_stack(config: StackConfig) -> None:

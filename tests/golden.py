@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from stacks import loading
+from stacks.config import loading
 from stacks.review.render import Render
 
 GOLDEN = Path(__file__).parent / "golden"

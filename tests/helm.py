@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from scripts import install_helm
-from stacks import loading
+from stacks.config import loading
 from stacks.plan import plan
 from tests.helpers import UPSTREAM
 

@@ -15,7 +15,7 @@ import kubernetes_validate.utils as k8s_schemas
 import yaml
 from referencing import Registry, Resource
 
-from stacks import loading
+from stacks.config import loading
 from stacks.plan import plan
 from stacks.review.render import Render, render
 

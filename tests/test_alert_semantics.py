@@ -17,7 +17,7 @@ import promql_parser
 import pytest
 
 from components.specs.alerts import Alert
-from stacks import loading
+from stacks.config import loading
 from stacks.plan import plan
 
 Series = dict[str, float]  # metric name (with " offset 1h" when shifted) -> the pod's value

@@ -9,9 +9,9 @@ import pytest
 
 from components.specs import lmcache, prepull
 from components.units import ByteSize, GiB, MiB
-from stacks import hardware, loading, rollout
-from stacks.config import StackConfig
-from stacks.errors import ConfigError
+from stacks import hardware, rollout
+from stacks.config import StackConfig, loading
+from stacks.config.errors import ConfigError
 from stacks.plan import plan
 
 HOST = ByteSize(256 * GiB)

@@ -83,7 +83,7 @@ def test_renders_in_separate_processes_are_byte_identical(tmp_path: Path) -> Non
 def test_rendering_every_preset_in_one_process_leaves_stderr_clean() -> None:
     """The mock engine's worker threads open event loops; none may fail in a finalizer."""
     script = (
-        "from stacks import loading\n"
+        "from stacks.config import loading\n"
         "from stacks.plan import plan\n"
         "from stacks.review.render import render\n"
         "for name in loading.preset_names():\n"

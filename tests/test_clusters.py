@@ -12,9 +12,8 @@ from components.catalog.machines import MACHINES
 from components.specs import clusters, lmcache, storage
 from components.specs.clusters import PoolSpec
 from components.units import ByteSize, GiB, MiB
-from stacks import loading
-from stacks.config import StackConfig
-from stacks.errors import ConfigError
+from stacks.config import StackConfig, loading
+from stacks.config.errors import ConfigError
 from stacks.hardware import allocatable_memory
 from stacks.plan import plan
 from stacks.review.render import render

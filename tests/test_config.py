@@ -3,8 +3,8 @@
 import pytest
 
 from components.units import ByteSize, GiB
-from stacks import loading
-from stacks.errors import ConfigError
+from stacks.config import loading
+from stacks.config.errors import ConfigError
 from stacks.plan import plan
 
 

@@ -9,7 +9,7 @@ import yaml
 
 from components.specs.clusters import POOL_LABEL
 from e2e import nodes
-from stacks import loading
+from stacks.config import loading
 from stacks.hardware import pool_hardware
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from stacks import loading
+from stacks.config import loading
 from tests import engine_contracts
 from tests.engine_contracts import Invocation, invocations, problems
 from tests.helpers import UPSTREAM, manifests, pods, rendered

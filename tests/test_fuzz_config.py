@@ -28,9 +28,8 @@ from pydantic_core import PydanticUndefined
 from components.catalog import labels
 from components.specs.router_values import router_endpoint
 from components.units import ByteSize
-from stacks import formats, loading
-from stacks.config import StackConfig
-from stacks.errors import ConfigError
+from stacks.config import StackConfig, formats, loading
+from stacks.config.errors import ConfigError
 from stacks.plan import StackPlan, plan
 from stacks.review.render import kubernetes_objects
 from stacks.rules import NAME_LIMITS

@@ -15,9 +15,9 @@ import pytest
 
 from components.catalog import labels
 from components.specs import verification
-from stacks import loading
 from stacks.__main__ import main
-from stacks.errors import ConfigError
+from stacks.config import loading
+from stacks.config.errors import ConfigError
 from stacks.plan import plan
 from tests.helpers import by_kind, manifests, rendered
 

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from stacks.__main__ import main
-from stacks.keys import Key, config_keys, pulumi_only_keys
+from stacks.config.keys import Key, config_keys, pulumi_only_keys
 
 KEYS = config_keys()
 

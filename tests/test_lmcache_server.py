@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from stacks import loading
-from stacks.errors import ConfigError
+from stacks.config import loading
+from stacks.config.errors import ConfigError
 from tests.helpers import by_kind, manifests, rendered, resources, router_chart
 
 REUSE, PD, ROUTING = "gpu-vllm-lmcache-server", "gpu-vllm-lmcache-server-pd", "gpu-vllm-lmcache-server-routing"

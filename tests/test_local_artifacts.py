@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from stacks import loading
-from stacks.errors import ConfigError
+from stacks.config import loading
+from stacks.config.errors import ConfigError
 from tests.helpers import rendered, resources, router_chart
 
 FIXTURES = Path(__file__).parent / "fixtures" / "upstream"

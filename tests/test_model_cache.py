@@ -9,8 +9,8 @@ import pytest
 
 from components.specs import model_cache
 from policies.resources import model_source, served_model
-from stacks import loading
-from stacks.errors import ConfigError
+from stacks.config import loading
+from stacks.config.errors import ConfigError
 from stacks.plan import plan
 from tests.helpers import by_kind, manifests, rendered, resources
 

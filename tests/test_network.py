@@ -20,7 +20,7 @@ from components.specs.servers.lmcache_mp import NIXL_PORT
 from components.specs.servers.tpu import RAY_GCS_PORT
 from policies.resources import Resource, pods
 from policies.rules import NETWORK_POLICY_TYPE, selector_matches
-from stacks import loading
+from stacks.config import loading
 from stacks.plan import StackPlan, plan
 from stacks.review import offline
 from tests import helm

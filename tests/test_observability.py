@@ -11,7 +11,7 @@ import promql_parser
 import pytest
 
 from components.specs import verification
-from stacks import loading
+from stacks.config import loading
 from stacks.plan import plan
 from tests.helpers import SEEDS, by_kind, manifests, rendered, validate
 

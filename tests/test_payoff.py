@@ -24,8 +24,8 @@ from components.formulas import payoff as formulas
 from components.specs.payoff import Payoff
 from policies.resources import Resource
 from policies.rules import RULES
-from stacks import loading
-from stacks.errors import ConfigError
+from stacks.config import loading
+from stacks.config.errors import ConfigError
 from stacks.plan import StackPlan, plan
 from stacks.review import offline
 from stacks.review.check import check, stack_policy_config

@@ -28,7 +28,7 @@ from components.catalog.models import MODELS
 from components.catalog.rates import ACCELERATOR_RATES, H200_PREFILL
 from components.formulas import payoff
 from components.formulas.payoff import Replica
-from stacks import loading
+from stacks.config import loading
 from stacks.plan import plan
 from stacks.review import offline
 from stacks.review.summary import summary

@@ -16,7 +16,7 @@ from components.units import GiB
 from policies.pack import PACK_NAME, POLICIES
 from policies.resources import Resource, pods
 from policies.rules import RULES, Rule
-from stacks import loading
+from stacks.config import loading
 from stacks.plan import plan
 from stacks.review import offline
 from stacks.review.check import check

@@ -11,8 +11,9 @@ import pytest
 from components.catalog import startup as figures
 from components.catalog import versions
 from components.specs import images, lmcache, mooncake, prepull
-from stacks import loading, startup
-from stacks.errors import ConfigError
+from stacks import startup
+from stacks.config import loading
+from stacks.config.errors import ConfigError
 from stacks.plan import StackPlan, plan
 from stacks.review import cold_start
 from tests.helpers import by_kind, manifests, rendered, resources

@@ -4,8 +4,7 @@ from pathlib import Path
 
 import yaml
 
-from stacks import loading
-from stacks.config import SECTIONS
+from stacks.config import SECTIONS, loading
 
 ROOT = Path(__file__).resolve().parents[1]
 # pulumi/pulumi sdk/go/common/workspace/project.json: a declared key needs one of these types.

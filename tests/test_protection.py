@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from components.catalog.startup import CLOUD_CREATE_WORST_SECONDS
-from stacks import loading
+from stacks.config import loading
 from tests.helpers import rendered, resources
 
 PRESETS = loading.preset_names()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from components.specs.router_values import router_endpoint
-from stacks import loading
+from stacks.config import loading
 from stacks.plan import plan
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ import yaml
 
 from components.catalog.models import MODELS
 from components.units import ByteSize
-from stacks import loading
+from stacks.config import loading
 from stacks.plan import plan
 from stacks.review.offline import OFFLINE_HF_TOKEN
 from stacks.review.render import Render, render

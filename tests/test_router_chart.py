@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from stacks import loading
+from stacks.config import loading
 from stacks.plan import plan
 from tests.helpers import SCHEMAS
 

@@ -25,8 +25,8 @@ from components.specs.router_values import router_endpoint
 from policies.resources import Resource
 from policies.rules import RULES
 from scripts import install_helm
-from stacks import loading
-from stacks.errors import ConfigError
+from stacks.config import loading
+from stacks.config.errors import ConfigError
 from stacks.plan import plan
 from tests.helm import CHART_VERSION, V0, ChartInputs, chart_inputs, helm, template
 from tests.helpers import SEEDS, by_kind, manifests, pods, rendered, resources, validate

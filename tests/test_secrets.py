@@ -12,9 +12,9 @@ import pulumi
 import pytest
 from pulumi.runtime import rpc
 
-from stacks import loading
 from stacks.__main__ import main
-from stacks.errors import ConfigError
+from stacks.config import loading
+from stacks.config.errors import ConfigError
 from stacks.plan import plan
 from stacks.review.render import render
 from tests.pulumi_program import run_program

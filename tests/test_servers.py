@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from stacks import loading
+from stacks.config import loading
 from tests.helpers import by_kind, manifests, pods, rendered, resources, router_chart
 
 QWEN3_32B_100GIB = 107374182400
@@ -256,7 +256,7 @@ def test_models_with_mixed_attention_layers_get_the_hybrid_flag_with_the_native_
 
     from components.catalog.models import MODELS
     from components.specs.servers.vllm import vllm_args
-    from stacks import loading
+    from stacks.config import loading
     from stacks.plan import plan
 
     spec = plan(loading.load_preset("gpu-vllm-native-cpu")).model_server

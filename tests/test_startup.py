@@ -9,7 +9,7 @@ from components.catalog import startup as figures
 from components.catalog.models import MODELS
 from components.specs.startup import ColdStart, StartupInputs, cold_start, probe_failure_threshold
 from components.units import GB, MB
-from stacks import loading
+from stacks.config import loading
 from stacks.plan import plan
 from stacks.review import cold_start as cold_start_table
 from stacks.startup import image_bytes, model_server_cold_start

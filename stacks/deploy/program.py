@@ -7,9 +7,9 @@ from typing import Any
 import pulumi
 from pulumi.runtime.config import CONFIG, get_config_env, is_config_secret
 
-from stacks import loading
+from stacks.config import loading
+from stacks.config.errors import ConfigError
 from stacks.deploy.compose import compose
-from stacks.errors import ConfigError
 from stacks.plan import plan
 
 

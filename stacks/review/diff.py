@@ -17,7 +17,7 @@ from io import BytesIO
 from pathlib import Path
 from typing import Any
 
-from stacks.errors import ConfigError
+from stacks.config.errors import ConfigError
 from stacks.review import changeplan
 
 Key = tuple[str, str]  # (type, name)
@@ -135,7 +135,7 @@ def _render(tree: Path, name: str, out: Path) -> str | None:
 _RENDER_ALL = """
 import sys
 from pathlib import Path
-from stacks import loading
+from stacks.config import loading
 from stacks.plan import plan
 from stacks.review.render import render
 out = Path(sys.argv[1])

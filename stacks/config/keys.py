@@ -15,7 +15,7 @@ from pydantic_core import PydanticUndefined
 
 from components.units import ByteSize
 from stacks.config import StackConfig
-from stacks.loading import CONFIG_NAMESPACE, PROJECT_DIR
+from stacks.config.loading import CONFIG_NAMESPACE, PROJECT_DIR
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from stacks import yamlfile
-from stacks.config import SECTIONS, StackConfig
-from stacks.errors import HIDDEN, ConfigError, from_validation_error
+from stacks.config import SECTIONS, StackConfig, yamlfile
+from stacks.config.errors import HIDDEN, ConfigError, from_validation_error
 from stacks.rules import check_stack
 
-PRESETS_DIR = Path(__file__).parent / "presets"
-PROJECT_DIR = Path(__file__).parent.parent
+PRESETS_DIR = Path(__file__).parents[1] / "presets"
+PROJECT_DIR = Path(__file__).parents[2]
 CONFIG_NAMESPACE = "llmd"
 # Pulumi config keys that are not StackConfig sections.
 PRESET_KEY = "preset"

@@ -15,7 +15,7 @@ import yaml
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode
 
-from stacks.errors import HIDDEN, ConfigError
+from stacks.config.errors import HIDDEN, ConfigError
 
 # Far above any stack (the largest preset is a few hundred nodes), far below what would take a second.
 MAX_NODES = 100_000

@@ -1,0 +1,104 @@
+"""What serves and how it caches: accelerator, server, connector, tiers; the per-node LMCache server."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator
+
+from components.catalog import versions
+from components.catalog.accelerators import ACCELERATORS
+from components.catalog.models import MODELS
+from components.units import ByteSize, GiB, TiB
+from stacks.config.fields import (
+    MAX_NODE_MEMORY,
+    ImageReference,
+    Section,
+    size_between,
+)
+
+
+class TierConfig(Section):
+    variant: Literal["cpu", "fs"] = "cpu"
+    """cpu: HBM -> CPU RAM; fs: also a shared filesystem tier (ReadWriteMany claim); default cpu, the seed's default"""
+    cpu: Annotated[ByteSize | Literal["auto"] | None, size_between(ByteSize(GiB), MAX_NODE_MEMORY)] = Field(
+        default=None,
+        description="CPU tier per model-server pod (MooncakeStore fs: Mooncake Client DRAM per node);"
+        " default: the seed's size for the combination; auto: the largest that fits the node pool",
+    )
+    disk: Annotated[ByteSize | None, size_between(ByteSize(GiB), ByteSize(1024 * TiB))] = Field(
+        default=None,
+        description="LMCache local disk / Mooncake Client SSD budget of the filesystem tier, per pod / per node;"
+        " default: the combination's from the seed",
+    )
+
+
+class CacheConfig(Section):
+    """What serves and how it caches. Unset sizes and counts take the combination's defaults."""
+
+    accelerator: str = "gpu"
+    """accelerator family of the model servers (gpu, amd, xpu, tpu-v5p, tpu-v6, tpu-v7); default gpu (NVIDIA), the
+    seed's default"""
+    server: Literal["vllm", "sglang"] = "vllm"
+    """model server: vllm or sglang; default vllm, the seed's default"""
+    connector: Literal["native", "lmcache-connector", "mooncake-store", "lmcache-server"] = "native"
+    """how KV blocks are offloaded: native, lmcache-connector, mooncake-store or lmcache-server; default native"""
+    host_type: Literal["single-host", "multi-host"] = "single-host"
+    """single-host, or multi-host (TPU v7 slices on a LeaderWorkerSet); default single-host"""
+    tier: TierConfig = TierConfig()
+    """the offload tiers: variant, CPU tier size, disk size"""
+    model: str | None = None
+    """model served, a catalog key (Hugging Face id); default: the combination's from the seed (Qwen/Qwen3-32B on
+    GPUs)"""
+    replicas: int | None = Field(default=None, ge=1, le=256)
+    """model-server replicas (pods, or LeaderWorkerSet groups); default: the combination's from the seed (2 on GPUs)"""
+    tensor_parallelism: int | None = Field(default=None, ge=1, le=64)
+    """devices one replica shards the model over (--tensor-parallel-size); default: the combination's from the seed"""
+    node_pool: str | None = Field(
+        default=None,
+        description="key of `node_pools` the model servers run on; default: none (required on a created cluster)",
+    )
+    image: ImageReference | None = Field(default=None, description="model-server image; default: the pinned one")
+
+    @field_validator("accelerator")
+    @classmethod
+    def _known_accelerator(cls, value: str) -> str:
+        if value not in ACCELERATORS:
+            raise ValueError(f"allowed: {', '.join(sorted(ACCELERATORS))}")
+        return value
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, value: str | None) -> str | None:
+        if value is not None and value not in MODELS:
+            raise ValueError(f"allowed: {', '.join(sorted(MODELS))}")
+        return value
+
+
+class LMCacheConfig(Section):
+    """The LMCache server of `cache.connector: lmcache-server` (its L1 size is `cache.tier.cpu`)."""
+
+    version: str = Field(
+        default=versions.LMCACHE_VERSION,
+        pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+$",
+        description="tag of lmcache/vllm-openai, for the server and every vLLM pod",
+    )
+    mode: Literal["prefix-reuse", "pd"] = Field(default="prefix-reuse", description="pd: P/D disaggregation")
+    test_mode: bool = Field(
+        default=False, description="--no-enable-prefix-caching, so a repeated prompt goes to LMCache (tests only)"
+    )
+    chunk_size: int = Field(default=256, ge=16, le=4096)
+    """tokens per LMCache chunk, a multiple of the model server's KV block; default 256, the LMCache integration's"""
+    hash_algorithm: Literal["blake3", "sha256", "builtin"] = "blake3"
+    """chunk hash: blake3, sha256 or builtin; default blake3, LMCache's default"""
+    isolated_ipc: bool = True
+    """move KV over CUDA IPC without hostIPC (--isolated-ipc); default on, as the integration guide"""
+    eviction_policy: Literal["LRU"] = "LRU"
+    """the server's eviction policy; LRU, the only one it has"""
+    eviction_trigger_watermark: float = Field(default=0.80, gt=0, le=1)
+    """fraction of L1 in use (0-1] that starts eviction; default 0.80, LMCache's"""
+    eviction_ratio: float = Field(default=0.20, gt=0, le=1)
+    """fraction of L1 (0-1] one eviction frees; default 0.20, LMCache's"""
+    max_workers: int = Field(default=1, ge=1, le=64)
+    """the server's worker threads; default 1, as the integration guide"""
+    privileged: bool = Field(default=False, description="run the server privileged where NVML cannot see the GPUs")

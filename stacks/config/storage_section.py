@@ -1,0 +1,80 @@
+"""The filesystem tier's claim and its backend; the model cache's volume."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator
+
+from components.catalog import versions
+from components.units import ByteSize, GiB, MiB
+from stacks.config.fields import (
+    MAX_STORAGE,
+    MIN_BANDWIDTH,
+    ImageReference,
+    Section,
+    StorageClassName,
+    size_between,
+)
+
+
+class LustreSettings(Section):
+    """GCP Managed Lustre: capacity is `storage.size`; throughput per TiB sets its minimum and step."""
+
+    per_unit_storage_throughput: Literal[125, 250, 500, 1000] = 1000
+    """MB/s per TiB: 125, 250, 500 or 1000; sets the minimum capacity and its step; default 1000, the seed's"""
+    filesystem: str = Field(default="kvcache", pattern=r"^[A-Za-z][A-Za-z0-9]{0,7}$")
+    """Lustre file system name, 1-8 letters or digits; default kvcache"""
+
+
+class StorageConfig(Section):
+    """The filesystem tier's ReadWriteMany claim (`llm-d-kv-cache-storage`, mounted at /mnt/files-storage)."""
+
+    backend: Literal["existing", "gcp-lustre", "aws-efs"] = Field(
+        default="existing", description="existing: a StorageClass the cluster has; else created with the stack"
+    )
+    storage_class: StorageClassName = Field(
+        default="", description="existing: the claim's StorageClass; empty: the cluster default"
+    )
+    size: Annotated[ByteSize, size_between(ByteSize(MiB), MAX_STORAGE)] = Field(
+        default=ByteSize(9000 * GiB), description="requested capacity of the claim"
+    )
+    read_bandwidth: Annotated[ByteSize | None, size_between(MIN_BANDWIDTH, MAX_STORAGE)] = Field(
+        default=None,
+        description="existing: aggregate read bytes per second of the StorageClass, shared by the pods"
+        " (the payoff table's filesystem tier); unset: not derived",
+    )
+    lustre: LustreSettings = LustreSettings()
+    """GCP Managed Lustre settings (storage.backend gcp-lustre)"""
+
+
+class ModelCacheConfig(Section):
+    """Model weights fetched once per stack by a Job into a ReadWriteMany volume: model servers load them
+    from there instead of each downloading from Hugging Face, and keep their compile caches beside them."""
+
+    mode: Literal["auto", "shared", "dedicated", "off"] = Field(
+        default="auto",
+        description="auto: shared where the stack has the filesystem tier's claim, else off; shared: on that"
+        " claim; dedicated: on its own ReadWriteMany claim `llm-d-model-cache`; off: every pod downloads",
+    )
+    revision: str = Field(
+        default="main", pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$", description="the model's branch, tag or commit"
+    )
+    storage_class: StorageClassName = Field(
+        default="", description="dedicated: the claim's StorageClass (ReadWriteMany); empty: the cluster default"
+    )
+    size: Annotated[ByteSize | None, size_between(ByteSize(MiB), MAX_STORAGE)] = Field(
+        default=None, description="dedicated: the claim's size; default: twice the weights (a revision beside another)"
+    )
+    compile_cache: bool = Field(
+        default=True, description="keep vLLM, torch.compile and Triton (GPU) or XLA (TPU) caches on the volume"
+    )
+    image: ImageReference = Field(
+        default=versions.MODEL_FETCH_IMAGE, description="the fetch Job's Python image; its script uses the stdlib"
+    )
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: object) -> object:
+        """YAML reads a bare `off` as false."""
+        return "off" if value is False else value
