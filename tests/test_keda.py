@@ -11,7 +11,7 @@ import yaml
 
 from components.catalog import versions
 from components.formulas import hpa
-from components.specs import keda, promql, security
+from components.specs import keda, promql, router_values, security
 from scripts import refresh_fixtures
 from tests.helpers import SCHEMAS, UPSTREAM, validate
 
@@ -314,3 +314,28 @@ def test_the_pin_is_the_release_the_fixtures_were_taken_from() -> None:
     keda_rows = [r for r in rows if r.file.startswith(("schemas/keda/", "schemas/keda-chart/"))]
     assert len(keda_rows) == 3
     assert {r.file.split("/")[2] for r in keda_rows} == {f"v{versions.KEDA_VERSION}"}
+
+
+# The router's side
+
+
+def test_flow_control_is_turned_on_once_and_nothing_else_changes() -> None:
+    picker = router_values.endpoint_picker_config("llm-d.ai/v1", 1000)
+    assert not keda.flow_control_on(picker)
+    on = keda.with_flow_control(picker)
+    assert keda.flow_control_on(on) and on["featureGates"] == ["flowControl"]
+    assert {k: v for k, v in on.items() if k != "featureGates"} == picker
+    assert keda.with_flow_control(on) == on
+    assert keda.with_flow_control({**picker, "featureGates": ["dataLayer"]})["featureGates"] == [
+        "dataLayer",
+        "flowControl",
+    ]
+    assert "featureGates" not in picker  # the input is not changed
+
+
+@pytest.mark.parametrize("mode", keda.MODES)
+def test_every_mode_reads_a_metric_only_flow_control_exports(mode: keda.Mode) -> None:
+    metrics = {
+        _selector(t["metadata"]["query"])[1] for t in keda.triggers(mode, keda.Thresholds(), OPERATOR, NS, POOL, MODEL)
+    }
+    assert metrics & set(keda.FLOW_CONTROL_METRICS)

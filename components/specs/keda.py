@@ -58,6 +58,29 @@ NAMESPACE_LABEL, POOL_LABEL, MODEL_LABEL = "namespace", "inference_pool", "model
 POLLING_INTERVAL_S = 15
 COOLDOWN_PERIOD_S = 300
 
+# The EPP exports the flow-control queue and pool saturation only with this feature gate on in its
+# EndpointPickerConfig (`featureGates: [flowControl]`, upstream's keda-epp router values); running requests
+# it exports either way.
+FLOW_CONTROL_GATE = "flowControl"
+FLOW_CONTROL_METRICS = (QUEUE_SIZE, POOL_SATURATION)
+
+
+def with_flow_control(picker_config: Manifest) -> Manifest:
+    """The EndpointPickerConfig (`router_values.endpoint_picker_config` and the other profiles') with the
+    flowControl feature gate added, once; the other gates and every plugin are kept."""
+    out = copy.deepcopy(picker_config)
+    gates = list(out.get("featureGates") or [])
+    if FLOW_CONTROL_GATE not in gates:
+        gates.append(FLOW_CONTROL_GATE)
+    out["featureGates"] = gates
+    return out
+
+
+def flow_control_on(picker_config: Manifest) -> bool:
+    """Whether the EPP this config runs exports the metrics the queue and saturation triggers read."""
+    return FLOW_CONTROL_GATE in (picker_config.get("featureGates") or [])
+
+
 Mode = Literal["queue", "saturation", "both"]
 MODES: tuple[Mode, ...] = ("queue", "saturation", "both")
 
