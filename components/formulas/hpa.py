@@ -356,9 +356,10 @@ def _summarize(inputs: ReplayInputs, samples: list[Sample], pods: list[_Pod]) ->
 
 # The scale-down derivation -----------------------------------------------------------------------------
 
-# llm-d's KEDA + EPP recipes (guides/workload-autoscaling/keda-epp, overlays queue and saturation, and the
-# older keda-epp-queue recipe): scale-down stabilization 300 s, Percent 100 per 15 s; scale-up 300 s (the
-# overlays, "size scaleUp near the Deployment's cold-start time") with Percent 100 per 15 s.
+# llm-d's KEDA + EPP recipes (llm-d/llm-d guides/workload-autoscaling/keda-epp, overlays k8s/queue and
+# k8s/saturation): scale-down stabilization 300 s, Percent 100 per 15 s; scale-up 300 s ("size scaleUp near
+# the Deployment's cold-start time") with Percent 100 per 15 s. The older keda-epp-queue recipe's scale-up
+# window is 0 s, Kubernetes' default (KUBERNETES_DEFAULT above).
 UPSTREAM_WINDOW_S = 300
 UPSTREAM_BEHAVIOR = Behavior(
     scale_up=Rules(UPSTREAM_WINDOW_S, (Policy("Percent", 100, 15),)),

@@ -12,10 +12,12 @@ beside it (the overlays' shared base), which the HPA races against it (the large
 | `saturation` | `max(llm_d_epp_flow_control_pool_saturation)`, `sum(llm_d_epp_request_running)` | 0.7, 16 |
 | `both` | all three | 1, 0.7, 16 |
 
-Sources: `keda-epp/optimized-baseline/overlays/k8s/{queue,saturation}/scaledobject.yaml` and the older
-`keda-epp-queue/optimized-baseline/base/scaledobject.yaml` (llm-d/llm-d at 903da90e and later): thresholds
-1 / 16 / 0.7 ("Recommended: 0.7-0.8"), `pollingInterval` 15, `cooldownPeriod` 300, `minReplicaCount` 1,
-`maxReplicaCount` 8 (queue) or 10 (saturation), both HPA windows 300 s with Percent 100 per 15 s.
+Sources (llm-d/llm-d, `guides/workload-autoscaling/`): `keda-epp/optimized-baseline/overlays/k8s/queue/`
+and `.../saturation/scaledobject.yaml` (commits 057abb4a and 321a7e8c), the older
+`keda-epp-queue/optimized-baseline/base/scaledobject.yaml` (903da90e) and `keda-epp-saturation/...` (2051):
+thresholds 1 / 16 / 0.7 ("Recommended: 0.7-0.8"), `pollingInterval` 15, `cooldownPeriod` 300,
+`minReplicaCount` 1, `maxReplicaCount` 8 (queue) or 10 (saturation), both HPA windows 300 s with Percent 100
+per 15 s (the older recipe's scale-up window is 0 s; the overlays raised it against the startup overshoot).
 
 Two choices differ from the recipes, each for a reason:
 - Selectors. Upstream filters the queue and running-requests series by `service` (a label a ServiceMonitor
