@@ -63,6 +63,28 @@ VERIFICATION_IMAGE = "docker.io/library/python:3.12.8-slim"
 # The model-cache Job: its fetch script, too, needs only the Python standard library.
 MODEL_FETCH_IMAGE = VERIFICATION_IMAGE
 
+# KEDA, which scales the model servers on the router's signals: the upstream chart (kedacore/charts) and its
+# three images, all tagged with the chart's appVersion (the chart's default; set explicitly so the mirror and
+# the pin agree). The newest release is 2.21.1 (2026-11-16, github.com/kedacore/charts/releases/tag/v2.21.1);
+# the pin is 2.20.2 (2026-07-31), the newest whose CRDs and chart values tests/fixtures/upstream holds (the
+# ScaledObject and TriggerAuthentication schemas the specs are validated against). Bump both together.
+KEDA_VERSION = "2.20.2"
+KEDA_CHART_REPO = "https://kedacore.github.io/charts"
+KEDA_CHART = "keda"
+KEDA_OPERATOR_IMAGE_REPOSITORY = "ghcr.io/kedacore/keda"
+KEDA_METRICS_SERVER_IMAGE_REPOSITORY = "ghcr.io/kedacore/keda-metrics-apiserver"
+KEDA_WEBHOOKS_IMAGE_REPOSITORY = "ghcr.io/kedacore/keda-admission-webhooks"
+
+
+def keda_images(version: str) -> dict[str, str]:
+    """The chart's images by its values key (`image.<key>`): operator, metrics API server, admission webhooks."""
+    return {
+        "keda": f"{KEDA_OPERATOR_IMAGE_REPOSITORY}:{version}",
+        "metricsApiServer": f"{KEDA_METRICS_SERVER_IMAGE_REPOSITORY}:{version}",
+        "webhooks": f"{KEDA_WEBHOOKS_IMAGE_REPOSITORY}:{version}",
+    }
+
+
 # EKS GPU nodes: the AL2023 NVIDIA AMI has the driver; the device plugin advertises nvidia.com/gpu.
 NVIDIA_DEVICE_PLUGIN_REPO = "https://nvidia.github.io/k8s-device-plugin"
 NVIDIA_DEVICE_PLUGIN_VERSION = "0.17.1"
