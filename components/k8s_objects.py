@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pulumi
@@ -52,9 +53,14 @@ def declare(resource_name: str, manifest: dict[str, Any], opts: pulumi.ResourceO
 
 
 def declare_all(
-    parent: pulumi.Resource, prefix: str, manifests: list[dict[str, Any]], opts: pulumi.ResourceOptions | None
+    parent: pulumi.Resource,
+    prefix: str,
+    manifests: list[dict[str, Any]],
+    opts: pulumi.ResourceOptions | None,
+    ignore_changes: Mapping[str, Sequence[str]] | None = None,
 ) -> list[pulumi.CustomResource]:
-    """Each manifest as a child of `parent`, named `<prefix>-<object name>`.
+    """Each manifest as a child of `parent`, named `<prefix>-<object name>`; `ignore_changes` names, by kind,
+    the fields another controller owns once the object exists (an autoscaler's `spec.replicas`).
 
     Names are stable functions of identity, never of sizes, so a size change updates in place; the
     URN also carries the type, so a Service and a Deployment may share a name.
@@ -62,7 +68,11 @@ def declare_all(
     out: list[pulumi.CustomResource] = []
     for manifest in manifests:
         name = f"{prefix}-{manifest['metadata']['name']}"
-        out.append(declare(name, manifest, child_options(parent, opts, *out)))
+        child = child_options(parent, opts, *out)
+        ignored = (ignore_changes or {}).get(manifest["kind"])
+        if ignored:
+            child = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(ignore_changes=list(ignored)))
+        out.append(declare(name, manifest, child))
     return out
 
 

@@ -18,6 +18,6 @@ class WorkloadComponent(pulumi.ComponentResource):
 
     def __init__(self, name: str, workload: Workload, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(workload.type.token, name, None, opts)
-        self.resources = declare_all(self, name, workload.manifests, opts)
+        self.resources = declare_all(self, name, workload.manifests, opts, workload.ignore_changes)
         self.objects = [f"{m['kind']}/{m['metadata']['name']}" for m in workload.manifests]
         self.register_outputs({"objects": self.objects, **workload.outputs})

@@ -26,8 +26,8 @@ from components.specs.servers import ServerSpec, sglang
 from components.specs.servers.base import Scheduling, router_selector
 from components.specs.servers.vllm import lmcache_image_for
 from components.specs.startup import AwaitBudget
-from components.specs.workloads import Workload, WorkloadType
-from stacks import hardware, rollout, startup
+from components.specs.workloads import Workload, WorkloadType, ordered
+from stacks import hardware, plan_autoscaling, rollout, startup
 from stacks.config import StackConfig
 from stacks.config.errors import ConfigError
 from stacks.mirror import Mirror, mirror_registry
@@ -65,6 +65,7 @@ class StackPlan:
     rollout: rollout.Rollout | None = None  # how a template change rolls the model servers
     mirror: Mirror | None = None  # the created cluster's registry mirror, which every image goes through
     router_policies: list[Manifest] = dataclasses.field(default_factory=list)  # the router pods' NetworkPolicy
+    autoscaling: plan_autoscaling.Autoscaling | None = None  # KEDA's bounds, scale-down and replay (None: off)
 
     @property
     def roles(self) -> list[Role]:
@@ -162,17 +163,33 @@ def plan(config: StackConfig) -> StackPlan:
     tier_sizing, client_sizing, fit = size_on_hardware(config, defaults, tp, replicas, devices)
     decode = _decode_server(config, defaults, tier_sizing, client_sizing, tp, replicas, devices)
     servers = [dataclasses.replace(decode, role="prefill"), decode] if decode.disaggregated else [decode]
-    profile = _router_profile(config, replicas)
-    values = _router_values(config, decode, tier_sizing, profile)
-    check_router_reaches_model_servers(values, servers)
-    exports = _exports(config, profile)
     stack_payoff = payoff.derive(_payoff_inputs(config, defaults, tier_sizing.model, devices, replicas))
+    holds_tier = decode.mooncake_client is not None or cache.connector == "lmcache-server"
+    auto = plan_autoscaling.resolve(config, decode, len(servers), fit, stack_payoff, holds_tier)
+    profile = _router_profile(config, auto.max_replicas if auto else replicas)
+    values = _router_values(config, decode, tier_sizing, profile, flow_control=auto is not None)
+    check_router_reaches_model_servers(values, servers)
+    if auto is not None and profile == "default":
+        raise ConfigError(
+            "autoscaling.max_replicas",
+            auto.max_replicas,
+            "one replica routes with the chart's default plugins, which export no flow-control queue to scale on;"
+            " allow at least 2",
+        )
+    exports = _exports(config, profile)
     stack_alerts = alerts.alerts(exports, _thresholds(config, stack_payoff))
     serving = Serving(config, servers, tier_sizing, client_sizing, exports, stack_alerts)
+    planned = workloads(serving)
+    if auto is not None:  # KEDA owns the replica count; cache.replicas is the initial one
+        owned = {"Deployment": ("spec.replicas",), "LeaderWorkerSet": ("spec.replicas",)}
+        planned = {k: dataclasses.replace(w, ignore_changes=owned) if w.server else w for k, w in planned.items()}
+        pool = config.router.release if profile != "pd" else None
+        roles = [w for w in planned.values() if w.server is not None]
+        planned = ordered([*planned.values(), *plan_autoscaling.scalers(config, auto, roles, pool)])
     stack_plan = StackPlan(
         config=config,
         sizing=tier_sizing,
-        workloads=workloads(serving),
+        workloads=planned,
         model_cache=decode.model_cache,
         router_values=values,
         inference_pool=inference_pool(config.router.release, config.namespace, values),
@@ -181,6 +198,7 @@ def plan(config: StackConfig) -> StackPlan:
         fit=fit,
         pools=pool_specs(config),
         payoff=stack_payoff,
+        autoscaling=auto,
     )
     return with_network_policies(through_mirror(with_await_budgets(with_rollouts(stack_plan))))
 
@@ -229,7 +247,7 @@ def _decode_server(
 
 
 def _router_values(
-    config: StackConfig, decode: ServerSpec, tier_sizing: sizing.TierSizing, profile: str
+    config: StackConfig, decode: ServerSpec, tier_sizing: sizing.TierSizing, profile: str, flow_control: bool
 ) -> dict[str, Any]:
     router = config.router
     return router_values(
@@ -246,6 +264,7 @@ def _router_values(
             monitoring=config.monitoring.provider if config.monitoring.enabled else None,
             profile=profile,
             model_name=tier_sizing.model.name,
+            flow_control=flow_control,
         )
     )
 

@@ -44,8 +44,10 @@ def _rollout(stack_plan: StackPlan) -> rollout.Rollout:
         cap = rollout.capacity(pool, server.devices, server.group_size, server.sizing.pod_memory, daemon)
     # The tier a model-server restart loses: the pod's own, unless a per-node daemon holds it.
     in_daemon = any(w.holds_cpu_tier for w in stack_plan.workloads.values())
+    # Under autoscaling a rollout may meet any count up to the most: plan for the most.
+    replicas = stack_plan.autoscaling.max_replicas if stack_plan.autoscaling else server.replicas
     return rollout.choose(
-        replicas=server.replicas,
+        replicas=replicas,
         roles=len(stack_plan.roles),
         group_size=server.group_size,
         cap=cap,

@@ -13,7 +13,7 @@ import pytest
 from pulumi.runtime import settings
 
 import components.specs
-from components.specs import lmcache, model_cache, monitoring, mooncake, prepull, storage, verification
+from components.specs import keda, lmcache, model_cache, monitoring, mooncake, prepull, storage, verification
 from components.specs.servers import MODEL_SERVER
 from components.specs.workloads import Workload, WorkloadType, ordered
 from components.workload import WorkloadComponent
@@ -29,6 +29,7 @@ TOKENS = {
     mooncake.MASTER_WORKLOAD: ("llmd:mooncake:MooncakeMaster", "mooncake-master"),
     storage.WORKLOAD: ("llmd:storage:SharedStorage", "storage"),
     verification.WORKLOAD: ("llmd:verification:VerificationJob", "verification"),
+    keda.WORKLOAD: ("llmd:autoscaling:ModelServerScaler", "autoscaling"),
 }
 
 

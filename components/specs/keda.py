@@ -44,8 +44,11 @@ from components.catalog import versions
 from components.formulas import hpa
 from components.manifest import Manifest
 from components.specs import promql, security
+from components.specs.workloads import WorkloadType
 
 API_VERSION = "keda.sh/v1alpha1"
+# A ScaledObject per model-server role (and the TriggerAuthentication its metrics source needs).
+WORKLOAD = WorkloadType("llmd:autoscaling:ModelServerScaler", "autoscaling")
 
 # The EPP's metric names (llm-d-router; the `inference_extension_*` names they replace are deprecated).
 QUEUE_SIZE = "llm_d_epp_flow_control_queue_size"

@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from components.catalog import labels
+from components.specs import keda
 from components.specs.servers.base import hf_token_env
 from components.units import ByteSize
 
@@ -65,6 +66,7 @@ class RouterInputs:
     # chart's tokenizer sidecar and token-based prefix scoring; pd: prefill/decode disaggregation.
     profile: Profile = "tiered"
     model_name: str = ""  # what the tokenizer loads (token-routing)
+    flow_control: bool = False  # the EPP's flowControl feature gate: the queue and saturation KEDA scales on
 
 
 def endpoint_picker_config(api_version: str, cpu_lru_capacity_per_server: int) -> Values:
@@ -231,6 +233,8 @@ def router_values(inputs: RouterInputs) -> Values:
     }
     if inputs.profile in pickers:
         picker = pickers[inputs.profile]()
+        if inputs.flow_control:
+            picker = keda.with_flow_control(picker)
         if layout.inline_map:
             epp["pluginsConfig"] = picker
         else:

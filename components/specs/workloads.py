@@ -80,6 +80,9 @@ class Workload:
     holds_cpu_tier: bool = False  # a per-node daemon holding the CPU tier: a model-server restart keeps it
     key_suffix: str = ""  # a second workload of the same type: `<key>-<suffix>` (the prefill role)
     outputs: Mapping[str, str] = dataclasses.field(default_factory=dict)  # registered beside its objects
+    # By kind, the fields another controller owns once the object exists (KEDA's HPA: `spec.replicas`),
+    # which Pulumi then leaves as they are.
+    ignore_changes: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
 
     @property
     def key(self) -> str:

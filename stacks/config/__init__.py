@@ -9,6 +9,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from components.catalog import labels
+from stacks.config.autoscaling_section import AutoscalingConfig
 from stacks.config.cache_section import CacheConfig, LMCacheConfig
 from stacks.config.cluster_section import ClusterConfig, NodePoolConfig, Taint
 from stacks.config.fields import MAX_NODE_MEMORY, DnsLabel, Section
@@ -50,6 +51,8 @@ class StackConfig(Section):
     """how images reach the nodes: a registry mirror on created GKE and EKS clusters (images.mirror)"""
     network_policies: NetworkPoliciesConfig = NetworkPoliciesConfig()
     """NetworkPolicies admitting only the traffic serving needs, and the metrics scraper they admit"""
+    autoscaling: AutoscalingConfig = AutoscalingConfig()
+    """KEDA scaling the model servers on the router's queue or saturation; off by default"""
 
 
 SECTIONS: tuple[str, ...] = tuple(StackConfig.model_fields)

@@ -1,0 +1,56 @@
+"""Autoscaling the model servers through KEDA on the router's own signals (off by default)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, ValidationInfo, field_validator
+
+from components.specs import keda
+from stacks.config.fields import Section
+
+
+class AutoscalingConfig(Section):
+    """A KEDA ScaledObject per model-server workload on the EPP's flow-control queue and pool saturation
+    (llm-d's workload-autoscaling guide); `cache.replicas` is the initial count."""
+
+    enabled: bool = False
+    """true: KEDA scales the model servers between min_replicas and max_replicas; default false"""
+    trigger: keda.Mode = "queue"
+    """queue (upstream's recommendation: the EPP's flow-control queue), saturation (the pool's saturation)
+    or both; the running-requests trigger comes with each, as upstream's recipes set it"""
+    queue_threshold: float = Field(default=keda.Thresholds.queue, gt=0, le=1_000_000)
+    """queued requests per replica the HPA holds (upstream: 1)"""
+    running_threshold: float = Field(default=keda.Thresholds.running, gt=0, le=1_000_000)
+    """running requests per replica the HPA holds (upstream: 16)"""
+    saturation_threshold: float = Field(default=keda.Thresholds.saturation, gt=0, le=1)
+    """the pool saturation the HPA holds, 0..1 (upstream: 0.7, 'recommended 0.7-0.8')"""
+    min_replicas: int = Field(default=1, ge=1, le=10_000)
+    """fewest replicas (at least 1: scaling to zero drops every warm tier)"""
+    max_replicas: int | None = Field(default=None, ge=1, le=10_000)
+    """most replicas; default: what the node pools hold (the fit arithmetic); above it is an error"""
+    scale_down: Literal["derived", "upstream"] = "derived"
+    """derived: the stabilization window and rate from the stack's modeled cold start (a removed pod
+    re-added costs two cold starts); upstream: the recipes' 300 s window, 100% per 15 s"""
+    prometheus_url: str = "http://prometheus-operated.monitoring.svc:9090"
+    """where KEDA queries the router's metrics with monitoring.provider prometheus-operator (the operator's
+    `prometheus-operated` Service); GKE Managed Prometheus is queried through its frontend instead"""
+
+    @field_validator("max_replicas")
+    @classmethod
+    def _not_below_min(cls, value: int | None, info: ValidationInfo) -> int | None:
+        low = info.data.get("min_replicas")
+        if value is not None and low is not None and value < low:
+            raise ValueError(f"must be at least min_replicas ({low})")
+        return value
+
+    @field_validator("prometheus_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")) or any(c.isspace() for c in value):
+            raise ValueError("must be an http:// or https:// URL")
+        return value
+
+    @property
+    def thresholds(self) -> keda.Thresholds:
+        return keda.Thresholds(self.queue_threshold, self.running_threshold, self.saturation_threshold)

@@ -1,0 +1,180 @@
+"""Autoscaling through KEDA: the replica bounds the node pools hold, a scale-down derived from the cold
+start, the ScaledObjects on the router's own signals, and a replay of a load step through the HPA.
+
+Every figure is derived: `max_replicas` from the fit arithmetic that checks `cache.replicas` (nodes x pods a
+node holds, by devices and by memory, over the pods of one replica: a TPU slice scales whole); the
+scale-down window and rate from the modeled cold start (components/formulas/hpa.py); a replica's serving
+capacity from the payoff's recompute time at the stack's prefix length (prefill-bound, no cache hits: the
+floor of what one replica serves).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from components.formulas import hpa
+from components.specs import keda, payoff
+from components.specs.servers import ServerSpec
+from components.specs.workloads import ROUTER, Workload
+from components.units import ByteSize
+from stacks import hardware, startup
+from stacks.config import StackConfig
+from stacks.config.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Autoscaling:
+    mode: keda.Mode
+    thresholds: keda.Thresholds
+    min_replicas: int
+    max_replicas: int
+    max_from: str  # the formula behind max_replicas
+    behavior: hpa.Behavior
+    behavior_from: str
+    cold_start_s: int  # one added replica's modeled cold start
+    tier_per_pod: ByteSize | None  # the warm CPU tier a removed pod drops (None: a per-node daemon keeps it)
+    source: keda.MetricsSource
+    capacity_rps: float  # one replica's serving capacity, prefill-bound
+    replay: hpa.Replay
+
+
+def pool_room(config: StackConfig, server: ServerSpec, fit: hardware.Fit | None, roles: int) -> tuple[int, str] | None:
+    """Replicas the serving pool holds, with the formula, or None where no pool is described."""
+    if not config.cache.node_pool or fit is None:
+        return None
+    pool = hardware.pool_hardware(config, config.cache.node_pool)
+    by_devices = hardware.pods_per_node(pool, server.devices)
+    pod_memory = server.sizing.pod_memory
+    daemon = fit.per_node - pod_memory * fit.pods_per_node
+    per_node, why = by_devices, f"{by_devices} by devices"
+    if fit.allocatable is not None:
+        by_memory = max(0, (fit.allocatable.bytes - daemon.bytes) // pod_memory.bytes)
+        if by_memory < per_node:
+            per_node, why = by_memory, f"{by_memory} by memory ({pod_memory.quantity()} a pod)"
+    per_replica = server.group_size * roles
+    room = pool.nodes * per_node // per_replica
+    formula = f"{pool.nodes} nodes of {pool.describe()} x {per_node} pods a node ({why}) / {per_replica} pods a replica"
+    return room, formula
+
+
+def resolve(
+    config: StackConfig,
+    server: ServerSpec,
+    roles: int,
+    fit: hardware.Fit | None,
+    stack_payoff: payoff.Payoff,
+    daemon_holds_tier: bool,
+) -> Autoscaling | None:
+    settings = config.autoscaling
+    if not settings.enabled:
+        return None
+    room = pool_room(config, server, fit, roles)
+    if settings.max_replicas is None and room is None:
+        raise ConfigError(
+            "autoscaling.max_replicas",
+            None,
+            "needs a value where cache.node_pool is unset (the default is what the serving pool holds)",
+        )
+    if room is not None and settings.max_replicas is not None and settings.max_replicas > room[0]:
+        raise ConfigError(
+            "autoscaling.max_replicas", settings.max_replicas, f"above the {room[0]} replicas the pool holds: {room[1]}"
+        )
+    if settings.max_replicas is not None:
+        maximum, max_from = settings.max_replicas, "autoscaling.max_replicas"
+    else:
+        assert room is not None
+        maximum, max_from = room
+    if not settings.min_replicas <= server.replicas <= maximum:
+        raise ConfigError(
+            "cache.replicas",
+            server.replicas,
+            f"the initial count must lie within autoscaling's {settings.min_replicas}..{maximum} replicas",
+        )
+    readers = server.group_size  # a scale-out adds a replica whose pods read the weights beside the serving ones
+    cold = startup.model_server_cold_start(
+        config, server.accelerator.key, server.model, server.image, server.model_cache, readers=readers
+    ).modeled
+    if settings.scale_down == "upstream":
+        behavior, behavior_from = hpa.UPSTREAM_BEHAVIOR, "upstream's recipes (300 s window, 100% per 15 s)"
+    else:
+        behavior = hpa.derived_behavior(cold)
+        behavior_from = (
+            f"window min({hpa.MAX_STABILIZATION_S}, max({hpa.UPSTREAM_WINDOW_S}, {hpa.COLD_STARTS_PER_READD} x"
+            f" {cold} s cold start)); at most half the replicas per min({hpa.MAX_POLICY_PERIOD_S}, max(15, {cold} s))"
+        )
+    per_request = stack_payoff.prefix_tokens * stack_payoff.recompute_seconds
+    capacity = 1 / per_request if per_request > 0 else 1.0
+    tier = None if daemon_holds_tier else server.sizing.cpu_tier_per_pod * server.group_size
+    source = _metrics_source(config)
+    replay = hpa.replay(
+        hpa.ReplayInputs(
+            initial_replicas=server.replicas,
+            capacity_rps=capacity,
+            concurrency=capacity * per_request,
+            cold_start_s=cold,
+            min_replicas=settings.min_replicas,
+            max_replicas=maximum,
+            cpu_tier=tier or ByteSize(0),
+            triggers=keda.hpa_triggers(settings.trigger, settings.thresholds),
+            behavior=behavior,
+        )
+    )
+    return Autoscaling(
+        settings.trigger,
+        settings.thresholds,
+        settings.min_replicas,
+        maximum,
+        max_from,
+        behavior,
+        behavior_from,
+        cold,
+        tier,
+        source,
+        capacity,
+        replay,
+    )
+
+
+def _metrics_source(config: StackConfig) -> keda.MetricsSource:
+    """Where KEDA reads the router's metrics: the Prometheus operator's server, or GKE Managed Prometheus's
+    query frontend for the cluster's project."""
+    if config.monitoring.provider != "gke-managed-prometheus":
+        return keda.prometheus_operator_source(config.autoscaling.prometheus_url)
+    project = config.cluster.gke.project if config.cluster.gke else None
+    if not project:
+        raise ConfigError(
+            "cluster.gke.project",
+            project,
+            "KEDA queries GKE Managed Prometheus of the cluster's project (monitoring.provider gke-managed-prometheus)",
+        )
+    return keda.gke_managed_prometheus_source(project)
+
+
+def scalers(config: StackConfig, auto: Autoscaling, servers: list[Workload], pool: str | None) -> list[Workload]:
+    """A ScaledObject per model-server role, after the router (whose metrics it reads) and its workload."""
+    out: list[Workload] = []
+    auth = keda.trigger_authentication(auto.source, config.namespace)
+    for server in servers:
+        assert server.server is not None
+        workload = server.manifests[-1]
+        triggers = keda.triggers(
+            auto.mode, auto.thresholds, auto.source, config.namespace, pool, server.server.model.name
+        )
+        scaled = keda.scaled_object(
+            workload["kind"],
+            workload["metadata"]["name"],
+            config.namespace,
+            auto.min_replicas,
+            auto.max_replicas,
+            auto.behavior,
+            triggers,
+        )
+        out.append(
+            Workload(
+                keda.WORKLOAD,
+                [*([auth] if auth and not out else []), scaled],
+                needs=(ROUTER, server.key),
+                key_suffix=server.key_suffix,
+            )
+        )
+    return out
