@@ -122,7 +122,9 @@ def compare_plans(steps: list[dict[str, Any]], changes: list[Change]) -> list[Di
     planned = {
         (c.type, c.name): _PLAN_KIND[c.kind]
         for c in changes
-        if not c.type.startswith(_COMPONENT_PREFIXES) and not c.type.startswith("pulumi:providers:")
+        if c.kind != "ignored"  # the engine plans no step for a field it leaves alone
+        and not c.type.startswith(_COMPONENT_PREFIXES)
+        and not c.type.startswith("pulumi:providers:")
     }
     out = [
         Disagreement(CHART_TYPE, name, "no recreated objects", "replace")

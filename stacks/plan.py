@@ -178,11 +178,10 @@ def plan(config: StackConfig) -> StackPlan:
         )
     exports = _exports(config, profile)
     stack_alerts = alerts.alerts(exports, _thresholds(config, stack_payoff))
-    serving = Serving(config, servers, tier_sizing, client_sizing, exports, stack_alerts)
+    most = auto.max_replicas if auto else None
+    serving = Serving(config, servers, tier_sizing, client_sizing, exports, stack_alerts, most)
     planned = workloads(serving)
     if auto is not None:  # KEDA owns the replica count; cache.replicas is the initial one
-        owned = {"Deployment": ("spec.replicas",), "LeaderWorkerSet": ("spec.replicas",)}
-        planned = {k: dataclasses.replace(w, ignore_changes=owned) if w.server else w for k, w in planned.items()}
         pool = config.router.release if profile != "pd" else None
         roles = [w for w in planned.values() if w.server is not None]
         planned = ordered([*planned.values(), *plan_autoscaling.scalers(config, auto, roles, pool)])

@@ -42,6 +42,7 @@ class Serving:
     client: tier_sizing.MooncakeClientSizing | None
     exports: alerts.Exports
     alerts: list[alerts.Alert]
+    autoscaled_to: int | None = None  # KEDA's most replicas (None: a fixed count)
 
     @property
     def decode(self) -> ServerSpec:
@@ -251,14 +252,18 @@ def _model_server(s: Serving, server: ServerSpec, manifests: list[Manifest], nee
     workload = manifests[-1]
     lws = workload["kind"] == "LeaderWorkerSet"  # no built-in await: the generic one, on its condition
     name = workload["metadata"]["name"]
+    # Under autoscaling a rollout may meet up to the most replicas, and KEDA owns the count once it exists.
+    waves = s.autoscaled_to or server.replicas
+    owned = {workload["kind"]: ("spec.replicas",)} if s.autoscaled_to else {}
     return Workload(
         MODEL_SERVER,
         manifests,
         needs=needs,
         rolls="strategy",
         awaited=Await(
-            AwaitBudget(name, cold, server.replicas), workload["kind"], "serve", "condition=Available" if lws else None
+            AwaitBudget(name, cold, waves), workload["kind"], "serve", "condition=Available" if lws else None
         ),
+        ignore_changes=owned,
         ingress=functools.partial(_server_policy, server.role, server.workload_name),
         server=server,
         key_suffix="" if server.role == "decode" else server.role,

@@ -55,6 +55,7 @@ QUEUE_SIZE = "llm_d_epp_flow_control_queue_size"
 REQUEST_RUNNING = "llm_d_epp_request_running"
 POOL_SATURATION = "llm_d_epp_flow_control_pool_saturation"
 EPP_METRICS = (QUEUE_SIZE, REQUEST_RUNNING, POOL_SATURATION)
+SIGNAL_METRICS = {"queue": QUEUE_SIZE, "running": REQUEST_RUNNING, "saturation": POOL_SATURATION}
 # The labels they are selected by: the EPP's own, and the namespace every scrape adds.
 NAMESPACE_LABEL, POOL_LABEL, MODEL_LABEL = "namespace", "inference_pool", "model_name"
 

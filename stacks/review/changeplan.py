@@ -56,7 +56,7 @@ _POD_TEMPLATES = {
 
 @dataclass(frozen=True)
 class Change:
-    kind: str  # added | removed | update | scale | rolling | replace
+    kind: str  # added | removed | update | scale | rolling | replace | ignored
     type: str
     name: str
     why: str
@@ -123,6 +123,13 @@ def _fixed_name(before: dict[str, Any], after: dict[str, Any]) -> bool:
 
 def classify(before: dict[str, Any], after: dict[str, Any], paths: list[str]) -> Change:
     kind, name = after["type"], after["name"]
+    # The engine keeps the state's value of an ignored field (`ignoreChanges`): no diff, no step.
+    ignored = after.get("options", {}).get("ignoreChanges", [])
+    kept = [p for p in paths if not any(_under(p, i) for i in ignored)]
+    if not kept:
+        owned = ", ".join(f"`{p}`" for p in paths)
+        return Change("ignored", kind, name, f"{owned} left to its owner (`ignoreChanges`: KEDA scales it); no step")
+    paths = kept
     at_risk = kind in STATE_TYPES
     forced = _replacing(after, paths)
     if forced:

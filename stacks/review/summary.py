@@ -13,6 +13,7 @@ from stacks.hardware import Fit
 from stacks.plan import StackPlan
 from stacks.prepull import serving_placement
 from stacks.review import cold_start
+from stacks.review.autoscaling_summary import autoscaling_lines
 from stacks.review.offline import Recording
 
 LOAD_ALERT = "TieredCacheLoadTooSlow"
@@ -138,6 +139,7 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
         "",
         *(f"- {line}" for line in _rollout_lines(stack_plan)),
         "",
+        *autoscaling_lines(stack_plan),
         "## Metrics to watch",
         "",
         *(f"- {m}" for m in stack_plan.metrics_to_watch),

@@ -1,0 +1,85 @@
+"""The summary's autoscaling section: the trigger, the bounds and where they come from, the scale-down and
+what each removed pod drops, and the replay of a load step."""
+
+from __future__ import annotations
+
+from components.formulas import hpa
+from components.specs import keda
+from components.units import GiB
+from stacks.plan import StackPlan
+from stacks.plan_autoscaling import Autoscaling
+
+
+def _rules(rules: hpa.Rules) -> str:
+    policies = ", ".join(
+        f"{p.value}{'%' if p.type == 'Percent' else ' pods'} per {p.period_s} s" for p in rules.policies
+    )
+    return f"window {rules.stabilization_s} s, at most {policies}"
+
+
+def _at(seconds: int | None) -> str:
+    return "never, within the replay" if seconds is None else f"{seconds} s"
+
+
+def replay_rows(auto: Autoscaling) -> list[tuple[str, str]]:
+    """The replay's figures, as the summary and `./run bench` print them."""
+    r, load = auto.replay, hpa.LoadStep()
+    return [
+        (
+            "load step",
+            f"{load.base:g}x -> {load.peak:g}x the initial replicas' capacity for {load.duration_s} s, then back",
+        ),
+        ("first added replica serves", f"{_at(r.first_serving_s)} after the step"),
+        ("last added replica serves", f"{_at(r.scaled_serving_s)} after the step"),
+        ("peak queue", f"{r.peak_queue:,.0f} requests at the router"),
+        ("queue drained", f"{_at(r.queue_drained_s)} after the step"),
+        ("peak replicas", f"{r.peak_replicas} of at most {auto.max_replicas}"),
+        (
+            "warm CPU tier dropped on the way down",
+            f"{r.cpu_tier_dropped.bytes / GiB:,.0f} GiB ({r.removed_warm} serving replicas removed)"
+            if auto.tier_per_pod is not None
+            else "none: a per-node daemon holds the tier",
+        ),
+    ]
+
+
+def autoscaling_lines(stack_plan: StackPlan) -> list[str]:
+    auto = stack_plan.autoscaling
+    if auto is None:
+        return []
+    drops = (
+        f"{auto.tier_per_pod.bytes / GiB:,.0f} GiB of warm CPU tier per replica removed (the filesystem tier, where"
+        " the stack has one, survives)"
+        if auto.tier_per_pod is not None
+        else "no CPU tier: the per-node daemon keeps it when a model-server pod goes"
+    )
+    signals = ", ".join(f"`{keda.SIGNAL_METRICS[s]}` {t.target:g} ({t.metric_type})" for s, t in _targets(auto))
+    rows = [
+        ("trigger", f"{auto.mode}: {signals}"),
+        ("metrics from", auto.source.server_address),
+        (
+            "replicas",
+            f"{auto.min_replicas}..{auto.max_replicas}; initial {stack_plan.model_server.replicas} (cache.replicas)",
+        ),
+        ("max_replicas from", auto.max_from),
+        ("one added replica's cold start", f"{auto.cold_start_s} s (modeled)"),
+        ("scale-up", _rules(auto.behavior.scale_up)),
+        ("scale-down", f"{_rules(auto.behavior.scale_down)}: {auto.behavior_from}"),
+        ("each scale-down drops", drops),
+        ("a replica serves", f"{auto.capacity_rps:.2f} requests/s (prefill-bound at the payoff's prefix length)"),
+        *replay_rows(auto),
+    ]
+    return [
+        "## Autoscaling",
+        "",
+        "KEDA scales the model servers on the router's own signals; Pulumi leaves `spec.replicas` to it.",
+        "",
+        "| what | value |",
+        "|---|---|",
+        *(f"| {k} | {v} |" for k, v in rows),
+        "",
+    ]
+
+
+def _targets(auto: Autoscaling) -> list[tuple[str, hpa.Trigger]]:
+    return [(t.signal, t) for t in keda.hpa_triggers(auto.mode, auto.thresholds)]
