@@ -109,9 +109,36 @@ def prepull_rollouts() -> None:
         print(f"  {name}: {replicas} wave(s) x pull = {waves} s off, {ahead} s on (every node at once, first)")
 
 
+def scaling_replays() -> None:
+    """The autoscaling replay per preset with autoscaling on (max_replicas: what the pool holds, else twice the
+    initial count): a 1x -> 4x load step through the HPA KEDA drives, and back."""
+    from stacks.config import loading
+    from stacks.config.errors import ConfigError
+    from stacks.plan import plan
+    from stacks.review.autoscaling_summary import replay_rows
+
+    print("autoscaling replay (modeled): 1x -> 4x the initial replicas' capacity for 30 min, then back")
+    for name in loading.preset_names():
+        config = loading.load_preset(name)
+        sets = ["autoscaling.enabled=true"]
+        if not config.cache.node_pool:
+            sets.append(f"autoscaling.max_replicas={2 * (config.cache.replicas or 2)}")
+        try:
+            auto = plan(loading.load_preset(name, sets)).autoscaling
+        except ConfigError as error:
+            print(f"  {name}: not autoscaled ({str(error).removeprefix('invalid stack config: ')})")
+            continue
+        assert auto is not None
+        figures = "; ".join(f"{k} {v}" for k, v in replay_rows(auto)[1:])
+        print(
+            f"  {name}: {auto.min_replicas}..{auto.max_replicas} replicas, cold start {auto.cold_start_s} s: {figures}"
+        )
+
+
 if __name__ == "__main__":
     one_preset_fresh_process()
     all_presets_one_process()
     whole_matrix_diff_and_check()
     cold_starts()
     prepull_rollouts()
+    scaling_replays()

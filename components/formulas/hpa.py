@@ -294,6 +294,14 @@ def _serving_fraction(pod: _Pod, start: int, end: int) -> float:
     return max(0, end - max(start, pod.ready_s)) / (end - start)
 
 
+SETTLE_LIMIT_S = 24 * 3600
+
+
+def _settled(queue: float, replicas: int, inputs: ReplayInputs) -> bool:
+    """Back where the step found it: nothing queued, no more replicas than before it (or the floor)."""
+    return queue <= 1e-9 and replicas <= max(inputs.min_replicas, inputs.initial_replicas)
+
+
 def replay(inputs: ReplayInputs) -> Replay:
     """The load step through the HPA, sync period by sync period."""
     dt, load = inputs.sync_s, inputs.load
@@ -302,7 +310,10 @@ def replay(inputs: ReplayInputs) -> Replay:
     gone: list[_Pod] = []
     queue, served_rps = 0.0, 0.0
     samples: list[Sample] = []
-    for t in range(0, load.total_s, dt):
+    t = 0
+    # Past `total_s` while the queue still drains or the replicas still come down (the figures on the way
+    # down need the whole descent), up to a day beyond it.
+    while t < load.total_s or (t < load.total_s + SETTLE_LIMIT_S and not _settled(queue, len(live), inputs)):
         arrival = load.factor(t) * inputs.initial_replicas * inputs.capacity_rps
         serving = sum(1 for p in live if p.ready_s <= t)
         signals = {
@@ -331,6 +342,7 @@ def replay(inputs: ReplayInputs) -> Replay:
         capacity = inputs.capacity_rps * dt * sum(_serving_fraction(p, t, t + dt) for p in live)
         served = min(capacity, queue + arrival * dt)
         queue, served_rps = queue + arrival * dt - served, served / dt
+        t += dt
     return _summarize(inputs, samples, live + gone)
 
 

@@ -17,8 +17,8 @@ def _rules(rules: hpa.Rules) -> str:
     return f"window {rules.stabilization_s} s, at most {policies}"
 
 
-def _at(seconds: int | None) -> str:
-    return "never, within the replay" if seconds is None else f"{seconds} s"
+def _at(seconds: int | None, otherwise: str) -> str:
+    return otherwise if seconds is None else f"{seconds} s after the step"
 
 
 def replay_rows(auto: Autoscaling) -> list[tuple[str, str]]:
@@ -29,14 +29,15 @@ def replay_rows(auto: Autoscaling) -> list[tuple[str, str]]:
             "load step",
             f"{load.base:g}x -> {load.peak:g}x the initial replicas' capacity for {load.duration_s} s, then back",
         ),
-        ("first added replica serves", f"{_at(r.first_serving_s)} after the step"),
-        ("last added replica serves", f"{_at(r.scaled_serving_s)} after the step"),
+        ("first added replica serves", _at(r.first_serving_s, "none added (no room above the initial count)")),
+        ("last added replica serves", _at(r.scaled_serving_s, "none added")),
         ("peak queue", f"{r.peak_queue:,.0f} requests at the router"),
-        ("queue drained", f"{_at(r.queue_drained_s)} after the step"),
+        ("queue drained", _at(r.queue_drained_s, "not within a day after the step")),
         ("peak replicas", f"{r.peak_replicas} of at most {auto.max_replicas}"),
         (
             "warm CPU tier dropped on the way down",
-            f"{r.cpu_tier_dropped.bytes / GiB:,.0f} GiB ({r.removed_warm} serving replicas removed)"
+            f"{r.cpu_tier_dropped.bytes / GiB:,.0f} GiB ({r.removed_warm} serving"
+            f" {'replica' if r.removed_warm == 1 else 'replicas'} removed)"
             if auto.tier_per_pod is not None
             else "none: a per-node daemon holds the tier",
         ),
