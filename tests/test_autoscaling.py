@@ -9,7 +9,8 @@ from components.formulas import hpa
 from components.specs import keda
 from stacks.config import loading
 from stacks.config.errors import ConfigError
-from stacks.plan import plan
+from stacks.plan import StackPlan, plan
+from stacks.plan_autoscaling import Autoscaling
 from stacks.review.diff import diff_renders
 from tests.helpers import by_kind, manifests, rendered, resources, validate
 
@@ -17,8 +18,14 @@ ON = ("autoscaling.enabled=true",)
 POOL = "gke-h100-lustre"  # one a3-highgpu-8g node: 4 pods of TP 2 by devices
 
 
-def _plan(name: str, *sets: str):  # type: ignore[no-untyped-def]
+def _plan(name: str, *sets: str) -> StackPlan:
     return plan(loading.load_preset(name, [*ON, *sets]))
+
+
+def _auto(name: str, *sets: str) -> Autoscaling:
+    auto = _plan(name, *sets).autoscaling
+    assert auto is not None
+    return auto
 
 
 def test_off_by_default_adds_nothing() -> None:
@@ -32,7 +39,7 @@ def test_max_replicas_defaults_to_what_the_pool_holds_and_one_more_is_one_line()
     auto = _plan(POOL).autoscaling
     assert auto is not None and auto.max_replicas == 4
     assert "4 pods a node (4 by devices) / 1 pods a replica" in auto.max_from
-    assert _plan(POOL, "autoscaling.max_replicas=4").autoscaling.max_replicas == 4  # type: ignore[union-attr]
+    assert _auto(POOL, "autoscaling.max_replicas=4").max_replicas == 4
     with pytest.raises(ConfigError) as error:
         _plan(POOL, "autoscaling.max_replicas=5")
     assert str(error.value).count("\n") == 0
@@ -50,7 +57,7 @@ def test_memory_can_hold_the_pool_below_its_devices() -> None:
 def test_without_a_pool_the_most_is_required() -> None:
     with pytest.raises(ConfigError, match=r"autoscaling\.max_replicas = None: needs a value where cache\.node_pool"):
         _plan("gpu-vllm-native-cpu")
-    assert _plan("gpu-vllm-native-cpu", "autoscaling.max_replicas=6").autoscaling.max_replicas == 6  # type: ignore[union-attr]
+    assert _auto("gpu-vllm-native-cpu", "autoscaling.max_replicas=6").max_replicas == 6
 
 
 def test_the_initial_count_lies_within_the_bounds() -> None:
