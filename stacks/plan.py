@@ -195,7 +195,7 @@ def plan(config: StackConfig) -> StackPlan:
         alerts=stack_alerts,
         metrics_to_watch=alerts.metrics_to_watch(exports),
         fit=fit,
-        pools=pool_specs(config),
+        pools=plan_autoscaling.with_node_bounds(config, pool_specs(config), auto),
         payoff=stack_payoff,
         autoscaling=auto,
     )

@@ -10,12 +10,15 @@ floor of what one replica serves).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
+from components.catalog import versions
 from components.formulas import hpa
-from components.specs import keda, payoff
+from components.specs import keda, node_autoscaling, payoff
+from components.specs.clusters import PoolSpec
 from components.specs.servers import ServerSpec
-from components.specs.workloads import ROUTER, Workload
+from components.specs.workloads import CLUSTER, ROUTER, Workload
 from components.units import ByteSize
 from stacks import hardware, startup
 from stacks.config import StackConfig
@@ -36,9 +39,18 @@ class Autoscaling:
     source: keda.MetricsSource
     capacity_rps: float  # one replica's serving capacity, prefill-bound
     replay: hpa.Replay
+    room: Room | None = None  # the serving pool's, where one is described
 
 
-def pool_room(config: StackConfig, server: ServerSpec, fit: hardware.Fit | None, roles: int) -> tuple[int, str] | None:
+@dataclass(frozen=True)
+class Room:
+    replicas: int  # what the serving pool holds
+    formula: str
+    pods_per_node: int
+    pods_per_replica: int
+
+
+def pool_room(config: StackConfig, server: ServerSpec, fit: hardware.Fit | None, roles: int) -> Room | None:
     """Replicas the serving pool holds, with the formula, or None where no pool is described."""
     if not config.cache.node_pool or fit is None:
         return None
@@ -52,9 +64,8 @@ def pool_room(config: StackConfig, server: ServerSpec, fit: hardware.Fit | None,
         if by_memory < per_node:
             per_node, why = by_memory, f"{by_memory} by memory ({pod_memory.quantity()} a pod)"
     per_replica = server.group_size * roles
-    room = pool.nodes * per_node // per_replica
     formula = f"{pool.nodes} nodes of {pool.describe()} x {per_node} pods a node ({why}) / {per_replica} pods a replica"
-    return room, formula
+    return Room(pool.nodes * per_node // per_replica, formula, per_node, per_replica)
 
 
 def resolve(
@@ -75,15 +86,17 @@ def resolve(
             None,
             "needs a value where cache.node_pool is unset (the default is what the serving pool holds)",
         )
-    if room is not None and settings.max_replicas is not None and settings.max_replicas > room[0]:
+    if room is not None and settings.max_replicas is not None and settings.max_replicas > room.replicas:
         raise ConfigError(
-            "autoscaling.max_replicas", settings.max_replicas, f"above the {room[0]} replicas the pool holds: {room[1]}"
+            "autoscaling.max_replicas",
+            settings.max_replicas,
+            f"above the {room.replicas} replicas the pool holds: {room.formula}",
         )
     if settings.max_replicas is not None:
         maximum, max_from = settings.max_replicas, "autoscaling.max_replicas"
     else:
         assert room is not None
-        maximum, max_from = room
+        maximum, max_from = room.replicas, room.formula
     if not settings.min_replicas <= server.replicas <= maximum:
         raise ConfigError(
             "cache.replicas",
@@ -132,7 +145,28 @@ def resolve(
         source,
         capacity,
         replay,
+        room,
     )
+
+
+def with_node_bounds(config: StackConfig, pools: list[PoolSpec], auto: Autoscaling | None) -> list[PoolSpec]:
+    """The serving pool's node bounds (created clusters): all its nodes at most (what max_replicas was fitted
+    to), the nodes min_replicas fills at least; a pool per TPU slice scales by whole slices."""
+    key, room = config.cache.node_pool, auto.room if auto else None
+    if auto is None or room is None or not key:
+        return pools
+    serving = [p for p in pools if p.key == key]
+    bounds = (
+        {p.name: node_autoscaling.slice_bounds(i, p.node_count, auto.min_replicas) for i, p in enumerate(serving)}
+        if len(serving) > 1
+        else {
+            p.name: node_autoscaling.pool_bounds(
+                p.node_count, room.pods_per_node, room.pods_per_replica, auto.min_replicas
+            )
+            for p in serving
+        }
+    )
+    return [dataclasses.replace(p, bounds=bounds[p.name]) if p.name in bounds else p for p in pools]
 
 
 def _metrics_source(config: StackConfig) -> keda.MetricsSource:
@@ -173,8 +207,19 @@ def scalers(config: StackConfig, auto: Autoscaling, servers: list[Workload], poo
             Workload(
                 keda.WORKLOAD,
                 [*([auth] if auth and not out else []), scaled],
-                needs=(ROUTER, server.key),
+                needs=(ROUTER, CLUSTER, server.key),  # KEDA (its CRDs) is among the cluster's add-ons
                 key_suffix=server.key_suffix,
             )
         )
+    return out
+
+
+def addon_images(config: StackConfig, auto: Autoscaling | None, pools: list[PoolSpec]) -> list[str]:
+    """The images of the cluster add-ons autoscaling installs on a created cluster (the mirror serves them)."""
+    if auto is None or config.cluster.provider == "existing":
+        return []
+    out = list(versions.keda_images(versions.KEDA_VERSION).values())
+    if config.cluster.eks is not None and any(p.bounds for p in pools):
+        tag = versions.CLUSTER_AUTOSCALER_TAGS[config.cluster.eks.version]
+        out.append(f"{versions.CLUSTER_AUTOSCALER_IMAGE_REPOSITORY}:{tag}")
     return out

@@ -20,7 +20,7 @@ from components.specs.rollout import (
 from components.specs.router_values import router_pod_labels
 from components.specs.startup import AwaitBudget, with_await_budget
 from components.specs.workloads import PHASES, Workload
-from stacks import hardware, rollout
+from stacks import hardware, plan_autoscaling, rollout
 from stacks.config import StackConfig
 from stacks.config.errors import ConfigError
 from stacks.mirror import chart_images, cluster_mirror, router_values_through
@@ -127,7 +127,8 @@ def through_mirror(stack_plan: StackPlan) -> StackPlan:
     """Every image the stack renders, and the router chart's, referenced through the mirror."""
     p = stack_plan
     every = [m for w in p.workloads.values() for m in w.manifests]
-    registries = {images.split_image(i)[0] for i in [*images.images(every), *chart_images()]}
+    addons = plan_autoscaling.addon_images(p.config, p.autoscaling, p.pools)
+    registries = {images.split_image(i)[0] for i in [*images.images(every), *chart_images(), *addons]}
     mirror = cluster_mirror(stack_plan.config, registries)
     if mirror is None:
         return stack_plan

@@ -3,8 +3,12 @@ the ScaledObject's shape are in tests/test_hpa.py and tests/test_keda.py)."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 
+from components.catalog import versions
 from components.formulas import hpa
 from components.specs import keda
 from stacks.config import loading
@@ -73,7 +77,7 @@ def test_a_scaled_object_per_role_after_the_router_and_its_workload() -> None:
     assert set(scalers) == {"autoscaling-prefill", "autoscaling"}
     for key, scaler in scalers.items():
         server_key = key.replace("autoscaling", "model-server")
-        assert scaler.needs == ("router", server_key)
+        assert scaler.needs == ("router", "cluster", server_key)
         [scaled] = by_kind(scaler.manifests, "ScaledObject")
         validate(scaled)
         target = stack_plan.workloads[server_key].manifests[-1]
@@ -131,3 +135,68 @@ def test_the_summary_shows_the_bounds_the_scale_down_and_the_replay() -> None:
     ):
         assert row in section
     assert "## Autoscaling" not in rendered(POOL).summary
+
+
+def _rows(name: str, *sets: str) -> list[dict[str, Any]]:
+    return resources(rendered(name, (*ON, *sets)))
+
+
+def test_gke_scales_the_serving_pool_between_the_nodes_min_replicas_fill_and_all_of_them() -> None:
+    [pool] = [r for r in _rows(POOL) if r["type"] == "gcp:container/nodePool:NodePool" and "h100" in r["name"]]
+    assert "nodeCount" not in pool["inputs"]
+    assert pool["inputs"]["initialNodeCount"] == 1
+    assert pool["inputs"]["autoscaling"] == {"totalMinNodeCount": 1, "totalMaxNodeCount": 1, "locationPolicy": "ANY"}
+    off = [
+        r for r in resources(rendered(POOL)) if r["type"] == "gcp:container/nodePool:NodePool" and "h100" in r["name"]
+    ]
+    assert off[0]["inputs"]["nodeCount"] == 1 and "autoscaling" not in off[0]["inputs"]
+
+
+def test_a_tpu_slice_scales_whole() -> None:
+    stack_plan = _plan("gke-tpu-v7-multi-host")
+    bounds = [p.bounds for p in stack_plan.pools if p.bounds]
+    assert [(b.min_nodes, b.max_nodes) for b in bounds] == [(2, 2), (0, 2), (0, 2)]  # min_replicas 1: one slice held
+
+
+def test_keda_runs_hardened_behind_its_network_policy_on_a_created_cluster() -> None:
+    rows = _rows(POOL)
+    [chart] = [r for r in rows if r["type"] == "kubernetes:helm.sh/v4:Chart" and r["name"] == "llmd-keda-chart"]
+    assert chart["inputs"]["chart"] == versions.KEDA_CHART and chart["inputs"]["version"] == versions.KEDA_VERSION
+    values = chart["inputs"]["values"]
+    assert values["securityContext"]["operator"]["allowPrivilegeEscalation"] is False
+    [policy] = [r for r in rows if r["type"] == "kubernetes:networking.k8s.io/v1:NetworkPolicy" and "keda" in r["name"]]
+    assert policy["inputs"]["spec"]["podSelector"] == {} and policy["inputs"]["spec"]["policyTypes"] == ["Ingress"]
+    scaler = next(r for r in rows if r["type"] == "kubernetes:keda.sh/v1alpha1:ScaledObject")
+    assert any("llmd-keda" in d for d in scaler["dependsOn"])  # its CRDs exist first
+
+
+def test_keda_reads_managed_prometheus_with_a_workload_identity_grant() -> None:
+    rows = _rows(POOL, "monitoring.provider=gke-managed-prometheus")
+    [member] = [r for r in rows if r["type"] == "gcp:projects/iAMMember:IAMMember"]
+    assert member["inputs"]["role"] == "roles/monitoring.viewer"
+    assert member["inputs"]["member"].endswith(".svc.id.goog[keda/keda-operator]")
+
+
+def test_eks_scales_its_node_group_with_the_cluster_autoscaler() -> None:
+    rows = _rows("eks-h100-efs")
+    [group] = [r for r in rows if r["type"] == "aws:eks/nodeGroup:NodeGroup" and r["name"] == "llmd-eks-h100"]
+    assert group["options"]["ignoreChanges"] == ["scalingConfig.desiredSize"]
+    [chart] = [r for r in rows if r["name"] == "llmd-cluster-autoscaler-chart"]
+    values = chart["inputs"]["values"]
+    assert values["autoDiscovery"]["clusterName"] == "llmd-h100"  # the cluster the preset names
+    assert values["image"]["tag"] == versions.CLUSTER_AUTOSCALER_TAGS["1.33"]
+    [policy] = [r for r in rows if r["type"] == "aws:iam/rolePolicy:RolePolicy" and "autoscaler" in r["name"]]
+    scale = json.loads(policy["inputs"]["policy"])["Statement"][1]
+    assert scale["Condition"] == {"StringEquals": {"aws:ResourceTag/k8s.io/cluster-autoscaler/llmd-h100": "owned"}}
+    assert not [r for r in resources(rendered("eks-h100-efs")) if "autoscaler" in r["name"]]
+
+
+def test_every_eks_version_has_its_autoscaler_release() -> None:
+    assert set(versions.CLUSTER_AUTOSCALER_TAGS) == set(versions.EKS_VERSIONS)
+    assert all(tag.startswith(f"v{minor}.") for minor, tag in versions.CLUSTER_AUTOSCALER_TAGS.items())
+
+
+def test_on_an_existing_cluster_keda_is_a_prerequisite_not_installed() -> None:
+    rows = resources(rendered("gpu-vllm-native-cpu", (*ON, "autoscaling.max_replicas=3")))
+    assert not [r for r in rows if r["type"].startswith("llmd:cluster:")]
+    assert [r for r in rows if r["type"] == "kubernetes:keda.sh/v1alpha1:ScaledObject"]

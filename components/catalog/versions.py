@@ -92,3 +92,19 @@ NVIDIA_DEVICE_PLUGIN_VERSION = "0.17.1"
 # EKS Kubernetes versions a stack may name for its control plane (cluster.eks.version). A new one is added
 # here once EKS offers it (docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html).
 EKS_VERSIONS = ("1.30", "1.31", "1.32", "1.33", "1.34")
+
+# The Cluster Autoscaler scaling EKS node groups (GKE scales its own pools): the upstream chart
+# (kubernetes/autoscaler, `cluster-autoscaler-chart-9.52.1`, 2025-10-20) and, per control-plane minor, the
+# image release that matches it (the autoscaler supports only its own minor; kops' table, pkg/model/components
+# clusterautoscaler.go, names the same patch releases).
+CLUSTER_AUTOSCALER_CHART_REPO = "https://kubernetes.github.io/autoscaler"
+CLUSTER_AUTOSCALER_CHART = "cluster-autoscaler"
+CLUSTER_AUTOSCALER_CHART_VERSION = "9.52.1"
+CLUSTER_AUTOSCALER_IMAGE_REPOSITORY = "registry.k8s.io/autoscaling/cluster-autoscaler"
+CLUSTER_AUTOSCALER_TAGS = {
+    "1.30": "v1.30.6",
+    "1.31": "v1.31.4",
+    "1.32": "v1.32.3",
+    "1.33": "v1.33.1",
+    "1.34": "v1.34.0",
+}

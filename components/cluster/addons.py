@@ -1,5 +1,5 @@
-"""NvidiaDevicePlugin: advertises `nvidia.com/gpu` on EKS GPU nodes (GKE installs its own); its values
-come from `specs.clusters.nvidia_device_plugin_values`."""
+"""Cluster add-ons: the NVIDIA device plugin (advertises `nvidia.com/gpu` on EKS GPU nodes; GKE installs its
+own; values from `specs.clusters.nvidia_device_plugin_values`) and KEDA (the model servers' autoscaler)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.catalog import versions
-from components.k8s_objects import child_options
+from components.k8s_objects import child_options, declare_all
+from components.specs import keda
 
 
 class NvidiaDevicePlugin(pulumi.ComponentResource):
@@ -25,5 +26,26 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
                 values=values,
             ),
             opts=child_options(self, opts),
+        )
+        self.register_outputs({})
+
+
+class Keda(pulumi.ComponentResource):
+    """KEDA (kedacore/keda, pinned) in its own namespace behind its NetworkPolicy, with the hardened values
+    `specs.keda.chart_values` gives; the model servers' ScaledObjects need its CRDs."""
+
+    def __init__(self, name: str, values: dict[str, Any], opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("llmd:cluster:Keda", name, None, opts)
+        objects = declare_all(self, name, [keda.namespace_manifest(), keda.network_policy()], opts)
+        k8s.helm.v4.Chart(
+            f"{name}-chart",
+            k8s.helm.v4.ChartArgs(
+                chart=versions.KEDA_CHART,
+                repository_opts=k8s.helm.v4.RepositoryOptsArgs(repo=versions.KEDA_CHART_REPO),
+                version=versions.KEDA_VERSION,
+                namespace=keda.KEDA_NAMESPACE,
+                values=values,
+            ),
+            opts=child_options(self, opts, *objects),
         )
         self.register_outputs({})

@@ -184,5 +184,8 @@ class EksCluster(pulumi.ComponentResource):
             node_group = clusters.eks_accelerator_node_group_args(
                 pool, cluster.name, roles["node"].arn, private_ids, launch_template, tags
             )
-            out[pool.key] = [aws.eks.NodeGroup(f"{name}-{pool.key}", opts=node_opts, **node_group)]
+            # The Cluster Autoscaler owns the desired size of an autoscaled group once it exists.
+            owned = pulumi.ResourceOptions(ignore_changes=["scalingConfig.desiredSize"]) if pool.bounds else None
+            opts = pulumi.ResourceOptions.merge(node_opts, owned) if owned else node_opts
+            out[pool.key] = [aws.eks.NodeGroup(f"{name}-{pool.key}", opts=opts, **node_group)]
         return out

@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from components.catalog.machines import MachineType
+from components.specs.node_autoscaling import NodeBounds, eks_scaling_config, gke_autoscaling
 
 Args = dict[str, Any]
 POOL_LABEL = "llm-d.ai/node-pool"  # created pools label their nodes with their key
@@ -31,6 +32,7 @@ class PoolSpec:
     labels: dict[str, str] = field(default_factory=dict)
     taints: list[dict[str, str]] = field(default_factory=list)
     image_streaming: bool = False  # GKE: stream images from Artifact Registry instead of pulling them whole
+    bounds: NodeBounds | None = None  # node autoscaling matched to KEDA's replica bounds (None: a fixed count)
 
     @property
     def node_labels(self) -> dict[str, str]:
@@ -143,7 +145,11 @@ def gke_accelerator_pool_args(pool: PoolSpec, region: str, zone: str) -> Args:
         "name": pool.name,
         "location": region,
         "node_locations": [zone],  # accelerators are zonal
-        "node_count": pool.node_count,
+        **(
+            {"initial_node_count": pool.bounds.initial_nodes, "autoscaling": gke_autoscaling(pool.bounds)}
+            if pool.bounds
+            else {"node_count": pool.node_count}
+        ),
         "management": {"auto_repair": True, "auto_upgrade": True},
         "node_config": node_config,
     }
@@ -307,7 +313,11 @@ def eks_accelerator_node_group_args(
         "instance_types": [pool.machine.key],
         "ami_type": GPU_AMI,
         "capacity_type": "SPOT" if pool.spot else "ON_DEMAND",
-        "scaling_config": {"desired_size": pool.node_count, "min_size": 0, "max_size": max(pool.node_count, 1)},
+        "scaling_config": (
+            eks_scaling_config(pool.bounds)
+            if pool.bounds
+            else {"desired_size": pool.node_count, "min_size": 0, "max_size": max(pool.node_count, 1)}
+        ),
         "labels": pool.node_labels,
         "taints": cloud_taints(pool.taints),
         "tags": tags,

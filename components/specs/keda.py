@@ -108,6 +108,12 @@ class Thresholds:
 # Where the metrics live -----------------------------------------------------------------------------------
 
 GMP_AUTH_NAME = "keda-gke-managed-prometheus"
+GMP_READER_ROLE = "roles/monitoring.viewer"  # what the operator's identity needs to query Managed Prometheus
+
+
+def gke_operator_member(project: str) -> str:
+    """The KEDA operator's Kubernetes service account as a Workload Identity member of the project."""
+    return f"serviceAccount:{project}.svc.id.goog[{KEDA_NAMESPACE}/{KEDA_OPERATOR_SERVICE_ACCOUNT}]"
 
 
 @dataclass(frozen=True)
@@ -341,3 +347,31 @@ def chart_values(
     if gcp_service_account:
         values["podIdentity"] = {"gcp": {"enabled": True, "gcpIAMServiceAccount": gcp_service_account}}
     return values
+
+
+# Who reaches KEDA's pods: the API server (from the host network, no pod selector matches it) on the
+# metrics API server's and the webhooks' ports, KEDA's own pods among themselves (the metrics API server
+# asks the operator over gRPC), a metrics scraper on the operator's metrics port.
+KEDA_API_PORTS = (6443, 9443)  # metrics-apiserver (the external metrics API), admission webhooks
+KEDA_METRICS_PORT = 8080
+
+
+def namespace_manifest() -> Manifest:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KEDA_NAMESPACE}}
+
+
+def network_policy() -> Manifest:
+    """One NetworkPolicy over KEDA's namespace: nothing else reaches its pods."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "keda", "namespace": KEDA_NAMESPACE},
+        "spec": {
+            "podSelector": {},
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {"ports": [{"protocol": "TCP", "port": p} for p in (*KEDA_API_PORTS, KEDA_METRICS_PORT)]},
+                {"from": [{"podSelector": {}}]},
+            ],
+        },
+    }

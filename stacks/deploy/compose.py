@@ -6,15 +6,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pulumi
+import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.cache_stack import CacheStack, CacheStackArgs
 from components.cloud_storage import EfsArgs, EfsStorage, LustreArgs, LustreStorage
-from components.cluster.addons import NvidiaDevicePlugin
+from components.cluster.addons import Keda, NvidiaDevicePlugin
+from components.cluster.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from components.cluster.ecr import EcrPullThroughCache, EcrPullThroughCacheArgs
 from components.cluster.eks import EksCluster, EksClusterArgs
 from components.cluster.gke import GkeCluster, GkeClusterArgs
 from components.cluster.registry import ArtifactRegistryMirror, ArtifactRegistryMirrorArgs
+from components.specs import keda
 from components.specs.clusters import nvidia_device_plugin_pools, nvidia_device_plugin_values
 from components.specs.servers.base import FILES_STORAGE_CLAIM
 from components.units import GiB
@@ -134,11 +137,51 @@ def _serving_needs(
                 f"{STACK_NAME}-nvidia-device-plugin", nvidia_device_plugin_values(gpu_pools), after_cluster
             )
         )
+    if cluster is not None and stack_plan.autoscaling is not None:
+        needs += _autoscalers(stack_plan, cluster, after_cluster)
     if config.storage.backend == "gcp-lustre" and config.cluster.gke is not None:
         needs.append(_lustre(stack_plan, after_cluster))
     if config.storage.backend == "aws-efs" and isinstance(cluster, EksCluster):
         needs.append(_efs(stack_plan, cluster, after_cluster))
     return needs
+
+
+def _autoscalers(
+    stack_plan: StackPlan, cluster: GkeCluster | EksCluster, opts: pulumi.ResourceOptions
+) -> list[pulumi.Resource]:
+    """KEDA (its CRDs before any ScaledObject), its read of GKE Managed Prometheus, and on EKS the Cluster
+    Autoscaler for the autoscaled node groups (GKE scales its pools itself)."""
+    config, mirror = stack_plan.config, stack_plan.mirror
+    to_mirror = mirror.image if mirror is not None else None
+    out: list[pulumi.Resource] = [Keda(f"{STACK_NAME}-keda", keda.chart_values(mirror=to_mirror), opts)]
+    gke = config.cluster.gke
+    if gke is not None and config.monitoring.provider == "gke-managed-prometheus":
+        out.append(
+            gcp.projects.IAMMember(
+                f"{STACK_NAME}-keda-metrics-reader",
+                project=gke.project,
+                role=keda.GMP_READER_ROLE,
+                member=keda.gke_operator_member(gke.project),
+                opts=pulumi.ResourceOptions(depends_on=[cluster]),
+            )
+        )
+    eks = config.cluster.eks
+    if isinstance(cluster, EksCluster) and eks is not None and any(p.bounds for p in stack_plan.pools):
+        out.append(
+            ClusterAutoscaler(
+                f"{STACK_NAME}-cluster-autoscaler",
+                ClusterAutoscalerArgs(
+                    cluster_name=config.cluster.name,
+                    region=eks.region,
+                    eks_version=eks.version,
+                    oidc_provider_arn=cluster.oidc_provider_arn,
+                    oidc_issuer=cluster.oidc_issuer,
+                    mirror=to_mirror,
+                ),
+                opts,
+            )
+        )
+    return out
 
 
 def _lustre(stack_plan: StackPlan, opts: pulumi.ResourceOptions) -> LustreStorage:
