@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from components.catalog import versions
-from components.catalog.accelerators import ACCELERATORS, TPU_KV_BLOCK_TOKENS
+from components.catalog.accelerators import ACCELERATORS
 from components.catalog.labels import IMAGE_PREPULL, ROUTER_BLOCK_TOKENS, WORKLOAD_LABEL, router_pod_labels
 from components.catalog.models import MODELS, ModelSpec
 from components.catalog.rates import ACCELERATOR_RATES, STORAGE_RATES
 from components.formulas import payoff
 from components.specs import mooncake, security
+from components.units import GiB
 from policies.resources import (
     CHART_TYPE,
     Pod,
@@ -36,6 +37,7 @@ from policies.resources import (
     model_source,
     pods,
     quantity,
+    rwx_claims,
     selects,
     served_model,
 )
@@ -148,23 +150,14 @@ def memory_limit_covers_tier(resources: list[Resource], _: dict[str, Any]) -> li
 
 
 def filesystem_tier_needs_rwx(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
-    claims = {
-        ((r.props.get("metadata") or {}).get("name")): r
-        for r in resources
-        if r.type == "kubernetes:core/v1:PersistentVolumeClaim"
-    }
+    shared = rwx_claims(resources)
     out = []
     for pod, _container, config in _model_servers(resources):
         tiers = (config.get("kv_connector_extra_config") or {}).get("secondary_tiers") or []
         if not any(t.get("type") == "fs" for t in tiers):
             continue
         pvcs = [(v.get("persistentVolumeClaim") or {}).get("claimName") for v in pod.spec.get("volumes") or []]
-        rwx = [
-            c
-            for c in pvcs
-            if c in claims and "ReadWriteMany" in ((claims[c].props.get("spec") or {}).get("accessModes") or [])
-        ]
-        if not rwx:
+        if not shared & set(pvcs):
             out.append(Violation(pod.owner, "filesystem tier without a ReadWriteMany PersistentVolumeClaim"))
     return out
 
@@ -307,10 +300,7 @@ def one_router_per_namespace(resources: list[Resource], _: dict[str, Any]) -> li
 
 # --- does each tier pay off (advisory) ----------------------------------------------------------
 
-# Facts this rule holds itself (upstream defaults a rendered command may leave unset).
-VLLM_BLOCK_TOKENS = 16  # vLLM's KV block on GPUs (--block-size)
 LUSTRE_TYPE, EFS_TYPE = "gcp:lustre/instance:Instance", "aws:efs/fileSystem:FileSystem"
-RWX_CLAIM_TYPE = "kubernetes:core/v1:PersistentVolumeClaim"
 
 
 @dataclass(frozen=True)
@@ -351,22 +341,23 @@ def _dra_requests(resources: list[Resource], pod: Pod) -> list[dict[str, Any]]:
     ]
 
 
-def _block_tokens(resources: list[Resource], container: dict[str, Any]) -> int:
+def _block_tokens(resources: list[Resource], container: dict[str, Any], accelerator: str) -> int:
     """Tokens per block the connector moves between host memory and the accelerator."""
     argv, config = args(container), kv_transfer_config(container) or {}
-    block = (config.get("kv_connector_extra_config") or {}).get("block_size")
-    if block:
-        return int(block)
-    if "TPUOffloadConnector" in {c.get("kv_connector") for c in connectors(config)}:
-        return TPU_KV_BLOCK_TOKENS
-    page = flag(argv, "--page-size")  # SGLang HiCache moves pages
-    if page:
-        return int(page)
+    chunk: int | None = None
     if any(c is container for _, c in _lmcache_clients(resources)):
-        chunk = env(container).get("LMCACHE_CHUNK_SIZE", {}).get("value")
+        chunk_env = env(container).get("LMCACHE_CHUNK_SIZE", {}).get("value")
         servers = [flag(args(c), "--chunk-size") for _, c in _lmcache_servers(resources)]
-        return int(chunk or next((v for v in servers if v), payoff.LMCACHE_CHUNK_TOKENS))
-    return int(flag(argv, "--block-size") or VLLM_BLOCK_TOKENS)
+        chunk = int(chunk_env or next((v for v in servers if v), payoff.LMCACHE_CHUNK_TOKENS))
+    page, block = flag(argv, "--page-size"), (config.get("kv_connector_extra_config") or {}).get("block_size")
+    tokens, _ = payoff.transfer_block(
+        int(flag(argv, "--block-size") or ACCELERATORS[accelerator].kv_block_tokens),
+        tpu_offload="TPUOffloadConnector" in {c.get("kv_connector") for c in connectors(config)},
+        page_tokens=int(page) if page else None,  # SGLang HiCache moves pages
+        lmcache_chunk=chunk,
+        tiering_block=int(block) if block else None,
+    )
+    return tokens
 
 
 def _tiered_servers(resources: list[Resource]) -> list[_Server]:
@@ -385,7 +376,7 @@ def _tiered_servers(resources: list[Resource]) -> list[_Server]:
             out.append(
                 _Server(
                     pod, model, found[0], found[1], group, int(spec.get("replicas") or 1) * group,
-                    _block_tokens(resources, container), [c for c in claims if c],
+                    _block_tokens(resources, container, found[0]), [c for c in claims if c],
                 )
             )  # fmt: skip
     return out
@@ -395,8 +386,12 @@ def _shared_read(resources: list[Resource], config: dict[str, Any]) -> tuple[flo
     """(aggregate, per-client limit, what) of the stack's shared filesystem; None: not known."""
     for r in resources:
         if r.type == LUSTRE_TYPE:
-            tput, gib = float(r.props.get("perUnitStorageThroughput") or 0), float(r.props.get("capacityGib") or 0)
-            return tput * 10**6 * gib / 1024, None, f"Managed Lustre {tput:g} MB/s per TiB x {gib / 1024:.2f} TiB"
+            tput, size = (
+                float(r.props.get("perUnitStorageThroughput") or 0),
+                float(r.props.get("capacityGib") or 0) * GiB,
+            )
+            aggregate = payoff.lustre_aggregate(tput, size)
+            return aggregate, None, f"Managed Lustre {tput:g} MB/s per TiB x {payoff.lustre_tib(size):.2f} TiB"
         if r.type == EFS_TYPE and r.props.get("throughputMode") == "elastic":
             efs = STORAGE_RATES["aws-efs"]
             assert efs.aggregate is not None and efs.per_client is not None
@@ -411,11 +406,7 @@ def tiers_beat_recompute(resources: list[Resource], config: dict[str, Any]) -> l
     the configured prefix length (`prefixTokens`; the stack's `monitoring.alerts.prefix_tokens`), with the
     payoff table's arithmetic (components/formulas/payoff.py)."""
     servers = _tiered_servers(resources)
-    rwx = {
-        (r.props.get("metadata") or {}).get("name")
-        for r in resources
-        if r.type == RWX_CLAIM_TYPE and "ReadWriteMany" in ((r.props.get("spec") or {}).get("accessModes") or [])
-    }
+    rwx = rwx_claims(resources)
     shared = _shared_read(resources, config)
     readers = sum(s.pods for s in servers if rwx & set(s.claims))
     configured = int(config.get("prefixTokens") or payoff.ALERT_PREFIX_TOKENS)
@@ -451,11 +442,7 @@ def tiers_beat_recompute(resources: list[Resource], config: dict[str, Any]) -> l
 def weights_fetched_once(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
     """A model server that loads its model by Hub id downloads the weights in every pod, on every restart;
     a stack with a ReadWriteMany claim can fetch them once onto it (`model_cache`)."""
-    shared = sorted(
-        str((r.props.get("metadata") or {}).get("name"))
-        for r in resources
-        if r.type == RWX_CLAIM_TYPE and "ReadWriteMany" in ((r.props.get("spec") or {}).get("accessModes") or [])
-    )
+    shared = sorted(rwx_claims(resources))
     if not shared:
         return []
     out = []
