@@ -17,8 +17,9 @@ from pulumi_policy import (
 )
 
 from components.catalog import labels
+from policies.checks.rule_types import Rule
+from policies.checks.ruleset import RULES
 from policies.resources import CHART_TYPE, Resource
-from policies.rules import RULES, Rule
 
 PACK_NAME = "llmd-tiered-prefix-cache"
 _LEVELS = {"mandatory": EnforcementLevel.MANDATORY, "advisory": EnforcementLevel.ADVISORY}

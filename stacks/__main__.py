@@ -9,7 +9,7 @@ import re
 import sys
 from pathlib import Path
 
-from policies.rules import RULES
+from policies.checks.ruleset import RULES
 from stacks import loading, offline
 from stacks.check import check, stack_policy_config
 from stacks.diff import diff_revisions

@@ -22,8 +22,8 @@ from components.catalog.accelerators import ACCELERATORS
 from components.catalog.models import MODELS
 from components.formulas import payoff as formulas
 from components.specs.payoff import Payoff
+from policies.checks.ruleset import RULES
 from policies.resources import Resource
-from policies.rules import RULES
 from stacks import loading, offline
 from stacks.check import check, stack_policy_config
 from stacks.errors import ConfigError

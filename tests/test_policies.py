@@ -13,9 +13,10 @@ from pulumi_policy import EnforcementLevel
 from pulumi_policy.policy import _PolicyAnalyzerServicer
 
 from components.units import GiB
+from policies.checks.rule_types import Rule
+from policies.checks.ruleset import RULES
 from policies.pack import PACK_NAME, POLICIES
 from policies.resources import Resource, pods
-from policies.rules import RULES, Rule
 from stacks import loading, offline
 from stacks.check import check
 from stacks.plan import plan

@@ -1,6 +1,6 @@
 """Every policy rule's enforcement level, as the README states it: three advisories, the rest mandatory.
 
-Written out here, not read from `policies/rules.py`, so a rule whose level flips fails a test; then the
+Written out here, not read from `policies/checks/ruleset.py`, so a rule whose level flips fails a test; then the
 same level through the pack (what `pulumi preview --policy-pack` enforces) and through `stacks check`
 (whose exit status follows the mandatory findings only).
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 from pulumi_policy import EnforcementLevel
 
+from policies.checks.ruleset import RULES
 from policies.pack import POLICIES
-from policies.rules import RULES
 from stacks.__main__ import main
 
 ADVISORY = {"prefix-scoring-tokens", "tiers-beat-recompute", "weights-fetched-once"}
