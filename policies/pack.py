@@ -75,7 +75,7 @@ def stack_resources(resources: Any) -> list[Resource]:
     return [Resource(r.resource_type, r.name, _props(r), r.urn) for r in resources]
 
 
-def _policy(rule: Rule) -> StackValidationPolicy:
+def _policy(rule: Rule[Any]) -> StackValidationPolicy:
     def validate(args: StackValidationArgs, report: ReportViolation) -> None:
         config = {**rule.config, **(args.get_config() or {})}
         resources = stack_resources(args.resources)

@@ -14,7 +14,7 @@ from stacks.offline import Recording
 
 @dataclass(frozen=True)
 class Finding:
-    rule: Rule
+    rule: Rule[Any]
     violation: Violation
 
     def line(self) -> str:

@@ -30,7 +30,7 @@ def _resources(name: str = "gpu-vllm-native-cpu") -> list[Resource]:
     return [Resource(r.type, r.name, copy.deepcopy(r.inputs)) for r in recording.resources]
 
 
-def _violations(rule: Rule, resources: list[Resource], **config: Any) -> list[str]:
+def _violations(rule: Rule[Any], resources: list[Resource], **config: Any) -> list[str]:
     return [v.message for v in rule.check(resources, {**rule.config, **config})]
 
 

@@ -4,6 +4,8 @@ pre-pull complete and placed, model weights fetched once onto shared storage."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from components.catalog import versions
@@ -12,7 +14,7 @@ from policies.checks.inventory import (
     accelerator_of,
     router_charts,
 )
-from policies.checks.rule_types import Violation
+from policies.checks.rule_types import NoConfig, Settings, Violation, setting
 from policies.resources import (
     CHART_TYPE,
     Resource,
@@ -23,7 +25,7 @@ from policies.resources import (
 )
 
 
-def weights_fetched_once(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+def weights_fetched_once(resources: list[Resource], _: NoConfig) -> list[Violation]:
     """A model server that loads its model by Hub id downloads the weights in every pod, on every restart;
     a stack with a ReadWriteMany claim can fetch them once onto it (`model_cache`)."""
     shared = sorted(rwx_claims(resources))
@@ -45,7 +47,7 @@ def weights_fetched_once(resources: list[Resource], _: dict[str, Any]) -> list[V
     return out
 
 
-def image_prepull(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+def image_prepull(resources: list[Resource], _: NoConfig) -> list[Violation]:
     """An image pre-pull DaemonSet runs on the serving pool only (unplaced, it pulls every 10-20 GB image onto
     every node of the cluster) and pulls every image the accelerator pods run (else a node meets one cold)."""
     serving = {
@@ -83,8 +85,17 @@ def _unpinned(image: str) -> str | None:
     return f"uses the floating tag {tag}" if tag.lower() in MUTABLE_TAGS else None
 
 
-def images_pinned(resources: list[Resource], config: dict[str, Any]) -> list[Violation]:
-    if config.get("allowMutableTags"):
+@dataclass(frozen=True)
+class ImagesPinnedConfig(Settings):
+    allow_mutable_tags: bool = setting("allowMutableTags", False)  # skip the rule (a floating tag is allowed)
+
+    @classmethod
+    def read(cls, config: Mapping[str, Any]) -> ImagesPinnedConfig:
+        return cls(bool(config.get("allowMutableTags")))
+
+
+def images_pinned(resources: list[Resource], config: ImagesPinnedConfig) -> list[Violation]:
+    if config.allow_mutable_tags:
         return []
     out = []
     for pod in pods(resources):
@@ -109,15 +120,29 @@ def images_pinned(resources: list[Resource], config: dict[str, Any]) -> list[Vio
 CHART_REGISTRIES_ALLOWED = (versions.ROUTER_CHART.rsplit("/", 1)[0] + "/", versions.NVIDIA_DEVICE_PLUGIN_REPO)
 
 
-def charts_from_allowed_registries(resources: list[Resource], config: dict[str, Any]) -> list[Violation]:
-    allowed = tuple(config.get("allowedChartRegistries") or CHART_REGISTRIES_ALLOWED)
+@dataclass(frozen=True)
+class ChartRegistriesConfig(Settings):
+    # registry prefixes a chart may come from (empty: the default ones)
+    allowed_chart_registries: tuple[str, ...] = setting("allowedChartRegistries", CHART_REGISTRIES_ALLOWED)
+    allow_local_charts: bool = setting("allowLocalCharts", False)  # a packaged chart on disk may be installed
+
+    @classmethod
+    def read(cls, config: Mapping[str, Any]) -> ChartRegistriesConfig:
+        return cls(
+            tuple(config.get("allowedChartRegistries") or CHART_REGISTRIES_ALLOWED),
+            bool(config.get("allowLocalCharts")),
+        )
+
+
+def charts_from_allowed_registries(resources: list[Resource], config: ChartRegistriesConfig) -> list[Violation]:
+    allowed = config.allowed_chart_registries
     out = []
     for r in resources:
         if r.type != CHART_TYPE:
             continue
         chart = str(r.props.get("chart") or "")
         if versions.is_local_chart(chart):
-            if not config.get("allowLocalCharts"):
+            if not config.allow_local_charts:
                 out.append(Violation(r, f"chart {chart} is a local file; allow it with the pack's allowLocalCharts"))
             continue
         source = chart if "://" in chart else str((r.props.get("repositoryOpts") or {}).get("repo") or "")

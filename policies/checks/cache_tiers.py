@@ -5,6 +5,8 @@ caching stays on."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from policies.checks.inventory import (
@@ -12,7 +14,7 @@ from policies.checks.inventory import (
     lmcache_servers,
     model_servers,
 )
-from policies.checks.rule_types import Violation
+from policies.checks.rule_types import NoConfig, Settings, Violation, setting
 from policies.resources import (
     Resource,
     args,
@@ -27,7 +29,7 @@ from policies.resources import (
 )
 
 
-def memory_limit_covers_tier(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+def memory_limit_covers_tier(resources: list[Resource], _: NoConfig) -> list[Violation]:
     """tmpfs pages count toward the pod's memory limit: the limit must hold the tier and every memory volume."""
     out = []
     for pod in pods(resources):
@@ -53,7 +55,7 @@ def memory_limit_covers_tier(resources: list[Resource], _: dict[str, Any]) -> li
     return out
 
 
-def filesystem_tier_needs_rwx(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+def filesystem_tier_needs_rwx(resources: list[Resource], _: NoConfig) -> list[Violation]:
     shared = rwx_claims(resources)
     out = []
     for pod, _container, config in model_servers(resources):
@@ -66,7 +68,7 @@ def filesystem_tier_needs_rwx(resources: list[Resource], _: dict[str, Any]) -> l
     return out
 
 
-def mooncake_requests_rdma(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+def mooncake_requests_rdma(resources: list[Resource], _: NoConfig) -> list[Violation]:
     out = []
     for pod in pods(resources):
         for container in pod.containers(init=False):
@@ -82,7 +84,7 @@ def mooncake_requests_rdma(resources: list[Resource], _: dict[str, Any]) -> list
     return out
 
 
-def lmcache_hash_seed(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+def lmcache_hash_seed(resources: list[Resource], _: NoConfig) -> list[Violation]:
     return [
         Violation(pod.owner, f"{c.get('name')} uses LMCache without PYTHONHASHSEED: token hashes differ per process")
         for pod, c in lmcache_clients(resources)
@@ -90,7 +92,7 @@ def lmcache_hash_seed(resources: list[Resource], _: dict[str, Any]) -> list[Viol
     ]
 
 
-def lmcache_image_tags_match(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+def lmcache_image_tags_match(resources: list[Resource], _: NoConfig) -> list[Violation]:
     servers = {image_tag(str(c.get("image", ""))) for _, c in lmcache_servers(resources)}
     return [
         Violation(
@@ -102,7 +104,7 @@ def lmcache_image_tags_match(resources: list[Resource], _: dict[str, Any]) -> li
     ]
 
 
-def lmcache_isolated_ipc_agrees(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+def lmcache_isolated_ipc_agrees(resources: list[Resource], _: NoConfig) -> list[Violation]:
     servers = [("--isolated-ipc" in args(c)) for _, c in lmcache_servers(resources)]
     out = []
     for r in resources:
@@ -124,8 +126,17 @@ def lmcache_isolated_ipc_agrees(resources: list[Resource], _: dict[str, Any]) ->
     return out
 
 
-def prefix_caching_only_in_test_mode(resources: list[Resource], config: dict[str, Any]) -> list[Violation]:
-    if config.get("testMode"):
+@dataclass(frozen=True)
+class PrefixCachingConfig(Settings):
+    test_mode: bool = setting("testMode", False)  # the stack runs in test mode: prefix caching may be off
+
+    @classmethod
+    def read(cls, config: Mapping[str, Any]) -> PrefixCachingConfig:
+        return cls(bool(config.get("testMode")))
+
+
+def prefix_caching_only_in_test_mode(resources: list[Resource], config: PrefixCachingConfig) -> list[Violation]:
+    if config.test_mode:
         return []
     return [
         Violation(pod.owner, f"{c.get('name')} runs with --no-enable-prefix-caching outside test mode")

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from components.catalog.labels import router_pod_labels
@@ -10,7 +12,7 @@ from policies.checks.inventory import (
     namespace_of,
     router_charts,
 )
-from policies.checks.rule_types import Violation
+from policies.checks.rule_types import NoConfig, Settings, Violation, setting
 from policies.resources import (
     Resource,
     chart_values,
@@ -48,9 +50,18 @@ def _ingress_selectors(resources: list[Resource]) -> list[tuple[str, dict[str, A
     return out
 
 
-def network_policy_per_pod(resources: list[Resource], config: dict[str, Any]) -> list[Violation]:
+@dataclass(frozen=True)
+class NetworkPoliciesConfig(Settings):
+    require_network_policies: bool = setting("requireNetworkPolicies", True)  # false: skip the rule
+
+    @classmethod
+    def read(cls, config: Mapping[str, Any]) -> NetworkPoliciesConfig:
+        return cls(bool(config.get("requireNetworkPolicies", True)))
+
+
+def network_policy_per_pod(resources: list[Resource], config: NetworkPoliciesConfig) -> list[Violation]:
     """Every pod of the stack, and the router chart's EPP pods, is selected by an ingress NetworkPolicy."""
-    if not config.get("requireNetworkPolicies", True):
+    if not config.require_network_policies:
         return []
     selectors = _ingress_selectors(resources)
 
@@ -71,7 +82,7 @@ def network_policy_per_pod(resources: list[Resource], config: dict[str, Any]) ->
     return out
 
 
-def cluster_hardening(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+def cluster_hardening(resources: list[Resource], _: NoConfig) -> list[Violation]:
     """GKE: private nodes, Workload Identity, shielded nodes. EKS: IRSA (an OIDC provider in the stack)."""
     out = []
     has_oidc = any(r.type == "aws:iam/openIdConnectProvider:OpenIdConnectProvider" for r in resources)

@@ -4,13 +4,15 @@ allowed, tokens only for API access, the HF token from a Secret."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from components.specs import mooncake, security
 from policies.checks.inventory import (
     namespace_of,
 )
-from policies.checks.rule_types import Violation
+from policies.checks.rule_types import NoConfig, Settings, Violation, setting
 from policies.resources import (
     Pod,
     Resource,
@@ -19,7 +21,7 @@ from policies.resources import (
 )
 
 
-def resource_requests(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+def resource_requests(resources: list[Resource], _: NoConfig) -> list[Violation]:
     return [
         Violation(pod.owner, f"container {c.get('name')} has no cpu and memory requests")
         for pod in pods(resources)
@@ -31,8 +33,18 @@ def resource_requests(resources: list[Resource], _: dict[str, Any]) -> list[Viol
 PRIVILEGED_ALLOWED = security.PRIVILEGED_CONTAINERS
 
 
-def privileged_only_where_required(resources: list[Resource], config: dict[str, Any]) -> list[Violation]:
-    allowed = set(config.get("allowedContainers") or PRIVILEGED_ALLOWED)
+@dataclass(frozen=True)
+class PrivilegedConfig(Settings):
+    # containers that may run privileged (empty: the seeds' ones)
+    allowed_containers: tuple[str, ...] = setting("allowedContainers", tuple(PRIVILEGED_ALLOWED))
+
+    @classmethod
+    def read(cls, config: Mapping[str, Any]) -> PrivilegedConfig:
+        return cls(tuple(config.get("allowedContainers") or PRIVILEGED_ALLOWED))
+
+
+def privileged_only_where_required(resources: list[Resource], config: PrivilegedConfig) -> list[Violation]:
+    allowed = set(config.allowed_containers)
     return [
         Violation(pod.owner, f"container {c.get('name')} is privileged")
         for pod in pods(resources)
@@ -53,7 +65,7 @@ def _runs_as_root(pod: Pod, container: dict[str, Any]) -> bool:
     return user == 0 or non_root is not True
 
 
-def root_only_with_exemption(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+def root_only_with_exemption(resources: list[Resource], _: NoConfig) -> list[Violation]:
     return [
         Violation(pod.owner, f"container {c.get('name')} runs as root without an exemption (components.specs.security)")
         for pod in pods(resources)
@@ -62,7 +74,7 @@ def root_only_with_exemption(resources: list[Resource], _: dict[str, Any]) -> li
     ]
 
 
-def containers_hardened(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+def containers_hardened(resources: list[Resource], _: NoConfig) -> list[Violation]:
     """No privilege escalation, every capability dropped but those an exemption adds back, RuntimeDefault seccomp."""
     out = []
     for pod in pods(resources):
@@ -89,7 +101,7 @@ def containers_hardened(resources: list[Resource], _: dict[str, Any]) -> list[Vi
     return out
 
 
-def no_host_namespaces(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+def no_host_namespaces(resources: list[Resource], _: NoConfig) -> list[Violation]:
     return [
         Violation(pod.owner, f"pod shares the node's {key[4:].lower()} namespace ({key}: true)")
         for pod in pods(resources)
@@ -101,11 +113,21 @@ def no_host_namespaces(resources: list[Resource], _: dict[str, Any]) -> list[Vio
 HOST_PATHS_ALLOWED = (mooncake.HOST_OFFLOAD_DIR,)
 
 
-def host_paths_allowed(resources: list[Resource], config: dict[str, Any]) -> list[Violation]:
+@dataclass(frozen=True)
+class HostPathsConfig(Settings):
+    # host paths a volume may mount (empty: Mooncake's offload directory)
+    allowed_host_paths: tuple[str, ...] = setting("allowedHostPaths", HOST_PATHS_ALLOWED)
+
+    @classmethod
+    def read(cls, config: Mapping[str, Any]) -> HostPathsConfig:
+        return cls(tuple(config.get("allowedHostPaths") or HOST_PATHS_ALLOWED))
+
+
+def host_paths_allowed(resources: list[Resource], config: HostPathsConfig) -> list[Violation]:
     def normal(path: Any) -> str:
         return str(path or "").rstrip("/") or "/"
 
-    allowed = {normal(p) for p in config.get("allowedHostPaths") or HOST_PATHS_ALLOWED}
+    allowed = {normal(p) for p in config.allowed_host_paths}
     return [
         Violation(pod.owner, f"volume {v.get('name')} mounts host path {v['hostPath'].get('path')}")
         for pod in pods(resources)
@@ -128,7 +150,7 @@ def _bound_service_accounts(resources: list[Resource]) -> set[tuple[str, str]]:
     return out
 
 
-def token_only_for_api_access(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+def token_only_for_api_access(resources: list[Resource], _: NoConfig) -> list[Violation]:
     """A pod mounts a service-account token only when its account is granted something (it calls the API)."""
     opted_out = {
         (namespace_of(r), str((r.props.get("metadata") or {}).get("name")))
@@ -148,7 +170,7 @@ def token_only_for_api_access(resources: list[Resource], _: dict[str, Any]) -> l
     return out
 
 
-def hf_token_from_secret(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+def hf_token_from_secret(resources: list[Resource], _: NoConfig) -> list[Violation]:
     return [
         Violation(pod.owner, f"container {c.get('name')} sets HF_TOKEN literally instead of from a Secret")
         for pod in pods(resources)

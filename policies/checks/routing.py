@@ -11,7 +11,7 @@ from policies.checks.inventory import (
     model_servers,
     router_charts,
 )
-from policies.checks.rule_types import Violation
+from policies.checks.rule_types import NoConfig, Violation
 from policies.resources import (
     Resource,
     chart_values,
@@ -31,7 +31,7 @@ def _cpu_producer_capacity(values: dict[str, Any]) -> int | None:
     return None
 
 
-def router_capacity_within_tier(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+def router_capacity_within_tier(resources: list[Resource], _: NoConfig) -> list[Violation]:
     """CPU producer capacity x 64 tokens x KV bytes per token must fit the servers' CPU tier.
 
     MooncakeStore pools every pod's memory, so its per-server capacity is the pool: not checked per pod.
@@ -65,7 +65,7 @@ def router_capacity_within_tier(resources: list[Resource], _: dict[str, Any]) ->
     return out
 
 
-def prefix_scoring_has_tokens(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+def prefix_scoring_has_tokens(resources: list[Resource], _: NoConfig) -> list[Violation]:
     """A token-block prefix scorer with no tokenizer scores every pod 0 once there are two or more pods."""
     replicas = sum(
         int((pod.owner.props.get("spec") or {}).get("replicas") or 1) for pod, _c, _k in model_servers(resources)
@@ -90,7 +90,7 @@ def prefix_scoring_has_tokens(resources: list[Resource], _: dict[str, Any]) -> l
     return out
 
 
-def router_selects_model_servers(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+def router_selects_model_servers(resources: list[Resource], _: NoConfig) -> list[Violation]:
     labels = [pod.labels for pod in pods(resources)]
     out = []
     for chart in router_charts(resources):
@@ -100,7 +100,7 @@ def router_selects_model_servers(resources: list[Resource], _: dict[str, Any]) -
     return out
 
 
-def one_router_per_namespace(resources: list[Resource], _: dict[str, Any]) -> list[Violation]:
+def one_router_per_namespace(resources: list[Resource], _: NoConfig) -> list[Violation]:
     """Every release of the router chart creates a ConfigMap named `envoy`: two in one namespace collide."""
     by_namespace: dict[str, list[Resource]] = {}
     for chart in router_charts(resources):

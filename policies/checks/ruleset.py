@@ -1,17 +1,20 @@
 """Every rule of the pack, in the order the pack and `stacks check` run them: its name, description,
-enforcement level, check and config defaults (one row each; the checks live in the modules by concern)."""
+enforcement level, check and its config type (one row each; the checks live in the modules by concern)."""
 
 from __future__ import annotations
 
-from components.formulas import payoff
+from typing import Any
+
 from policies.checks.artifacts import (
-    CHART_REGISTRIES_ALLOWED,
+    ChartRegistriesConfig,
+    ImagesPinnedConfig,
     charts_from_allowed_registries,
     image_prepull,
     images_pinned,
     weights_fetched_once,
 )
 from policies.checks.cache_tiers import (
+    PrefixCachingConfig,
     filesystem_tier_needs_rwx,
     lmcache_hash_seed,
     lmcache_image_tags_match,
@@ -20,10 +23,10 @@ from policies.checks.cache_tiers import (
     mooncake_requests_rdma,
     prefix_caching_only_in_test_mode,
 )
-from policies.checks.cluster_isolation import cluster_hardening, network_policy_per_pod
+from policies.checks.cluster_isolation import NetworkPoliciesConfig, cluster_hardening, network_policy_per_pod
 from policies.checks.pod_security import (
-    HOST_PATHS_ALLOWED,
-    PRIVILEGED_ALLOWED,
+    HostPathsConfig,
+    PrivilegedConfig,
     containers_hardened,
     hf_token_from_secret,
     host_paths_allowed,
@@ -39,102 +42,144 @@ from policies.checks.routing import (
     router_capacity_within_tier,
     router_selects_model_servers,
 )
-from policies.checks.rule_types import Rule
-from policies.checks.tier_payoff import tiers_beat_recompute
+from policies.checks.rule_types import NoConfig, Rule
+from policies.checks.tier_payoff import TierPayoffConfig, tiers_beat_recompute
 
-RULES: list[Rule] = [
+RULES: list[Rule[Any]] = [
     Rule(
         "router-capacity-within-tier",
         "Router CPU index no larger than the CPU tier",
         "mandatory",
         router_capacity_within_tier,
+        NoConfig,
     ),
     Rule(
         "memory-limit-covers-tier",
         "Pod memory limit holds the CPU tier and memory volumes",
         "mandatory",
         memory_limit_covers_tier,
+        NoConfig,
     ),
-    Rule("filesystem-tier-rwx", "Filesystem tier on a ReadWriteMany claim", "mandatory", filesystem_tier_needs_rwx),
-    Rule("mooncake-rdma", "MooncakeStore pods request rdma/ib", "mandatory", mooncake_requests_rdma),
-    Rule("lmcache-hash-seed", "LMCache clients set PYTHONHASHSEED", "mandatory", lmcache_hash_seed),
-    Rule("lmcache-image-tags", "LMCache server and clients share one image tag", "mandatory", lmcache_image_tags_match),
+    Rule(
+        "filesystem-tier-rwx",
+        "Filesystem tier on a ReadWriteMany claim",
+        "mandatory",
+        filesystem_tier_needs_rwx,
+        NoConfig,
+    ),
+    Rule("mooncake-rdma", "MooncakeStore pods request rdma/ib", "mandatory", mooncake_requests_rdma, NoConfig),
+    Rule("lmcache-hash-seed", "LMCache clients set PYTHONHASHSEED", "mandatory", lmcache_hash_seed, NoConfig),
+    Rule(
+        "lmcache-image-tags",
+        "LMCache server and clients share one image tag",
+        "mandatory",
+        lmcache_image_tags_match,
+        NoConfig,
+    ),
     Rule(
         "lmcache-isolated-ipc",
         "lmcache.mp.isolated_ipc agrees with the server flag",
         "mandatory",
         lmcache_isolated_ipc_agrees,
+        NoConfig,
     ),
-    Rule("prefix-scoring-tokens", "Token-block prefix scoring has a tokenizer", "advisory", prefix_scoring_has_tokens),
+    Rule(
+        "prefix-scoring-tokens",
+        "Token-block prefix scoring has a tokenizer",
+        "advisory",
+        prefix_scoring_has_tokens,
+        NoConfig,
+    ),
     Rule(
         "tiers-beat-recompute",
         "Each offload tier reloads faster than recompute (else it saves accelerator time, not TTFT)",
         "advisory",
         tiers_beat_recompute,
-        {"filesystemReadBandwidth": 0, "prefixTokens": payoff.ALERT_PREFIX_TOKENS},
+        TierPayoffConfig,
     ),
     Rule(
         "prefix-caching-on",
         "--no-enable-prefix-caching only in test mode",
         "mandatory",
         prefix_caching_only_in_test_mode,
-        {"testMode": False},
+        PrefixCachingConfig,
     ),
     Rule(
-        "router-selects-servers", "Router matchLabels select a model server", "mandatory", router_selects_model_servers
+        "router-selects-servers",
+        "Router matchLabels select a model server",
+        "mandatory",
+        router_selects_model_servers,
+        NoConfig,
     ),
-    Rule("one-router-per-namespace", "One router release per namespace", "mandatory", one_router_per_namespace),
+    Rule(
+        "one-router-per-namespace", "One router release per namespace", "mandatory", one_router_per_namespace, NoConfig
+    ),
     Rule(
         "weights-fetched-once",
         "Weights fetched once onto shared storage, not per pod",
         "advisory",
         weights_fetched_once,
+        NoConfig,
     ),
-    Rule("images-pinned", "Images and charts pinned", "mandatory", images_pinned, {"allowMutableTags": False}),
+    Rule("images-pinned", "Images and charts pinned", "mandatory", images_pinned, ImagesPinnedConfig),
     Rule(
         "image-prepull",
         "The image pre-pull runs on the serving pool and pulls every model-server image",
         "mandatory",
         image_prepull,
+        NoConfig,
     ),
-    Rule("resource-requests", "Every container requests cpu and memory", "mandatory", resource_requests),
+    Rule("resource-requests", "Every container requests cpu and memory", "mandatory", resource_requests, NoConfig),
     Rule(
         "privileged-containers",
         "Privileged only where the seeds require it",
         "mandatory",
         privileged_only_where_required,
-        {"allowedContainers": list(PRIVILEGED_ALLOWED)},
+        PrivilegedConfig,
     ),
     Rule(
         "root-containers",
         "Containers run as root only with an exemption",
         "mandatory",
         root_only_with_exemption,
+        NoConfig,
     ),
-    Rule("hardened-containers", "No escalation, capabilities dropped, seccomp", "mandatory", containers_hardened),
-    Rule("host-namespaces", "No pod shares the node's namespaces", "mandatory", no_host_namespaces),
     Rule(
-        "host-paths",
-        "hostPath volumes only where allowed",
+        "hardened-containers",
+        "No escalation, capabilities dropped, seccomp",
         "mandatory",
-        host_paths_allowed,
-        {"allowedHostPaths": list(HOST_PATHS_ALLOWED)},
+        containers_hardened,
+        NoConfig,
     ),
-    Rule("token-automount", "Service-account tokens only for API access", "mandatory", token_only_for_api_access),
+    Rule("host-namespaces", "No pod shares the node's namespaces", "mandatory", no_host_namespaces, NoConfig),
+    Rule("host-paths", "hostPath volumes only where allowed", "mandatory", host_paths_allowed, HostPathsConfig),
+    Rule(
+        "token-automount",
+        "Service-account tokens only for API access",
+        "mandatory",
+        token_only_for_api_access,
+        NoConfig,
+    ),
     Rule(
         "network-policies",
         "Every pod behind an ingress NetworkPolicy",
         "mandatory",
         network_policy_per_pod,
-        {"requireNetworkPolicies": True},
+        NetworkPoliciesConfig,
     ),
     Rule(
         "chart-registries",
         "Charts only from allowed registries",
         "mandatory",
         charts_from_allowed_registries,
-        {"allowedChartRegistries": list(CHART_REGISTRIES_ALLOWED), "allowLocalCharts": False},
+        ChartRegistriesConfig,
     ),
-    Rule("hf-token-secret", "HF token only through a Secret", "mandatory", hf_token_from_secret),
-    Rule("cluster-hardening", "Private nodes, workload identity, shielded nodes", "mandatory", cluster_hardening),
+    Rule("hf-token-secret", "HF token only through a Secret", "mandatory", hf_token_from_secret, NoConfig),
+    Rule(
+        "cluster-hardening",
+        "Private nodes, workload identity, shielded nodes",
+        "mandatory",
+        cluster_hardening,
+        NoConfig,
+    ),
 ]

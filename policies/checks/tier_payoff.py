@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +17,7 @@ from policies.checks.inventory import (
     lmcache_clients,
     lmcache_servers,
 )
-from policies.checks.rule_types import Violation
+from policies.checks.rule_types import Settings, Violation, setting
 from policies.resources import (
     Pod,
     Resource,
@@ -86,7 +87,22 @@ def _tiered_servers(resources: list[Resource]) -> list[_Server]:
     return out
 
 
-def _shared_read(resources: list[Resource], config: dict[str, Any]) -> tuple[float, float | None, str] | None:
+@dataclass(frozen=True)
+class TierPayoffConfig(Settings):
+    # bytes/s of the shared filesystem when the stack declares none the rule knows (0: not known)
+    filesystem_read_bandwidth: float = setting("filesystemReadBandwidth", 0)
+    # the prefix length the payoff is judged at (the stack's `monitoring.alerts.prefix_tokens`)
+    prefix_tokens: int = setting("prefixTokens", payoff.ALERT_PREFIX_TOKENS)
+
+    @classmethod
+    def read(cls, config: Mapping[str, Any]) -> TierPayoffConfig:
+        return cls(
+            float(config.get("filesystemReadBandwidth") or 0),
+            int(config.get("prefixTokens") or payoff.ALERT_PREFIX_TOKENS),
+        )
+
+
+def _shared_read(resources: list[Resource], config: TierPayoffConfig) -> tuple[float, float | None, str] | None:
     """(aggregate, per-client limit, what) of the stack's shared filesystem; None: not known."""
     for r in resources:
         if r.type == LUSTRE_TYPE:
@@ -100,12 +116,12 @@ def _shared_read(resources: list[Resource], config: dict[str, Any]) -> tuple[flo
             efs = STORAGE_RATES["aws-efs"]
             assert efs.aggregate is not None and efs.per_client is not None
             return efs.aggregate.value, efs.per_client.value, "EFS Elastic throughput"
-    if config.get("filesystemReadBandwidth"):
-        return float(config["filesystemReadBandwidth"]), None, "the configured filesystemReadBandwidth"
+    if config.filesystem_read_bandwidth:
+        return config.filesystem_read_bandwidth, None, "the configured filesystemReadBandwidth"
     return None
 
 
-def tiers_beat_recompute(resources: list[Resource], config: dict[str, Any]) -> list[Violation]:
+def tiers_beat_recompute(resources: list[Resource], config: TierPayoffConfig) -> list[Violation]:
     """A tier pays off in latency only when a reload beats recomputing: KV bytes / recompute time per token at
     the configured prefix length (`prefixTokens`; the stack's `monitoring.alerts.prefix_tokens`), with the
     payoff table's arithmetic (components/formulas/payoff.py)."""
@@ -113,7 +129,7 @@ def tiers_beat_recompute(resources: list[Resource], config: dict[str, Any]) -> l
     rwx = rwx_claims(resources)
     shared = _shared_read(resources, config)
     readers = sum(s.pods for s in servers if rwx & set(s.claims))
-    configured = int(config.get("prefixTokens") or payoff.ALERT_PREFIX_TOKENS)
+    configured = config.prefix_tokens
     out = []
     for s in servers:
         rates = ACCELERATOR_RATES[s.accelerator]
