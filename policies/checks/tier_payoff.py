@@ -65,7 +65,7 @@ def _block_tokens(resources: list[Resource], container: dict[str, Any], accelera
     return tokens
 
 
-def _tiered_servers(resources: list[Resource]) -> list[_Server]:
+def tiered_servers(resources: list[Resource]) -> list[_Server]:
     out = []
     for pod in pods(resources):
         for container in pod.containers(init=False):
@@ -125,7 +125,7 @@ def tiers_beat_recompute(resources: list[Resource], config: TierPayoffConfig) ->
     """A tier pays off in latency only when a reload beats recomputing: KV bytes / recompute time per token at
     the configured prefix length (`prefixTokens`; the stack's `monitoring.alerts.prefix_tokens`), with the
     payoff table's arithmetic (components/formulas/payoff.py)."""
-    servers = _tiered_servers(resources)
+    servers = tiered_servers(resources)
     rwx = rwx_claims(resources)
     shared = _shared_read(resources, config)
     readers = sum(s.pods for s in servers if rwx & set(s.claims))
