@@ -35,7 +35,9 @@ LUSTRE_TYPE, EFS_TYPE = "gcp:lustre/instance:Instance", "aws:efs/fileSystem:File
 
 
 @dataclass(frozen=True)
-class _Server:
+class TieredServer:
+    """A model server with an offload tier, as the rule reads it from the rendered pod."""
+
     pod: Pod
     model: ModelSpec
     accelerator: str
@@ -65,7 +67,7 @@ def _block_tokens(resources: list[Resource], container: dict[str, Any], accelera
     return tokens
 
 
-def tiered_servers(resources: list[Resource]) -> list[_Server]:
+def tiered_servers(resources: list[Resource]) -> list[TieredServer]:
     out = []
     for pod in pods(resources):
         for container in pod.containers(init=False):
@@ -79,7 +81,7 @@ def tiered_servers(resources: list[Resource]) -> list[_Server]:
             group = int(((spec.get("leaderWorkerTemplate") or {}).get("size")) or 1)
             claims = [(v.get("persistentVolumeClaim") or {}).get("claimName") for v in pod.spec.get("volumes") or []]
             out.append(
-                _Server(
+                TieredServer(
                     pod, model, found[0], found[1], group, int(spec.get("replicas") or 1) * group,
                     _block_tokens(resources, container, found[0]), [c for c in claims if c],
                 )
