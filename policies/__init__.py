@@ -1,1 +1,2 @@
-"""The policy pack: pure rules over resource inputs (rules.py), registered with pulumi-policy (pack.py)."""
+"""The policy pack: pure rules over resource inputs (checks/, every row in checks/ruleset.py), registered
+with pulumi-policy (pack.py)."""

@@ -17,8 +17,9 @@ from pulumi_policy import (
 )
 
 from components.catalog import labels
+from policies.checks.rule_types import Rule
+from policies.checks.ruleset import RULES
 from policies.resources import CHART_TYPE, Resource
-from policies.rules import RULES, Rule
 
 PACK_NAME = "llmd-tiered-prefix-cache"
 _LEVELS = {"mandatory": EnforcementLevel.MANDATORY, "advisory": EnforcementLevel.ADVISORY}
@@ -74,7 +75,7 @@ def stack_resources(resources: Any) -> list[Resource]:
     return [Resource(r.resource_type, r.name, _props(r), r.urn) for r in resources]
 
 
-def _policy(rule: Rule) -> StackValidationPolicy:
+def _policy(rule: Rule[Any]) -> StackValidationPolicy:
     def validate(args: StackValidationArgs, report: ReportViolation) -> None:
         config = {**rule.config, **(args.get_config() or {})}
         resources = stack_resources(args.resources)

@@ -23,6 +23,7 @@ WORKLOAD_TYPES = {
 LWS_TYPE = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
 CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+CLAIM_TYPE = "kubernetes:core/v1:PersistentVolumeClaim"
 
 
 @dataclass(frozen=True)
@@ -191,3 +192,12 @@ def cpu_tier_bytes(container: Props, kv_bytes_per_token: int) -> int | None:
     if _digits(variables.get("TPU_OFFLOAD_NUM_CPU_CHUNKS", "")):
         return int(variables["TPU_OFFLOAD_NUM_CPU_CHUNKS"]) * TPU_KV_BLOCK_TOKENS * kv_bytes_per_token
     return None
+
+
+def rwx_claims(resources: list[Resource]) -> set[str]:
+    """The names of the stack's ReadWriteMany PersistentVolumeClaims (the claims every pod can share)."""
+    return {
+        str((r.props.get("metadata") or {}).get("name"))
+        for r in resources
+        if r.type == CLAIM_TYPE and "ReadWriteMany" in ((r.props.get("spec") or {}).get("accessModes") or [])
+    }

@@ -9,7 +9,7 @@ import re
 import sys
 from pathlib import Path
 
-from policies.rules import RULES
+from policies.checks.ruleset import RULES
 from stacks.config import loading
 from stacks.config.errors import ConfigError
 from stacks.config.keys import keys_text

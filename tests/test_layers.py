@@ -117,14 +117,14 @@ def test_the_layer_check_catches_an_arrow_up() -> None:
     assert violations("components.units", {"components.catalog.labels"})
     assert violations("components.specs.sizing", {"pulumi"})
     assert violations("components.specs.sizing", {"stacks.plan"})
-    assert violations("policies.rules", {"components.specs.sizing"})
+    assert violations("policies.checks.ruleset", {"components.specs.sizing"})
     assert violations("components.formulas.payoff", {"components.specs.sizing"})
-    assert violations("components.formulas.payoff", {"policies.rules"})
+    assert violations("components.formulas.payoff", {"policies.checks.ruleset"})
     assert violations("components.catalog.rates", {"components.formulas.payoff"})
-    assert not violations("policies.rules", {"components.formulas.payoff"})
+    assert not violations("policies.checks.ruleset", {"components.formulas.payoff"})
     assert not violations("components.specs.payoff", {"components.formulas.payoff"})
     assert violations("components.router", {"stacks.config"})
-    assert not violations("stacks.plan", {"components.specs.sizing", "policies.rules"})
+    assert not violations("stacks.plan", {"components.specs.sizing", "policies.checks.ruleset"})
     assert violations("stacks.plan", {"e2e.nodes"})
     assert not violations("e2e.nodes", {"stacks.hardware"})
 
@@ -136,3 +136,23 @@ def test_imports_are_read_from_the_syntax_tree(tmp_path: Path) -> None:
         "def f():\n    from stacks.plan import plan\n    return plan\n"
     )
     assert imports(source) == {"components.specs.alerts", "pulumi_aws", "stacks.plan"}
+
+
+POLICY_CHECKS = {
+    "rule_types", "inventory", "routing", "cache_tiers", "tier_payoff", "artifacts", "pod_security",
+    "cluster_isolation", "ruleset",
+}  # fmt: skip
+
+
+def test_the_policy_checks_are_read_on_the_policy_floor() -> None:
+    """The rule modules (policies/checks/) are among the sources checked above, each on the policy floor."""
+    checks = {path.stem: _floor(_module(path)) for path in SOURCES if path.parent == ROOT / "policies" / "checks"}
+    assert {name: floor for name, floor in checks.items() if name != "__init__"} == dict.fromkeys(
+        POLICY_CHECKS, "policies"
+    )
+
+
+def test_no_policy_module_repeats_a_module_name_of_another_floor() -> None:
+    ours = {path.stem for path in SOURCES if "policies" in path.relative_to(ROOT).parts[:1]}
+    elsewhere = {path.stem for path in SOURCES if "policies" not in path.relative_to(ROOT).parts[:1]}
+    assert (ours & elsewhere) - {"__init__", "__main__"} == set()

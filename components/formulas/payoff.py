@@ -1,7 +1,10 @@
 """Does a tier pay off? Recompute from a model's geometry against reload per tier, at a prefix length.
 
 The one place this arithmetic lives: `components/specs/payoff.py` (the summary's payoff table and the
-load alert's threshold) and `policies/rules.py` (`tiers-beat-recompute`) both call it.
+load alert's threshold) and `policies/checks/tier_payoff.py` (`tiers-beat-recompute`) both call it. So
+are two facts both sides read from their own inputs: Managed Lustre's read bandwidth (`lustre_aggregate`:
+the spec from the stack config, the rule from the Lustre instance's inputs) and the CPU tier's transfer
+block (`transfer_block`: the rule from the rendered server; the plan's `_transfer_block` from the config).
 
 Recompute. A prefill multiplies every non-embedding weight a token activates (2 FLOPs per parameter,
 `ModelSpec.active_non_embedding_params`), and attends to every earlier token: per layer, QK^T and AV
@@ -20,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from components.catalog.models import ModelSpec
-from components.catalog.rates import AcceleratorRates
+from components.catalog.rates import LUSTRE_CAPACITY_UNIT, LUSTRE_THROUGHPUT_UNIT, AcceleratorRates
 
 FLOPS_PER_PARAMETER = 2  # a multiply and an add per weight per token
 ATTENTION_FLOPS_PER_PAIR = 4  # per layer, per attention-width element: QK^T and AV, 2 FLOPs each
@@ -92,9 +95,42 @@ def transfer_block_bytes(replica: Replica, block_tokens: int) -> int:
     return block_tokens * replica.model.kv_bytes_per_token.bytes // replica.devices
 
 
+def transfer_block(
+    kv_block_tokens: int,
+    *,
+    tpu_offload: bool = False,
+    page_tokens: int | None = None,
+    lmcache_chunk: int | None = None,
+    lmcache_chunk_from: str = "LMCache chunk",
+    tiering_block: int | None = None,
+) -> tuple[int, str]:
+    """Tokens per block the CPU tier moves to the accelerator, and what sets it: the TPU offload's KV block,
+    else SGLang HiCache's page, else LMCache's chunk, else the TieringOffloadingSpec's `block_size`, else the
+    engine's own KV block (`kv_block_tokens`: the accelerator's, or the server's `--block-size`)."""
+    if tpu_offload:
+        return kv_block_tokens, "TPU offload KV block"
+    if page_tokens:
+        return page_tokens, "HiCache page"
+    if lmcache_chunk:
+        return lmcache_chunk, lmcache_chunk_from
+    if tiering_block:
+        return tiering_block, "TieringOffloadingSpec `block_size`"
+    return kv_block_tokens, "vLLM KV block"
+
+
 def cpu_tier_bandwidth(replica: Replica, block_tokens: int) -> float:
     """Bytes/s per pod: each device copies its share over its own host link, at that block size."""
     return replica.devices_per_pod * replica.rates.host_link.bandwidth(transfer_block_bytes(replica, block_tokens))
+
+
+def lustre_tib(capacity_bytes: float) -> float:
+    """Managed Lustre's provisioned capacity in the unit its throughput is sold per."""
+    return capacity_bytes / LUSTRE_CAPACITY_UNIT
+
+
+def lustre_aggregate(mb_per_tib: float, capacity_bytes: float) -> float:
+    """Managed Lustre's aggregate read bandwidth, bytes/s: its tier's MB/s per TiB x the provisioned TiB."""
+    return mb_per_tib * LUSTRE_THROUGHPUT_UNIT * lustre_tib(capacity_bytes)
 
 
 def filesystem_share(aggregate: float, pods: int, per_client: float | None, cpu_path: float | None = None) -> float:

@@ -15,9 +15,7 @@ from dataclasses import dataclass
 from components.catalog.models import ModelSpec
 from components.catalog.rates import (
     ACCELERATOR_RATES,
-    LUSTRE_CAPACITY_UNIT,
     LUSTRE_MB_PER_TIB_SOURCE,
-    LUSTRE_THROUGHPUT_UNIT,
     STORAGE_RATES,
     TFLOPS,
 )
@@ -126,8 +124,8 @@ def filesystem(
     per_client = rates.per_client.value if rates.per_client else None
     per_client_from = f"per client: {rates.per_client.cited}" if rates.per_client else "no per-client limit published"
     if backend == "gcp-lustre":
-        tib = size.bytes / LUSTRE_CAPACITY_UNIT
-        aggregate: float | None = lustre_throughput * LUSTRE_THROUGHPUT_UNIT * tib
+        tib = formulas.lustre_tib(size.bytes)
+        aggregate: float | None = formulas.lustre_aggregate(lustre_throughput, size.bytes)
         aggregate_from = f"{lustre_throughput} MB/s per TiB x {tib:.2f} TiB ({LUSTRE_MB_PER_TIB_SOURCE})"
     elif backend == "existing":
         aggregate = float(read_bandwidth.bytes) if read_bandwidth is not None else None

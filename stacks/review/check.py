@@ -5,15 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from policies.checks.rule_types import Rule, Violation
+from policies.checks.ruleset import RULES
 from policies.resources import Resource
-from policies.rules import RULES, Rule, Violation
 from stacks.config import StackConfig
 from stacks.review.offline import Recording
 
 
 @dataclass(frozen=True)
 class Finding:
-    rule: Rule
+    rule: Rule[Any]
     violation: Violation
 
     def line(self) -> str:

@@ -1,0 +1,179 @@
+"""Rules over each pod's security and resources: requests set, privilege and root only with an
+exemption (components/specs/security.py), hardened contexts, no host namespaces or paths beyond the
+allowed, tokens only for API access, the HF token from a Secret."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from components.specs import mooncake, security
+from policies.checks.inventory import (
+    namespace_of,
+)
+from policies.checks.rule_types import NoConfig, Settings, Violation, setting
+from policies.resources import (
+    Pod,
+    Resource,
+    env,
+    pods,
+)
+
+
+def resource_requests(resources: list[Resource], _: NoConfig) -> list[Violation]:
+    return [
+        Violation(pod.owner, f"container {c.get('name')} has no cpu and memory requests")
+        for pod in pods(resources)
+        for c in pod.containers()
+        if not {"cpu", "memory"} <= set(((c.get("resources") or {}).get("requests")) or {})
+    ]
+
+
+PRIVILEGED_ALLOWED = security.PRIVILEGED_CONTAINERS
+
+
+@dataclass(frozen=True)
+class PrivilegedConfig(Settings):
+    # containers that may run privileged (empty: the seeds' ones)
+    allowed_containers: tuple[str, ...] = setting("allowedContainers", tuple(PRIVILEGED_ALLOWED))
+
+    @classmethod
+    def read(cls, config: Mapping[str, Any]) -> PrivilegedConfig:
+        return cls(tuple(config.get("allowedContainers") or PRIVILEGED_ALLOWED))
+
+
+def privileged_only_where_required(resources: list[Resource], config: PrivilegedConfig) -> list[Violation]:
+    allowed = set(config.allowed_containers)
+    return [
+        Violation(pod.owner, f"container {c.get('name')} is privileged")
+        for pod in pods(resources)
+        for c in pod.containers()
+        if (c.get("securityContext") or {}).get("privileged") and c.get("name") not in allowed
+    ]
+
+
+def _subject(pod: Pod, container: dict[str, Any]) -> security.Subject:
+    return security.Subject(pod.labels, pod.spec, container)
+
+
+def _runs_as_root(pod: Pod, container: dict[str, Any]) -> bool:
+    """Root unless runAsNonRoot (container, else pod) holds and no runAsUser 0 overrides it."""
+    pod_context, context = pod.spec.get("securityContext") or {}, container.get("securityContext") or {}
+    user = context.get("runAsUser", pod_context.get("runAsUser"))
+    non_root = context.get("runAsNonRoot", pod_context.get("runAsNonRoot"))
+    return user == 0 or non_root is not True
+
+
+def root_only_with_exemption(resources: list[Resource], _: NoConfig) -> list[Violation]:
+    return [
+        Violation(pod.owner, f"container {c.get('name')} runs as root without an exemption (components.specs.security)")
+        for pod in pods(resources)
+        for c in pod.containers()
+        if _runs_as_root(pod, c) and not any(e.root for e in security.exemptions(_subject(pod, c)))
+    ]
+
+
+def containers_hardened(resources: list[Resource], _: NoConfig) -> list[Violation]:
+    """No privilege escalation, every capability dropped but those an exemption adds back, RuntimeDefault seccomp."""
+    out = []
+    for pod in pods(resources):
+        pod_seccomp = ((pod.spec.get("securityContext") or {}).get("seccompProfile") or {}).get("type")
+        for c in pod.containers():
+            context = c.get("securityContext") or {}
+            if context.get("privileged"):
+                continue  # privileged-containers decides
+            granted = {cap for e in security.exemptions(_subject(pod, c)) for cap in e.capabilities}
+            capabilities = context.get("capabilities") or {}
+            missing = [
+                what
+                for what, ok in (
+                    ("allowPrivilegeEscalation: false", context.get("allowPrivilegeEscalation") is False),
+                    ("capabilities.drop [ALL]", "ALL" in (capabilities.get("drop") or [])),
+                    ("seccompProfile RuntimeDefault", (context.get("seccompProfile") or {}).get("type", pod_seccomp)
+                     in ("RuntimeDefault", "Localhost")),
+                    ("no capability beyond its exemptions", set(capabilities.get("add") or []) <= granted),
+                )
+                if not ok
+            ]  # fmt: skip
+            if missing:
+                out.append(Violation(pod.owner, f"container {c.get('name')} lacks {', '.join(missing)}"))
+    return out
+
+
+def no_host_namespaces(resources: list[Resource], _: NoConfig) -> list[Violation]:
+    return [
+        Violation(pod.owner, f"pod shares the node's {key[4:].lower()} namespace ({key}: true)")
+        for pod in pods(resources)
+        for key in ("hostNetwork", "hostPID", "hostIPC")
+        if pod.spec.get(key) is True
+    ]
+
+
+HOST_PATHS_ALLOWED = (mooncake.HOST_OFFLOAD_DIR,)
+
+
+@dataclass(frozen=True)
+class HostPathsConfig(Settings):
+    # host paths a volume may mount (empty: Mooncake's offload directory)
+    allowed_host_paths: tuple[str, ...] = setting("allowedHostPaths", HOST_PATHS_ALLOWED)
+
+    @classmethod
+    def read(cls, config: Mapping[str, Any]) -> HostPathsConfig:
+        return cls(tuple(config.get("allowedHostPaths") or HOST_PATHS_ALLOWED))
+
+
+def host_paths_allowed(resources: list[Resource], config: HostPathsConfig) -> list[Violation]:
+    def normal(path: Any) -> str:
+        return str(path or "").rstrip("/") or "/"
+
+    allowed = {normal(p) for p in config.allowed_host_paths}
+    return [
+        Violation(pod.owner, f"volume {v.get('name')} mounts host path {v['hostPath'].get('path')}")
+        for pod in pods(resources)
+        for v in pod.spec.get("volumes") or []
+        if "hostPath" in v and normal(v["hostPath"].get("path")) not in allowed
+    ]
+
+
+def _bound_service_accounts(resources: list[Resource]) -> set[tuple[str, str]]:
+    """(namespace, name) of every ServiceAccount a RoleBinding or ClusterRoleBinding of the stack grants."""
+    out = set()
+    for r in resources:
+        if r.type in (
+            "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding",
+            "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
+        ):
+            for subject in r.props.get("subjects") or []:
+                if subject.get("kind") == "ServiceAccount":
+                    out.add((str(subject.get("namespace", namespace_of(r))), str(subject.get("name"))))
+    return out
+
+
+def token_only_for_api_access(resources: list[Resource], _: NoConfig) -> list[Violation]:
+    """A pod mounts a service-account token only when its account is granted something (it calls the API)."""
+    opted_out = {
+        (namespace_of(r), str((r.props.get("metadata") or {}).get("name")))
+        for r in resources
+        if r.type == "kubernetes:core/v1:ServiceAccount" and r.props.get("automountServiceAccountToken") is False
+    }
+    bound = _bound_service_accounts(resources)
+    out = []
+    for pod in pods(resources):
+        account = (namespace_of(pod.owner), str(pod.spec.get("serviceAccountName") or "default"))
+        mounted = pod.spec.get("automountServiceAccountToken")
+        if mounted is False or (mounted is None and account in opted_out) or account in bound:
+            continue
+        out.append(
+            Violation(pod.owner, f"pod mounts a token of service account {account[1]}, which is granted nothing")
+        )
+    return out
+
+
+def hf_token_from_secret(resources: list[Resource], _: NoConfig) -> list[Violation]:
+    return [
+        Violation(pod.owner, f"container {c.get('name')} sets HF_TOKEN literally instead of from a Secret")
+        for pod in pods(resources)
+        for c in pod.containers()
+        if "HF_TOKEN" in env(c) and "secretKeyRef" not in (env(c)["HF_TOKEN"].get("valueFrom") or {})
+    ]

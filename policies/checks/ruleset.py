@@ -1,0 +1,185 @@
+"""Every rule of the pack, in the order the pack and `stacks check` run them: its name, description,
+enforcement level, check and its config type (one row each; the checks live in the modules by concern)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from policies.checks.artifacts import (
+    ChartRegistriesConfig,
+    ImagesPinnedConfig,
+    charts_from_allowed_registries,
+    image_prepull,
+    images_pinned,
+    weights_fetched_once,
+)
+from policies.checks.cache_tiers import (
+    PrefixCachingConfig,
+    filesystem_tier_needs_rwx,
+    lmcache_hash_seed,
+    lmcache_image_tags_match,
+    lmcache_isolated_ipc_agrees,
+    memory_limit_covers_tier,
+    mooncake_requests_rdma,
+    prefix_caching_only_in_test_mode,
+)
+from policies.checks.cluster_isolation import NetworkPoliciesConfig, cluster_hardening, network_policy_per_pod
+from policies.checks.pod_security import (
+    HostPathsConfig,
+    PrivilegedConfig,
+    containers_hardened,
+    hf_token_from_secret,
+    host_paths_allowed,
+    no_host_namespaces,
+    privileged_only_where_required,
+    resource_requests,
+    root_only_with_exemption,
+    token_only_for_api_access,
+)
+from policies.checks.routing import (
+    one_router_per_namespace,
+    prefix_scoring_has_tokens,
+    router_capacity_within_tier,
+    router_selects_model_servers,
+)
+from policies.checks.rule_types import NoConfig, Rule
+from policies.checks.tier_payoff import TierPayoffConfig, tiers_beat_recompute
+
+RULES: list[Rule[Any]] = [
+    Rule(
+        "router-capacity-within-tier",
+        "Router CPU index no larger than the CPU tier",
+        "mandatory",
+        router_capacity_within_tier,
+        NoConfig,
+    ),
+    Rule(
+        "memory-limit-covers-tier",
+        "Pod memory limit holds the CPU tier and memory volumes",
+        "mandatory",
+        memory_limit_covers_tier,
+        NoConfig,
+    ),
+    Rule(
+        "filesystem-tier-rwx",
+        "Filesystem tier on a ReadWriteMany claim",
+        "mandatory",
+        filesystem_tier_needs_rwx,
+        NoConfig,
+    ),
+    Rule("mooncake-rdma", "MooncakeStore pods request rdma/ib", "mandatory", mooncake_requests_rdma, NoConfig),
+    Rule("lmcache-hash-seed", "LMCache clients set PYTHONHASHSEED", "mandatory", lmcache_hash_seed, NoConfig),
+    Rule(
+        "lmcache-image-tags",
+        "LMCache server and clients share one image tag",
+        "mandatory",
+        lmcache_image_tags_match,
+        NoConfig,
+    ),
+    Rule(
+        "lmcache-isolated-ipc",
+        "lmcache.mp.isolated_ipc agrees with the server flag",
+        "mandatory",
+        lmcache_isolated_ipc_agrees,
+        NoConfig,
+    ),
+    Rule(
+        "prefix-scoring-tokens",
+        "Token-block prefix scoring has a tokenizer",
+        "advisory",
+        prefix_scoring_has_tokens,
+        NoConfig,
+    ),
+    Rule(
+        "tiers-beat-recompute",
+        "Each offload tier reloads faster than recompute (else it saves accelerator time, not TTFT)",
+        "advisory",
+        tiers_beat_recompute,
+        TierPayoffConfig,
+    ),
+    Rule(
+        "prefix-caching-on",
+        "--no-enable-prefix-caching only in test mode",
+        "mandatory",
+        prefix_caching_only_in_test_mode,
+        PrefixCachingConfig,
+    ),
+    Rule(
+        "router-selects-servers",
+        "Router matchLabels select a model server",
+        "mandatory",
+        router_selects_model_servers,
+        NoConfig,
+    ),
+    Rule(
+        "one-router-per-namespace", "One router release per namespace", "mandatory", one_router_per_namespace, NoConfig
+    ),
+    Rule(
+        "weights-fetched-once",
+        "Weights fetched once onto shared storage, not per pod",
+        "advisory",
+        weights_fetched_once,
+        NoConfig,
+    ),
+    Rule("images-pinned", "Images and charts pinned", "mandatory", images_pinned, ImagesPinnedConfig),
+    Rule(
+        "image-prepull",
+        "The image pre-pull runs on the serving pool and pulls every model-server image",
+        "mandatory",
+        image_prepull,
+        NoConfig,
+    ),
+    Rule("resource-requests", "Every container requests cpu and memory", "mandatory", resource_requests, NoConfig),
+    Rule(
+        "privileged-containers",
+        "Privileged only where the seeds require it",
+        "mandatory",
+        privileged_only_where_required,
+        PrivilegedConfig,
+    ),
+    Rule(
+        "root-containers",
+        "Containers run as root only with an exemption",
+        "mandatory",
+        root_only_with_exemption,
+        NoConfig,
+    ),
+    Rule(
+        "hardened-containers",
+        "No escalation, capabilities dropped, seccomp",
+        "mandatory",
+        containers_hardened,
+        NoConfig,
+    ),
+    Rule("host-namespaces", "No pod shares the node's namespaces", "mandatory", no_host_namespaces, NoConfig),
+    Rule("host-paths", "hostPath volumes only where allowed", "mandatory", host_paths_allowed, HostPathsConfig),
+    Rule(
+        "token-automount",
+        "Service-account tokens only for API access",
+        "mandatory",
+        token_only_for_api_access,
+        NoConfig,
+    ),
+    Rule(
+        "network-policies",
+        "Every pod behind an ingress NetworkPolicy",
+        "mandatory",
+        network_policy_per_pod,
+        NetworkPoliciesConfig,
+    ),
+    Rule(
+        "chart-registries",
+        "Charts only from allowed registries",
+        "mandatory",
+        charts_from_allowed_registries,
+        ChartRegistriesConfig,
+    ),
+    Rule("hf-token-secret", "HF token only through a Secret", "mandatory", hf_token_from_secret, NoConfig),
+    Rule(
+        "cluster-hardening",
+        "Private nodes, workload identity, shielded nodes",
+        "mandatory",
+        cluster_hardening,
+        NoConfig,
+    ),
+]

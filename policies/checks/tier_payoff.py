@@ -1,0 +1,161 @@
+"""Does each tier pay off (advisory): a reload beats recomputing, with the payoff's arithmetic
+(components/formulas/payoff.py) over what the rendered servers and storage declare."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from components.catalog.accelerators import ACCELERATORS
+from components.catalog.models import MODELS, ModelSpec
+from components.catalog.rates import ACCELERATOR_RATES, STORAGE_RATES
+from components.formulas import payoff
+from components.units import GiB
+from policies.checks.inventory import (
+    accelerator_of,
+    lmcache_clients,
+    lmcache_servers,
+)
+from policies.checks.rule_types import Settings, Violation, setting
+from policies.resources import (
+    Pod,
+    Resource,
+    args,
+    connectors,
+    env,
+    flag,
+    kv_transfer_config,
+    pods,
+    rwx_claims,
+    served_model,
+)
+
+LUSTRE_TYPE, EFS_TYPE = "gcp:lustre/instance:Instance", "aws:efs/fileSystem:FileSystem"
+
+
+@dataclass(frozen=True)
+class TieredServer:
+    """A model server with an offload tier, as the rule reads it from the rendered pod."""
+
+    pod: Pod
+    model: ModelSpec
+    accelerator: str
+    devices: int  # per pod
+    group: int  # pods per replica (LeaderWorkerSet size)
+    pods: int  # pods of this workload
+    block_tokens: int
+    claims: list[str]
+
+
+def _block_tokens(resources: list[Resource], container: dict[str, Any], accelerator: str) -> int:
+    """Tokens per block the connector moves between host memory and the accelerator."""
+    argv, config = args(container), kv_transfer_config(container) or {}
+    chunk: int | None = None
+    if any(c is container for _, c in lmcache_clients(resources)):
+        chunk_env = env(container).get("LMCACHE_CHUNK_SIZE", {}).get("value")
+        servers = [flag(args(c), "--chunk-size") for _, c in lmcache_servers(resources)]
+        chunk = int(chunk_env or next((v for v in servers if v), payoff.LMCACHE_CHUNK_TOKENS))
+    page, block = flag(argv, "--page-size"), (config.get("kv_connector_extra_config") or {}).get("block_size")
+    tokens, _ = payoff.transfer_block(
+        int(flag(argv, "--block-size") or ACCELERATORS[accelerator].kv_block_tokens),
+        tpu_offload="TPUOffloadConnector" in {c.get("kv_connector") for c in connectors(config)},
+        page_tokens=int(page) if page else None,  # SGLang HiCache moves pages
+        lmcache_chunk=chunk,
+        tiering_block=int(block) if block else None,
+    )
+    return tokens
+
+
+def tiered_servers(resources: list[Resource]) -> list[TieredServer]:
+    out = []
+    for pod in pods(resources):
+        for container in pod.containers(init=False):
+            model = MODELS.get(served_model(container) or "")
+            argv = args(container)
+            tiered = "--kv-transfer-config" in argv or "--enable-hierarchical-cache" in argv
+            found = accelerator_of(resources, pod, container) if model and tiered else None
+            if model is None or found is None:
+                continue
+            spec = pod.owner.props.get("spec") or {}
+            group = int(((spec.get("leaderWorkerTemplate") or {}).get("size")) or 1)
+            claims = [(v.get("persistentVolumeClaim") or {}).get("claimName") for v in pod.spec.get("volumes") or []]
+            out.append(
+                TieredServer(
+                    pod, model, found[0], found[1], group, int(spec.get("replicas") or 1) * group,
+                    _block_tokens(resources, container, found[0]), [c for c in claims if c],
+                )
+            )  # fmt: skip
+    return out
+
+
+@dataclass(frozen=True)
+class TierPayoffConfig(Settings):
+    # bytes/s of the shared filesystem when the stack declares none the rule knows (0: not known)
+    filesystem_read_bandwidth: float = setting("filesystemReadBandwidth", 0)
+    # the prefix length the payoff is judged at (the stack's `monitoring.alerts.prefix_tokens`)
+    prefix_tokens: int = setting("prefixTokens", payoff.ALERT_PREFIX_TOKENS)
+
+    @classmethod
+    def read(cls, config: Mapping[str, Any]) -> TierPayoffConfig:
+        return cls(
+            float(config.get("filesystemReadBandwidth") or 0),
+            int(config.get("prefixTokens") or payoff.ALERT_PREFIX_TOKENS),
+        )
+
+
+def _shared_read(resources: list[Resource], config: TierPayoffConfig) -> tuple[float, float | None, str] | None:
+    """(aggregate, per-client limit, what) of the stack's shared filesystem; None: not known."""
+    for r in resources:
+        if r.type == LUSTRE_TYPE:
+            tput, size = (
+                float(r.props.get("perUnitStorageThroughput") or 0),
+                float(r.props.get("capacityGib") or 0) * GiB,
+            )
+            aggregate = payoff.lustre_aggregate(tput, size)
+            return aggregate, None, f"Managed Lustre {tput:g} MB/s per TiB x {payoff.lustre_tib(size):.2f} TiB"
+        if r.type == EFS_TYPE and r.props.get("throughputMode") == "elastic":
+            efs = STORAGE_RATES["aws-efs"]
+            assert efs.aggregate is not None and efs.per_client is not None
+            return efs.aggregate.value, efs.per_client.value, "EFS Elastic throughput"
+    if config.filesystem_read_bandwidth:
+        return config.filesystem_read_bandwidth, None, "the configured filesystemReadBandwidth"
+    return None
+
+
+def tiers_beat_recompute(resources: list[Resource], config: TierPayoffConfig) -> list[Violation]:
+    """A tier pays off in latency only when a reload beats recomputing: KV bytes / recompute time per token at
+    the configured prefix length (`prefixTokens`; the stack's `monitoring.alerts.prefix_tokens`), with the
+    payoff table's arithmetic (components/formulas/payoff.py)."""
+    servers = tiered_servers(resources)
+    rwx = rwx_claims(resources)
+    shared = _shared_read(resources, config)
+    readers = sum(s.pods for s in servers if rwx & set(s.claims))
+    configured = config.prefix_tokens
+    out = []
+    for s in servers:
+        rates = ACCELERATOR_RATES[s.accelerator]
+        replica = payoff.Replica(s.model, rates, s.devices, s.group)
+        prefix = min(configured, payoff.longest_prefix(s.model))
+        seconds = payoff.recompute_seconds_per_token(replica, prefix)
+        break_even = payoff.break_even(replica, prefix)
+        block = payoff.transfer_block_bytes(replica, s.block_tokens)
+        cpu = payoff.cpu_tier_bandwidth(replica, s.block_tokens)
+        tiers = [("CPU tier", cpu, f"{rates.host_link.name} at {block} B blocks")]
+        if shared is not None and rwx & set(s.claims):
+            aggregate, per_client, what = shared
+            share = payoff.filesystem_share(aggregate, readers, per_client, cpu)
+            tiers.append(("filesystem tier", share, f"{what}, shared by {readers} pods"))
+        for tier, bandwidth, how in tiers:
+            if bandwidth < break_even:
+                out.append(
+                    Violation(
+                        s.pod.owner,
+                        f"the {tier} of {s.pod.owner.name} reloads at about {bandwidth / 1e9:.2f} GB/s per pod ({how}),"
+                        f" below the {break_even / 1e9:.2f} GB/s at which a load beats recomputing {s.model.name} on"
+                        f" {replica.devices} x {s.accelerator} ({seconds * 1e6:.1f} µs per token at {prefix:,}-token"
+                        " prefixes): it still saves accelerator time and holds more than HBM, but it does not shorten"
+                        " time to first token",
+                    )
+                )
+    return out
