@@ -16,28 +16,23 @@ from components.catalog.machines import MACHINES
 from components.catalog.models import ModelSpec
 from components.catalog.rates import ACCELERATOR_RATES
 from components.catalog.support import SUPPORTED, ComboDefaults
-from components.formulas.payoff import LMCACHE_CHUNK_TOKENS
 from components.manifest import Manifest
 from components.specs import alerts, model_cache, payoff, sizing
 from components.specs.clusters import PoolSpec
-from components.specs.connectors import TIERING_BLOCK_TOKENS
 from components.specs.router_values import RouterInputs, inference_pool, router_values
-from components.specs.servers import ServerSpec, sglang
+from components.specs.servers import ServerSpec
 from components.specs.servers.base import Scheduling, router_selector
-from components.specs.servers.vllm import lmcache_image_for
 from components.specs.startup import AwaitBudget
 from components.specs.workloads import Workload, WorkloadType
 from stacks import hardware, rollout, startup
 from stacks.config import StackConfig
+from stacks.connector_choice import choice, connector_of
 from stacks.errors import ConfigError
 from stacks.mirror import Mirror, mirror_registry
 from stacks.plan_passes import through_mirror, with_await_budgets, with_network_policies, with_rollouts
 from stacks.plan_sizing import size_on_hardware
 from stacks.plan_workloads import Serving, resolve_model_cache, uses_tier_claim, workloads
 from stacks.rules import pool_names
-
-# Guide labels of the LMCache integration's model servers (the router selects them).
-LMCACHE_GUIDES = {"prefix-reuse": "lmcache", "pd": "lmcache-pd"}
 
 
 @dataclass(frozen=True)
@@ -114,16 +109,7 @@ def _scheduling(config: StackConfig) -> Scheduling:
 
 
 def _image(config: StackConfig) -> str:
-    cache, accelerator = config.cache, ACCELERATORS[config.cache.accelerator]
-    if cache.image:
-        return cache.image
-    if cache.server == "sglang":
-        return versions.SGLANG_IMAGE
-    if cache.connector == "lmcache-server":  # the client must speak the server's protocol version
-        return versions.lmcache_image(config.lmcache.version)
-    if cache.connector == "lmcache-connector":
-        return lmcache_image_for(accelerator.key) or accelerator.vllm_image
-    return accelerator.vllm_image
+    return config.cache.image or connector_of(config).image(choice(config))
 
 
 def check_router_reaches_model_servers(values: dict[str, Any], servers: list[ServerSpec]) -> None:
@@ -145,15 +131,6 @@ def check_router_reaches_model_servers(values: dict[str, Any], servers: list[Ser
         )
 
 
-def _router_profile(config: StackConfig, replicas: int) -> str:
-    if config.cache.connector != "lmcache-server":
-        return "tiered"
-    if config.lmcache.mode == "pd":
-        return "pd"
-    # Prefix scoring on token blocks needs the tokenizer once there is more than one pod to choose from.
-    return "token-routing" if replicas >= 2 else "default"
-
-
 def plan(config: StackConfig) -> StackPlan:
     cache, defaults = config.cache, combo_defaults(config)
     tp = cache.tensor_parallelism or defaults.tensor_parallelism
@@ -162,10 +139,10 @@ def plan(config: StackConfig) -> StackPlan:
     tier_sizing, client_sizing, fit = size_on_hardware(config, defaults, tp, replicas, devices)
     decode = _decode_server(config, defaults, tier_sizing, client_sizing, tp, replicas, devices)
     servers = [dataclasses.replace(decode, role="prefill"), decode] if decode.disaggregated else [decode]
-    profile = _router_profile(config, replicas)
+    profile = decode.connector.router_profile(choice(config), replicas)
     values = _router_values(config, decode, tier_sizing, profile)
     check_router_reaches_model_servers(values, servers)
-    exports = _exports(config, profile)
+    exports = decode.connector.exports(choice(config), profile)
     stack_payoff = payoff.derive(_payoff_inputs(config, defaults, tier_sizing.model, devices, replicas))
     stack_alerts = alerts.alerts(exports, _thresholds(config, stack_payoff))
     serving = Serving(config, servers, tier_sizing, client_sizing, exports, stack_alerts)
@@ -195,18 +172,17 @@ def _decode_server(
     devices: int,
 ) -> ServerSpec:
     """The decode role's model server (the only role unless the LMCache server runs P/D)."""
-    cache = config.cache
-    is_lmcache_server = cache.connector == "lmcache-server"
-    disaggregated = is_lmcache_server and config.lmcache.mode == "pd"
+    cache, connector, chosen = config.cache, connector_of(config), choice(config)
+    disaggregated = connector.disaggregated(chosen)
     image = _image(config)
     cached = resolve_model_cache(config, tier_sizing.model, image)
-    pods = replicas * defaults.group_size * (2 if disaggregated else 1)  # a first rollout reads all at once
+    pods = replicas * defaults.group_size * connector.roles(chosen)  # a first rollout reads all at once
     cold = startup.model_server_cold_start(config, cache.accelerator, tier_sizing.model, image, cached, readers=pods)
     return ServerSpec(
         namespace=config.namespace,
         accelerator=ACCELERATORS[cache.accelerator],
         server=cache.server,
-        connector=cache.connector,
+        connector=connector,
         variant=cache.tier.variant,
         host_type=cache.host_type,
         platform=config.cluster.effective_platform,
@@ -219,7 +195,7 @@ def _decode_server(
         sizing=tier_sizing,
         scheduling=_scheduling(config),
         mooncake_client=client_sizing,
-        guide=LMCACHE_GUIDES[config.lmcache.mode] if is_lmcache_server else labels.GUIDE,
+        guide=connector.guide(chosen),
         disaggregated=disaggregated,
         test_mode=config.lmcache.test_mode,
         sidecar_image=versions.disagg_sidecar_image(config.router.version) if disaggregated else None,
@@ -250,19 +226,6 @@ def _router_values(
     )
 
 
-def _exports(config: StackConfig, profile: str) -> alerts.Exports:
-    cache = config.cache
-    return alerts.Exports(
-        vllm=cache.server == "vllm",
-        vllm_offload=cache.server == "vllm"
-        and cache.connector == "native"
-        and not ACCELERATORS[cache.accelerator].is_tpu,
-        sglang=cache.server == "sglang",
-        lmcache=cache.connector in ("lmcache-connector", "lmcache-server"),
-        router_cpu_index=profile == "tiered",
-    )
-
-
 def _thresholds(config: StackConfig, stack_payoff: payoff.Payoff) -> alerts.Thresholds:
     """The stack's alert thresholds; loads must beat the derived break-even unless the config says otherwise."""
     t = config.monitoring.alerts
@@ -290,27 +253,11 @@ def _thresholds(config: StackConfig, stack_payoff: payoff.Payoff) -> alerts.Thre
     )
 
 
-def _transfer_block(config: StackConfig) -> tuple[int, str]:
-    """Tokens per block the CPU tier moves to the accelerator, and what sets it."""
-    cache, accelerator = config.cache, ACCELERATORS[config.cache.accelerator]
-    if accelerator.is_tpu:
-        return accelerator.kv_block_tokens, "TPU offload KV block"
-    if cache.server == "sglang":
-        return sglang.PAGE_TOKENS, "HiCache page"
-    if cache.connector == "lmcache-server":
-        return config.lmcache.chunk_size, "LMCache chunk, `lmcache.chunk_size`"
-    if cache.connector == "lmcache-connector":
-        return LMCACHE_CHUNK_TOKENS, "LMCache chunk"
-    if cache.connector == "native" and cache.tier.variant == "fs":
-        return TIERING_BLOCK_TOKENS, "TieringOffloadingSpec `block_size`"
-    return accelerator.kv_block_tokens, "vLLM KV block"
-
-
 def _payoff_inputs(
     config: StackConfig, defaults: ComboDefaults, model: ModelSpec, devices: int, replicas: int
 ) -> payoff.PayoffInputs:
     cache, storage = config.cache, config.storage
-    block_tokens, block_from = _transfer_block(config)
+    block_tokens, block_from = connector_of(config).transfer_block(choice(config))
     shared = uses_tier_claim(config)
     return payoff.PayoffInputs(
         model=model,

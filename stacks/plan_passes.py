@@ -152,7 +152,7 @@ def _traffic(stack_plan: StackPlan) -> network.StackTraffic:
             network.ServingRole(r.spec.role, r.spec.pod_labels, network.container_ports(r.manifests[-1]))
             for r in stack_plan.roles
         ],
-        peer_traffic=server.disaggregated or server.host_type == "multi-host" or server.connector == "mooncake-store",
+        peer_traffic=server.disaggregated or server.host_type == "multi-host" or server.connector.peer_traffic,
         scraper=network.Peer(
             scraper.pod_labels if scraper.pod_labels is not None else default_pods,
             scraper.namespace_labels if scraper.namespace_labels is not None else default_namespaces,

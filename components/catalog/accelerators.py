@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from components.catalog import versions
+from components.catalog import labels, versions
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,16 @@ class AcceleratorProfile:
     cpu_request: str = "8"
     cpu_limit: str = "16"
     extra_env: tuple[tuple[str, str], ...] = field(default=())
+    # How its vLLM image serves (the guide's overlays): Intel XPU's flags (dtype, block size, sequences);
+    # ROCm's Triton swap-threshold patch under native CPU offloading; whether the image needs `USER`
+    # set (its UID has no passwd entry); whether the Hugging Face token may be absent.
+    intel_xpu_flags: bool = False
+    rocm_swap_patch: bool = False
+    sets_user_env: bool = True
+    hf_token_optional: bool = False
+    # The LMCache connector: the guide's image where it differs from `vllm_image`, and its sub-guide label.
+    lmcache_image: str | None = None
+    lmcache_subguide: str | None = None
 
     @property
     def is_tpu(self) -> bool:
@@ -65,6 +75,9 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             reference_hardware="AMD Instinct MI300X",
             vllm_image=versions.VLLM_ROCM_IMAGE,
             device_resource="amd.com/gpu",
+            rocm_swap_patch=True,
+            sets_user_env=False,
+            hf_token_optional=True,
         ),
         AcceleratorProfile(
             key="xpu",
@@ -80,6 +93,9 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
                 ("FI_PROVIDER_PATH", "/opt/intel/oneapi/mpi/latest/opt/mpi/libfabric/lib/prov"),
                 ("FI_PROVIDER", "tcp"),
             ),
+            intel_xpu_flags=True,
+            lmcache_image=versions.XPU_LMCACHE_IMAGE,
+            lmcache_subguide=f"{labels.GUIDE}-xpu-lmcache",
         ),
         AcceleratorProfile(
             key="tpu-v5p",

@@ -1,0 +1,64 @@
+"""The connector registry: which implementation a stack runs, resolved from its config's Literals.
+
+SGLang brings its own cache (HiCache) and a TPU its own connector (the TPU offload connector); otherwise
+`cache.connector` names it. Each implementation is one module here, on the interface of `base.py`;
+`components/catalog/support.py` stays the table of the combinations each one runs.
+"""
+
+from __future__ import annotations
+
+from components.catalog.accelerators import AcceleratorProfile
+from components.specs.connectors.base import (
+    FILES_STORAGE,
+    Choice,
+    Connector,
+    ConnectorKey,
+    DaemonInputs,
+    EngineKey,
+    LMCacheChoice,
+    SizingInputs,
+    to_json,
+)
+from components.specs.connectors.lmcache_connector import LMCACHE_CONNECTOR
+from components.specs.connectors.lmcache_server import LMCACHE_SERVER
+from components.specs.connectors.mooncake_store import MOONCAKE_STORE
+from components.specs.connectors.native import NATIVE
+from components.specs.connectors.sglang_hicache import HICACHE
+from components.specs.connectors.tpu_offload import TPU_OFFLOAD
+
+__all__ = [
+    "BY_KEY",
+    "FILES_STORAGE",
+    "IMPLEMENTATIONS",
+    "Choice",
+    "Connector",
+    "DaemonInputs",
+    "LMCacheChoice",
+    "SizingInputs",
+    "resolve",
+    "to_json",
+]
+
+# vLLM's connectors on GPUs, by the config's `cache.connector`.
+BY_KEY: dict[ConnectorKey, Connector] = {
+    "native": NATIVE,
+    "lmcache-connector": LMCACHE_CONNECTOR,
+    "mooncake-store": MOONCAKE_STORE,
+    "lmcache-server": LMCACHE_SERVER,
+}
+# Engines that bring their own cache, whatever `cache.connector` says.
+BY_ENGINE: dict[EngineKey, Connector] = {"sglang": HICACHE}
+IMPLEMENTATIONS: tuple[Connector, ...] = (*BY_KEY.values(), HICACHE, TPU_OFFLOAD)
+
+
+def resolve(server: EngineKey, accelerator: AcceleratorProfile, connector: ConnectorKey) -> Connector:
+    """The implementation a stack runs: SGLang's HiCache, a TPU's offload connector, else `cache.connector`'s."""
+    if server in BY_ENGINE:
+        return BY_ENGINE[server]
+    if accelerator.is_tpu:
+        return TPU_OFFLOAD
+    return BY_KEY[connector]
+
+
+def of(choice: Choice) -> Connector:
+    return resolve(choice.server, choice.accelerator, choice.connector)
