@@ -7,7 +7,8 @@ SGLang brings its own cache (HiCache) and a TPU its own connector (the TPU offlo
 
 from __future__ import annotations
 
-from components.catalog.accelerators import AcceleratorProfile
+from components.catalog.accelerators import ACCELERATORS, AcceleratorProfile
+from components.catalog.support import SUPPORTED, Combo
 from components.specs.connectors.base import (
     FILES_STORAGE,
     Choice,
@@ -35,6 +36,7 @@ __all__ = [
     "DaemonInputs",
     "LMCacheChoice",
     "SizingInputs",
+    "combinations",
     "resolve",
     "to_json",
 ]
@@ -62,3 +64,8 @@ def resolve(server: EngineKey, accelerator: AcceleratorProfile, connector: Conne
 
 def of(choice: Choice) -> Connector:
     return resolve(choice.server, choice.accelerator, choice.connector)
+
+
+def combinations(connector: Connector) -> list[Combo]:
+    """The supported combinations (components/catalog/support.py) this implementation runs."""
+    return [combo for combo in SUPPORTED if resolve(combo[1], ACCELERATORS[combo[0]], combo[2]) is connector]  # type: ignore[arg-type]

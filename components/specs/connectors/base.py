@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from components.catalog import labels
 from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
-from components.catalog.support import SUPPORTED, Combo
 from components.manifest import Manifest
 from components.specs.alerts import Exports
 from components.specs.servers.base import files_storage_mount, files_storage_volume
@@ -71,10 +70,6 @@ class Choice:
     lmcache: LMCacheChoice
 
     @property
-    def combo(self) -> Combo:
-        return (self.accelerator.key, self.server, self.connector, self.variant, self.host_type)
-
-    @property
     def filesystem_tier(self) -> bool:
         return self.variant == "fs"
 
@@ -117,10 +112,8 @@ class Connector:
     def __repr__(self) -> str:
         return f"<connector {self.key}>"
 
-    # -- which combinations ----------------------------------------------------------------------------
-    def supports(self, choice: Choice) -> bool:
-        """Whether this implementation runs the combination: the catalog's table is the source."""
-        return choice.combo in SUPPORTED
+    # Which combinations it runs: components/catalog/support.py's table is the source (the registry's
+    # `combinations(connector)` reads it back per implementation).
 
     # -- sizing ----------------------------------------------------------------------------------------
     def size(self, inputs: SizingInputs) -> tuple[TierSizing, MooncakeClientSizing | None]:

@@ -16,7 +16,7 @@ from components.specs.sizing import MooncakeClientSizing, TierSizing
 from components.specs.startup import probe_failure_threshold
 
 if TYPE_CHECKING:  # the connectors build on this module; the spec only carries the resolved one
-    from components.specs.connectors.base import Connector
+    from components.specs.connectors.base import Connector, EngineKey, HostType, Variant
 
 FILES_STORAGE = labels.FILES_STORAGE_MOUNT
 
@@ -45,10 +45,10 @@ class ServerSpec:
 
     namespace: str
     accelerator: AcceleratorProfile
-    server: str
+    server: EngineKey
     connector: Connector  # the resolved implementation (components/specs/connectors)
-    variant: str
-    host_type: str
+    variant: Variant
+    host_type: HostType
     platform: str
     model: ModelSpec
     replicas: int
