@@ -20,6 +20,7 @@ from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
 from components.manifest import Manifest
 from components.specs.alerts import Exports
+from components.specs.network import Peer
 from components.specs.servers.base import files_storage_mount, files_storage_volume
 from components.specs.servers.vllm import vllm_manifests
 from components.specs.sizing import MooncakeClientSizing, TierSizing
@@ -205,6 +206,10 @@ class Connector:
     def monitors(self, provider: str, namespace: str) -> list[Manifest]:
         """Scrape objects for the connector's own daemons."""
         return []
+
+    def server_peers(self) -> tuple[Peer, ...]:
+        """Pods of the connector's daemons that the model servers' NetworkPolicy admits."""
+        return ()
 
     def daemons(self, inputs: DaemonInputs) -> list[Workload]:
         """The connector's own workloads (per-node daemons and what they need)."""

@@ -92,6 +92,9 @@ class MooncakeStore(Connector):
     def monitors(self, provider: str, namespace: str) -> list[Manifest]:
         return [monitoring.mooncake_master_monitor(provider)]
 
+    def server_peers(self) -> tuple[network.Peer, ...]:
+        return (network.mooncake_client_peer(),)
+
     def daemons(self, inputs: DaemonInputs) -> list[Workload]:
         """The master (a Deployment in its own namespace) and, with the fs variant, the per-node client."""
         master_cold = inputs.cold_start(versions.MOONCAKE_IMAGE, 0)
