@@ -17,7 +17,8 @@ from components.catalog.accelerators import ACCELERATORS
 from components.catalog.machines import MACHINES, SYSTEM_MACHINES
 from components.catalog.models import MODELS
 from components.formulas import payoff
-from components.specs.connectors.base import ConnectorKey, EngineKey, HostType, Variant
+from components.specs.connectors import ConnectorKey
+from components.specs.connectors.base import EngineKey, HostType, Variant
 from components.units import ByteSize, GiB, MiB, TiB
 from stacks import formats
 

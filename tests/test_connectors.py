@@ -18,8 +18,8 @@ from components.catalog.machines import MACHINES
 from components.catalog.rates import ACCELERATOR_RATES
 from components.catalog.support import SUPPORTED
 from components.specs import connectors
-from components.specs.connectors import base
-from components.specs.connectors.base import Connector, ConnectorKey
+from components.specs.connectors import ConnectorKey, base
+from components.specs.connectors.base import Connector
 from stacks import loading
 from stacks.config import CacheConfig
 from stacks.connector_choice import connector_of

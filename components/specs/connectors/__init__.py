@@ -7,13 +7,14 @@ SGLang brings its own cache (HiCache) and a TPU its own connector (the TPU offlo
 
 from __future__ import annotations
 
+from typing import Literal
+
 from components.catalog.accelerators import ACCELERATORS, AcceleratorProfile
 from components.catalog.support import SUPPORTED, Combo
 from components.specs.connectors.base import (
     FILES_STORAGE,
     Choice,
     Connector,
-    ConnectorKey,
     DaemonInputs,
     EngineKey,
     LMCacheChoice,
@@ -33,6 +34,7 @@ __all__ = [
     "IMPLEMENTATIONS",
     "Choice",
     "Connector",
+    "ConnectorKey",
     "DaemonInputs",
     "LMCacheChoice",
     "SizingInputs",
@@ -41,7 +43,8 @@ __all__ = [
     "to_json",
 ]
 
-# vLLM's connectors on GPUs, by the config's `cache.connector`.
+# The config's `cache.connector` (stacks/config.py types it with this), and vLLM's connectors on GPUs by it.
+ConnectorKey = Literal["native", "lmcache-connector", "mooncake-store", "lmcache-server"]
 BY_KEY: dict[ConnectorKey, Connector] = {
     "native": NATIVE,
     "lmcache-connector": LMCACHE_CONNECTOR,

@@ -29,12 +29,13 @@ from components.specs.workloads import Workload
 from components.units import ByteSize, GiB
 
 if TYPE_CHECKING:
+    from components.specs.connectors import ConnectorKey
     from components.specs.servers.base import ServerSpec
 
 FILES_STORAGE = labels.FILES_STORAGE_MOUNT
 
-# The config's Literals (stacks/config.py types its fields with the same values).
-ConnectorKey = Literal["native", "lmcache-connector", "mooncake-store", "lmcache-server"]
+# The config's Literals (stacks/config.py types its fields with them; `cache.connector`'s, ConnectorKey,
+# sits beside the registry in __init__.py).
 EngineKey = Literal["vllm", "sglang"]
 Variant = Literal["cpu", "fs"]
 HostType = Literal["single-host", "multi-host"]
