@@ -16,28 +16,23 @@ from components.catalog.machines import MACHINES
 from components.catalog.models import ModelSpec
 from components.catalog.rates import ACCELERATOR_RATES
 from components.catalog.support import SUPPORTED, ComboDefaults
-from components.formulas.payoff import LMCACHE_CHUNK_TOKENS
 from components.manifest import Manifest
 from components.specs import alerts, model_cache, payoff, sizing
 from components.specs.clusters import PoolSpec
-from components.specs.connectors import TIERING_BLOCK_TOKENS
 from components.specs.router_values import RouterInputs, inference_pool, router_values
-from components.specs.servers import ServerSpec, sglang
+from components.specs.servers import ServerSpec
 from components.specs.servers.base import Scheduling, router_selector
-from components.specs.servers.vllm import lmcache_image_for
 from components.specs.startup import AwaitBudget
 from components.specs.workloads import Workload, WorkloadType, ordered
 from stacks import hardware, plan_autoscaling, rollout, startup
 from stacks.config import StackConfig
 from stacks.config.errors import ConfigError
+from stacks.connector_choice import choice, connector_of
 from stacks.mirror import Mirror, mirror_registry
 from stacks.plan_passes import through_mirror, with_await_budgets, with_network_policies, with_rollouts
 from stacks.plan_sizing import size_on_hardware
 from stacks.plan_workloads import Serving, resolve_model_cache, uses_tier_claim, workloads
 from stacks.rules import pool_names
-
-# Guide labels of the LMCache integration's model servers (the router selects them).
-LMCACHE_GUIDES = {"prefix-reuse": "lmcache", "pd": "lmcache-pd"}
 
 
 @dataclass(frozen=True)
@@ -115,16 +110,7 @@ def _scheduling(config: StackConfig) -> Scheduling:
 
 
 def _image(config: StackConfig) -> str:
-    cache, accelerator = config.cache, ACCELERATORS[config.cache.accelerator]
-    if cache.image:
-        return cache.image
-    if cache.server == "sglang":
-        return versions.SGLANG_IMAGE
-    if cache.connector == "lmcache-server":  # the client must speak the server's protocol version
-        return versions.lmcache_image(config.lmcache.version)
-    if cache.connector == "lmcache-connector":
-        return lmcache_image_for(accelerator.key) or accelerator.vllm_image
-    return accelerator.vllm_image
+    return config.cache.image or connector_of(config).image(choice(config))
 
 
 def check_router_reaches_model_servers(values: dict[str, Any], servers: list[ServerSpec]) -> None:
@@ -146,15 +132,6 @@ def check_router_reaches_model_servers(values: dict[str, Any], servers: list[Ser
         )
 
 
-def _router_profile(config: StackConfig, replicas: int) -> str:
-    if config.cache.connector != "lmcache-server":
-        return "tiered"
-    if config.lmcache.mode == "pd":
-        return "pd"
-    # Prefix scoring on token blocks needs the tokenizer once there is more than one pod to choose from.
-    return "token-routing" if replicas >= 2 else "default"
-
-
 def plan(config: StackConfig) -> StackPlan:
     cache, defaults = config.cache, combo_defaults(config)
     tp = cache.tensor_parallelism or defaults.tensor_parallelism
@@ -164,9 +141,8 @@ def plan(config: StackConfig) -> StackPlan:
     decode = _decode_server(config, defaults, tier_sizing, client_sizing, tp, replicas, devices)
     servers = [dataclasses.replace(decode, role="prefill"), decode] if decode.disaggregated else [decode]
     stack_payoff = payoff.derive(_payoff_inputs(config, defaults, tier_sizing.model, devices, replicas))
-    holds_tier = decode.mooncake_client is not None or cache.connector == "lmcache-server"
-    auto = plan_autoscaling.resolve(config, decode, len(servers), fit, stack_payoff, holds_tier)
-    profile = _router_profile(config, auto.max_replicas if auto else replicas)
+    auto = plan_autoscaling.resolve(config, decode, len(servers), fit, stack_payoff)
+    profile = decode.connector.router_profile(choice(config), auto.max_replicas if auto else replicas)
     values = _router_values(config, decode, tier_sizing, profile, flow_control=auto is not None)
     check_router_reaches_model_servers(values, servers)
     if auto is not None and profile == "default":
@@ -176,7 +152,7 @@ def plan(config: StackConfig) -> StackPlan:
             "one replica routes with the chart's default plugins, which export no flow-control queue to scale on;"
             " allow at least 2",
         )
-    exports = _exports(config, profile)
+    exports = decode.connector.exports(choice(config), profile)
     stack_alerts = alerts.alerts(exports, _thresholds(config, stack_payoff))
     most = auto.max_replicas if auto else None
     serving = Serving(config, servers, tier_sizing, client_sizing, exports, stack_alerts, most)
@@ -185,6 +161,8 @@ def plan(config: StackConfig) -> StackPlan:
         pool = config.router.release if profile != "pd" else None
         roles = [w for w in planned.values() if w.server is not None]
         planned = ordered([*planned.values(), *plan_autoscaling.scalers(config, auto, roles, pool)])
+        if any(w.holds_cpu_tier for w in planned.values()):  # a per-node daemon keeps the tier a pod leaves
+            auto = plan_autoscaling.tier_held_by_daemon(auto)
     stack_plan = StackPlan(
         config=config,
         sizing=tier_sizing,
@@ -212,18 +190,17 @@ def _decode_server(
     devices: int,
 ) -> ServerSpec:
     """The decode role's model server (the only role unless the LMCache server runs P/D)."""
-    cache = config.cache
-    is_lmcache_server = cache.connector == "lmcache-server"
-    disaggregated = is_lmcache_server and config.lmcache.mode == "pd"
+    cache, connector, chosen = config.cache, connector_of(config), choice(config)
+    disaggregated = connector.disaggregated(chosen)
     image = _image(config)
     cached = resolve_model_cache(config, tier_sizing.model, image)
-    pods = replicas * defaults.group_size * (2 if disaggregated else 1)  # a first rollout reads all at once
+    pods = replicas * defaults.group_size * connector.roles(chosen)  # a first rollout reads all at once
     cold = startup.model_server_cold_start(config, cache.accelerator, tier_sizing.model, image, cached, readers=pods)
     return ServerSpec(
         namespace=config.namespace,
         accelerator=ACCELERATORS[cache.accelerator],
         server=cache.server,
-        connector=cache.connector,
+        connector=connector,
         variant=cache.tier.variant,
         host_type=cache.host_type,
         platform=config.cluster.effective_platform,
@@ -236,7 +213,7 @@ def _decode_server(
         sizing=tier_sizing,
         scheduling=_scheduling(config),
         mooncake_client=client_sizing,
-        guide=LMCACHE_GUIDES[config.lmcache.mode] if is_lmcache_server else labels.GUIDE,
+        guide=connector.guide(chosen),
         disaggregated=disaggregated,
         test_mode=config.lmcache.test_mode,
         sidecar_image=versions.disagg_sidecar_image(config.router.version) if disaggregated else None,
@@ -268,19 +245,6 @@ def _router_values(
     )
 
 
-def _exports(config: StackConfig, profile: str) -> alerts.Exports:
-    cache = config.cache
-    return alerts.Exports(
-        vllm=cache.server == "vllm",
-        vllm_offload=cache.server == "vllm"
-        and cache.connector == "native"
-        and not ACCELERATORS[cache.accelerator].is_tpu,
-        sglang=cache.server == "sglang",
-        lmcache=cache.connector in ("lmcache-connector", "lmcache-server"),
-        router_cpu_index=profile == "tiered",
-    )
-
-
 def _thresholds(config: StackConfig, stack_payoff: payoff.Payoff) -> alerts.Thresholds:
     """The stack's alert thresholds; loads must beat the derived break-even unless the config says otherwise."""
     t = config.monitoring.alerts
@@ -308,27 +272,11 @@ def _thresholds(config: StackConfig, stack_payoff: payoff.Payoff) -> alerts.Thre
     )
 
 
-def _transfer_block(config: StackConfig) -> tuple[int, str]:
-    """Tokens per block the CPU tier moves to the accelerator, and what sets it."""
-    cache, accelerator = config.cache, ACCELERATORS[config.cache.accelerator]
-    if accelerator.is_tpu:
-        return accelerator.kv_block_tokens, "TPU offload KV block"
-    if cache.server == "sglang":
-        return sglang.PAGE_TOKENS, "HiCache page"
-    if cache.connector == "lmcache-server":
-        return config.lmcache.chunk_size, "LMCache chunk, `lmcache.chunk_size`"
-    if cache.connector == "lmcache-connector":
-        return LMCACHE_CHUNK_TOKENS, "LMCache chunk"
-    if cache.connector == "native" and cache.tier.variant == "fs":
-        return TIERING_BLOCK_TOKENS, "TieringOffloadingSpec `block_size`"
-    return accelerator.kv_block_tokens, "vLLM KV block"
-
-
 def _payoff_inputs(
     config: StackConfig, defaults: ComboDefaults, model: ModelSpec, devices: int, replicas: int
 ) -> payoff.PayoffInputs:
     cache, storage = config.cache, config.storage
-    block_tokens, block_from = _transfer_block(config)
+    block_tokens, block_from = connector_of(config).transfer_block(choice(config))
     shared = uses_tier_claim(config)
     return payoff.PayoffInputs(
         model=model,

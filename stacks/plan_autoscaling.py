@@ -74,7 +74,6 @@ def resolve(
     roles: int,
     fit: hardware.Fit | None,
     stack_payoff: payoff.Payoff,
-    daemon_holds_tier: bool,
 ) -> Autoscaling | None:
     settings = config.autoscaling
     if not settings.enabled:
@@ -117,7 +116,7 @@ def resolve(
         )
     per_request = stack_payoff.prefix_tokens * stack_payoff.recompute_seconds
     capacity = 1 / per_request if per_request > 0 else 1.0
-    tier = None if daemon_holds_tier else server.sizing.cpu_tier_per_pod * server.group_size
+    tier = server.sizing.cpu_tier_per_pod * server.group_size
     source = _metrics_source(config)
     replay = hpa.replay(
         hpa.ReplayInputs(
@@ -127,7 +126,7 @@ def resolve(
             cold_start_s=cold,
             min_replicas=settings.min_replicas,
             max_replicas=maximum,
-            cpu_tier=tier or ByteSize(0),
+            cpu_tier=tier,
             triggers=keda.hpa_triggers(settings.trigger, settings.thresholds),
             behavior=behavior,
         )
@@ -147,6 +146,12 @@ def resolve(
         replay,
         room,
     )
+
+
+def tier_held_by_daemon(auto: Autoscaling) -> Autoscaling:
+    """Where a per-node daemon holds the CPU tier, a removed pod drops none of it."""
+    replay = dataclasses.replace(auto.replay, cpu_tier_dropped=ByteSize(0))
+    return dataclasses.replace(auto, tier_per_pod=None, replay=replay)
 
 
 def with_node_bounds(config: StackConfig, pools: list[PoolSpec], auto: Autoscaling | None) -> list[PoolSpec]:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from components.catalog import labels
 from components.manifest import Manifest
-from components.specs import images, lmcache, mooncake, network, verification
+from components.specs import images, network, verification
 from components.specs.rollout import (
     pod_disruption_budget,
     with_all_nodes_update,
@@ -155,14 +155,13 @@ def _traffic(stack_plan: StackPlan) -> network.StackTraffic:
             network.ServingRole(r.spec.role, r.spec.pod_labels, network.container_ports(r.manifests[-1]))
             for r in stack_plan.roles
         ],
-        peer_traffic=server.disaggregated or server.host_type == "multi-host" or server.connector == "mooncake-store",
+        peer_traffic=server.disaggregated or server.host_type == "multi-host" or server.connector.peer_traffic,
         scraper=network.Peer(
             scraper.pod_labels if scraper.pod_labels is not None else default_pods,
             scraper.namespace_labels if scraper.namespace_labels is not None else default_namespaces,
         ),
         verification={"app.kubernetes.io/name": verification.NAME} if verification.WORKLOAD.key in keys else None,
-        lmcache_server=lmcache.SERVER_WORKLOAD.key in keys,
-        mooncake=mooncake.MASTER_WORKLOAD.key in keys,
+        server_peers=server.connector.server_peers(),
     )
 
 

@@ -8,11 +8,13 @@ import dataclasses
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.models import MODELS
 from components.catalog.support import ComboDefaults
-from components.specs import lmcache, prepull, sizing
-from components.units import ByteSize, GiB
+from components.specs import prepull, sizing
+from components.specs.connectors import SizingInputs
+from components.units import ByteSize
 from stacks import hardware
 from stacks.config import StackConfig
 from stacks.config.errors import ConfigError
+from stacks.connector_choice import choice, connector_of
 
 
 def _default_tier(config: StackConfig, defaults: ComboDefaults) -> ByteSize:
@@ -27,32 +29,23 @@ def _size(
     config: StackConfig, defaults: ComboDefaults, tp: int, replicas: int, tier: ByteSize
 ) -> tuple[sizing.TierSizing, sizing.MooncakeClientSizing | None]:
     cache = config.cache
-    model, accelerator = MODELS[cache.model or defaults.model], ACCELERATORS[cache.accelerator]
-    disk = cache.tier.disk or defaults.disk_tier
-    if accelerator.is_tpu:
-        return sizing.size_tpu(model, accelerator, tp, tier, hosts=defaults.group_size), None
-    if cache.server == "sglang":
-        return sizing.size_hicache(model, accelerator, tp, tier), None
-    if cache.connector == "lmcache-connector":
-        return sizing.size_lmcache(model, accelerator, tp, tier, disk if cache.tier.variant == "fs" else None), None
-    if cache.connector == "lmcache-server":
-        return sizing.size_lmcache_server_client(model, accelerator, tp, tier), None
-    if cache.connector == "mooncake-store":
-        if cache.tier.variant == "fs":
-            assert disk is not None, "MooncakeStore fs defaults its SSD size"
-            return sizing.size_mooncake_standalone(model, accelerator, tp, replicas, tier, disk)
-        return sizing.size_mooncake_embedded(model, accelerator, tp, replicas, tier), None
-    return sizing.size_native_cpu_tier(model, accelerator, tp, tier), None
+    inputs = SizingInputs(
+        model=MODELS[cache.model or defaults.model],
+        accelerator=ACCELERATORS[cache.accelerator],
+        tensor_parallelism=tp,
+        replicas=replicas,
+        tier=tier,
+        disk=cache.tier.disk or defaults.disk_tier,
+        variant=cache.tier.variant,
+        hosts=defaults.group_size,
+    )
+    return connector_of(config).size(inputs)
 
 
 def _per_node_daemon(config: StackConfig, tier: ByteSize, client: sizing.MooncakeClientSizing | None) -> ByteSize:
     """Memory the per-node DaemonSets (the cache's, the image pre-pull) take beside the model servers on each node."""
     prepulled = prepull.MEMORY if config.images.prepull else ByteSize(0)
-    if client is not None:
-        return client.memory_request + prepulled
-    if config.cache.connector == "lmcache-server":
-        return lmcache.server_memory(tier)[0] + prepulled
-    return prepulled
+    return connector_of(config).per_node_memory(tier, client) + prepulled
 
 
 def size_on_hardware(
@@ -67,8 +60,8 @@ def size_on_hardware(
         raise ConfigError(
             "cache.node_pool", cache.node_pool, f"{pool.describe()} carries {pool.accelerator}, not {cache.accelerator}"
         )
-    roles = 2 if cache.connector == "lmcache-server" and config.lmcache.mode == "pd" else 1
-    pods = replicas * defaults.group_size * roles
+    connector = connector_of(config)
+    pods = replicas * defaults.group_size * connector.roles(choice(config))
     on_node = 1
     if pool is not None:
         slots = hardware.pods_per_node(pool, devices)
@@ -83,8 +76,8 @@ def size_on_hardware(
     if requested == "auto":
         if pool is None:
             raise ConfigError("cache.tier.cpu", "auto", "needs cache.node_pool: the tier is sized to its nodes")
-        per_rank = cache.connector == "mooncake-store" and cache.tier.variant == "cpu"
-        largest = hardware.largest_fitting_tier(pool, on_node, memory_for, ByteSize(GiB) * (tp if per_rank else 1))
+        step = connector.auto_tier_step(tp, cache.tier.variant)
+        largest = hardware.largest_fitting_tier(pool, on_node, memory_for, step)
         tier = largest
     elif requested is None:
         tier = _default_tier(config, defaults)

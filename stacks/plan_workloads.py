@@ -8,14 +8,14 @@ import dataclasses
 import functools
 from dataclasses import dataclass
 
-from components.catalog import versions
 from components.catalog.model_cache import streams_weights
 from components.catalog.models import ModelSpec
 from components.manifest import Manifest
-from components.specs import alerts, dashboard, images, lmcache, model_cache, monitoring, mooncake, network, prepull
+from components.specs import alerts, dashboard, images, model_cache, monitoring, network, prepull
 from components.specs import sizing as tier_sizing
 from components.specs import storage as storage_spec
 from components.specs import verification as verification_spec
+from components.specs.connectors import DaemonInputs
 from components.specs.router_values import router_endpoint
 from components.specs.servers import MODEL_SERVER, ServerSpec, model_server_manifests
 from components.specs.servers.base import FILES_STORAGE_CLAIM, files_storage_claim, router_selector
@@ -26,6 +26,7 @@ from components.units import ByteSize, GiB
 from stacks import hardware, startup
 from stacks.config import StackConfig
 from stacks.config.errors import ConfigError
+from stacks.connector_choice import choice, connector_of
 from stacks.prepull import prepull_manifests
 
 SERVING = (NAMESPACE, HF_TOKEN, CLUSTER)  # what every model server needs from the stack itself
@@ -69,7 +70,7 @@ def workloads(s: Serving) -> dict[str, Workload]:
     if uses_tier_claim(config):
         out.append(_storage(config))
     server_objects = [model_server_manifests(server) for server in s.servers]
-    daemons = [*_lmcache_server(s), *_mooncake(s)]
+    daemons = _daemons(s)
     if config.images.prepull:
         serving = [m for objects in server_objects for m in objects]
         per_node = [m for d in daemons if d.rolls == "node-by-node" for m in d.manifests]
@@ -92,7 +93,7 @@ def workloads(s: Serving) -> dict[str, Workload]:
 
 def uses_tier_claim(config: StackConfig) -> bool:
     """The filesystem tier on the shared claim (MooncakeStore's filesystem tier is node-local SSD)."""
-    return config.cache.tier.variant == "fs" and config.cache.connector != "mooncake-store"
+    return connector_of(config).uses_tier_claim(config.cache.tier.variant)
 
 
 def lustre_volume_name(config: StackConfig) -> str:
@@ -126,7 +127,7 @@ def resolve_model_cache(config: StackConfig, model: ModelSpec, image: str) -> mo
         shared_with_tier=mode == "shared",
         model=model.name,
         compile_key=model_cache.compile_key(config.cache.accelerator, image, model.name),
-        load_format="runai_streamer" if config.cache.server == "vllm" and streams_weights(image) else None,
+        load_format="runai_streamer" if connector_of(config).engine == "vllm" and streams_weights(image) else None,
         compile_cache=settings.compile_cache,
     )
 
@@ -170,64 +171,20 @@ def _closed(name: str, pod_labels: dict[str, str], traffic: network.StackTraffic
     return network.closed_policy(traffic.namespace, name, pod_labels)
 
 
-def _lmcache_server(s: Serving) -> list[Workload]:
+def _daemons(s: Serving) -> list[Workload]:
+    """The connector's own workloads (its per-node daemons and what they need)."""
     config = s.config
-    if config.cache.connector != "lmcache-server":
-        return []
-    lm = config.lmcache
-    settings = lmcache.LMCacheServerSettings(
-        version=lm.version,
-        namespace=config.namespace,
-        l1_size=s.sizing.cpu_tier_per_pod,
-        chunk_size=lm.chunk_size,
-        hash_algorithm=lm.hash_algorithm,
-        isolated_ipc=lm.isolated_ipc,
-        eviction_policy=lm.eviction_policy,
-        eviction_trigger_watermark=lm.eviction_trigger_watermark,
-        eviction_ratio=lm.eviction_ratio,
-        max_workers=lm.max_workers,
-        privileged=lm.privileged,
-    )
-    cold = startup.daemon_cold_start(versions.lmcache_image(lm.version), s.sizing.cpu_tier_per_pod.bytes)
-    return [
-        Workload(
-            lmcache.SERVER_WORKLOAD,
-            lmcache.server_manifests(settings),
-            needs=(NAMESPACE,),
-            rolls="node-by-node",
-            awaited=Await(AwaitBudget(lmcache.NAME, cold, s.nodes), "DaemonSet", "beside"),
-            ingress=network.lmcache_server_policy,
-            holds_cpu_tier=True,
+    return connector_of(config).daemons(
+        DaemonInputs(
+            choice=choice(config),
+            namespace=config.namespace,
+            sizing=s.sizing,
+            client=s.client,
+            node_selector=s.decode.scheduling.node_selector,
+            nodes=s.nodes,
+            cold_start=startup.daemon_cold_start,
         )
-    ]
-
-
-def _mooncake(s: Serving) -> list[Workload]:
-    if s.config.cache.connector != "mooncake-store":
-        return []
-    master_cold = startup.daemon_cold_start(versions.MOONCAKE_IMAGE, 0)
-    master = Workload(
-        mooncake.MASTER_WORKLOAD,
-        [mooncake.namespace(), *mooncake.master_manifests()],
-        rolls="default",
-        awaited=Await(AwaitBudget(mooncake.MASTER, master_cold, 1), "Deployment", "beside"),
-        ingress=network.mooncake_master_policy,
-        ingress_at=1,  # after the `mooncake` namespace
     )
-    if s.client is None:
-        return [master]
-    pinned = s.decode.mooncake_client
-    cold = startup.daemon_cold_start(versions.MOONCAKE_IMAGE, pinned.dram.bytes if pinned else 0)
-    client = Workload(
-        mooncake.CLIENT_WORKLOAD,
-        mooncake.client_manifests(s.client, s.decode.scheduling.node_selector),
-        needs=(mooncake.MASTER_WORKLOAD.key,),
-        rolls="node-by-node",
-        awaited=Await(AwaitBudget(mooncake.CLIENT, cold, s.nodes), "DaemonSet", "beside"),
-        ingress=network.mooncake_client_policy,
-        holds_cpu_tier=True,
-    )
-    return [master, client]
 
 
 def _prepull(config: StackConfig, s: Serving, serving: list[Manifest], daemons: list[Manifest]) -> Workload:
@@ -279,10 +236,7 @@ def _monitoring(s: Serving, needs: tuple[str, ...]) -> Workload:
     config, decode = s.config, s.decode
     provider, namespace = config.monitoring.provider, config.namespace
     out = [monitoring.model_server_monitor(provider, namespace, router_selector(decode), decode.role)]
-    if config.cache.connector == "lmcache-server":
-        out.append(monitoring.lmcache_server_monitor(provider, namespace))
-    if config.cache.connector == "mooncake-store":
-        out.append(monitoring.mooncake_master_monitor(provider))
+    out += decode.connector.monitors(provider, namespace)
     if provider == "prometheus-operator":
         out.append(alerts.prometheus_rule("tiered-prefix-cache", namespace, s.alerts))
     else:  # GKE Managed Prometheus evaluates rules from its own Rules kind

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from components.catalog import labels
-from components.catalog.accelerators import ACCELERATORS
 from components.catalog.machines import MACHINES
 from components.catalog.models import MODELS
 from components.catalog.support import SUPPORTED, ComboDefaults, supported_for
@@ -13,6 +12,7 @@ from components.formulas import payoff
 from components.units import ByteSize, GiB
 from stacks.config import StackConfig, formats
 from stacks.config.errors import HIDDEN, ConfigError
+from stacks.connector_choice import choice, connector_of
 
 
 def check_stack(config: StackConfig) -> None:
@@ -33,15 +33,11 @@ def check_stack(config: StackConfig) -> None:
 
     _check_sizes(config, defaults)
 
-    if cache.connector == "lmcache-server":
-        block = ACCELERATORS[cache.accelerator].kv_block_tokens
-        if config.lmcache.chunk_size % block:
-            raise ConfigError(
-                "lmcache.chunk_size",
-                config.lmcache.chunk_size,
-                f"must be a multiple of the model server's {block}-token KV block, or LMCache chunks split blocks",
-            )
-    elif config.lmcache.model_fields_set:
+    connector = connector_of(config)
+    problem = connector.settings_problem(choice(config))
+    if problem is not None:
+        raise ConfigError(*problem)
+    if not connector.reads_lmcache_section and config.lmcache.model_fields_set:
         raise ConfigError(
             "lmcache", sorted(config.lmcache.model_fields_set), "applies only with cache.connector lmcache-server"
         )
@@ -168,22 +164,21 @@ def _check_sizes(config: StackConfig, defaults: ComboDefaults) -> None:
         if cache.tier.cpu is None
         else None
     )
-    if cache.connector == "mooncake-store" and tier is not None:
-        ranks = tp if cache.tier.variant == "cpu" else 1  # embedded: one segment per rank
-        if tier.bytes % (GiB * ranks):
-            per_rank = " per rank" if ranks > 1 else ""
-            if cache.tier.cpu is None:
-                raise ConfigError(
-                    "cache.tensor_parallelism",
-                    tp,
-                    f"splits the default {tier.human()} Mooncake tier into segments that are not whole GiB{per_rank};"
-                    f" set cache.tier.cpu to a multiple of {ranks} GiB",
-                )
+    ranks = connector_of(config).segment_ranks(tp, cache.tier.variant)  # Mooncake: whole-GiB segments
+    if ranks is not None and tier is not None and tier.bytes % (GiB * ranks):
+        per_rank = " per rank" if ranks > 1 else ""
+        if cache.tier.cpu is None:
             raise ConfigError(
-                "cache.tier.cpu",
-                tier.human(),
-                f"Mooncake segments are whole GiB{per_rank}: use a multiple of {ranks} GiB",
+                "cache.tensor_parallelism",
+                tp,
+                f"splits the default {tier.human()} Mooncake tier into segments that are not whole GiB{per_rank};"
+                f" set cache.tier.cpu to a multiple of {ranks} GiB",
             )
+        raise ConfigError(
+            "cache.tier.cpu",
+            tier.human(),
+            f"Mooncake segments are whole GiB{per_rank}: use a multiple of {ranks} GiB",
+        )
 
 
 def _machines_on(cloud: str) -> str:
@@ -293,7 +288,7 @@ def check_storage(config: StackConfig) -> None:
     if storage.backend in needs and provider != needs[storage.backend]:
         raise ConfigError("storage.backend", storage.backend, f"needs cluster.provider {needs[storage.backend]}")
     if storage.backend != "existing":
-        if config.cache.tier.variant != "fs" or config.cache.connector == "mooncake-store":
+        if not connector_of(config).uses_tier_claim(config.cache.tier.variant):
             raise ConfigError(
                 "storage.backend", storage.backend, "creates the filesystem tier's storage: needs cache.tier.variant fs"
             )

@@ -10,6 +10,7 @@ import math
 
 from components.catalog import model_cache as cache_figures
 from components.catalog import startup as figures
+from components.catalog.accelerators import ACCELERATORS
 from components.catalog.models import ModelSpec
 from components.catalog.startup import WeightSource
 from components.specs import payoff
@@ -63,11 +64,12 @@ def model_server_cold_start(
     empty compile cache; `readers` pods read the model cache at once; `warm`: its compile cache is filled
     (a restart, or any pod after the first, when the compile cache is kept); `image_streamed`: GKE
     streams the image (not its first pull), so the pod waits only for what it reads at start."""
-    profile = figures.LOAD_PROFILES[accelerator]
+    accelerator_profile = ACCELERATORS[accelerator]
+    profile = accelerator_profile.load
     streamed = cache is not None and cache.load_format == "runai_streamer"
     compile_seconds = profile.compile_seconds
     if warm and cache is not None and cache.compile_cache:
-        compile_seconds = math.ceil(compile_seconds * cache_figures.WARM_COMPILE_RATIO[accelerator])
+        compile_seconds = math.ceil(compile_seconds * accelerator_profile.warm_compile_ratio)
     return cold_start(
         StartupInputs(
             image=image,

@@ -156,3 +156,37 @@ def test_no_policy_module_repeats_a_module_name_of_another_floor() -> None:
     ours = {path.stem for path in SOURCES if "policies" in path.relative_to(ROOT).parts[:1]}
     elsewhere = {path.stem for path in SOURCES if "policies" not in path.relative_to(ROOT).parts[:1]}
     assert (ours & elsewhere) - {"__init__", "__main__"} == set()
+
+
+def test_the_connector_package_is_on_the_specs_floor() -> None:
+    package = ROOT / "components" / "specs" / "connectors"
+    modules = {_module(p) for p in SOURCES if package in p.parents}
+    assert {f"components.specs.connectors.{m}" for m in ("base", "native", "tpu_offload")} <= modules
+    assert all(_floor(m) == "specs" for m in modules)
+    assert violations("components.specs.connectors.native", {"stacks.config"})
+    assert violations("components.specs.connectors.lmcache_server", {"pulumi"})
+
+
+def _runtime_imports(path: Path) -> set[str]:
+    """The imports of ours a module runs (those under `if TYPE_CHECKING:` are for the type checker only)."""
+    tree = ast.parse(path.read_text())
+    typing_only = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+        for n in ast.walk(node)
+    }
+    return {
+        _resolve(node.module)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        and node.module
+        and node.module.startswith("components")
+        and id(node) not in typing_only
+    }
+
+
+def test_the_model_servers_never_import_the_connectors_at_run_time() -> None:
+    """The connectors build on servers/ (one arrow): a ServerSpec carries its connector, typed only."""
+    for path in (ROOT / "components" / "specs" / "servers").glob("*.py"):
+        assert not any(m.startswith("components.specs.connectors") for m in _runtime_imports(path)), path.name

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from components.catalog import versions
+from components.catalog import labels, versions
+from components.catalog.startup import LoadProfile
+from components.units import MB
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AcceleratorProfile:
     key: str  # the seed's ACCELERATOR_TYPE (tpu/v6 becomes tpu-v6)
     vendor: str  # llm-d.ai/accelerator-vendor
@@ -31,11 +33,39 @@ class AcceleratorProfile:
     cpu_request: str = "8"
     cpu_limit: str = "16"
     extra_env: tuple[tuple[str, str], ...] = field(default=())
+    # How its vLLM image serves (the guide's overlays): Intel XPU's flags (dtype, block size, sequences);
+    # ROCm's Triton swap-threshold patch under native CPU offloading; whether the image needs `USER`
+    # set (its UID has no passwd entry); whether the Hugging Face token may be absent.
+    intel_xpu_flags: bool = False
+    rocm_swap_patch: bool = False
+    sets_user_env: bool = True
+    hf_token_optional: bool = False
+    # The LMCache connector: the guide's image where it differs from `vllm_image`, and its sub-guide label.
+    lmcache_image: str | None = None
+    lmcache_subguide: str | None = None
+    # Its cold start: weights from disk into device memory and the compile/warm-up (stacks/startup.py),
+    # and the share of that compile a warm compile cache leaves.
+    load: LoadProfile
+    warm_compile_ratio: float
 
     @property
     def is_tpu(self) -> bool:
         return self.tpu_accelerator is not None
 
+
+# NVIDIA: calibrated to the upstream measurement (issue 10) of about 3 minutes from container start
+# to serving for Qwen3-32B on H100, excluding pull and download: 65.6 GB / 0.75 GB/s = 87 s of
+# load + 90 s of torch.compile and CUDA graph capture.
+_H100_LOAD = LoadProfile(750 * MB, 90, "Qwen3-32B on H100: ~3 min from start to serving (upstream)")
+# JAX/XLA precompiles every shape bucket at start (SKIP_JAX_PRECOMPILE=0 in the guide).
+_TPU_LOAD = LoadProfile(500 * MB, 900, "XLA precompilation of every bucket (SKIP_JAX_PRECOMPILE=0)")
+# A warm compile cache skips compilation but not what is not cached. vLLM on GPUs: torch.compile's
+# artifacts load from VLLM_CACHE_ROOT, CUDA graphs are still captured at every start (~30 s of the 90 s
+# the lifecycle model calibrates for Qwen3-32B on H100; estimate). TPU: the XLA executables load
+# from VLLM_XLA_CACHE_PATH instead of compiling every bucket ("vLLM can load these graphs directly
+# from the cache", vLLM docs/configuration/tpu.md): a tenth of the precompile (estimate).
+_GPU_WARM_COMPILE = 1 / 3
+_TPU_WARM_COMPILE = 0.1
 
 # The vLLM TPU offload connector counts its CPU tier in KV blocks of this many tokens.
 TPU_KV_BLOCK_TOKENS = 128
@@ -45,6 +75,8 @@ _TPU = {
     "variant": "tpu",
     "vllm_image": versions.VLLM_TPU_IMAGE,
     "device_resource": "google.com/tpu",
+    "load": _TPU_LOAD,
+    "warm_compile_ratio": _TPU_WARM_COMPILE,
 }
 
 ACCELERATORS: dict[str, AcceleratorProfile] = {
@@ -57,6 +89,8 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             reference_hardware="NVIDIA H100 80 GB",
             vllm_image=versions.VLLM_CUDA_IMAGE,
             device_resource="nvidia.com/gpu",
+            load=_H100_LOAD,
+            warm_compile_ratio=_GPU_WARM_COMPILE,
         ),
         AcceleratorProfile(
             key="amd",
@@ -65,6 +99,11 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             reference_hardware="AMD Instinct MI300X",
             vllm_image=versions.VLLM_ROCM_IMAGE,
             device_resource="amd.com/gpu",
+            rocm_swap_patch=True,
+            sets_user_env=False,
+            hf_token_optional=True,
+            load=LoadProfile(750 * MB, 180, "as H100, with ROCm's longer graph capture (x2)"),
+            warm_compile_ratio=_GPU_WARM_COMPILE,
         ),
         AcceleratorProfile(
             key="xpu",
@@ -80,6 +119,11 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
                 ("FI_PROVIDER_PATH", "/opt/intel/oneapi/mpi/latest/opt/mpi/libfabric/lib/prov"),
                 ("FI_PROVIDER", "tcp"),
             ),
+            intel_xpu_flags=True,
+            lmcache_image=versions.XPU_LMCACHE_IMAGE,
+            lmcache_subguide=f"{labels.GUIDE}-xpu-lmcache",
+            load=LoadProfile(500 * MB, 180, "slower host-to-device path, x2 compile (estimate)"),
+            warm_compile_ratio=_GPU_WARM_COMPILE,
         ),
         AcceleratorProfile(
             key="tpu-v5p",

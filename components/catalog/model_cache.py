@@ -44,16 +44,5 @@ ASSUMED_DEDICATED_READ_BYTES_PER_SECOND = 180 * MiB
 # one rank (PCIe Gen4 x16 ~25 GB/s) halved for contention (estimate, on the slow side).
 STREAMED_LOAD_BYTES_PER_SECOND = 12 * GB
 
-# A warm compile cache skips compilation but not what is not cached. vLLM on GPUs: torch.compile's
-# artifacts load from VLLM_CACHE_ROOT, CUDA graphs are still captured at every start (~30 s of the 90 s
-# the lifecycle model calibrates for Qwen3-32B on H100; estimate). TPU: the XLA executables load
-# from VLLM_XLA_CACHE_PATH instead of compiling every bucket ("vLLM can load these graphs directly
-# from the cache", vLLM docs/configuration/tpu.md): a tenth of the precompile (estimate).
-WARM_COMPILE_RATIO: dict[str, float] = {
-    "gpu": 1 / 3,
-    "amd": 1 / 3,
-    "xpu": 1 / 3,
-    "tpu-v5p": 0.1,
-    "tpu-v6": 0.1,
-    "tpu-v7": 0.1,
-}
+# The share of its compile a warm compile cache leaves is a field of each accelerator's profile
+# (`warm_compile_ratio`, components/catalog/accelerators.py).

@@ -70,18 +70,7 @@ class LoadProfile:
     why: str
 
 
-# NVIDIA: calibrated to the upstream measurement (issue 10) of about 3 minutes from container start
-# to serving for Qwen3-32B on H100, excluding pull and download: 65.6 GB / 0.75 GB/s = 87 s of
-# load + 90 s of torch.compile and CUDA graph capture.
-LOAD_PROFILES: dict[str, LoadProfile] = {
-    "gpu": LoadProfile(750 * MB, 90, "Qwen3-32B on H100: ~3 min from start to serving (upstream)"),
-    "amd": LoadProfile(750 * MB, 180, "as H100, with ROCm's longer graph capture (x2)"),
-    "xpu": LoadProfile(500 * MB, 180, "slower host-to-device path, x2 compile (estimate)"),
-    # JAX/XLA precompiles every shape bucket at start (SKIP_JAX_PRECOMPILE=0 in the guide).
-    "tpu-v5p": LoadProfile(500 * MB, 900, "XLA precompilation of every bucket (SKIP_JAX_PRECOMPILE=0)"),
-    "tpu-v6": LoadProfile(500 * MB, 900, "XLA precompilation of every bucket (SKIP_JAX_PRECOMPILE=0)"),
-    "tpu-v7": LoadProfile(500 * MB, 900, "XLA precompilation of every bucket (SKIP_JAX_PRECOMPILE=0)"),
-}
+# Each accelerator's LoadProfile is a field of its profile (components/catalog/accelerators.py).
 
 # Margin on top of the modeled cold start: half of it, and never less than 5 minutes.
 MARGIN_RATIO = 0.5

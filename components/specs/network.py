@@ -114,8 +114,7 @@ class StackTraffic:
     peer_traffic: bool  # P/D, multi-host or MooncakeStore: model-server pods talk to each other
     scraper: Peer
     verification: dict[str, str] | None  # the verification Job's pod labels, when it runs
-    lmcache_server: bool
-    mooncake: bool
+    server_peers: tuple[Peer, ...] = ()  # the connector's daemons that exchange KV with the model servers
 
     @property
     def model_servers(self) -> Peer:
@@ -137,8 +136,7 @@ def model_server_policy(traffic: StackTraffic, role: ServingRole, name: str) -> 
     rules = [Rule(clients, traffic.router_target_ports), Rule([traffic.scraper], role.ports)]
     if traffic.peer_traffic:
         rules.append(Rule([traffic.model_servers], None))
-    if traffic.mooncake:  # the Mooncake Client's pool exchanges KV with the model servers
-        rules.append(Rule([Peer(mooncake.CLIENT_LABELS, {NAMESPACE_NAME_LABEL: mooncake.NAMESPACE})], None))
+    rules += [Rule([peer], None) for peer in traffic.server_peers]
     return policy(name, traffic.namespace, {"matchLabels": dict(role.pod_labels)}, rules)
 
 
@@ -155,6 +153,11 @@ def lmcache_server_policy(traffic: StackTraffic) -> Manifest:
         Rule([traffic.scraper], [lmcache.METRICS_PORT]),
     ]
     return policy(lmcache.NAME, traffic.namespace, {"matchLabels": dict(lmcache.LABELS)}, rules)
+
+
+def mooncake_client_peer() -> Peer:
+    """The Mooncake Client's pool, which exchanges KV with the model servers."""
+    return Peer(mooncake.CLIENT_LABELS, {NAMESPACE_NAME_LABEL: mooncake.NAMESPACE})
 
 
 def mooncake_master_policy(traffic: StackTraffic) -> Manifest:

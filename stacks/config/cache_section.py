@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import Field, field_validator
 
 from components.catalog import versions
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.models import MODELS
+from components.specs.connectors import ConnectorKey
+from components.specs.connectors.base import EngineKey, HostType, Variant
 from components.units import ByteSize, GiB, TiB
 from stacks.config.fields import (
     MAX_NODE_MEMORY,
@@ -19,7 +21,7 @@ from stacks.config.fields import (
 
 
 class TierConfig(Section):
-    variant: Literal["cpu", "fs"] = "cpu"
+    variant: Variant = "cpu"
     """cpu: HBM -> CPU RAM; fs: also a shared filesystem tier (ReadWriteMany claim); default cpu, the seed's default"""
     cpu: Annotated[ByteSize | Literal["auto"] | None, size_between(ByteSize(GiB), MAX_NODE_MEMORY)] = Field(
         default=None,
@@ -39,11 +41,14 @@ class CacheConfig(Section):
     accelerator: str = "gpu"
     """accelerator family of the model servers (gpu, amd, xpu, tpu-v5p, tpu-v6, tpu-v7); default gpu (NVIDIA), the
     seed's default"""
-    server: Literal["vllm", "sglang"] = "vllm"
+    server: EngineKey = "vllm"
     """model server: vllm or sglang; default vllm, the seed's default"""
-    connector: Literal["native", "lmcache-connector", "mooncake-store", "lmcache-server"] = "native"
-    """how KV blocks are offloaded: native, lmcache-connector, mooncake-store or lmcache-server; default native"""
-    host_type: Literal["single-host", "multi-host"] = "single-host"
+    connector: ConnectorKey = Field(
+        default="native",
+        description=f"how KV blocks are offloaded (components/specs/connectors): {', '.join(get_args(ConnectorKey))};"
+        " default native",
+    )
+    host_type: HostType = "single-host"
     """single-host, or multi-host (TPU v7 slices on a LeaderWorkerSet); default single-host"""
     tier: TierConfig = TierConfig()
     """the offload tiers: variant, CPU tier size, disk size"""

@@ -201,7 +201,7 @@ def _core_rows(stack_plan: StackPlan, recording: Recording) -> list[tuple[str, s
         ("model", server.model.name),
         ("accelerator", f"{server.accelerator.key} ({server.accelerator.reference_hardware})"),
         ("model server", f"{server.server}, image `{server.image}`"),
-        ("connector / tier / hosts", f"{server.connector} / {server.variant} / {server.host_type}"),
+        ("connector / tier / hosts", f"{config.cache.connector} / {server.variant} / {server.host_type}"),
         (
             "model-server pods",
             f"{workload['kind']} `{workload['metadata']['name']}`: {pods} x TP={server.tensor_parallelism}"

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from components.catalog import labels, versions
 from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
 from components.manifest import Manifest
 from components.specs import model_cache
-from components.specs.connectors import FILES_STORAGE
 from components.specs.model_cache import TIER_SUBPATH, ModelCache
 from components.specs.security import LUSTRE_PERMISSIONS_CONTAINER
 from components.specs.sizing import MooncakeClientSizing, TierSizing
 from components.specs.startup import probe_failure_threshold
+
+if TYPE_CHECKING:  # the connectors build on this module; the spec only carries the resolved one
+    from components.specs.connectors.base import Connector, EngineKey, HostType, Variant
+
+FILES_STORAGE = labels.FILES_STORAGE_MOUNT
 
 # Probe timings of the guide's model-server patches (a 32B model can take most of an hour to load).
 STARTUP_PROBE = {"initialDelaySeconds": 15, "periodSeconds": 30, "timeoutSeconds": 5, "failureThreshold": 120}
@@ -40,10 +45,10 @@ class ServerSpec:
 
     namespace: str
     accelerator: AcceleratorProfile
-    server: str
-    connector: str
-    variant: str
-    host_type: str
+    server: EngineKey
+    connector: Connector  # the resolved implementation (components/specs/connectors)
+    variant: Variant
+    host_type: HostType
     platform: str
     model: ModelSpec
     replicas: int
@@ -88,11 +93,7 @@ class ServerSpec:
             labels.ROLE_LABEL: self.role,
             labels.WORKLOAD_LABEL: self.workload_name,
         }
-        if self.server == "sglang":
-            out[labels.ENGINE_TYPE_LABEL] = "sglang"
-        if self.accelerator.key == "xpu" and self.connector == "lmcache-connector":
-            out[labels.SUBGUIDE_LABEL] = f"{labels.GUIDE}-xpu-lmcache"
-        return out
+        return out | self.connector.pod_labels(self.accelerator)
 
     @property
     def serving_pod_labels(self) -> dict[str, str]:

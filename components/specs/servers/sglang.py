@@ -5,8 +5,8 @@ from __future__ import annotations
 from components.catalog import labels
 from components.manifest import Manifest
 from components.specs import model_cache
-from components.specs.connectors import FILES_STORAGE
 from components.specs.servers.base import (
+    FILES_STORAGE,
     ServerSpec,
     deployment,
     env_var,

@@ -6,7 +6,7 @@ import shlex
 
 from components.catalog import labels, versions
 from components.manifest import Manifest
-from components.specs import connectors, model_cache
+from components.specs import model_cache
 from components.specs.security import NODE_SETUP_CONTAINER
 from components.specs.servers.base import (
     INIT_RESOURCES,
@@ -80,7 +80,7 @@ def tpu_args(spec: ServerSpec) -> list[str]:
     return [
         *model_load_args(spec),
         "--kv-transfer-config",
-        connectors.to_json(connectors.tpu_offload_connector()),
+        spec.connector.kv_transfer_flag(spec),
         "--port",
         str(labels.MODEL_SERVER_PORT),
         "--tensor-parallel-size",
@@ -147,7 +147,7 @@ def multihost_serve_args(spec: ServerSpec) -> list[str]:
         "--tensor-parallel-size", str(spec.tensor_parallelism),
         "--gpu-memory-utilization=0.8",
         "--max-model-len=71200",
-        "--kv-transfer-config", connectors.to_json(connectors.tpu_offload_connector()),
+        "--kv-transfer-config", spec.connector.kv_transfer_flag(spec),
     ]  # fmt: skip
 
 

@@ -1,0 +1,74 @@
+"""The connector registry: which implementation a stack runs, resolved from its config's Literals.
+
+SGLang brings its own cache (HiCache) and a TPU its own connector (the TPU offload connector); otherwise
+`cache.connector` names it. Each implementation is one module here, on the interface of `base.py`;
+`components/catalog/support.py` stays the table of the combinations each one runs.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from components.catalog.accelerators import ACCELERATORS, AcceleratorProfile
+from components.catalog.support import SUPPORTED, Combo
+from components.specs.connectors.base import (
+    FILES_STORAGE,
+    Choice,
+    Connector,
+    DaemonInputs,
+    EngineKey,
+    LMCacheChoice,
+    SizingInputs,
+    to_json,
+)
+from components.specs.connectors.lmcache_connector import LMCACHE_CONNECTOR
+from components.specs.connectors.lmcache_server import LMCACHE_SERVER
+from components.specs.connectors.mooncake_store import MOONCAKE_STORE
+from components.specs.connectors.native import NATIVE
+from components.specs.connectors.sglang_hicache import HICACHE
+from components.specs.connectors.tpu_offload import TPU_OFFLOAD
+
+__all__ = [
+    "BY_KEY",
+    "FILES_STORAGE",
+    "IMPLEMENTATIONS",
+    "Choice",
+    "Connector",
+    "ConnectorKey",
+    "DaemonInputs",
+    "LMCacheChoice",
+    "SizingInputs",
+    "combinations",
+    "resolve",
+    "to_json",
+]
+
+# The config's `cache.connector` (stacks/config.py types it with this), and vLLM's connectors on GPUs by it.
+ConnectorKey = Literal["native", "lmcache-connector", "mooncake-store", "lmcache-server"]
+BY_KEY: dict[ConnectorKey, Connector] = {
+    "native": NATIVE,
+    "lmcache-connector": LMCACHE_CONNECTOR,
+    "mooncake-store": MOONCAKE_STORE,
+    "lmcache-server": LMCACHE_SERVER,
+}
+# Engines that bring their own cache, whatever `cache.connector` says.
+BY_ENGINE: dict[EngineKey, Connector] = {"sglang": HICACHE}
+IMPLEMENTATIONS: tuple[Connector, ...] = (*BY_KEY.values(), HICACHE, TPU_OFFLOAD)
+
+
+def resolve(server: EngineKey, accelerator: AcceleratorProfile, connector: ConnectorKey) -> Connector:
+    """The implementation a stack runs: SGLang's HiCache, a TPU's offload connector, else `cache.connector`'s."""
+    if server in BY_ENGINE:
+        return BY_ENGINE[server]
+    if accelerator.is_tpu:
+        return TPU_OFFLOAD
+    return BY_KEY[connector]
+
+
+def of(choice: Choice) -> Connector:
+    return resolve(choice.server, choice.accelerator, choice.connector)
+
+
+def combinations(connector: Connector) -> list[Combo]:
+    """The supported combinations (components/catalog/support.py) this implementation runs."""
+    return [combo for combo in SUPPORTED if resolve(combo[1], ACCELERATORS[combo[0]], combo[2]) is connector]  # type: ignore[arg-type]

@@ -1,0 +1,256 @@
+"""What every connector implementation answers: one typed interface (`Connector`), with the defaults
+most of them share, and the plain records the stack passes in (the specs never read `StackConfig`).
+
+A connector is what moves KV between the accelerator and the tiers below it; here it also decides what
+follows from it: the tier's sizing, the model server's kv-transfer config, env, volumes and devices,
+the image, the router profile, the metrics the stack exports and the monitors, the per-node daemons and
+their workloads, the shared claim, and the checks that need it. `components/specs/connectors/__init__.py`
+resolves the one a stack runs from its config's Literals.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from components.catalog import labels
+from components.catalog.accelerators import AcceleratorProfile
+from components.catalog.models import ModelSpec
+from components.manifest import Manifest
+from components.specs.alerts import Exports
+from components.specs.network import Peer
+from components.specs.servers.base import files_storage_mount, files_storage_volume
+from components.specs.servers.vllm import vllm_manifests
+from components.specs.sizing import MooncakeClientSizing, TierSizing
+from components.specs.startup import ColdStart
+from components.specs.workloads import Workload
+from components.units import ByteSize, GiB
+
+if TYPE_CHECKING:
+    from components.specs.connectors import ConnectorKey
+    from components.specs.servers.base import ServerSpec
+
+FILES_STORAGE = labels.FILES_STORAGE_MOUNT
+
+# The config's Literals (stacks/config.py types its fields with them; `cache.connector`'s, ConnectorKey,
+# sits beside the registry in __init__.py).
+EngineKey = Literal["vllm", "sglang"]
+Variant = Literal["cpu", "fs"]
+HostType = Literal["single-host", "multi-host"]
+RouterProfile = Literal["tiered", "pd", "token-routing", "default"]
+Problem = tuple[str, object, str]  # a config field, its value and what is wrong (stacks raises it)
+
+
+@dataclass(frozen=True)
+class LMCacheChoice:
+    """The config's `lmcache` section, as the LMCache server connector reads it."""
+
+    version: str
+    mode: str
+    test_mode: bool
+    chunk_size: int
+    hash_algorithm: str
+    isolated_ipc: bool
+    eviction_policy: str
+    eviction_trigger_watermark: float
+    eviction_ratio: float
+    max_workers: int
+    privileged: bool
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What the stack chose, resolved to catalog records: everything a connector's decisions read."""
+
+    accelerator: AcceleratorProfile
+    server: EngineKey
+    connector: ConnectorKey
+    variant: Variant
+    host_type: HostType
+    lmcache: LMCacheChoice
+
+    @property
+    def filesystem_tier(self) -> bool:
+        return self.variant == "fs"
+
+
+@dataclass(frozen=True)
+class SizingInputs:
+    model: ModelSpec
+    accelerator: AcceleratorProfile
+    tensor_parallelism: int
+    replicas: int
+    tier: ByteSize  # the CPU tier per pod
+    disk: ByteSize | None  # the filesystem tier's capacity budget, where the connector takes one
+    variant: Variant
+    hosts: int  # pods per replica
+
+
+@dataclass(frozen=True)
+class DaemonInputs:
+    """What the per-node daemons' workloads are built from (the plan fills it)."""
+
+    choice: Choice
+    namespace: str
+    sizing: TierSizing
+    client: MooncakeClientSizing | None
+    node_selector: dict[str, str]
+    nodes: int  # nodes a per-node daemon rolls over
+    cold_start: Callable[[str, int], ColdStart]  # a daemon's cold start: (image, bytes it pins)
+
+
+class Connector:
+    """One connector implementation. Subclasses override what differs from these defaults."""
+
+    key: ClassVar[str]  # the implementation's name (not always the config's `cache.connector`)
+    engine: ClassVar[EngineKey] = "vllm"
+    vllm_offload_metrics: ClassVar[bool] = False  # vllm:kv_offload_* (the native OffloadingConnector)
+    lmcache_metrics: ClassVar[bool] = False  # lmcache:* from the pods or the server
+    peer_traffic: ClassVar[bool] = False  # model-server pods talk to each other (besides P/D and multi-host)
+    reads_lmcache_section: ClassVar[bool] = False  # the config's `lmcache` section applies
+
+    def __repr__(self) -> str:
+        return f"<connector {self.key}>"
+
+    # Which combinations it runs: components/catalog/support.py's table is the source (the registry's
+    # `combinations(connector)` reads it back per implementation).
+
+    # -- sizing ----------------------------------------------------------------------------------------
+    def size(self, inputs: SizingInputs) -> tuple[TierSizing, MooncakeClientSizing | None]:
+        raise NotImplementedError
+
+    def segment_ranks(self, tensor_parallelism: int, variant: Variant) -> int | None:
+        """Ranks the tier is split into whole-GiB segments over (None: the tier is not split)."""
+        return None
+
+    def auto_tier_step(self, tensor_parallelism: int, variant: Variant) -> ByteSize:
+        """The step `cache.tier.cpu: auto` searches in."""
+        return ByteSize(GiB) * (self.segment_ranks(tensor_parallelism, variant) or 1)
+
+    def per_node_memory(self, tier: ByteSize, client: MooncakeClientSizing | None) -> ByteSize:
+        """Memory the connector's per-node daemon takes beside the model servers on each node."""
+        return client.memory_request if client is not None else ByteSize(0)
+
+    def uses_tier_claim(self, variant: Variant) -> bool:
+        """The filesystem tier on the shared ReadWriteMany claim."""
+        return variant == "fs"
+
+    def transfer_block(self, choice: Choice) -> tuple[int, str]:
+        """Tokens per block the CPU tier moves to the accelerator, and what sets it."""
+        return choice.accelerator.kv_block_tokens, "vLLM KV block"
+
+    # -- the model servers -----------------------------------------------------------------------------
+    def roles(self, choice: Choice) -> int:
+        """Model-server roles (2: prefill and decode)."""
+        return 1
+
+    def disaggregated(self, choice: Choice) -> bool:
+        return self.roles(choice) == 2
+
+    def guide(self, choice: Choice) -> str:
+        """The `llm-d.ai/guide` label the router selects."""
+        return labels.GUIDE
+
+    def image(self, choice: Choice) -> str:
+        return choice.accelerator.vllm_image
+
+    def router_profile(self, choice: Choice, replicas: int) -> RouterProfile:
+        return "tiered"
+
+    def pod_labels(self, accelerator: AcceleratorProfile) -> dict[str, str]:
+        return {}
+
+    def manifests(self, spec: ServerSpec) -> list[Manifest]:
+        """One model-server role's objects (before hardening)."""
+        return vllm_manifests(spec)
+
+    def kv_transfer_config(self, spec: ServerSpec) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def kv_transfer_flag(self, spec: ServerSpec) -> str:
+        return to_json(self.kv_transfer_config(spec))
+
+    def vllm_args(self, spec: ServerSpec, model: list[str], tp: str, kv: list[str]) -> list[str]:
+        """vLLM's arguments around the model, tensor parallelism and kv-transfer flags."""
+        return vllm_layout(spec, model, tp, kv, [])
+
+    def command(self, spec: ServerSpec, args: list[str]) -> tuple[list[str], list[str]]:
+        return ["vllm", "serve"], args
+
+    def env(self, spec: ServerSpec) -> list[Manifest]:
+        return []
+
+    def volumes(self, spec: ServerSpec) -> tuple[list[Manifest], list[Manifest]]:
+        """Volumes and mounts the connector adds to the pod's own: the shared tier's claim."""
+        return shared_tier_volumes(spec)
+
+    def devices(self, spec: ServerSpec) -> Manifest:
+        """Extended resources besides the accelerator's."""
+        return {}
+
+    def extra_manifests(self, spec: ServerSpec) -> list[Manifest]:
+        """Objects beside the model-server workload (a ConfigMap it reads)."""
+        return []
+
+    # -- the rest of the stack -------------------------------------------------------------------------
+    def exports(self, choice: Choice, profile: RouterProfile) -> Exports:
+        return Exports(
+            vllm=self.engine == "vllm",
+            vllm_offload=self.vllm_offload_metrics,
+            sglang=self.engine == "sglang",
+            lmcache=self.lmcache_metrics,
+            router_cpu_index=profile == "tiered",
+        )
+
+    def monitors(self, provider: str, namespace: str) -> list[Manifest]:
+        """Scrape objects for the connector's own daemons."""
+        return []
+
+    def server_peers(self) -> tuple[Peer, ...]:
+        """Pods of the connector's daemons that the model servers' NetworkPolicy admits."""
+        return ()
+
+    def daemons(self, inputs: DaemonInputs) -> list[Workload]:
+        """The connector's own workloads (per-node daemons and what they need)."""
+        return []
+
+    def settings_problem(self, choice: Choice) -> Problem | None:
+        """A cross-field check of the connector's own settings."""
+        return None
+
+
+# Intel XPU serving flags of the guide's overlays.
+XPU_DTYPE_ARGS = ["--dtype", "bfloat16", "--block-size", "64"]
+XPU_TAIL_ARGS = ["--max-num-seqs", "128"]
+XPU_LOG_ARGS = ["--uvicorn-log-level", "warning"]
+
+
+def vllm_layout(spec: ServerSpec, model: list[str], tp: str, kv: list[str], extra: list[str]) -> list[str]:
+    """vLLM's arguments in the guide's order: the Intel XPU overlays' or upstream's."""
+    if spec.accelerator.intel_xpu_flags:
+        return [
+            *model,
+            *XPU_DTYPE_ARGS,
+            tp,
+            "--gpu-memory-utilization",
+            "0.85",
+            *kv,
+            *extra,
+            *XPU_TAIL_ARGS,
+            *XPU_LOG_ARGS,
+        ]
+    return [*model, f"--port={labels.MODEL_SERVER_PORT}", tp, *kv, *extra]
+
+
+def shared_tier_volumes(spec: ServerSpec) -> tuple[list[Manifest], list[Manifest]]:
+    """The filesystem tier's shared claim and its mount, where the pod has the tier."""
+    if not spec.filesystem_tier:
+        return [], []
+    return [files_storage_volume()], [files_storage_mount(spec)]
+
+
+def to_json(config: dict[str, Any]) -> str:
+    """Compact JSON, as upstream writes it on the command line."""
+    return json.dumps(config, separators=(",", ":"))

@@ -1,0 +1,90 @@
+"""LMCache's in-process connector (LMCacheConnectorV1): a CPU tier in each pod and, with the fs variant,
+a local-disk tier on the shared claim; its sizes come from LMCACHE_* environment variables."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from components.catalog import labels
+from components.catalog.accelerators import AcceleratorProfile
+from components.formulas.payoff import LMCACHE_CHUNK_TOKENS
+from components.manifest import Manifest
+from components.specs import sizing
+from components.specs.connectors.base import (
+    FILES_STORAGE,
+    XPU_DTYPE_ARGS,
+    XPU_LOG_ARGS,
+    XPU_TAIL_ARGS,
+    Choice,
+    Connector,
+    SizingInputs,
+    shared_tier_volumes,
+)
+from components.specs.servers.base import empty_dir, env_var
+
+if TYPE_CHECKING:
+    from components.specs.servers.base import ServerSpec
+
+LMCACHE_METRICS_DIR = "/tmp/lmcache_prometheus"
+
+
+def lmcache_connector() -> dict[str, Any]:
+    """LMCache's in-process connector; its sizes come from LMCACHE_* environment variables."""
+    return {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}
+
+
+class LMCacheInProcess(Connector):
+    key = "lmcache-connector"
+    lmcache_metrics = True
+
+    def size(self, inputs: SizingInputs) -> tuple[sizing.TierSizing, sizing.MooncakeClientSizing | None]:
+        i = inputs
+        disk = i.disk if i.variant == "fs" else None
+        return sizing.size_lmcache(i.model, i.accelerator, i.tensor_parallelism, i.tier, disk), None
+
+    def transfer_block(self, choice: Choice) -> tuple[int, str]:
+        return LMCACHE_CHUNK_TOKENS, "LMCache chunk"
+
+    def image(self, choice: Choice) -> str:
+        """The guide's image for the LMCache connector where it differs from the accelerator's vLLM image (XPU).
+
+        On NVIDIA the guide runs its own vLLM image, built with the KV connectors (LMCache included), so the
+        vLLM version under the connector stays the guide's; LMCache's image is for the LMCache server
+        integration only, where client and server must share a tag.
+        """
+        return choice.accelerator.lmcache_image or choice.accelerator.vllm_image
+
+    def pod_labels(self, accelerator: AcceleratorProfile) -> dict[str, str]:
+        return {labels.SUBGUIDE_LABEL: accelerator.lmcache_subguide} if accelerator.lmcache_subguide else {}
+
+    def kv_transfer_config(self, spec: ServerSpec) -> dict[str, Any]:
+        return lmcache_connector()
+
+    def vllm_args(self, spec: ServerSpec, model: list[str], tp: str, kv: list[str]) -> list[str]:
+        if spec.accelerator.intel_xpu_flags:
+            return [*model, *XPU_DTYPE_ARGS, tp, *XPU_TAIL_ARGS, "--max-model-len", "20480", *XPU_LOG_ARGS, *kv]
+        return [*model, f"--port={labels.MODEL_SERVER_PORT}", tp, *kv, "--max-num-seqs=1024"]
+
+    def env(self, spec: ServerSpec) -> list[Manifest]:
+        knobs = spec.sizing.knobs
+        env = [
+            env_var("LMCACHE_MAX_LOCAL_CPU_SIZE", knobs["LMCACHE_MAX_LOCAL_CPU_SIZE"]),
+            env_var("PYTHONHASHSEED", "123"),
+            env_var("PROMETHEUS_MULTIPROC_DIR", LMCACHE_METRICS_DIR),
+        ]
+        if spec.filesystem_tier:
+            env += [
+                env_var("LMCACHE_LOCAL_DISK", f"file://{FILES_STORAGE}/kv-cache/"),
+                env_var("LMCACHE_EXTRA_CONFIG", '{"use_odirect":true}'),
+                env_var("LMCACHE_MAX_LOCAL_DISK_SIZE", knobs["LMCACHE_MAX_LOCAL_DISK_SIZE"]),
+            ]
+        return env
+
+    def volumes(self, spec: ServerSpec) -> tuple[list[Manifest], list[Manifest]]:
+        volumes = [empty_dir("lmcache-prometheus-metrics")]
+        mounts: list[Manifest] = [{"name": "lmcache-prometheus-metrics", "mountPath": LMCACHE_METRICS_DIR}]
+        tier_volumes, tier_mounts = shared_tier_volumes(spec)
+        return volumes + tier_volumes, mounts + tier_mounts
+
+
+LMCACHE_CONNECTOR = LMCacheInProcess()

@@ -1,0 +1,110 @@
+"""The LMCache server integration (LMCache MP): one LMCache server per node holds the CPU tier; the vLLM
+pods reach it through LMCacheMPConnector, for prefix reuse or P/D disaggregation (a prefill and a decode
+role, over NIXL)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from components.catalog import versions
+from components.manifest import Manifest
+from components.specs import lmcache, monitoring, network, sizing
+from components.specs.connectors.base import (
+    Choice,
+    Connector,
+    DaemonInputs,
+    Problem,
+    RouterProfile,
+    SizingInputs,
+)
+from components.specs.servers.lmcache_mp import lmcache_mp_manifests
+from components.specs.startup import AwaitBudget
+from components.specs.workloads import NAMESPACE, Await, Workload
+from components.units import ByteSize
+
+if TYPE_CHECKING:
+    from components.specs.servers.base import ServerSpec
+
+# Guide labels of the LMCache integration's model servers (the router selects them).
+LMCACHE_GUIDES = {"prefix-reuse": "lmcache", "pd": "lmcache-pd"}
+
+
+class LMCacheServer(Connector):
+    key = "lmcache-server"
+    lmcache_metrics = True
+    reads_lmcache_section = True
+
+    def size(self, inputs: SizingInputs) -> tuple[sizing.TierSizing, sizing.MooncakeClientSizing | None]:
+        i = inputs
+        return sizing.size_lmcache_server_client(i.model, i.accelerator, i.tensor_parallelism, i.tier), None
+
+    def per_node_memory(self, tier: ByteSize, client: sizing.MooncakeClientSizing | None) -> ByteSize:
+        return lmcache.server_memory(tier)[0]
+
+    def transfer_block(self, choice: Choice) -> tuple[int, str]:
+        return choice.lmcache.chunk_size, "LMCache chunk, `lmcache.chunk_size`"
+
+    def roles(self, choice: Choice) -> int:
+        return 2 if choice.lmcache.mode == "pd" else 1
+
+    def guide(self, choice: Choice) -> str:
+        return LMCACHE_GUIDES[choice.lmcache.mode]
+
+    def image(self, choice: Choice) -> str:
+        return versions.lmcache_image(choice.lmcache.version)  # the client must speak the server's protocol version
+
+    def router_profile(self, choice: Choice, replicas: int) -> RouterProfile:
+        if choice.lmcache.mode == "pd":
+            return "pd"
+        # Prefix scoring on token blocks needs the tokenizer once there is more than one pod to choose from.
+        return "token-routing" if replicas >= 2 else "default"
+
+    def manifests(self, spec: ServerSpec) -> list[Manifest]:
+        return lmcache_mp_manifests(spec)
+
+    def kv_transfer_config(self, spec: ServerSpec) -> dict[str, Any]:
+        raise NotImplementedError("written by servers/lmcache_mp.py with the role's NIXL side")
+
+    def monitors(self, provider: str, namespace: str) -> list[Manifest]:
+        return [monitoring.lmcache_server_monitor(provider, namespace)]
+
+    def daemons(self, inputs: DaemonInputs) -> list[Workload]:
+        lm, l1 = inputs.choice.lmcache, inputs.sizing.cpu_tier_per_pod
+        settings = lmcache.LMCacheServerSettings(
+            version=lm.version,
+            namespace=inputs.namespace,
+            l1_size=l1,
+            chunk_size=lm.chunk_size,
+            hash_algorithm=lm.hash_algorithm,
+            isolated_ipc=lm.isolated_ipc,
+            eviction_policy=lm.eviction_policy,
+            eviction_trigger_watermark=lm.eviction_trigger_watermark,
+            eviction_ratio=lm.eviction_ratio,
+            max_workers=lm.max_workers,
+            privileged=lm.privileged,
+        )
+        cold = inputs.cold_start(versions.lmcache_image(lm.version), l1.bytes)
+        return [
+            Workload(
+                lmcache.SERVER_WORKLOAD,
+                lmcache.server_manifests(settings),
+                needs=(NAMESPACE,),
+                rolls="node-by-node",
+                awaited=Await(AwaitBudget(lmcache.NAME, cold, inputs.nodes), "DaemonSet", "beside"),
+                ingress=network.lmcache_server_policy,
+                holds_cpu_tier=True,
+            )
+        ]
+
+    def settings_problem(self, choice: Choice) -> Problem | None:
+        block = choice.accelerator.kv_block_tokens
+        if choice.lmcache.chunk_size % block:
+            return (
+                "lmcache.chunk_size",
+                choice.lmcache.chunk_size,
+                f"must be a multiple of the model server's {block}-token KV block, or LMCache chunks split blocks",
+            )
+        return None
+
+
+LMCACHE_SERVER = LMCacheServer()

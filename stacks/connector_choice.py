@@ -1,0 +1,26 @@
+"""The stack's connector: the config's choice as the connectors read it, and the implementation the
+registry (components/specs/connectors) resolves from it."""
+
+from __future__ import annotations
+
+from components.catalog.accelerators import ACCELERATORS
+from components.specs import connectors
+from components.specs.connectors import Choice, Connector, LMCacheChoice
+from stacks.config import StackConfig
+
+
+def choice(config: StackConfig) -> Choice:
+    cache = config.cache
+    return Choice(
+        accelerator=ACCELERATORS[cache.accelerator],
+        server=cache.server,
+        connector=cache.connector,
+        variant=cache.tier.variant,
+        host_type=cache.host_type,
+        lmcache=LMCacheChoice(**config.lmcache.model_dump()),
+    )
+
+
+def connector_of(config: StackConfig) -> Connector:
+    cache = config.cache
+    return connectors.resolve(cache.server, ACCELERATORS[cache.accelerator], cache.connector)

@@ -1,0 +1,128 @@
+"""The connector registry and the accelerator profiles: every supported combination resolves to one
+connector implementation, each implementation answers the one interface, and every accelerator has an
+entry in every per-accelerator table of the catalog."""
+
+from __future__ import annotations
+
+import inspect
+from collections import Counter
+from collections.abc import Mapping
+from typing import get_args
+
+import pytest
+
+from components.catalog import model_cache as cache_figures
+from components.catalog import startup as startup_figures
+from components.catalog.accelerators import ACCELERATORS
+from components.catalog.machines import MACHINES
+from components.catalog.rates import ACCELERATOR_RATES
+from components.catalog.support import SUPPORTED
+from components.specs import connectors
+from components.specs.connectors import ConnectorKey, base
+from components.specs.connectors.base import Connector
+from stacks.config import loading
+from stacks.config.cache_section import CacheConfig
+from stacks.connector_choice import connector_of
+from stacks.plan import plan
+
+
+def _resolved(combo: tuple[str, str, str, str, str]) -> Connector:
+    accelerator, server, connector, _, _ = combo
+    return connectors.resolve(server, ACCELERATORS[accelerator], connector)  # type: ignore[arg-type]
+
+
+# Written out, not read back: how many supported combinations each implementation runs.
+EXPECTED_COMBINATIONS = {
+    "native": 6,  # gpu, amd, xpu x cpu, fs
+    "lmcache-connector": 6,  # gpu, amd, xpu x cpu, fs
+    "mooncake-store": 2,
+    "lmcache-server": 1,
+    "sglang-hicache": 2,
+    "tpu-offload": 4,  # v5p, v6, v7 single-host, v7 multi-host
+}
+
+
+def test_every_supported_combination_resolves_to_one_implementation() -> None:
+    counts = Counter(_resolved(combo).key for combo in SUPPORTED)
+    assert dict(counts) == EXPECTED_COMBINATIONS
+    assert {c.key for c in connectors.IMPLEMENTATIONS} == set(EXPECTED_COMBINATIONS)
+    assert len({c.key for c in connectors.IMPLEMENTATIONS}) == len(connectors.IMPLEMENTATIONS)
+    assert {c.key: len(connectors.combinations(c)) for c in connectors.IMPLEMENTATIONS} == EXPECTED_COMBINATIONS
+
+
+def test_the_registry_keys_are_the_config_literal() -> None:
+    assert set(connectors.BY_KEY) == set(get_args(ConnectorKey))
+    assert get_args(CacheConfig.model_fields["connector"].annotation) == get_args(ConnectorKey)  # the one Literal
+    assert all(c.key == key for key, c in connectors.BY_KEY.items())
+
+
+def test_the_engine_and_the_accelerator_come_before_cache_connector() -> None:
+    gpu, tpu = ACCELERATORS["gpu"], ACCELERATORS["tpu-v6"]
+    assert connectors.resolve("sglang", gpu, "native") is connectors.BY_ENGINE["sglang"]
+    assert connectors.resolve("vllm", tpu, "native").key == "tpu-offload"
+    assert connectors.resolve("vllm", gpu, "mooncake-store").key == "mooncake-store"
+    assert connectors.resolve("vllm", gpu, "native").key == "native"
+
+
+@pytest.mark.parametrize("implementation", connectors.IMPLEMENTATIONS, ids=lambda c: c.key)
+def test_each_implementation_is_one_module_on_the_interface(implementation: Connector) -> None:
+    cls = type(implementation)
+    assert isinstance(implementation, Connector)
+    assert cls.__module__ == f"components.specs.connectors.{cls.__module__.rsplit('.', 1)[-1]}"
+    assert cls.__module__ != base.__name__
+    assert cls.size is not Connector.size, "every connector sizes its tier"
+    if implementation.key not in ("sglang-hicache", "lmcache-server"):  # these write their own flags
+        assert cls.kv_transfer_config is not Connector.kv_transfer_config
+    for name, member in inspect.getmembers(cls, inspect.isfunction):
+        if not name.startswith("_"):
+            assert hasattr(Connector, name), f"{cls.__name__}.{name} is not on the interface"
+            assert inspect.signature(member).parameters.keys() == (
+                inspect.signature(getattr(Connector, name)).parameters.keys()
+            )
+
+
+@pytest.mark.parametrize(
+    ("preset", "key"),
+    [
+        ("gpu-vllm-native-cpu", "native"),
+        ("gpu-vllm-lmcache-connector-cpu", "lmcache-connector"),
+        ("gpu-sglang-native-cpu", "sglang-hicache"),
+        ("tpu-v6-vllm-native-cpu", "tpu-offload"),
+    ],
+)
+def test_the_plan_carries_the_resolved_connector(preset: str, key: str) -> None:
+    config = loading.load_preset(preset)
+    assert connector_of(config).key == key
+    assert plan(config).model_server.connector is connector_of(config)
+
+
+def test_only_mooncake_keeps_its_filesystem_tier_off_the_shared_claim() -> None:
+    assert [c.key for c in connectors.IMPLEMENTATIONS if not c.uses_tier_claim("fs")] == ["mooncake-store"]
+    assert not any(c.uses_tier_claim("cpu") for c in connectors.IMPLEMENTATIONS)
+
+
+# Every per-accelerator table of the catalog, keyed by the accelerator's key.
+# (The load profile and the warm compile ratio are fields of the profile itself.)
+PER_ACCELERATOR_TABLES: dict[str, Mapping[str, object]] = {
+    "rates.ACCELERATOR_RATES": ACCELERATOR_RATES,
+}
+
+
+@pytest.mark.parametrize("table", PER_ACCELERATOR_TABLES, ids=str)
+def test_every_accelerator_has_an_entry_in_every_per_accelerator_table(table: str) -> None:
+    assert set(PER_ACCELERATOR_TABLES[table]) == set(ACCELERATORS)
+
+
+@pytest.mark.parametrize("key", ACCELERATORS)
+def test_every_accelerator_is_complete_across_the_catalog(key: str) -> None:
+    profile = ACCELERATORS[key]
+    assert any(combo[0] == key for combo in SUPPORTED), "a combination that runs it"
+    for image in (profile.vllm_image, profile.lmcache_image):
+        if image is not None:  # its pull time is modeled, not the unknown image's guess
+            assert cache_figures.image_repository(image) in startup_figures.IMAGE_BYTES
+    assert (profile.device_resource is None) != (profile.dra_device_class is None), "one way to ask for devices"
+
+
+def test_every_machine_type_carries_a_known_accelerator() -> None:
+    """Machine types exist only where a cloud pool is created (AMD and XPU run on existing clusters)."""
+    assert {m.accelerator for m in MACHINES.values()} <= set(ACCELERATORS)
