@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from components.catalog import versions
-from components.formulas import hpa
+from components.formulas import hpa, scale_down
 from components.specs import keda, node_autoscaling, payoff
 from components.specs.clusters import PoolSpec
 from components.specs.servers import ServerSpec
@@ -107,12 +107,13 @@ def resolve(
         config, server.accelerator.key, server.model, server.image, server.model_cache, readers=readers
     ).modeled
     if settings.scale_down == "upstream":
-        behavior, behavior_from = hpa.UPSTREAM_BEHAVIOR, "upstream's recipes (300 s window, 100% per 15 s)"
+        behavior, behavior_from = scale_down.UPSTREAM_BEHAVIOR, "upstream's recipes (300 s window, 100% per 15 s)"
     else:
-        behavior = hpa.derived_behavior(cold)
+        behavior = scale_down.derived_behavior(cold)
+        k, floor = scale_down.COLD_STARTS_PER_READD, scale_down.UPSTREAM_WINDOW_S
         behavior_from = (
-            f"window min({hpa.MAX_STABILIZATION_S}, max({hpa.UPSTREAM_WINDOW_S}, {hpa.COLD_STARTS_PER_READD} x"
-            f" {cold} s cold start)); at most half the replicas per min({hpa.MAX_POLICY_PERIOD_S}, max(15, {cold} s))"
+            f"window min({hpa.MAX_STABILIZATION_S}, max({floor}, {k} x {cold} s cold start)); at most half the"
+            f" replicas per min({hpa.MAX_POLICY_PERIOD_S}, max({hpa.SYNC_PERIOD_S}, {cold} s))"
         )
     per_request = stack_payoff.prefix_tokens * stack_payoff.recompute_seconds
     capacity = 1 / per_request if per_request > 0 else 1.0

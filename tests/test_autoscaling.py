@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from components.catalog import versions
-from components.formulas import hpa
+from components.formulas import hpa, scale_down
 from components.specs import keda
 from stacks.config import loading
 from stacks.config.errors import ConfigError
@@ -120,7 +120,7 @@ def test_the_scale_down_window_grows_with_the_modeled_cold_start() -> None:
     assert slow.behavior.scale_down.stabilization_s > fast.behavior.scale_down.stabilization_s
     assert slow.behavior.scale_down.stabilization_s == min(hpa.MAX_STABILIZATION_S, 2 * slow.cold_start_s)
     upstream = _plan(POOL, "autoscaling.scale_down=upstream").autoscaling
-    assert upstream is not None and upstream.behavior == hpa.UPSTREAM_BEHAVIOR
+    assert upstream is not None and upstream.behavior == scale_down.UPSTREAM_BEHAVIOR
 
 
 def test_the_summary_shows_the_bounds_the_scale_down_and_the_replay() -> None:

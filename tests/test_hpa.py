@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.formulas import hpa
+from components.formulas import hpa, scale_down
 from components.formulas.hpa import Behavior, Policy, Rules, Trigger
 from components.units import ByteSize, GiB
 
@@ -23,7 +23,7 @@ def _inputs(**changes: object) -> hpa.ReplayInputs:
         "max_replicas": 8,
         "cpu_tier": TIER,
         "triggers": QUEUE,
-        "behavior": hpa.UPSTREAM_BEHAVIOR,
+        "behavior": scale_down.UPSTREAM_BEHAVIOR,
     }
     base.update(changes)
     return hpa.ReplayInputs(**base)  # type: ignore[arg-type]
@@ -215,11 +215,11 @@ def test_the_replay_refuses_inputs_it_cannot_step() -> None:
 def test_the_window_is_two_cold_starts_between_upstreams_300_s_and_the_apis_3600_s(
     cold_start: int, window: int
 ) -> None:
-    assert hpa.scale_down_window(cold_start) == window
+    assert scale_down.scale_down_window(cold_start) == window
 
 
 def test_the_window_grows_with_the_modeled_cold_start() -> None:
-    windows = [hpa.scale_down_window(c) for c in range(150, 1801, 50)]
+    windows = [scale_down.scale_down_window(c) for c in range(150, 1801, 50)]
     assert windows == sorted(windows) and len(set(windows)) == len(windows)
 
 
@@ -227,23 +227,23 @@ def test_the_window_grows_with_the_modeled_cold_start() -> None:
     ("cold_start", "period"), [(0, 15), (14, 15), (15, 15), (16, 16), (420, 420), (1800, 1800), (1801, 1800)]
 )
 def test_the_scale_down_period_is_a_cold_start_between_a_sync_and_the_apis_1800_s(cold_start: int, period: int) -> None:
-    assert hpa.scale_down_period(cold_start) == period
+    assert scale_down.scale_down_period(cold_start) == period
 
 
 def test_the_derived_rules_remove_at_most_half_per_cold_start() -> None:
-    assert hpa.scale_down_rules(420) == Rules(840, (Policy("Percent", 50, 420),), "Max")
-    assert hpa.derived_behavior(420).scale_up == hpa.UPSTREAM_BEHAVIOR.scale_up
+    assert scale_down.scale_down_rules(420) == Rules(840, (Policy("Percent", 50, 420),), "Max")
+    assert scale_down.derived_behavior(420).scale_up == scale_down.UPSTREAM_BEHAVIOR.scale_up
 
 
 def test_in_the_replay_the_replicas_stay_longer_the_longer_the_cold_start() -> None:
     def kept_after_drain(cold_start: int) -> int:
         """From the queue's drain (the load back at 1x) until the last sync at the peak count."""
-        result = hpa.replay(_inputs(cold_start_s=cold_start, behavior=hpa.derived_behavior(cold_start)))
+        result = hpa.replay(_inputs(cold_start_s=cold_start, behavior=scale_down.derived_behavior(cold_start)))
         assert result.queue_drained_s is not None
         last_at_peak = max(s.t_s for s in result.samples if s.replicas == result.peak_replicas)
         return last_at_peak - (hpa.LoadStep().start_s + result.queue_drained_s)
 
     # The proposals fall below the peak up to two syncs before the queue reads empty.
-    assert hpa.scale_down_window(300) - 30 <= kept_after_drain(300) < hpa.scale_down_window(300)
-    assert hpa.scale_down_window(900) - 30 <= kept_after_drain(900) < hpa.scale_down_window(900)
+    assert scale_down.scale_down_window(300) - 30 <= kept_after_drain(300) < scale_down.scale_down_window(300)
+    assert scale_down.scale_down_window(900) - 30 <= kept_after_drain(900) < scale_down.scale_down_window(900)
     assert kept_after_drain(900) > kept_after_drain(300)

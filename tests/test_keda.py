@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from components.catalog import versions
-from components.formulas import hpa
+from components.formulas import scale_down
 from components.specs import keda, promql, router_values, security
 from scripts import refresh_fixtures
 from tests.helpers import SCHEMAS, UPSTREAM, validate
@@ -28,7 +28,7 @@ def _object(kind: keda.WorkloadKind = "Deployment", source: keda.MetricsSource =
         NS,
         how.pop("min_replicas", 1),
         how.pop("max_replicas", 8),
-        how.pop("rules", hpa.derived_behavior(420)),
+        how.pop("rules", scale_down.derived_behavior(420)),
         keda.triggers(mode, keda.Thresholds(), source, NS, POOL, MODEL),
         **how,
     )
@@ -194,7 +194,7 @@ def test_a_leaderworkerset_has_the_scale_subresource_the_hpa_needs() -> None:
 
 
 def test_the_hpa_behavior_is_the_derived_rules() -> None:
-    spec = _object(rules=hpa.derived_behavior(420))["spec"]
+    spec = _object(rules=scale_down.derived_behavior(420))["spec"]
     assert spec["advanced"]["horizontalPodAutoscalerConfig"] == {
         "name": "keda-hpa-qwen3-32b-decode",
         "behavior": {
@@ -227,7 +227,7 @@ def test_replica_bounds_that_do_not(low: int, high: int) -> None:
 
 def test_a_scaled_object_needs_a_trigger() -> None:
     with pytest.raises(ValueError, match="at least one trigger"):
-        keda.scaled_object("Deployment", "w", NS, 1, 2, hpa.UPSTREAM_BEHAVIOR, [])
+        keda.scaled_object("Deployment", "w", NS, 1, 2, scale_down.UPSTREAM_BEHAVIOR, [])
 
 
 # KEDA's chart
