@@ -33,7 +33,7 @@ def one_preset_fresh_process(runs: int = 3) -> None:
 def all_presets_one_process() -> None:
     start = time.perf_counter()
     from stacks.config import loading
-    from stacks.plan import plan
+    from stacks.planning.plan import plan
     from stacks.review.render import render
 
     imported = time.perf_counter()
@@ -73,17 +73,17 @@ def whole_matrix_diff_and_check() -> None:
 def cold_starts() -> None:
     """The modeled cold start of a restarted model-server pod, with the model cache on and off."""
     from stacks.config import loading
-    from stacks.plan import plan
-    from stacks.review import cold_start
+    from stacks.planning.plan import plan
+    from stacks.review import cold_start_table
 
     print("restarted model-server pod (modeled): model cache on vs off")
     for name in loading.preset_names():
         stack_plan = plan(loading.load_preset(name))
         if stack_plan.model_cache is None:
-            off = cold_start.restart(stack_plan, False).modeled
+            off = cold_start_table.restart(stack_plan, False).modeled
             print(f"  {name}: cache off {off} s (no shared storage: model_cache auto is off)")
             continue
-        on, off = (cold_start.restart(stack_plan, c).modeled for c in (True, False))
+        on, off = (cold_start_table.restart(stack_plan, c).modeled for c in (True, False))
         print(f"  {name}: cache on {on} s, off {off} s: {off / on:.1f}x faster")
 
 
@@ -93,8 +93,8 @@ def prepull_rollouts() -> None:
     from components.specs import prepull
     from stacks.config import loading
     from stacks.config.errors import ConfigError
-    from stacks.plan import plan
-    from stacks.review import cold_start
+    from stacks.planning.plan import plan
+    from stacks.review import cold_start_table
 
     print("rollout to a new image (modeled): image pulls on the critical path, images.prepull off vs on")
     for name in loading.preset_names():
@@ -104,7 +104,7 @@ def prepull_rollouts() -> None:
             continue  # unplaced model servers: no pool to pre-pull onto
         if on.mirror is not None or not prepull.pulled_images(on.manifests(prepull.WORKLOAD)):
             continue
-        waves, ahead = cold_start.rollout_pulls(on)
+        waves, ahead = cold_start_table.rollout_pulls(on)
         replicas = on.model_server.replicas
         print(f"  {name}: {replicas} wave(s) x pull = {waves} s off, {ahead} s on (every node at once, first)")
 
@@ -114,7 +114,7 @@ def scaling_replays() -> None:
     initial count): a 1x -> 4x load step through the HPA KEDA drives, and back."""
     from stacks.config import loading
     from stacks.config.errors import ConfigError
-    from stacks.plan import plan
+    from stacks.planning.plan import plan
     from stacks.review.autoscaling_summary import replay_rows
 
     print("autoscaling replay (modeled): 1x -> 4x the initial replicas' capacity for 30 min, then back")

@@ -20,7 +20,7 @@ from components.specs.clusters import POOL_LABEL
 from components.units import GiB
 from e2e.quantity import quantity
 from stacks.config import StackConfig
-from stacks.hardware import pool_hardware
+from stacks.planning.hardware import pool_hardware
 
 KWOK_ANNOTATION = {"kwok.x-k8s.io/node": "fake"}
 _WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet", "DaemonSet")

@@ -13,7 +13,7 @@ from policies.checks.ruleset import RULES
 from stacks.config import loading
 from stacks.config.errors import ConfigError
 from stacks.config.keys import keys_text
-from stacks.plan import StackPlan, plan
+from stacks.planning.plan import StackPlan, plan
 from stacks.review import offline
 from stacks.review.check import check, stack_policy_config
 from stacks.review.diff import diff_revisions

@@ -20,7 +20,7 @@ import yaml
 
 from scripts import install_helm
 from stacks.config import loading
-from stacks.plan import plan
+from stacks.planning.plan import plan
 from tests.helpers import UPSTREAM
 
 CHARTS = UPSTREAM / "charts"

@@ -16,7 +16,7 @@ import yaml
 from referencing import Registry, Resource
 
 from stacks.config import loading
-from stacks.plan import plan
+from stacks.planning.plan import plan
 from stacks.review.render import Render, render
 
 # Outside data the tests check against, copied into the repo with its source (fixtures/upstream/SOURCES.md).

@@ -10,7 +10,7 @@ from policies.checks.rule_types import Rule
 from policies.checks.ruleset import RULES
 from policies.resources import Resource
 from stacks.config import loading
-from stacks.plan import plan
+from stacks.planning.plan import plan
 from stacks.review import offline
 
 RULE = {r.name: r for r in RULES}

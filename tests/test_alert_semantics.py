@@ -18,7 +18,7 @@ import pytest
 
 from components.specs.alerts import Alert
 from stacks.config import loading
-from stacks.plan import plan
+from stacks.planning.plan import plan
 
 Series = dict[str, float]  # metric name (with " offset 1h" when shifted) -> the pod's value
 _ARITHMETIC: dict[str, Callable[[float, float], float]] = {

@@ -13,8 +13,8 @@ from components.formulas import hpa, scale_down
 from components.specs import keda
 from stacks.config import loading
 from stacks.config.errors import ConfigError
-from stacks.plan import StackPlan, plan
-from stacks.plan_autoscaling import Autoscaling
+from stacks.planning.autoscaling import Autoscaling
+from stacks.planning.plan import StackPlan, plan
 from stacks.review.diff import diff_renders
 from tests.helpers import by_kind, manifests, rendered, resources, validate
 

@@ -16,7 +16,7 @@ from components.catalog.models import MODELS
 from components.catalog.rates import ACCELERATOR_RATES, HostLink, PrefillEfficiency
 from components.formulas import payoff as formulas
 from components.specs import lmcache, sizing
-from components.specs.payoff import TierPayoff, seconds
+from components.specs.payoff_table import TierPayoff, seconds
 from components.units import GB, ByteSize, GiB
 
 MODEL = MODELS["Qwen/Qwen3-32B"]

@@ -9,10 +9,11 @@ import pytest
 
 from components.specs import lmcache, prepull
 from components.units import ByteSize, GiB, MiB
-from stacks import hardware, rollout
 from stacks.config import StackConfig, loading
 from stacks.config.errors import ConfigError
-from stacks.plan import plan
+from stacks.planning import hardware, rollout_choice
+from stacks.planning.plan import plan
+from stacks.planning.rollout_choice import Capacity, capacity
 
 HOST = ByteSize(256 * GiB)
 
@@ -170,33 +171,33 @@ def test_a_node_one_byte_short_of_the_prepulls_request_is_refused(preset: str) -
 def test_rollout_capacity_by_memory_exactly_three_pods_or_one_byte_short(daemon: ByteSize) -> None:
     allocatable = _allocatable()
     third = ByteSize((allocatable.bytes - daemon.bytes) // 3)
-    assert rollout.capacity(_pool(), 1, 1, third, daemon) == rollout.Capacity(2 * 3, 8, 3)
-    assert rollout.capacity(_pool(), 1, 1, third + ByteSize(1), daemon).by_memory == 2
+    assert capacity(_pool(), 1, 1, third, daemon) == Capacity(2 * 3, 8, 3)
+    assert capacity(_pool(), 1, 1, third + ByteSize(1), daemon).by_memory == 2
 
 
 def test_rollout_capacity_is_the_smaller_of_devices_and_memory_per_node() -> None:
     allocatable = _allocatable()
-    assert rollout.capacity(_pool(), 4, 1, ByteSize(allocatable.bytes // 3), ByteSize(0)) == rollout.Capacity(4, 2, 3)
-    assert rollout.capacity(_pool(), 2, 1, ByteSize(allocatable.bytes // 3), ByteSize(0)) == rollout.Capacity(6, 4, 3)
-    assert rollout.capacity(_pool(host=None), 2, 1, ByteSize(GiB), ByteSize(0)) == rollout.Capacity(8, 4, None)
-    assert rollout.capacity(_pool(), 1, 1, allocatable + ByteSize(1), ByteSize(0)) == rollout.Capacity(0, 8, 0)
+    assert capacity(_pool(), 4, 1, ByteSize(allocatable.bytes // 3), ByteSize(0)) == Capacity(4, 2, 3)
+    assert capacity(_pool(), 2, 1, ByteSize(allocatable.bytes // 3), ByteSize(0)) == Capacity(6, 4, 3)
+    assert capacity(_pool(host=None), 2, 1, ByteSize(GiB), ByteSize(0)) == Capacity(8, 4, None)
+    assert capacity(_pool(), 1, 1, allocatable + ByteSize(1), ByteSize(0)) == Capacity(0, 8, 0)
 
 
 def test_rollout_capacity_of_multi_host_groups_is_whole_slices_where_a_pod_fits() -> None:
     allocatable = _allocatable()
     pool = _pool(devices=4, nodes=5)
-    assert rollout.capacity(pool, 4, 2, allocatable, ByteSize(0)) == rollout.Capacity(2, 1, 1)  # 5 nodes: 2 slices
-    assert rollout.capacity(pool, 4, 2, allocatable + ByteSize(1), ByteSize(0)) == rollout.Capacity(0, 1, 0)
+    assert capacity(pool, 4, 2, allocatable, ByteSize(0)) == Capacity(2, 1, 1)  # 5 nodes: 2 slices
+    assert capacity(pool, 4, 2, allocatable + ByteSize(1), ByteSize(0)) == Capacity(0, 1, 0)
 
 
 @pytest.mark.parametrize("roles", [1, 2])
 def test_surge_exactly_when_one_more_pod_per_role_fits(roles: int) -> None:
     replicas = 3
-    room = rollout.Capacity(replicas * roles + roles, 8, 8)
+    room = Capacity(replicas * roles + roles, 8, 8)
     short = dataclasses.replace(room, units=room.units - 1)
-    surging = rollout.choose(replicas, roles, 1, room, None, tier_auto=False)
+    surging = rollout_choice.choose(replicas, roles, 1, room, None, tier_auto=False)
     assert (surging.max_surge, surging.max_unavailable) == (1, 0)
-    one_by_one = rollout.choose(replicas, roles, 1, short, None, tier_auto=False)
+    one_by_one = rollout_choice.choose(replicas, roles, 1, short, None, tier_auto=False)
     assert (one_by_one.max_surge, one_by_one.max_unavailable) == (0, 1)
-    unknown = rollout.choose(replicas, roles, 1, None, None, tier_auto=False)
+    unknown = rollout_choice.choose(replicas, roles, 1, None, None, tier_auto=False)
     assert (unknown.max_surge, unknown.max_unavailable) == (0, 1)

@@ -84,7 +84,7 @@ def test_rendering_every_preset_in_one_process_leaves_stderr_clean() -> None:
     """The mock engine's worker threads open event loops; none may fail in a finalizer."""
     script = (
         "from stacks.config import loading\n"
-        "from stacks.plan import plan\n"
+        "from stacks.planning.plan import plan\n"
         "from stacks.review.render import render\n"
         "for name in loading.preset_names():\n"
         "    render(plan(loading.load_preset(name)), name)\n"

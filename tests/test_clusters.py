@@ -14,8 +14,8 @@ from components.specs.clusters import PoolSpec
 from components.units import ByteSize, GiB, MiB
 from stacks.config import StackConfig, loading
 from stacks.config.errors import ConfigError
-from stacks.hardware import allocatable_memory
-from stacks.plan import plan
+from stacks.planning.hardware import allocatable_memory
+from stacks.planning.plan import plan
 from stacks.review.render import render
 from tests.helpers import by_kind, manifests, rendered, resources
 

@@ -5,7 +5,7 @@ import pytest
 from components.units import ByteSize, GiB
 from stacks.config import loading
 from stacks.config.errors import ConfigError
-from stacks.plan import plan
+from stacks.planning.plan import plan
 
 
 def test_precedence_preset_then_pulumi_config_then_set() -> None:

@@ -11,19 +11,19 @@ from typing import get_args
 
 import pytest
 
-from components.catalog import model_cache as cache_figures
-from components.catalog import startup as startup_figures
+from components.catalog import startup_figures as startup_figures
+from components.catalog import weight_loading as cache_figures
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.machines import MACHINES
 from components.catalog.rates import ACCELERATOR_RATES
 from components.catalog.support import SUPPORTED
 from components.specs import connectors
-from components.specs.connectors import ConnectorKey, base
-from components.specs.connectors.base import Connector
+from components.specs.connectors import ConnectorKey, interface
+from components.specs.connectors.interface import Connector
 from stacks.config import loading
 from stacks.config.cache_section import CacheConfig
-from stacks.connector_choice import connector_of
-from stacks.plan import plan
+from stacks.planning.connector_choice import connector_of
+from stacks.planning.plan import plan
 
 
 def _resolved(combo: tuple[str, str, str, str, str]) -> Connector:
@@ -69,7 +69,7 @@ def test_each_implementation_is_one_module_on_the_interface(implementation: Conn
     cls = type(implementation)
     assert isinstance(implementation, Connector)
     assert cls.__module__ == f"components.specs.connectors.{cls.__module__.rsplit('.', 1)[-1]}"
-    assert cls.__module__ != base.__name__
+    assert cls.__module__ != interface.__name__
     assert cls.size is not Connector.size, "every connector sizes its tier"
     if implementation.key not in ("sglang-hicache", "lmcache-server"):  # these write their own flags
         assert cls.kv_transfer_config is not Connector.kv_transfer_config

@@ -10,7 +10,7 @@ import yaml
 from components.specs.clusters import POOL_LABEL
 from e2e import nodes
 from stacks.config import loading
-from stacks.hardware import pool_hardware
+from stacks.planning.hardware import pool_hardware
 
 GOLDEN = Path(__file__).parent / "golden"
 

@@ -29,10 +29,10 @@ from components.catalog import labels
 from components.specs.router_values import router_endpoint
 from components.units import ByteSize
 from stacks.config import StackConfig, formats, loading
+from stacks.config.cross_checks import NAME_LIMITS
 from stacks.config.errors import ConfigError
-from stacks.plan import StackPlan, plan
+from stacks.planning.plan import StackPlan, plan
 from stacks.review.render import kubernetes_objects
-from stacks.rules import NAME_LIMITS
 from tests.helpers import validate
 
 settings.register_profile(

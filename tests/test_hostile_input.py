@@ -18,7 +18,7 @@ from components.specs import verification
 from stacks.__main__ import main
 from stacks.config import loading
 from stacks.config.errors import ConfigError
-from stacks.plan import plan
+from stacks.planning.plan import plan
 from tests.helpers import by_kind, manifests, rendered
 
 ROOT = Path(__file__).resolve().parents[1]

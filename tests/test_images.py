@@ -10,7 +10,7 @@ import pytest
 
 from components.catalog import versions
 from components.specs import images
-from stacks.mirror import Mirror, router_values_through
+from stacks.planning.mirror import Mirror, router_values_through
 from tests.helm import CHART_VERSION, ChartInputs, chart_inputs, template
 from tests.helpers import manifests, rendered, resources
 

@@ -9,7 +9,7 @@ import pytest
 from stacks.__main__ import main
 from stacks.config import loading
 from stacks.config.errors import ConfigError
-from stacks.plan import plan
+from stacks.planning.plan import plan
 from tests.helpers import by_kind, manifests, rendered, validate
 
 _POOL = ["node_pools.accelerators.machine_type=a3-highgpu-8g"]

@@ -116,26 +116,26 @@ def test_the_layer_check_catches_an_arrow_up() -> None:
     assert violations("components.catalog.models", {"components.specs.sizing"})
     assert violations("components.units", {"components.catalog.labels"})
     assert violations("components.specs.sizing", {"pulumi"})
-    assert violations("components.specs.sizing", {"stacks.plan"})
+    assert violations("components.specs.sizing", {"stacks.planning.plan"})
     assert violations("policies.checks.ruleset", {"components.specs.sizing"})
     assert violations("components.formulas.payoff", {"components.specs.sizing"})
     assert violations("components.formulas.payoff", {"policies.checks.ruleset"})
     assert violations("components.catalog.rates", {"components.formulas.payoff"})
     assert not violations("policies.checks.ruleset", {"components.formulas.payoff"})
-    assert not violations("components.specs.payoff", {"components.formulas.payoff"})
+    assert not violations("components.specs.payoff_table", {"components.formulas.payoff"})
     assert violations("components.router", {"stacks.config"})
-    assert not violations("stacks.plan", {"components.specs.sizing", "policies.checks.ruleset"})
-    assert violations("stacks.plan", {"e2e.nodes"})
-    assert not violations("e2e.nodes", {"stacks.hardware"})
+    assert not violations("stacks.planning.plan", {"components.specs.sizing", "policies.checks.ruleset"})
+    assert violations("stacks.planning.plan", {"e2e.nodes"})
+    assert not violations("e2e.nodes", {"stacks.planning.hardware"})
 
 
 def test_imports_are_read_from_the_syntax_tree(tmp_path: Path) -> None:
     source = tmp_path / "x.py"
     source.write_text(
         "from components.specs import alerts\nimport pulumi_aws as aws\n"
-        "def f():\n    from stacks.plan import plan\n    return plan\n"
+        "def f():\n    from stacks.planning.plan import plan\n    return plan\n"
     )
-    assert imports(source) == {"components.specs.alerts", "pulumi_aws", "stacks.plan"}
+    assert imports(source) == {"components.specs.alerts", "pulumi_aws", "stacks.planning.plan"}
 
 
 POLICY_CHECKS = {

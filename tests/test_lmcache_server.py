@@ -205,7 +205,7 @@ def test_prefix_aware_routing_adds_the_tokenizer_and_token_producer() -> None:
     ],
 )
 def test_troubleshooting_table_failures_are_config_errors(overrides: list[str], message: str) -> None:
-    from stacks.plan import plan
+    from stacks.planning.plan import plan
 
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace("{", r"\{")):
         plan(loading.load_preset(REUSE, overrides))

@@ -11,7 +11,7 @@ from components.specs import model_cache
 from policies.resources import model_source, served_model
 from stacks.config import loading
 from stacks.config.errors import ConfigError
-from stacks.plan import plan
+from stacks.planning.plan import plan
 from tests.helpers import by_kind, manifests, rendered, resources
 
 TIER_CLAIM = "llm-d-kv-cache-storage"
@@ -216,10 +216,10 @@ def test_the_job_is_named_by_what_it_runs() -> None:
 
 def test_a_restarted_pod_starts_at_least_3x_faster_with_the_cache_on_lustre() -> None:
     """The issue's goal: Qwen3-32B on H100 with Lustre; the table in the summary shows the same cases."""
-    from stacks.review import cold_start
+    from stacks.review import cold_start_table
 
     stack_plan = plan(loading.load_preset("gke-h100-lustre"))
-    on, off = cold_start.restart(stack_plan, True), cold_start.restart(stack_plan, False)
+    on, off = cold_start_table.restart(stack_plan, True), cold_start_table.restart(stack_plan, False)
     assert off.weight_source == "huggingface" and on.weight_source == "model cache, gcp-lustre"
     assert off.modeled >= 3 * on.modeled
     summary = rendered("gke-h100-lustre").summary

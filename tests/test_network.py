@@ -21,7 +21,7 @@ from components.specs.servers.tpu import RAY_GCS_PORT
 from policies.checks.cluster_isolation import NETWORK_POLICY_TYPE, selector_matches
 from policies.resources import Resource, pods
 from stacks.config import loading
-from stacks.plan import StackPlan, plan
+from stacks.planning.plan import StackPlan, plan
 from stacks.review import offline
 from tests import helm
 

@@ -12,7 +12,7 @@ import pytest
 
 from components.specs import verification
 from stacks.config import loading
-from stacks.plan import plan
+from stacks.planning.plan import plan
 from tests.helpers import SEEDS, by_kind, manifests, rendered, validate
 
 PRESETS = loading.preset_names()

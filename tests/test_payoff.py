@@ -22,14 +22,14 @@ from components.catalog import rates
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.models import MODELS
 from components.formulas import payoff as formulas
-from components.specs.payoff import Payoff
+from components.specs.payoff_table import Payoff
 from components.units import GiB
 from policies.checks import tier_payoff
 from policies.checks.ruleset import RULES
 from policies.resources import Resource
 from stacks.config import loading
 from stacks.config.errors import ConfigError
-from stacks.plan import StackPlan, plan
+from stacks.planning.plan import StackPlan, plan
 from stacks.review import offline
 from stacks.review.check import check, stack_policy_config
 from stacks.review.summary import summary

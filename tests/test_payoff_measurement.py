@@ -29,7 +29,7 @@ from components.catalog.rates import ACCELERATOR_RATES, H200_PREFILL
 from components.formulas import payoff
 from components.formulas.payoff import Replica
 from stacks.config import loading
-from stacks.plan import plan
+from stacks.planning.plan import plan
 from stacks.review import offline
 from stacks.review.summary import summary
 from tests.helpers import UPSTREAM

@@ -17,7 +17,7 @@ from components.units import GiB
 from policies.pack import PACK_NAME, POLICIES
 from policies.resources import Resource
 from stacks.config import loading
-from stacks.plan import plan
+from stacks.planning.plan import plan
 from stacks.review import offline
 from stacks.review.check import check
 from tests.policy_cases import (

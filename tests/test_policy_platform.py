@@ -10,7 +10,7 @@ import pytest
 
 from policies.resources import Resource, pods
 from stacks.config import loading
-from stacks.plan import plan
+from stacks.planning.plan import plan
 from stacks.review import offline
 from tests.policy_cases import (
     DEPLOYMENT,

@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from components.catalog import startup as figures
+from components.catalog import startup_figures as figures
 from components.catalog import versions
 from components.specs import images, lmcache, mooncake, prepull
-from stacks import startup
 from stacks.config import loading
 from stacks.config.errors import ConfigError
-from stacks.plan import StackPlan, plan
-from stacks.review import cold_start
+from stacks.planning import cold_starts
+from stacks.planning.plan import StackPlan, plan
+from stacks.review import cold_start_table
 from tests.helpers import by_kind, manifests, rendered, resources
 
 # The P/D stack with a described H100 pool and the LMCache server DaemonSet on its nodes.
@@ -144,7 +144,7 @@ def test_it_updates_every_node_at_once_and_is_awaited_for_the_serial_pulls() -> 
     daemon_set = _daemon_set(stack_plan)
     assert daemon_set["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"] == "100%"
     pulled = images.images([daemon_set])
-    pull_seconds = sum(startup.image_bytes(i) for i in pulled) / figures.PULL_BYTES_PER_SECOND
+    pull_seconds = sum(cold_starts.image_bytes(i) for i in pulled) / figures.PULL_BYTES_PER_SECOND
     assert int(daemon_set["metadata"]["annotations"]["pulumi.com/timeoutSeconds"]) > pull_seconds
     (budget,) = [b for b in stack_plan.budgets if b.workload == prepull.NAME]
     assert budget.waves == 1
@@ -227,12 +227,12 @@ def test_off_by_default_and_where_a_mirror_serves_the_cluster() -> None:
 
 
 def test_a_rollout_waits_for_one_parallel_pull_instead_of_one_per_wave() -> None:
-    waves, ahead = cold_start.rollout_pulls(_plan("existing-mi300"))
+    waves, ahead = cold_start_table.rollout_pulls(_plan("existing-mi300"))
     assert _plan("existing-mi300").model_server.replicas == 2
-    whole = math.ceil(startup.image_bytes(versions.VLLM_ROCM_IMAGE) / figures.PULL_BYTES_PER_SECOND)
+    whole = math.ceil(cold_starts.image_bytes(versions.VLLM_ROCM_IMAGE) / figures.PULL_BYTES_PER_SECOND)
     assert waves == 2 * whole
     assert ahead is not None and whole <= ahead < waves  # the ROCm image and two small ones, once
-    assert cold_start.rollout_pulls(_plan("existing-mi300", "images.prepull=false"))[1] is None
+    assert cold_start_table.rollout_pulls(_plan("existing-mi300", "images.prepull=false"))[1] is None
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from components.catalog.startup import CLOUD_CREATE_WORST_SECONDS
+from components.catalog.startup_figures import CLOUD_CREATE_WORST_SECONDS
 from stacks.config import loading
 from tests.helpers import rendered, resources
 

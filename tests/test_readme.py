@@ -12,7 +12,7 @@ import pytest
 
 from components.specs.router_values import router_endpoint
 from stacks.config import loading
-from stacks.plan import plan
+from stacks.planning.plan import plan
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()

@@ -11,7 +11,7 @@ import yaml
 from components.catalog.models import MODELS
 from components.units import ByteSize
 from stacks.config import loading
-from stacks.plan import plan
+from stacks.planning.plan import plan
 from stacks.review.offline import OFFLINE_HF_TOKEN
 from stacks.review.render import Render, render
 from tests.helpers import by_kind, manifests, rendered, rendered_stack, resources, router_chart, validate

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from stacks import hardware
 from stacks.config import StackConfig, loading
+from stacks.planning import hardware
 from tests.helpers import by_kind, manifests, rendered
 from tests.rollout_simulation import (
     Node,

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from stacks.config import loading
-from stacks.plan import plan
+from stacks.planning.plan import plan
 from tests.helpers import SCHEMAS
 
 CHART = SCHEMAS / "router-chart"

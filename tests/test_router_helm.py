@@ -27,7 +27,7 @@ from policies.resources import Resource
 from scripts import install_helm
 from stacks.config import loading
 from stacks.config.errors import ConfigError
-from stacks.plan import plan
+from stacks.planning.plan import plan
 from tests.helm import CHART_VERSION, V0, ChartInputs, chart_inputs, helm, template
 from tests.helpers import SEEDS, by_kind, manifests, pods, rendered, resources, validate
 

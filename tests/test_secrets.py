@@ -15,7 +15,7 @@ from pulumi.runtime import rpc
 from stacks.__main__ import main
 from stacks.config import loading
 from stacks.config.errors import ConfigError
-from stacks.plan import plan
+from stacks.planning.plan import plan
 from stacks.review.render import render
 from tests.pulumi_program import run_program
 

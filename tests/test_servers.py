@@ -257,7 +257,7 @@ def test_models_with_mixed_attention_layers_get_the_hybrid_flag_with_the_native_
     from components.catalog.models import MODELS
     from components.specs.servers.vllm import vllm_args
     from stacks.config import loading
-    from stacks.plan import plan
+    from stacks.planning.plan import plan
 
     spec = plan(loading.load_preset("gpu-vllm-native-cpu")).model_server
     assert "--disable-hybrid-kv-cache-manager" not in vllm_args(spec)

@@ -5,14 +5,14 @@ from typing import Any
 
 import pytest
 
-from components.catalog import startup as figures
+from components.catalog import startup_figures as figures
 from components.catalog.models import MODELS
 from components.specs.startup import ColdStart, StartupInputs, cold_start, probe_failure_threshold
 from components.units import GB, MB
 from stacks.config import loading
-from stacks.plan import plan
-from stacks.review import cold_start as cold_start_table
-from stacks.startup import image_bytes, model_server_cold_start
+from stacks.planning.cold_starts import image_bytes, model_server_cold_start
+from stacks.planning.plan import plan
+from stacks.review import cold_start_table as cold_start_table
 from tests.helpers import manifests, rendered
 
 PRESETS = loading.preset_names()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from components.catalog import labels, versions
-from components.catalog.startup import LoadProfile
+from components.catalog.startup_figures import LoadProfile
 from components.units import MB
 
 
@@ -43,7 +43,7 @@ class AcceleratorProfile:
     # The LMCache connector: the guide's image where it differs from `vllm_image`, and its sub-guide label.
     lmcache_image: str | None = None
     lmcache_subguide: str | None = None
-    # Its cold start: weights from disk into device memory and the compile/warm-up (stacks/startup.py),
+    # Its cold start: weights from disk into device memory and the compile/warm-up (stacks/planning/cold_starts.py),
     # and the share of that compile a warm compile cache leaves.
     load: LoadProfile
     warm_compile_ratio: float

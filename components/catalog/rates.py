@@ -1,7 +1,7 @@
 """How fast things are: accelerator compute and host links, shared-storage read bandwidth.
 
 These figures decide whether an offload tier pays off (a load has to finish faster than the prefill
-it replaces; see `components/specs/payoff.py`). Every figure names its source; `assumed` marks the
+it replaces; see `components/specs/payoff_table.py`). Every figure names its source; `assumed` marks the
 ones no measurement or datasheet gives for this hardware, with what the assumption is.
 Rates are in bytes (or FLOP) per second, decimal: 1 GB/s = 10^9 B/s.
 """

@@ -1,6 +1,6 @@
 """Does a tier pay off? Recompute from a model's geometry against reload per tier, at a prefix length.
 
-The one place this arithmetic lives: `components/specs/payoff.py` (the summary's payoff table and the
+The one place this arithmetic lives: `components/specs/payoff_table.py` (the summary's payoff table and the
 load alert's threshold) and `policies/checks/tier_payoff.py` (`tiers-beat-recompute`) both call it. So
 are two facts both sides read from their own inputs: Managed Lustre's read bandwidth (`lustre_aggregate`:
 the spec from the stack config, the rule from the Lustre instance's inputs) and the CPU tier's transfer

@@ -1,6 +1,6 @@
 """How workloads roll when their template changes, as manifest fields: update strategies and disruption budgets.
 
-The plan chooses the numbers (stacks/rollout.py, from the node pools' capacity); these functions only
+The plan chooses the numbers (stacks/planning/rollout_choice.py, from the node pools' capacity); these functions only
 write them into the objects.
 """
 

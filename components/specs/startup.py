@@ -1,7 +1,7 @@
 """The cold-start model: how long one pod takes from scheduled to serving, from its parts.
 
-Pure arithmetic over figures the plan chooses (stacks/startup.py) from the catalog
-(components/catalog/startup.py). Each part is a separate field so that a faster source of one part
+Pure arithmetic over figures the plan chooses (stacks/planning/cold_starts.py) from the catalog
+(components/catalog/startup_figures.py). Each part is a separate field so that a faster source of one part
 (weights from a shared model cache instead of Hugging Face, a warm compile cache) replaces just
 that part. The await budget (what Pulumi waits before it fails `pulumi up`) is the modeled cold
 start plus a margin; the startup probe must allow at least the part that runs inside the container.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from components.catalog.startup import WeightSource
+from components.catalog.startup_figures import WeightSource
 from components.manifest import Manifest
 
 

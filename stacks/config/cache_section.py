@@ -10,7 +10,7 @@ from components.catalog import versions
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.models import MODELS
 from components.specs.connectors import ConnectorKey
-from components.specs.connectors.base import EngineKey, HostType, Variant
+from components.specs.connectors.interface import EngineKey, HostType, Variant
 from components.units import ByteSize, GiB, TiB
 from stacks.config.fields import (
     MAX_NODE_MEMORY,

@@ -10,8 +10,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from stacks.config import SECTIONS, StackConfig, yamlfile
+from stacks.config.cross_checks import check_stack
 from stacks.config.errors import HIDDEN, ConfigError, from_validation_error
-from stacks.rules import check_stack
 
 PRESETS_DIR = Path(__file__).parents[1] / "presets"
 PROJECT_DIR = Path(__file__).parents[2]

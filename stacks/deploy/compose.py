@@ -22,8 +22,8 @@ from components.specs.clusters import nvidia_device_plugin_pools, nvidia_device_
 from components.specs.servers.base import FILES_STORAGE_CLAIM
 from components.units import GiB
 from stacks.deploy.protection import lifecycle_transform
-from stacks.plan import StackPlan
-from stacks.plan_workloads import lustre_volume_name
+from stacks.planning.plan import StackPlan
+from stacks.planning.workload_builders import lustre_volume_name
 
 STACK_NAME = "llmd"
 

@@ -10,7 +10,7 @@ from pulumi.runtime.config import CONFIG, get_config_env, is_config_secret
 from stacks.config import loading
 from stacks.config.errors import ConfigError
 from stacks.deploy.compose import compose
-from stacks.plan import plan
+from stacks.planning.plan import plan
 
 
 def read_pulumi_config() -> dict[str, Any]:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import pulumi
 
 from components.specs.servers.base import FILES_STORAGE_CLAIM
-from stacks.startup import cloud_create_timeout
+from stacks.planning.cold_starts import cloud_create_timeout
 
 PROTECTED_TYPES = (
     "gcp:lustre/instance:Instance",

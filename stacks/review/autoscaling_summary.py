@@ -6,8 +6,8 @@ from __future__ import annotations
 from components.formulas import hpa
 from components.specs import keda
 from components.units import GiB
-from stacks.plan import StackPlan
-from stacks.plan_autoscaling import Autoscaling
+from stacks.planning.autoscaling import Autoscaling
+from stacks.planning.plan import StackPlan
 
 
 def _rules(rules: hpa.Rules) -> str:

@@ -136,7 +136,7 @@ _RENDER_ALL = """
 import sys
 from pathlib import Path
 from stacks.config import loading
-from stacks.plan import plan
+from stacks.planning.plan import plan
 from stacks.review.render import render
 out = Path(sys.argv[1])
 for name in sys.argv[2:]:

@@ -19,7 +19,7 @@ from typing import Any
 import pulumi
 
 from stacks.deploy.compose import StackOutputs, compose
-from stacks.plan import StackPlan
+from stacks.planning.plan import StackPlan
 from stacks.review.sdk_internals import (
     TIMEOUT_FIELDS,
     MockMonitor,

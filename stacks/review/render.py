@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from stacks.plan import StackPlan
+from stacks.planning.plan import StackPlan
 from stacks.review import offline
 from stacks.review.offline import RecordedResource, Recording
 from stacks.review.summary import summary

@@ -7,12 +7,12 @@ from collections.abc import Sequence
 from components.formulas.payoff import SUFFIX_TOKENS
 from components.specs import images, lmcache, model_cache, mooncake, prepull, storage
 from components.specs.clusters import PoolSpec
-from components.specs.payoff import gbps, seconds
+from components.specs.payoff_table import gbps, seconds
 from components.units import GiB, MiB
-from stacks.hardware import Fit
-from stacks.plan import StackPlan
-from stacks.prepull import serving_placement
-from stacks.review import cold_start
+from stacks.planning.hardware import Fit
+from stacks.planning.plan import StackPlan
+from stacks.planning.prepull_placement import serving_placement
+from stacks.review import cold_start_table
 from stacks.review.autoscaling_summary import autoscaling_lines
 from stacks.review.offline import Recording
 
@@ -159,12 +159,12 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
 
 def _startup(stack_plan: StackPlan) -> list[str]:
     """The cold start table and the await budgets it gives each workload."""
-    cases = cold_start.rows(stack_plan)
+    cases = cold_start_table.rows(stack_plan)
     budgets = [(f"`{b.workload}`", b.describe()) for b in stack_plan.budgets]
     return [
         "## Cold start",
         "",
-        "One model-server pod, modeled (components/catalog/startup.py and model_cache.py give each figure's"
+        "One model-server pod, modeled (components/catalog/startup_figures.py and model_cache.py give each figure's"
         " source): the first pod finds the compile cache empty; later pods and restarts find it filled.",
         "",
         *_table(("case", "image", "weights", "pull", "fetch", "load", "compile", "total"), cases),

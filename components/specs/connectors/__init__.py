@@ -11,7 +11,7 @@ from typing import Literal
 
 from components.catalog.accelerators import ACCELERATORS, AcceleratorProfile
 from components.catalog.support import SUPPORTED, Combo
-from components.specs.connectors.base import (
+from components.specs.connectors.interface import (
     FILES_STORAGE,
     Choice,
     Connector,

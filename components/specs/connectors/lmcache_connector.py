@@ -10,7 +10,7 @@ from components.catalog.accelerators import AcceleratorProfile
 from components.formulas.payoff import LMCACHE_CHUNK_TOKENS
 from components.manifest import Manifest
 from components.specs import sizing
-from components.specs.connectors.base import (
+from components.specs.connectors.interface import (
     FILES_STORAGE,
     XPU_DTYPE_ARGS,
     XPU_LOG_ARGS,

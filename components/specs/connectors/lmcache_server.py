@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from components.catalog import versions
 from components.manifest import Manifest
 from components.specs import lmcache, monitoring, network, sizing
-from components.specs.connectors.base import (
+from components.specs.connectors.interface import (
     Choice,
     Connector,
     DaemonInputs,

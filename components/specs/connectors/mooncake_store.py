@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from components.catalog import versions
 from components.manifest import Manifest
 from components.specs import monitoring, mooncake, network, sizing
-from components.specs.connectors.base import Connector, DaemonInputs, SizingInputs, Variant
+from components.specs.connectors.interface import Connector, DaemonInputs, SizingInputs, Variant
 from components.specs.servers.base import empty_dir, env_var
 from components.specs.startup import AwaitBudget
 from components.specs.workloads import Await, Workload

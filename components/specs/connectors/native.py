@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from components.manifest import Manifest
 from components.specs import sizing
-from components.specs.connectors.base import (
+from components.specs.connectors.interface import (
     FILES_STORAGE,
     Choice,
     Connector,

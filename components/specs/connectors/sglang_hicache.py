@@ -9,7 +9,7 @@ from components.catalog import labels, versions
 from components.catalog.accelerators import AcceleratorProfile
 from components.manifest import Manifest
 from components.specs import sizing
-from components.specs.connectors.base import Choice, Connector, SizingInputs
+from components.specs.connectors.interface import Choice, Connector, SizingInputs
 from components.specs.servers.sglang import PAGE_TOKENS, sglang_manifests
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from components.manifest import Manifest
 from components.specs import sizing
-from components.specs.connectors.base import Choice, Connector, SizingInputs
+from components.specs.connectors.interface import Choice, Connector, SizingInputs
 from components.specs.servers.tpu import tpu_manifests, tpu_multihost_manifests
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from components.specs.sizing import MooncakeClientSizing, TierSizing
 from components.specs.startup import probe_failure_threshold
 
 if TYPE_CHECKING:  # the connectors build on this module; the spec only carries the resolved one
-    from components.specs.connectors.base import Connector, EngineKey, HostType, Variant
+    from components.specs.connectors.interface import Connector, EngineKey, HostType, Variant
 
 FILES_STORAGE = labels.FILES_STORAGE_MOUNT
 

@@ -12,7 +12,7 @@ from components.formulas import payoff
 from components.units import ByteSize, GiB
 from stacks.config import StackConfig, formats
 from stacks.config.errors import HIDDEN, ConfigError
-from stacks.connector_choice import choice, connector_of
+from stacks.planning.connector_choice import choice, connector_of
 
 
 def check_stack(config: StackConfig) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from components.units import ByteSize
-from stacks import hardware
+from stacks.planning import hardware
 
 
 @dataclass(frozen=True)

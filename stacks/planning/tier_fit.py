@@ -11,10 +11,10 @@ from components.catalog.support import ComboDefaults
 from components.specs import prepull, sizing
 from components.specs.connectors import SizingInputs
 from components.units import ByteSize
-from stacks import hardware
 from stacks.config import StackConfig
 from stacks.config.errors import ConfigError
-from stacks.connector_choice import choice, connector_of
+from stacks.planning import hardware
+from stacks.planning.connector_choice import choice, connector_of
 
 
 def _default_tier(config: StackConfig, defaults: ComboDefaults) -> ByteSize:

@@ -15,14 +15,14 @@ from dataclasses import dataclass
 
 from components.catalog import versions
 from components.formulas import hpa, scale_down
-from components.specs import keda, node_autoscaling, payoff
+from components.specs import keda, node_autoscaling, payoff_table
 from components.specs.clusters import PoolSpec
 from components.specs.servers import ServerSpec
 from components.specs.workloads import CLUSTER, ROUTER, Workload
 from components.units import ByteSize
-from stacks import hardware, startup
 from stacks.config import StackConfig
 from stacks.config.errors import ConfigError
+from stacks.planning import cold_starts, hardware
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def resolve(
     server: ServerSpec,
     roles: int,
     fit: hardware.Fit | None,
-    stack_payoff: payoff.Payoff,
+    stack_payoff: payoff_table.Payoff,
 ) -> Autoscaling | None:
     settings = config.autoscaling
     if not settings.enabled:
@@ -103,7 +103,7 @@ def resolve(
             f"the initial count must lie within autoscaling's {settings.min_replicas}..{maximum} replicas",
         )
     readers = server.group_size  # a scale-out adds a replica whose pods read the weights beside the serving ones
-    cold = startup.model_server_cold_start(
+    cold = cold_starts.model_server_cold_start(
         config, server.accelerator.key, server.model, server.image, server.model_cache, readers=readers
     ).modeled
     if settings.scale_down == "upstream":

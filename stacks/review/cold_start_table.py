@@ -1,16 +1,16 @@
 """The cold start table: one model-server pod's start in the cases that matter, from the startup model
-(stacks/startup.py) with the stack's model cache as the weight source and its compile cache warm or not."""
+(stacks/planning/cold_starts.py) with the stack's model cache as the weight source and its compile cache warm or not."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.catalog import startup as figures
+from components.catalog import startup_figures as figures
 from components.specs import images, prepull
 from components.specs.startup import ColdStart
 from components.units import GB
-from stacks import startup
-from stacks.plan import StackPlan
+from stacks.planning import cold_starts
+from stacks.planning.plan import StackPlan
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class Case:
 def _pod(stack_plan: StackPlan, cache_on: bool, **how: bool) -> ColdStart:
     server = stack_plan.model_server
     cache = server.model_cache if cache_on else None
-    return startup.model_server_cold_start(
+    return cold_starts.model_server_cold_start(
         stack_plan.config, server.accelerator.key, server.model, server.image, cache, **how
     )
 
@@ -36,7 +36,7 @@ def restart(stack_plan: StackPlan, cache_on: bool) -> ColdStart:
 
 def cases(stack_plan: StackPlan) -> list[Case]:
     server, mirror = stack_plan.model_server, stack_plan.mirror
-    gb = startup.image_bytes(server.image) / GB
+    gb = cold_starts.image_bytes(server.image) / GB
     streamed = mirror is not None and mirror.cloud == "gke"
     pulled = f"{gb:.1f} GB " + (
         "through the Artifact Registry mirror (first pull of the image: whole)"
@@ -47,11 +47,11 @@ def cases(stack_plan: StackPlan) -> list[Case]:
     )
     read = f"streamed: {gb * figures.STREAMED_IMAGE_READ_RATIO:.1f} GB read at start (assumed)"
     on = server.model_cache is not None
-    source = startup.weight_source(stack_plan.config, server.model_cache)
+    source = cold_starts.weight_source(stack_plan.config, server.model_cache)
     weights = (
         f"{server.model.weight_bytes.bytes / GB:.1f} GB from {source.name} ({source.bytes_per_second / GB:.2f} GB/s)"
     )
-    hub = startup.weight_source(stack_plan.config, None)
+    hub = cold_starts.weight_source(stack_plan.config, None)
     from_hub = f"{server.model.weight_bytes.bytes / GB:.1f} GB from {hub.name} ({hub.bytes_per_second / GB:.2f} GB/s)"
     first = Case("first pod (empty caches)", _pod(stack_plan, on), pulled, weights)
     if stack_plan.manifests(

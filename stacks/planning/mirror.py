@@ -2,7 +2,7 @@
 ECR on EKS), and the router chart's values that send its images through it.
 
 components/specs/images.py has the registry arithmetic; the plan rewrites every image it renders with
-`Mirror.image` (stacks/plan.py `_through_mirror`).
+`Mirror.image` (stacks/planning/plan.py `_through_mirror`).
 """
 
 from __future__ import annotations

@@ -17,22 +17,22 @@ from components.catalog.models import ModelSpec
 from components.catalog.rates import ACCELERATOR_RATES
 from components.catalog.support import SUPPORTED, ComboDefaults
 from components.manifest import Manifest
-from components.specs import alerts, model_cache, payoff, sizing
+from components.specs import alerts, model_cache, payoff_table, sizing
 from components.specs.clusters import PoolSpec
 from components.specs.router_values import RouterInputs, inference_pool, router_values
 from components.specs.servers import ServerSpec
 from components.specs.servers.base import Scheduling, router_selector
 from components.specs.startup import AwaitBudget
 from components.specs.workloads import Workload, WorkloadType, ordered
-from stacks import hardware, plan_autoscaling, rollout, startup
 from stacks.config import StackConfig
+from stacks.config.cross_checks import pool_names
 from stacks.config.errors import ConfigError
-from stacks.connector_choice import choice, connector_of
-from stacks.mirror import Mirror, mirror_registry
-from stacks.plan_passes import through_mirror, with_await_budgets, with_network_policies, with_rollouts
-from stacks.plan_sizing import size_on_hardware
-from stacks.plan_workloads import Serving, resolve_model_cache, uses_tier_claim, workloads
-from stacks.rules import pool_names
+from stacks.planning import autoscaling, cold_starts, hardware, rollout_choice
+from stacks.planning.connector_choice import choice, connector_of
+from stacks.planning.mirror import Mirror, mirror_registry
+from stacks.planning.passes import through_mirror, with_await_budgets, with_network_policies, with_rollouts
+from stacks.planning.tier_fit import size_on_hardware
+from stacks.planning.workload_builders import Serving, resolve_model_cache, uses_tier_claim, workloads
 
 
 @dataclass(frozen=True)
@@ -55,12 +55,12 @@ class StackPlan:
     metrics_to_watch: list[str]
     fit: hardware.Fit | None  # the stack against its node pool (None: no pool described)
     pools: list[PoolSpec]  # node pools to create
-    payoff: payoff.Payoff  # break-even load bandwidth and each tier's expected reload
+    payoff: payoff_table.Payoff  # break-even load bandwidth and each tier's expected reload
     budgets: list[AwaitBudget] = dataclasses.field(default_factory=list)  # what Pulumi waits for, and why
-    rollout: rollout.Rollout | None = None  # how a template change rolls the model servers
+    rollout: rollout_choice.Rollout | None = None  # how a template change rolls the model servers
     mirror: Mirror | None = None  # the created cluster's registry mirror, which every image goes through
     router_policies: list[Manifest] = dataclasses.field(default_factory=list)  # the router pods' NetworkPolicy
-    autoscaling: plan_autoscaling.Autoscaling | None = None  # KEDA's bounds, scale-down and replay (None: off)
+    autoscaling: autoscaling.Autoscaling | None = None  # KEDA's bounds, scale-down and replay (None: off)
 
     @property
     def roles(self) -> list[Role]:
@@ -140,8 +140,8 @@ def plan(config: StackConfig) -> StackPlan:
     tier_sizing, client_sizing, fit = size_on_hardware(config, defaults, tp, replicas, devices)
     decode = _decode_server(config, defaults, tier_sizing, client_sizing, tp, replicas, devices)
     servers = [dataclasses.replace(decode, role="prefill"), decode] if decode.disaggregated else [decode]
-    stack_payoff = payoff.derive(_payoff_inputs(config, defaults, tier_sizing.model, devices, replicas))
-    auto = plan_autoscaling.resolve(config, decode, len(servers), fit, stack_payoff)
+    stack_payoff = payoff_table.derive(_payoff_inputs(config, defaults, tier_sizing.model, devices, replicas))
+    auto = autoscaling.resolve(config, decode, len(servers), fit, stack_payoff)
     profile = decode.connector.router_profile(choice(config), auto.max_replicas if auto else replicas)
     values = _router_values(config, decode, tier_sizing, profile, flow_control=auto is not None)
     check_router_reaches_model_servers(values, servers)
@@ -160,9 +160,9 @@ def plan(config: StackConfig) -> StackPlan:
     if auto is not None:  # KEDA owns the replica count; cache.replicas is the initial one
         pool = config.router.release if profile != "pd" else None
         roles = [w for w in planned.values() if w.server is not None]
-        planned = ordered([*planned.values(), *plan_autoscaling.scalers(config, auto, roles, pool)])
+        planned = ordered([*planned.values(), *autoscaling.scalers(config, auto, roles, pool)])
         if any(w.holds_cpu_tier for w in planned.values()):  # a per-node daemon keeps the tier a pod leaves
-            auto = plan_autoscaling.tier_held_by_daemon(auto)
+            auto = autoscaling.tier_held_by_daemon(auto)
     stack_plan = StackPlan(
         config=config,
         sizing=tier_sizing,
@@ -173,7 +173,7 @@ def plan(config: StackConfig) -> StackPlan:
         alerts=stack_alerts,
         metrics_to_watch=alerts.metrics_to_watch(exports),
         fit=fit,
-        pools=plan_autoscaling.with_node_bounds(config, pool_specs(config), auto),
+        pools=autoscaling.with_node_bounds(config, pool_specs(config), auto),
         payoff=stack_payoff,
         autoscaling=auto,
     )
@@ -195,7 +195,9 @@ def _decode_server(
     image = _image(config)
     cached = resolve_model_cache(config, tier_sizing.model, image)
     pods = replicas * defaults.group_size * connector.roles(chosen)  # a first rollout reads all at once
-    cold = startup.model_server_cold_start(config, cache.accelerator, tier_sizing.model, image, cached, readers=pods)
+    cold = cold_starts.model_server_cold_start(
+        config, cache.accelerator, tier_sizing.model, image, cached, readers=pods
+    )
     return ServerSpec(
         namespace=config.namespace,
         accelerator=ACCELERATORS[cache.accelerator],
@@ -245,7 +247,7 @@ def _router_values(
     )
 
 
-def _thresholds(config: StackConfig, stack_payoff: payoff.Payoff) -> alerts.Thresholds:
+def _thresholds(config: StackConfig, stack_payoff: payoff_table.Payoff) -> alerts.Thresholds:
     """The stack's alert thresholds; loads must beat the derived break-even unless the config says otherwise."""
     t = config.monitoring.alerts
     link = ACCELERATOR_RATES[config.cache.accelerator].host_link
@@ -274,11 +276,11 @@ def _thresholds(config: StackConfig, stack_payoff: payoff.Payoff) -> alerts.Thre
 
 def _payoff_inputs(
     config: StackConfig, defaults: ComboDefaults, model: ModelSpec, devices: int, replicas: int
-) -> payoff.PayoffInputs:
+) -> payoff_table.PayoffInputs:
     cache, storage = config.cache, config.storage
     block_tokens, block_from = connector_of(config).transfer_block(choice(config))
     shared = uses_tier_claim(config)
-    return payoff.PayoffInputs(
+    return payoff_table.PayoffInputs(
         model=model,
         accelerator=cache.accelerator,
         devices_per_pod=devices,
@@ -287,7 +289,7 @@ def _payoff_inputs(
         block_from=block_from,
         prefix_tokens=config.monitoring.alerts.prefix_tokens,
         filesystem=(
-            payoff.filesystem(
+            payoff_table.filesystem(
                 storage.backend,
                 storage.size,
                 storage.lustre.per_unit_storage_throughput,

@@ -8,8 +8,8 @@ import dataclasses
 import functools
 from dataclasses import dataclass
 
-from components.catalog.model_cache import streams_weights
 from components.catalog.models import ModelSpec
+from components.catalog.weight_loading import streams_weights
 from components.manifest import Manifest
 from components.specs import alerts, dashboard, images, model_cache, monitoring, network, prepull
 from components.specs import sizing as tier_sizing
@@ -23,11 +23,11 @@ from components.specs.startup import AwaitBudget
 from components.specs.storage import EFS_CLASS, LUSTRE_CLASS
 from components.specs.workloads import CLUSTER, HF_TOKEN, NAMESPACE, ROUTER, Await, Workload, ordered
 from components.units import ByteSize, GiB
-from stacks import hardware, startup
 from stacks.config import StackConfig
 from stacks.config.errors import ConfigError
-from stacks.connector_choice import choice, connector_of
-from stacks.prepull import prepull_manifests
+from stacks.planning import cold_starts, hardware
+from stacks.planning.connector_choice import choice, connector_of
+from stacks.planning.prepull_placement import prepull_manifests
 
 SERVING = (NAMESPACE, HF_TOKEN, CLUSTER)  # what every model server needs from the stack itself
 
@@ -152,7 +152,7 @@ def _model_cache(config: StackConfig, cache: model_cache.ModelCache, model: Mode
     if not cache.shared_with_tier:
         size = settings.size or ByteSize(-(-2 * model.weight_bytes.bytes // GiB) * GiB)
         out.append(model_cache.dedicated_claim(config.namespace, settings.storage_class, size.quantity()))
-    budget = AwaitBudget(model_cache.FETCH_NAME, startup.fetch_job_cold_start(config, cache, model), 1)
+    budget = AwaitBudget(model_cache.FETCH_NAME, cold_starts.fetch_job_cold_start(config, cache, model), 1)
     fetch = model_cache.FetchSpec(config.namespace, cache, settings.revision, settings.image, budget.seconds)
     manifests = out + model_cache.fetch_manifests(fetch)
     job = next(m for m in manifests if m["kind"] == "Job")
@@ -182,7 +182,7 @@ def _daemons(s: Serving) -> list[Workload]:
             client=s.client,
             node_selector=s.decode.scheduling.node_selector,
             nodes=s.nodes,
-            cold_start=startup.daemon_cold_start,
+            cold_start=cold_starts.daemon_cold_start,
         )
     )
 
@@ -190,7 +190,7 @@ def _daemons(s: Serving) -> list[Workload]:
 def _prepull(config: StackConfig, s: Serving, serving: list[Manifest], daemons: list[Manifest]) -> Workload:
     """On the pool's nodes (its node pool first), while the weights are fetched."""
     manifests = prepull_manifests(config, s.decode.accelerator, serving, daemons)
-    pulled = startup.prepull_cold_start(images.images(manifests))
+    pulled = cold_starts.prepull_cold_start(images.images(manifests))
     return Workload(
         prepull.WORKLOAD,
         manifests,
@@ -203,7 +203,7 @@ def _prepull(config: StackConfig, s: Serving, serving: list[Manifest], daemons: 
 
 def _model_server(s: Serving, server: ServerSpec, manifests: list[Manifest], needs: tuple[str, ...]) -> Workload:
     """A rolling update restarts a role's pods one after the other: a cold start per replica."""
-    cold = startup.model_server_cold_start(
+    cold = cold_starts.model_server_cold_start(
         s.config, server.accelerator.key, server.model, server.image, server.model_cache, readers=s.pods
     )
     workload = manifests[-1]
@@ -261,7 +261,7 @@ def _verification(s: Serving, needs: tuple[str, ...]) -> Workload:
         )
     )
     job = next(m for m in manifests if m["kind"] == "Job")
-    cold = startup.job_cold_start(config.verification.image, int(job["spec"]["activeDeadlineSeconds"]))
+    cold = cold_starts.job_cold_start(config.verification.image, int(job["spec"]["activeDeadlineSeconds"]))
     pods = {"app.kubernetes.io/name": verification_spec.NAME}
     return Workload(
         verification_spec.WORKLOAD,

@@ -1,6 +1,6 @@
 """The plan's choice of cold-start inputs: which image, which weights from where, which accelerator.
 
-components/specs/startup.py does the arithmetic; the figures live in components/catalog/startup.py.
+components/specs/startup.py does the arithmetic; the figures live in components/catalog/startup_figures.py.
 The weight source is a choice of the plan: Hugging Face today, a shared model cache when a stack has one.
 """
 
@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import math
 
-from components.catalog import model_cache as cache_figures
-from components.catalog import startup as figures
+from components.catalog import startup_figures as figures
+from components.catalog import weight_loading as cache_figures
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.models import ModelSpec
-from components.catalog.startup import WeightSource
-from components.specs import payoff
+from components.catalog.startup_figures import WeightSource
+from components.specs import payoff_table
 from components.specs.model_cache import ModelCache
 from components.specs.startup import ColdStart, StartupInputs, cold_start
 from stacks.config import StackConfig
@@ -34,17 +34,17 @@ def weight_source(config: StackConfig, cache: ModelCache | None, readers: int = 
         return figures.HUGGING_FACE
     if cache.shared_with_tier:
         storage = config.storage
-        fs = payoff.filesystem(
+        fs = payoff_table.filesystem(
             storage.backend, storage.size, storage.lustre.per_unit_storage_throughput, storage.read_bandwidth, readers
         )
-        share = payoff.filesystem_share(fs)
+        share = payoff_table.filesystem_share(fs)
         if share is not None:
             name = f"model cache, {storage.backend}"
             return WeightSource(name, int(share), f"{fs.aggregate_from}; {fs.per_client_from}; {readers} reading")
     return WeightSource(
         "model cache, assumed class",
         cache_figures.ASSUMED_DEDICATED_READ_BYTES_PER_SECOND,
-        "a ReadWriteMany class of unknown bandwidth (assumed, components/catalog/model_cache.py)",
+        "a ReadWriteMany class of unknown bandwidth (assumed, components/catalog/weight_loading.py)",
     )
 
 

@@ -20,13 +20,13 @@ from components.specs.rollout import (
 from components.specs.router_values import router_pod_labels
 from components.specs.startup import AwaitBudget, with_await_budget
 from components.specs.workloads import PHASES, Workload
-from stacks import hardware, plan_autoscaling, rollout
 from stacks.config import StackConfig
 from stacks.config.errors import ConfigError
-from stacks.mirror import chart_images, cluster_mirror, router_values_through
+from stacks.planning import autoscaling, hardware, rollout_choice
+from stacks.planning.mirror import chart_images, cluster_mirror, router_values_through
 
 if TYPE_CHECKING:
-    from stacks.plan import StackPlan
+    from stacks.planning.plan import StackPlan
 
 _ROLLED_KINDS = ("Deployment", "DaemonSet", "LeaderWorkerSet")
 
@@ -35,18 +35,18 @@ def _map(stack_plan: StackPlan, change: dict[str, Workload]) -> dict[str, Worklo
     return {key: change.get(key, w) for key, w in stack_plan.workloads.items()}
 
 
-def _rollout(stack_plan: StackPlan) -> rollout.Rollout:
+def _rollout(stack_plan: StackPlan) -> rollout_choice.Rollout:
     config, server, fit = stack_plan.config, stack_plan.model_server, stack_plan.fit
     cap = None
     if config.cache.node_pool and fit is not None:
         pool = hardware.pool_hardware(config, config.cache.node_pool)
         daemon = fit.per_node - server.sizing.pod_memory * fit.pods_per_node
-        cap = rollout.capacity(pool, server.devices, server.group_size, server.sizing.pod_memory, daemon)
+        cap = rollout_choice.capacity(pool, server.devices, server.group_size, server.sizing.pod_memory, daemon)
     # The tier a model-server restart loses: the pod's own, unless a per-node daemon holds it.
     in_daemon = any(w.holds_cpu_tier for w in stack_plan.workloads.values())
     # Under autoscaling a rollout may meet any count up to the most: plan for the most.
     replicas = stack_plan.autoscaling.max_replicas if stack_plan.autoscaling else server.replicas
-    return rollout.choose(
+    return rollout_choice.choose(
         replicas=replicas,
         roles=len(stack_plan.roles),
         group_size=server.group_size,
@@ -127,7 +127,7 @@ def through_mirror(stack_plan: StackPlan) -> StackPlan:
     """Every image the stack renders, and the router chart's, referenced through the mirror."""
     p = stack_plan
     every = [m for w in p.workloads.values() for m in w.manifests]
-    addons = plan_autoscaling.addon_images(p.config, p.autoscaling, p.pools)
+    addons = autoscaling.addon_images(p.config, p.autoscaling, p.pools)
     registries = {images.split_image(i)[0] for i in [*images.images(every), *chart_images(), *addons]}
     mirror = cluster_mirror(stack_plan.config, registries)
     if mirror is None:
