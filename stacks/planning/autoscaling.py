@@ -123,7 +123,9 @@ def resolve(
         hpa.ReplayInputs(
             initial_replicas=server.replicas,
             capacity_rps=capacity,
-            concurrency=capacity * per_request,
+            # A replica at capacity holds upstream's running-requests target in flight (what the recipes' 16 means):
+            # running requests then count the load in replicas, and the HPA holds the count the load needs.
+            concurrency=settings.running_threshold,
             cold_start_s=cold,
             min_replicas=settings.min_replicas,
             max_replicas=maximum,
