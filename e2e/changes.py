@@ -117,7 +117,9 @@ def apply_change(
         engine.remove_config(change.key)
         return f"plans agree ({summary}); previewed only"
     # Where the stack describes no pool, its pods' nodes are the cluster's: more pods get more nodes.
-    cluster.apply(nodes.node_objects(nodes.node_shapes(state["pools"], after["objects"])))
+    shapes = nodes.node_shapes(state["pools"], after["objects"])
+    cluster.apply(nodes.node_objects(shapes))
+    cluster.apply(nodes.dra_objects(shapes), server_side=True)
     namespace = before["objects"][0]["metadata"].get("namespace") or "llm-d-tiered-prefix-cache"
     uids = _uids(cluster, namespace)
     result = engine.run("up", "--yes", "--skip-preview")
