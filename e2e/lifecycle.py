@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from e2e import nodes
+from e2e import lws, nodes
 from e2e.changes import CHANGES, Change, apply_change
 from e2e.engine import REPO, Engine, copy_project, language_host_shim
 from e2e.kwok import Cluster, ClusterError
@@ -46,8 +46,9 @@ _CRD_FIXTURES = {
 HF_TOKEN = "hf_e2e_placeholder_not_a_token"
 
 
-def _crds_for(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    groups = {o.get("apiVersion", "").split("/")[0] for o in objects}
+def _crds_for(objects: list[dict[str, Any]], served: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+    """The fixture CRDs of the groups the objects use, but those a controller here brings (`served`)."""
+    groups = {o.get("apiVersion", "").split("/")[0] for o in objects} - served
     docs: list[dict[str, Any]] = []
     for group, folder in _CRD_FIXTURES.items():
         if group in groups:
@@ -111,10 +112,26 @@ def run_preset(
             node_docs = nodes.node_objects(shapes)
             cluster.apply(node_docs)
             cluster.wait_nodes_ready(len(node_docs))
-            crds = _crds_for(state["render"]["objects"])
+            devices = nodes.dra_objects(shapes)
+            cluster.apply(devices, server_side=True)
+            objects = state["render"]["objects"]
+            needs_lws = any(o["kind"] == "LeaderWorkerSet" for o in objects)
+            crds = _crds_for(objects, frozenset({lws.GROUP}) if needs_lws else frozenset())
             cluster.apply(crds, server_side=True)
             pools = ", ".join(f"{s.name_prefix} x{s.count}" for s in shapes)
-            return f"kwok, {len(node_docs)} nodes ({pools}), {len(crds)} CRDs"
+            slices = state["dra"] = sum(d["kind"] == "ResourceSlice" for d in devices)
+            detail = f"kwok, {len(node_docs)} nodes ({pools}), {len(crds)} CRDs" + (
+                f", {slices} ResourceSlices (DRA)" if slices else ""
+            )
+            if needs_lws:
+                if "lws" not in bins:
+                    raise StepError(
+                        "its LeaderWorkerSet needs the LWS controller, built with `--all` (or by naming it)"
+                    )
+                controller = lws.Controller(bins["lws"] / "lws-controller", workdir / "lws", cluster.kubeconfig)
+                state["lws"] = controller
+                detail += "; " + controller.start(lambda docs, side: cluster.apply(docs, server_side=side))
+            return detail
 
         timed(report, "local control plane", control_plane)
 
@@ -138,6 +155,8 @@ def run_preset(
 
         timed(report, "pulumi up", up)
         timed(report, "live objects match the render", lambda: check_live_matches(cluster, state["render"]["objects"]))
+        if state.get("dra"):
+            timed(report, "DRA claims allocated", lambda: _check_claims(cluster))
 
         def no_change() -> str:
             result = engine.run("preview", "--expect-no-changes", "--diff")
@@ -163,10 +182,27 @@ def run_preset(
         pass
     finally:
         if keep:
+            if "lws" in state:
+                report.say(f"kept: lws-controller, pid {state['lws'].pid()}")
             report.say(f"kept: kubectl --kubeconfig {cluster.kubeconfig}; stop it with `./run e2e --stop {preset}`")
         else:
+            if "lws" in state:
+                state["lws"].stop()
             cluster.delete()
     return report
+
+
+def _check_claims(cluster: Cluster) -> str:
+    """Every ResourceClaim the pods hold, allocated by the scheduler from the published slices."""
+    claims = cluster.objects("resourceclaims.resource.k8s.io")
+    if not claims:
+        raise StepError("no ResourceClaim on the API server, though the pods claim devices")
+    pending = [c["metadata"]["name"] for c in claims if not (c.get("status") or {}).get("allocation")]
+    if pending:
+        raise StepError(f"ResourceClaims not allocated: {', '.join(pending)}")
+    results = [r for c in claims for r in c["status"]["allocation"]["devices"].get("results", [])]
+    pools = sorted({r.get("pool", "") for r in results})  # a slice's pool is named after its node
+    return f"{len(claims)} claim(s), {len(results)} devices allocated from {', '.join(pools)}"
 
 
 def _protected(resources_json: str) -> list[str]:

@@ -23,6 +23,8 @@ from stacks.config import StackConfig
 from stacks.hardware import pool_hardware
 
 KWOK_ANNOTATION = {"kwok.x-k8s.io/node": "fake"}
+# A LeaderWorkerSet's group takes a topology domain (node label) of its own: its nodes get one per group.
+EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 _WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet", "DaemonSet")
 _SYSTEM = {"cpu": "32", "memory": "128Gi", "pods": "110"}
 _SYSTEM_NODES = 2
@@ -188,7 +190,16 @@ def _generated_shapes(config: StackConfig, objects: list[dict[str, Any]]) -> lis
             "pods": "110",
             **{name: str(count) for name, count in devices.items()},
         }
-        shapes.append(NodeShape(f"for-{obj['metadata']['name']}", _pods(obj), labels, [], allocatable, claims))
+        prefix = f"for-{obj['metadata']['name']}"
+        topology = ((obj.get("metadata") or {}).get("annotations") or {}).get(EXCLUSIVE_TOPOLOGY)
+        if obj.get("kind") == "LeaderWorkerSet" and topology:
+            # One group per topology domain, as GKE gives each multi-host TPU slice its own node pool.
+            size = _pods(obj) // max(int(obj["spec"].get("replicas", 1)), 1)
+            for group in range(int(obj["spec"].get("replicas", 1))):
+                domain = {**labels, topology: f"{prefix}-{group}"[:63]}
+                shapes.append(NodeShape(f"{prefix}-{group}", size, domain, [], allocatable, claims))
+        else:
+            shapes.append(NodeShape(prefix, _pods(obj), labels, [], allocatable, claims))
     return shapes
 
 

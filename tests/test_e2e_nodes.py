@@ -133,7 +133,7 @@ def test_no_dra_objects_without_dra_devices() -> None:
 def test_a_deleted_pod_turns_terminal_before_kwok_deletes_it() -> None:
     from e2e import kwok
 
-    delete = {
+    delete: dict[str, Any] = {
         "kind": "Stage",
         "metadata": {"name": "pod-delete"},
         "spec": {
@@ -141,7 +141,7 @@ def test_a_deleted_pod_turns_terminal_before_kwok_deletes_it() -> None:
             "next": {"delete": True},
         },
     }
-    ready = {"kind": "Stage", "metadata": {"name": "pod-ready"}, "spec": {}}
+    ready: dict[str, Any] = {"kind": "Stage", "metadata": {"name": "pod-ready"}, "spec": {}}
     out = kwok.terminal_before_delete([ready, delete])
     assert [s["metadata"]["name"] for s in out] == ["pod-ready", "pod-delete", "pod-terminate"]
     phase = {"key": ".status.phase", "operator": "In", "values": ["Succeeded", "Failed"]}
@@ -151,3 +151,19 @@ def test_a_deleted_pod_turns_terminal_before_kwok_deletes_it() -> None:
     assert "phase: Failed" in out[2]["spec"]["next"]["statusTemplate"]
     assert len(delete["spec"]["selector"]["matchExpressions"]) == 1  # the input is left alone
     assert kwok.terminal_before_delete([ready]) == [ready]
+
+
+def test_each_group_of_an_exclusive_leaderworkerset_gets_its_own_topology_domain() -> None:
+    preset = "tpu-v7-vllm-native-cpu-multi-host"
+    objects = _objects(preset)
+    lws = next(o for o in objects if o["kind"] == "LeaderWorkerSet")
+    key = lws["metadata"]["annotations"][nodes.EXCLUSIVE_TOPOLOGY]
+    replicas, size = lws["spec"]["replicas"], lws["spec"]["leaderWorkerTemplate"]["size"]
+    docs = nodes.node_objects(nodes.node_shapes(loading.load_preset(preset, []), objects))
+    domains: dict[str, int] = {}
+    for node in docs:
+        if key in node["metadata"]["labels"]:
+            domains[node["metadata"]["labels"][key]] = domains.get(node["metadata"]["labels"][key], 0) + 1
+    assert len(domains) == replicas
+    assert set(domains.values()) == {size}
+    assert len({n["metadata"]["name"] for n in docs}) == len(docs)
