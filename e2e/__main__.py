@@ -21,30 +21,21 @@ DEFAULT = ("dev", "gpu-vllm-native-cpu", "gpu-vllm-native-fs", "gpu-vllm-lmcache
 CHANGE_PRESETS = ("dev", "gpu-vllm-native-fs", "existing-mi300")
 
 
-# What the harness cannot make ready yet, by what a preset needs; `--all` names these and runs the rest.
-NOT_RUN = {
-    "multi-host": "its LeaderWorkerSet needs the LWS controller and its webhooks, which the harness builds"
-    " (`--all`) but does not run yet",
-    "xpu": "its pods claim devices through DRA, and no driver publishes ResourceSlices for the KWOK nodes",
-}
-
-
-def _local_presets() -> tuple[list[str], dict[str, str]]:
-    """The presets on an existing cluster (no cloud account), and those of them the harness cannot run."""
+def _local_presets() -> list[str]:
+    """The presets on an existing cluster (no cloud account): the ones `--all` runs."""
     from stacks.config import loading
 
-    names, skipped = [], {}
-    for name in loading.preset_names():
-        config = loading.load_preset(name, [])
-        if config.cluster.provider != "existing":
-            continue
-        if config.cache.host_type == "multi-host":
-            skipped[name] = NOT_RUN["multi-host"]
-        elif config.cache.accelerator == "xpu":
-            skipped[name] = NOT_RUN["xpu"]
-        else:
-            names.append(name)
-    return names, skipped
+    return [name for name in loading.preset_names() if loading.load_preset(name, []).cluster.provider == "existing"]
+
+
+def _needs_lws(presets: list[str], overrides: list[str]) -> bool:
+    """Whether a preset runs a LeaderWorkerSet, whose controller is built only then."""
+    from stacks.config import loading
+
+    known = set(loading.preset_names())
+    return any(
+        loading.load_preset(name, overrides).cache.host_type == "multi-host" for name in presets if name in known
+    )
 
 
 def main(argv: list[str]) -> int:
@@ -64,8 +55,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--stop", metavar="PRESET", help="stop the cluster a --keep run left running")
     parser.add_argument("--workdir", type=Path, default=REPO / "out" / "e2e", help="logs and state (default out/e2e)")
     args = parser.parse_args(argv)
+    presets = _local_presets() if args.all else (args.presets or list(DEFAULT))
     try:
-        bins = tools.ensure_all(extra=args.all)
+        bins = tools.ensure_all(extra=args.all or _needs_lws(presets, args.set))
     except tools.BuildError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -73,15 +65,11 @@ def main(argv: list[str]) -> int:
         return 0
     if args.stop:
         from e2e.kwok import Cluster
+        from e2e.lws import stop_recorded
 
+        stop_recorded(args.workdir / args.stop / "lws" / "lws-controller.pid")
         Cluster(lifecycle.cluster_name(args.stop), args.workdir / args.stop / "cluster", bins).delete()
         return 0
-    if args.all:
-        presets, skipped = _local_presets()
-        for name, why in skipped.items():
-            print(f"[e2e] not run: {name}: {why}")
-    else:
-        presets = args.presets or list(DEFAULT)
     started, reports = time.monotonic(), []
     for preset in presets:
         changes = not args.no_changes and (bool(args.presets) or preset in CHANGE_PRESETS)

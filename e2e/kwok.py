@@ -8,6 +8,7 @@ provisioned for them. Nothing is pulled or run in a container: a pod's image is 
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
@@ -50,7 +51,43 @@ def stage_documents(source: Path) -> tuple[list[dict[str, Any]], list[dict[str, 
                 if not doc:
                     continue
                 (stages if doc.get("kind") == "Stage" else objects).append(doc)
-    return stages, objects
+    return terminal_before_delete(stages), objects
+
+
+_TERMINAL = ["Succeeded", "Failed"]
+# What the kubelet does to a deleted pod before it goes: its phase becomes terminal. KWOK's fast stages
+# delete it at once instead, which a pod holding a ResourceClaim never survives: the claim controller
+# releases a claim only from a terminal pod, and the pod's foreground deletion waits on the claim.
+POD_TERMINATE = {
+    "apiVersion": "kwok.x-k8s.io/v1alpha1",
+    "kind": "Stage",
+    "metadata": {"name": "pod-terminate"},
+    "spec": {
+        "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+        "selector": {
+            "matchExpressions": [
+                {"key": ".metadata.deletionTimestamp", "operator": "Exists"},
+                {"key": ".status.phase", "operator": "NotIn", "values": _TERMINAL},
+            ]
+        },
+        "next": {"statusTemplate": "phase: Failed\n"},
+    },
+}
+
+
+def terminal_before_delete(stages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """KWOK's stages with a deleted pod made terminal first (`POD_TERMINATE`), and deleted only then: two
+    stages matching one pod are chosen between at random, so `pod-delete` waits for the terminal phase."""
+    out = []
+    for stage in stages:
+        if stage["metadata"]["name"] == "pod-delete":
+            stage = copy.deepcopy(stage)
+            expressions = stage["spec"]["selector"]["matchExpressions"]
+            expressions.append({"key": ".status.phase", "operator": "In", "values": _TERMINAL})
+        out.append(stage)
+    if any(s["metadata"]["name"] == "pod-delete" for s in stages):
+        out.append(copy.deepcopy(POD_TERMINATE))
+    return out
 
 
 @dataclass

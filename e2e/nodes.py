@@ -23,6 +23,8 @@ from stacks.config import StackConfig
 from stacks.planning.hardware import pool_hardware
 
 KWOK_ANNOTATION = {"kwok.x-k8s.io/node": "fake"}
+# A LeaderWorkerSet's group takes a topology domain (node label) of its own: its nodes get one per group.
+EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 _WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet", "DaemonSet")
 _SYSTEM = {"cpu": "32", "memory": "128Gi", "pods": "110"}
 _SYSTEM_NODES = 2
@@ -38,6 +40,7 @@ class NodeShape:
     labels: dict[str, str]
     taints: list[dict[str, str]] = field(default_factory=list)
     allocatable: dict[str, str] = field(default_factory=dict)
+    dra_devices: dict[str, int] = field(default_factory=dict)  # DRA device class -> devices per node
 
 
 def _pod_template(obj: dict[str, Any]) -> dict[str, Any] | None:
@@ -85,6 +88,33 @@ def device_requests(pod_spec: dict[str, Any]) -> dict[str, int]:
     return total
 
 
+def claim_templates(objects: Iterable[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Each ResourceClaimTemplate's devices by class (its `exactly` requests; `All` counts as one)."""
+    out: dict[str, dict[str, int]] = {}
+    for obj in objects:
+        if obj.get("kind") != "ResourceClaimTemplate":
+            continue
+        devices: dict[str, int] = {}
+        for request in ((obj.get("spec") or {}).get("spec") or {}).get("devices", {}).get("requests") or []:
+            exactly = request.get("exactly") or {}
+            if exactly.get("deviceClassName"):
+                count = (
+                    int(exactly.get("count", 1)) if exactly.get("allocationMode", "ExactCount") == "ExactCount" else 1
+                )
+                devices[exactly["deviceClassName"]] = devices.get(exactly["deviceClassName"], 0) + count
+        out[obj["metadata"]["name"]] = devices
+    return out
+
+
+def claimed_devices(pod_spec: dict[str, Any], templates: dict[str, dict[str, int]]) -> dict[str, int]:
+    """DRA devices a pod claims through its claim templates, by device class."""
+    total: dict[str, int] = {}
+    for claim in pod_spec.get("resourceClaims") or []:
+        for device_class, count in templates.get(claim.get("resourceClaimTemplateName") or "", {}).items():
+            total[device_class] = total.get(device_class, 0) + count
+    return total
+
+
 def _memory_gib(value: str) -> float:
     return (quantity(value) or 0.0) / GiB
 
@@ -123,9 +153,13 @@ def _pool_shapes(config: StackConfig, objects: Iterable[dict[str, Any]]) -> list
         resource = _device_resource(hardware.accelerator)
         if resource and hardware.devices_per_node:
             allocatable[resource] = str(hardware.devices_per_node)
+        profile = ACCELERATORS.get(hardware.accelerator or "")
+        dra = {}
+        if profile and profile.dra_device_class and hardware.devices_per_node:
+            dra[profile.dra_device_class] = hardware.devices_per_node
         labels = {POOL_LABEL: key, **wanted.get(key, {}), **pool.labels}
         taints = [{"key": t.key, "value": t.value or "", "effect": t.effect} for t in pool.taints]
-        shapes.append(NodeShape(f"pool-{key}", hardware.nodes, labels, taints, allocatable))
+        shapes.append(NodeShape(f"pool-{key}", hardware.nodes, labels, taints, allocatable, dra))
     return shapes
 
 
@@ -134,15 +168,15 @@ def _device_resource(accelerator: str | None) -> str | None:
     return profile.device_resource if profile else None
 
 
-def _generated_shapes(config: StackConfig, objects: Iterable[dict[str, Any]]) -> list[NodeShape]:
-    shapes = []
+def _generated_shapes(config: StackConfig, objects: list[dict[str, Any]]) -> list[NodeShape]:
+    shapes, templates = [], claim_templates(objects)
     for obj in objects:
         if obj.get("kind") not in _WORKLOAD_KINDS or obj.get("kind") == "DaemonSet":
             continue
         template = _pod_template(obj) or {}
         spec = template.get("spec", {})
-        devices, labels = device_requests(spec), required_labels(spec)
-        if not devices and not labels:
+        devices, labels, claims = device_requests(spec), required_labels(spec), claimed_devices(spec, templates)
+        if not devices and not labels and not claims:
             continue  # the system nodes take it
         if config.node_pools and any(
             labels.get(POOL_LABEL) == key or (p.labels and p.labels.items() <= labels.items())
@@ -156,7 +190,16 @@ def _generated_shapes(config: StackConfig, objects: Iterable[dict[str, Any]]) ->
             "pods": "110",
             **{name: str(count) for name, count in devices.items()},
         }
-        shapes.append(NodeShape(f"for-{obj['metadata']['name']}", _pods(obj), labels, [], allocatable))
+        prefix = f"for-{obj['metadata']['name']}"
+        topology = ((obj.get("metadata") or {}).get("annotations") or {}).get(EXCLUSIVE_TOPOLOGY)
+        if obj.get("kind") == "LeaderWorkerSet" and topology:
+            # One group per topology domain, as GKE gives each multi-host TPU slice its own node pool.
+            size = _pods(obj) // max(int(obj["spec"].get("replicas", 1)), 1)
+            for group in range(int(obj["spec"].get("replicas", 1))):
+                domain = {**labels, topology: f"{prefix}-{group}"[:63]}
+                shapes.append(NodeShape(f"{prefix}-{group}", size, domain, [], allocatable, claims))
+        else:
+            shapes.append(NodeShape(prefix, _pods(obj), labels, [], allocatable, claims))
     return shapes
 
 
@@ -165,11 +208,47 @@ def node_shapes(config: StackConfig, objects: list[dict[str, Any]]) -> list[Node
     return [system, *_pool_shapes(config, objects), *_generated_shapes(config, objects)]
 
 
+def _node_names(shape: NodeShape) -> list[str]:
+    return [f"{shape.name_prefix}-{index}"[:63].rstrip("-") for index in range(shape.count)]
+
+
+def dra_objects(shapes: list[NodeShape]) -> list[dict[str, Any]]:
+    """What a DRA driver would publish for the nodes' devices: a DeviceClass per class (selecting the
+    driver of that name) and one ResourceSlice per node and class, its devices `<class>-<n>`."""
+    classes = sorted({c for shape in shapes for c in shape.dra_devices})
+    docs: list[dict[str, Any]] = [
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": c},
+            "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{c}'"}}]},
+        }
+        for c in classes
+    ]
+    for shape in shapes:
+        for name in _node_names(shape):
+            for device_class, count in sorted(shape.dra_devices.items()):
+                prefix = device_class.split(".")[0]
+                docs.append(
+                    {
+                        "apiVersion": "resource.k8s.io/v1",
+                        "kind": "ResourceSlice",
+                        "metadata": {"name": f"{name}-{device_class.replace('.', '-')}"[:253]},
+                        "spec": {
+                            "driver": device_class,
+                            "nodeName": name,
+                            "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                            "devices": [{"name": f"{prefix}-{i}"} for i in range(count)],
+                        },
+                    }
+                )
+    return docs
+
+
 def node_objects(shapes: list[NodeShape]) -> list[dict[str, Any]]:
     nodes = []
     for shape in shapes:
-        for index in range(shape.count):
-            name = f"{shape.name_prefix}-{index}"[:63].rstrip("-")
+        for name in _node_names(shape):
             labels = {
                 "kubernetes.io/hostname": name,
                 "kubernetes.io/os": "linux",

@@ -325,11 +325,16 @@ def tool_dir(tool: Tool, go: str) -> Path:
     return cache_root() / tool.key(go)
 
 
+def _stamped(tool: Tool, go: str) -> bool:
+    home = tool_dir(tool, go)
+    return (home / ".complete").exists() and all((home / "bin" / b).exists() for b in tool.binaries)
+
+
 def ensure(tool: Tool, go: str, say: Callable[[str], None]) -> Path:
     """The tool's bin directory, built first when its stamp is missing."""
     home = tool_dir(tool, go)
     bin_dir = home / "bin"
-    if (home / ".complete").exists() and all((bin_dir / b).exists() for b in tool.binaries):
+    if _stamped(tool, go):
         say(f"{tool.name}: cached ({home})")
         return bin_dir
     if home.exists():
@@ -361,13 +366,18 @@ def ensure_all(extra: bool = False, say: Callable[[str], None] | None = None, ti
     go = go_version()
     tools = TOOLS + (EXTRA_TOOLS if extra else ())
     started = time.monotonic()
+    missing = {tool.name for tool in tools if not _stamped(tool, go)}
     with ThreadPoolExecutor(max_workers=len(tools)) as pool:
         futures = {tool.name: pool.submit(ensure, tool, go, emit) for tool in tools}
         dirs = {name: future.result() for name, future in futures.items()}
-    if tidy:
+    if tidy and missing:
         # The compiled objects are worth nothing once every binary is stamped; the module sources stay.
+        # Only a call that built something tidies, and only its own work: a run that found every tool
+        # cached must not pull the build cache from under another process's build (seen: lws failing
+        # with `chdir .../work/lws` while a preset started beside it).
         shutil.rmtree(cache_root() / "go" / "build", ignore_errors=True)
-        shutil.rmtree(cache_root() / "work", ignore_errors=True)
+        for name in missing:
+            shutil.rmtree(cache_root() / "work" / name, ignore_errors=True)
     emit(f"all tools ready in {time.monotonic() - started:.0f} s (cache {cache_root()})")
     return dirs
 

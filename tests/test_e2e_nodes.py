@@ -88,3 +88,82 @@ def test_node_objects_are_kwok_nodes_with_status() -> None:
     assert docs[0]["status"]["allocatable"] == {"cpu": "4"} == docs[0]["status"]["capacity"]
     assert docs[0]["spec"]["taints"][0]["key"] == "t"
     assert docs[1]["metadata"]["labels"]["kubernetes.io/hostname"] == "pool-x-1"
+
+
+def test_a_described_dra_pool_publishes_its_devices_per_node() -> None:
+    config = loading.load_preset("existing-b60", [])
+    shapes = nodes.node_shapes(config, _objects("existing-b60"))
+    pool = _by_prefix(shapes)["pool-b60"]
+    assert pool.dra_devices == {"gpu.intel.com": 4}
+    docs = nodes.dra_objects(shapes)
+    classes = [d for d in docs if d["kind"] == "DeviceClass"]
+    slices = [d for d in docs if d["kind"] == "ResourceSlice"]
+    assert [c["metadata"]["name"] for c in classes] == ["gpu.intel.com"]
+    assert "device.driver == 'gpu.intel.com'" in classes[0]["spec"]["selectors"][0]["cel"]["expression"]
+    assert len(slices) == pool.count
+    spec = slices[0]["spec"]
+    assert spec["driver"] == "gpu.intel.com" and spec["nodeName"] == "pool-b60-0"
+    assert spec["pool"] == {"name": "pool-b60-0", "generation": 1, "resourceSliceCount": 1}
+    assert [d["name"] for d in spec["devices"]] == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
+
+
+def test_a_pod_claiming_dra_devices_gets_a_node_with_them_where_no_pool_is_described() -> None:
+    objects = _objects("xpu-vllm-native-cpu")
+    templates = nodes.claim_templates(objects)
+    assert list(templates.values()) == [{"gpu.intel.com": 4}]
+    shapes = nodes.node_shapes(loading.load_preset("xpu-vllm-native-cpu", []), objects)
+    generated = [s for s in shapes if s.dra_devices]
+    assert [(s.name_prefix, s.count, s.dra_devices) for s in generated] == [
+        ("for-xpu-vllm-decode", 1, {"gpu.intel.com": 4})
+    ]
+    assert not any(s.dra_devices for s in shapes if s.name_prefix == "system")
+
+
+def test_claimed_devices_add_up_over_claims_and_ignore_unknown_templates() -> None:
+    templates = {"a": {"x.example": 2}, "b": {"x.example": 1, "y.example": 1}}
+    spec = {"resourceClaims": [{"resourceClaimTemplateName": "a"}, {"resourceClaimTemplateName": "b"}, {"name": "c"}]}
+    assert nodes.claimed_devices(spec, templates) == {"x.example": 3, "y.example": 1}
+
+
+def test_no_dra_objects_without_dra_devices() -> None:
+    shapes = nodes.node_shapes(loading.load_preset("dev", []), _objects("dev"))
+    assert nodes.dra_objects(shapes) == []
+
+
+def test_a_deleted_pod_turns_terminal_before_kwok_deletes_it() -> None:
+    from e2e import kwok
+
+    delete: dict[str, Any] = {
+        "kind": "Stage",
+        "metadata": {"name": "pod-delete"},
+        "spec": {
+            "selector": {"matchExpressions": [{"key": ".metadata.deletionTimestamp", "operator": "Exists"}]},
+            "next": {"delete": True},
+        },
+    }
+    ready: dict[str, Any] = {"kind": "Stage", "metadata": {"name": "pod-ready"}, "spec": {}}
+    out = kwok.terminal_before_delete([ready, delete])
+    assert [s["metadata"]["name"] for s in out] == ["pod-ready", "pod-delete", "pod-terminate"]
+    phase = {"key": ".status.phase", "operator": "In", "values": ["Succeeded", "Failed"]}
+    assert out[1]["spec"]["selector"]["matchExpressions"][-1] == phase
+    terminate = out[2]["spec"]["selector"]["matchExpressions"]
+    assert {"key": ".status.phase", "operator": "NotIn", "values": ["Succeeded", "Failed"]} in terminate
+    assert "phase: Failed" in out[2]["spec"]["next"]["statusTemplate"]
+    assert len(delete["spec"]["selector"]["matchExpressions"]) == 1  # the input is left alone
+    assert kwok.terminal_before_delete([ready]) == [ready]
+
+
+def test_each_group_of_an_exclusive_leaderworkerset_gets_its_own_topology_domain() -> None:
+    preset = "tpu-v7-vllm-native-cpu-multi-host"
+    objects = _objects(preset)
+    lws = next(o for o in objects if o["kind"] == "LeaderWorkerSet")
+    key = lws["metadata"]["annotations"][nodes.EXCLUSIVE_TOPOLOGY]
+    replicas, size = lws["spec"]["replicas"], lws["spec"]["leaderWorkerTemplate"]["size"]
+    docs = nodes.node_objects(nodes.node_shapes(loading.load_preset(preset, []), objects))
+    domains: dict[str, int] = {}
+    for node in docs:
+        if key in node["metadata"]["labels"]:
+            domains[node["metadata"]["labels"][key]] = domains.get(node["metadata"]["labels"][key], 0) + 1
+    assert len(domains) == replicas
+    assert set(domains.values()) == {size}
+    assert len({n["metadata"]["name"] for n in docs}) == len(docs)
