@@ -185,7 +185,7 @@ def test_tpu_single_host(name: str, accelerator: str, topology: str, chips: int,
         "cloud.google.com/gke-tpu-topology": topology,
     }
     container = pod["containers"][0]
-    assert container["resources"]["limits"]["google.com/tpu"] == chips
+    assert container["resources"]["limits"]["google.com/tpu"] == str(chips)  # a quantity as the API server returns it
     assert container["args"][-2:] == ["--tensor-parallel-size", str(tp)]
     assert _kv(container)["kv_connector"] == "TPUOffloadConnector"
     env = _env(container)

@@ -118,3 +118,43 @@ CHART_REPOSITORIES = (
     KEDA_CHART_REPO,
     CLUSTER_AUTOSCALER_CHART_REPO,
 )
+
+
+# One Gateway in front of several serving stacks (issue #24) ----------------------------------------------
+# Gateway API: the standard channel's CRDs (Gateway, HTTPRoute, ReferenceGrant, GatewayClass). v1.3.0 is the
+# release the inference extension validates its own manifests against (GAIE v1.6.0 `hack/verify-manifests.sh`,
+# GATEWAY_API_VERSION) and the one tests/fixtures/upstream/schemas/gateway-api/ holds; the newest upstream
+# release is v1.6.1 (2026-07-16). The objects the program builds use v1 fields only (ReferenceGrant: v1beta1,
+# the only version v1.3.0 serves). GKE installs and manages these CRDs itself (`gateway_api_config`).
+GATEWAY_API_VERSION = "v1.3.0"
+
+
+def gateway_api_crds_url(version: str) -> str:
+    """The release asset with the standard channel's CRDs, for a cluster whose platform does not manage them."""
+    return f"https://github.com/kubernetes-sigs/gateway-api/releases/download/{version}/standard-install.yaml"
+
+
+# Body-based routing (BBR): the inference extension's ext_proc server that copies the body's `model` into a
+# header the HTTPRoutes match. Its last release is GAIE v1.5.0 (2026-04-18): GAIE removed BBR from main before
+# v1.6.0 (kubernetes-sigs/gateway-api-inference-extension#2959, "Cleanup BBR from main"; its README: moved to
+# llm-d/llm-d-inference-payload-processor, which has no release yet), so no `body-based-routing` chart or `bbr`
+# image exists at GAIE_VERSION (v1.6.x, which still pins the InferencePool CRD). The chart and its image share
+# the tag; tests/fixtures/upstream/charts/body-based-routing-v1.5.0/ holds the chart at that tag.
+BBR_VERSION = "v1.5.0"
+BBR_CHART = "oci://registry.k8s.io/gateway-api-inference-extension/charts/body-based-routing"
+BBR_CHART_REPOSITORY = BBR_CHART.rsplit("/", 1)[0] + "/"  # for CHART_REPOSITORIES (the policy's allow list)
+BBR_IMAGE_REPOSITORY = "registry.k8s.io/gateway-api-inference-extension/bbr"
+
+
+def bbr_image(version: str) -> str:
+    """The BBR server's image, released with its chart under the same tag."""
+    return f"{BBR_IMAGE_REPOSITORY}:{version}"
+
+
+# Gateway classes per platform. GKE's managed classes that GKE Inference Gateway supports (regional Application
+# Load Balancers: external, and internal to the VPC; both need the region's proxy-only subnet); on an existing
+# cluster, a Gateway controller the cluster's operators install beforehand: kgateway or Istio (GAIE v1.5.0
+# `config/manifests/gateway/`: `istio`; its kgateway guide has moved to kgateway's `agentgateway` class).
+GKE_GATEWAY_CLASSES = ("gke-l7-regional-external-managed", "gke-l7-rilb")
+GKE_DEFAULT_GATEWAY_CLASS = "gke-l7-regional-external-managed"
+EXISTING_CLUSTER_GATEWAY_CLASSES = ("kgateway", "istio")

@@ -58,7 +58,9 @@ def _node_selector(spec: ServerSpec, topology: str | None = None) -> Manifest:
 
 def _resources(spec: ServerSpec) -> Manifest:
     memory = spec.sizing.pod_memory.quantity()
-    tpu = {"google.com/tpu": spec.devices}
+    # A quantity is a string as the API server returns it: a custom resource (the LeaderWorkerSet) is diffed as
+    # stored, so an integer here was a perpetual diff under the real engine (`./run e2e`, the TPU v7 preset).
+    tpu = {"google.com/tpu": str(spec.devices)}
     return {
         "requests": {"cpu": spec.accelerator.cpu_request, "memory": memory, **tpu},
         "limits": {"memory": memory, **tpu},

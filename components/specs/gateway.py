@@ -1,0 +1,501 @@
+"""One Gateway in front of several serving stacks, requests routed by the model named in the body (issue #24).
+
+What runs where:
+- The **Gateway** (`gateway.networking.k8s.io/v1`, standard channel `versions.GATEWAY_API_VERSION`) lives in its
+  own namespace (the cluster layer's); its class comes from the platform (`gateway_class_for`): GKE's managed
+  regional Application Load Balancers, or on an existing cluster kgateway or Istio, installed beforehand.
+- **Body-based routing** (BBR, the inference extension's ext_proc server; chart `versions.BBR_CHART` at
+  `versions.BBR_VERSION`) is installed once per Gateway, in the Gateway's namespace (the chart's
+  GCPRoutingExtension / EnvoyFilter target the Gateway by name in the release's namespace). It reads the
+  request body's `model` and sets it as the header `X-Gateway-Model-Name` before the gateway picks a route.
+- Each **serving stack** has, in its own namespace, an **HTTPRoute** attached to the Gateway whose rules match
+  that header, one rule per model it serves, each to the stack's InferencePool (the router release's).
+
+Across namespaces (Gateway API v1.3.0, the HTTPRoute and ReferenceGrant CRDs' own text, GEP-709): a route's
+`parentRefs` may name a Gateway in another namespace without any ReferenceGrant; the Gateway's listener
+admits it through `allowedRoutes.namespaces` (here `Selector` on the serving namespaces, or `All`). A
+`backendRefs` entry in another namespace than the route's is refused ("RefNotPermitted") unless a
+ReferenceGrant in the backend's namespace allows the route's namespace and kind. With the route in the serving
+stack's namespace, the backendRef to its InferencePool is same-namespace and needs no ReferenceGrant: the one
+namespace boundary is crossed by the parentRef. `reference_grant` returns the grant only for the other layout,
+routes kept beside the Gateway (`http_route(..., route_namespace=<the gateway's>)`), and None otherwise.
+
+Hardening: the BBR chart at v1.5.0 renders no securityContext and no resources (its `templates/bbr.yaml` reads
+neither from values), so `bbr_values` sets what the chart reads (pinned image, IfNotPresent, provider, the
+Gateway's name, the one plugin) and `harden_bbr_object` is the post-render transform that hardens its
+Deployment like the program's own pods (as `security.harden_chart_object` does for the router chart).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from components.catalog import labels, versions
+from components.manifest import Manifest
+from components.specs import network, security
+
+API_GROUP = "gateway.networking.k8s.io"
+API_VERSION = f"{API_GROUP}/v1"
+REFERENCE_GRANT_API_VERSION = f"{API_GROUP}/v1beta1"  # the only version Gateway API v1.3.0 serves
+POOL_GROUP, POOL_KIND = "inference.networking.k8s.io", "InferencePool"
+
+DEFAULT_GATEWAY_NAME = "inference-gateway"  # the chart's `inferenceGateway.name` default and GAIE's manifests
+DEFAULT_GATEWAY_NAMESPACE = "llm-d-gateway"
+HTTP_PORT = 80
+# GKE's managed load balancers set their own timeouts (GAIE's inferencepool chart sets none there); Envoy-based
+# controllers default to 15 s per route, too short for a completion: GAIE's chart default.
+ROUTE_REQUEST_TIMEOUT = "300s"
+# Gateway API v1.3.0 HTTPRoute limits (`spec.rules` maxItems, `spec.rules[].matches` maxItems).
+MAX_RULES = 16
+
+# GEP-1762 (in-cluster gateway deployments): the controller labels the data plane it runs for a Gateway so.
+GATEWAY_NAME_LABEL = f"{API_GROUP}/gateway-name"
+
+# BBR (GAIE v1.5.0: `pkg/bbr/plugins/bodyfieldtoheader`, `pkg/bbr/server/options.go`, the chart's values).
+MODEL_HEADER = "X-Gateway-Model-Name"  # bodyfieldtoheader.ModelHeader: the body's `model`, verbatim
+BASE_MODEL_HEADER = "X-Gateway-Base-Model-Name"  # basemodelextractor: a registered base model, else ""
+BBR_NAME = "body-based-router"  # `bbr.name`: the Deployment, the Service and the pods' `app` label
+BBR_EXT_PROC_PORT = 9004  # `bbr.port` (DefaultGrpcPort): the ext_proc gRPC server the gateway calls
+BBR_HEALTH_PORT = 9005  # `bbr.healthCheckPort` (DefaultGrpcHealthPort): GKE's HealthCheckPolicy probes it
+BBR_CONTAINER = "bbr"
+BBR_CPU_REQUEST = "100m"
+BBR_MEMORY_REQUEST = "128Mi"
+BBR_MEMORY_LIMIT = "256Mi"
+# Google's health checkers (cloud.google.com/load-balancing/docs/health-check-concepts#ip-ranges).
+GCP_HEALTH_CHECK_RANGES = ("35.191.0.0/16", "130.211.0.0/22")
+
+BbrProvider = Literal["gke", "istio", "none"]
+
+
+# Gateway classes ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GatewayClassChoice:
+    """The Gateway's class, what must exist before it, and how BBR attaches to its data plane."""
+
+    name: str
+    managed: bool  # the platform provides the controller (GKE); else it is a prerequisite the user installs
+    bbr_provider: BbrProvider  # the BBR chart's `provider.name`: which attachment object the chart renders
+    prerequisite: str  # one line for the summary and the error messages
+    route_timeouts: bool  # whether HTTPRoute `timeouts` are set (GKE's classes: no)
+    data_plane_in_cluster: bool  # False: the load balancer's proxies sit outside the pods (GKE's proxy-only subnet)
+
+
+def _choice(name: str) -> GatewayClassChoice:
+    if name in versions.GKE_GATEWAY_CLASSES:
+        return GatewayClassChoice(
+            name,
+            managed=True,
+            bbr_provider="gke",
+            prerequisite=(
+                f"GKE's Gateway controller (gateway_api_config CHANNEL_STANDARD) and a proxy-only subnet"
+                f" (purpose REGIONAL_MANAGED_PROXY) in the cluster's region for {name}"
+            ),
+            route_timeouts=False,
+            data_plane_in_cluster=False,
+        )
+    if name == "istio":
+        return GatewayClassChoice(
+            name,
+            managed=False,
+            bbr_provider="istio",
+            prerequisite="Istio with its Gateway API support and the inference extension enabled"
+            " (PILOT_ENABLE_GATEWAY_API_INFERENCE_EXTENSION), installed before this stack",
+            route_timeouts=True,
+            data_plane_in_cluster=True,
+        )
+    if name == "kgateway":
+        return GatewayClassChoice(
+            name,
+            managed=False,
+            bbr_provider="none",
+            prerequisite="kgateway with its inference extension enabled, installed before this stack; the BBR"
+            " chart renders no kgateway attachment (provider none): kgateway must call BBR's ext_proc itself",
+            route_timeouts=True,
+            data_plane_in_cluster=True,
+        )
+    raise ValueError(f"unknown gateway class {name!r}")
+
+
+def gateway_class_for(platform: str, override: str | None = None) -> GatewayClassChoice:
+    """The Gateway's class on a platform (`cluster.effective_platform`): GKE's managed class
+    (`versions.GKE_DEFAULT_GATEWAY_CLASS` unless `override` names the other GKE class); anywhere else the
+    configured controller, kgateway or Istio, which must be named: nothing on an existing cluster says which
+    controller its operators installed."""
+    if platform == "gke":
+        name = override or versions.GKE_DEFAULT_GATEWAY_CLASS
+        if name not in versions.GKE_GATEWAY_CLASSES:
+            raise ValueError(
+                f"on GKE the gateway class is one of {', '.join(versions.GKE_GATEWAY_CLASSES)}, not {name!r}"
+            )
+        return _choice(name)
+    if override is None:
+        raise ValueError(
+            f"a cluster on platform {platform!r} needs its Gateway controller named:"
+            f" one of {', '.join(versions.EXISTING_CLUSTER_GATEWAY_CLASSES)}"
+        )
+    if override not in versions.EXISTING_CLUSTER_GATEWAY_CLASSES:
+        raise ValueError(
+            f"on platform {platform!r} the gateway class is one of"
+            f" {', '.join(versions.EXISTING_CLUSTER_GATEWAY_CLASSES)}, not {override!r}"
+        )
+    return _choice(override)
+
+
+# The Gateway --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Listener:
+    name: str = "http"
+    port: int = HTTP_PORT
+    protocol: Literal["HTTP"] = "HTTP"
+
+
+@dataclass(frozen=True)
+class GatewayRef:
+    """The Gateway a route attaches to (and its listener's section name, None: every listener)."""
+
+    name: str = DEFAULT_GATEWAY_NAME
+    namespace: str = DEFAULT_GATEWAY_NAMESPACE
+    section: str | None = None
+
+    def parent_ref(self) -> Manifest:
+        out: Manifest = {"group": API_GROUP, "kind": "Gateway", "name": self.name, "namespace": self.namespace}
+        if self.section:
+            out["sectionName"] = self.section
+        return out
+
+
+def allowed_routes(route_namespaces: Sequence[str] | None) -> Manifest:
+    """Which namespaces' HTTPRoutes a listener admits: the named ones (by the API server's own namespace
+    label), or every namespace when `route_namespaces` is None."""
+    kinds = [{"group": API_GROUP, "kind": "HTTPRoute"}]
+    if route_namespaces is None:
+        return {"namespaces": {"from": "All"}, "kinds": kinds}
+    if not route_namespaces:
+        raise ValueError("a Gateway that admits routes from named namespaces needs at least one")
+    selector = {
+        "matchExpressions": [
+            {"key": network.NAMESPACE_NAME_LABEL, "operator": "In", "values": sorted(set(route_namespaces))}
+        ]
+    }
+    return {"namespaces": {"from": "Selector", "selector": selector}, "kinds": kinds}
+
+
+def gateway(
+    name: str,
+    namespace: str,
+    gateway_class: str,
+    listeners: Sequence[Listener] = (Listener(),),
+    route_namespaces: Sequence[str] | None = None,
+) -> Manifest:
+    """The Gateway: one HTTP listener on port 80 by default, admitting HTTPRoutes from `route_namespaces`
+    (the serving stacks' namespaces) or, when None, from every namespace."""
+    if not listeners:
+        raise ValueError("a Gateway needs at least one listener")
+    if len({listener.name for listener in listeners}) != len(listeners):
+        raise ValueError("listener names must be unique")
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Gateway",
+        "metadata": {"name": name, "namespace": namespace, "labels": {labels.GUIDE_LABEL: labels.GUIDE}},
+        "spec": {
+            "gatewayClassName": gateway_class,
+            "listeners": [
+                {
+                    "name": ln.name,
+                    "port": ln.port,
+                    "protocol": ln.protocol,
+                    "allowedRoutes": allowed_routes(route_namespaces),
+                }
+                for ln in listeners
+            ],
+        },
+    }
+
+
+# Routes -------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServingRoute:
+    """What the Gateway needs of one serving stack: its name, namespace, the model names its servers answer
+    to (the body's `model`: `--served-model-name`, else the model id) and its InferencePool (the router
+    release's name), with the pool's port when an implementation needs one (None: omitted, as upstream does;
+    the pool's `targetPorts` name the servers' port)."""
+
+    stack: str
+    namespace: str
+    models: tuple[str, ...]
+    pool: str
+    port: int | None = None
+
+    def __post_init__(self) -> None:
+        if not self.models:
+            raise ValueError(f"serving stack {self.stack} names no model to route")
+        if len(set(self.models)) != len(self.models):
+            raise ValueError(f"serving stack {self.stack} names a model twice")
+        if len(self.models) > MAX_RULES:
+            raise ValueError(f"serving stack {self.stack}: at most {MAX_RULES} models per HTTPRoute (one rule each)")
+
+
+def route_name(serving: ServingRoute) -> str:
+    return serving.stack
+
+
+def pool_backend_ref(serving: ServingRoute, route_namespace: str) -> Manifest:
+    out: Manifest = {"group": POOL_GROUP, "kind": POOL_KIND, "name": serving.pool}
+    if route_namespace != serving.namespace:
+        out["namespace"] = serving.namespace
+    if serving.port is not None:
+        out["port"] = serving.port
+    return out
+
+
+def model_match(model: str) -> Manifest:
+    """The match for requests whose body names `model` (the header BBR sets from it)."""
+    return {
+        "path": {"type": "PathPrefix", "value": "/"},
+        "headers": [{"type": "Exact", "name": MODEL_HEADER, "value": model}],
+    }
+
+
+def http_route(
+    serving: ServingRoute,
+    parent: GatewayRef = GatewayRef(),
+    request_timeout: str | None = ROUTE_REQUEST_TIMEOUT,
+    route_namespace: str | None = None,
+) -> Manifest:
+    """The serving stack's HTTPRoute: in its own namespace (`route_namespace` None), attached to the Gateway,
+    one rule per model matching `X-Gateway-Model-Name` exactly, each to the stack's InferencePool.
+    `request_timeout` None: no `timeouts` (GKE's classes, `GatewayClassChoice.route_timeouts`)."""
+    where = route_namespace or serving.namespace
+    rules: list[Manifest] = []
+    for model in serving.models:
+        rule: Manifest = {"matches": [model_match(model)], "backendRefs": [pool_backend_ref(serving, where)]}
+        if request_timeout is not None:
+            rule["timeouts"] = {"request": request_timeout}
+        rules.append(rule)
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "HTTPRoute",
+        "metadata": {
+            "name": route_name(serving),
+            "namespace": where,
+            "labels": {labels.GUIDE_LABEL: labels.GUIDE},
+        },
+        "spec": {"parentRefs": [parent.parent_ref()], "rules": rules},
+    }
+
+
+def reference_grant(route: Manifest) -> Manifest | None:
+    """The ReferenceGrant an HTTPRoute needs, in its backends' namespace, or None.
+
+    Only `backendRefs` that name another namespace need one (the spec: "a ReferenceGrant is required to allow
+    that otherwise"); a `parentRefs` to a Gateway elsewhere is governed by the Gateway's `allowedRoutes` and
+    needs none. A route in its serving stack's namespace (what `http_route` builds by default) returns None.
+    The grant names the pools it opens, not every InferencePool of the namespace.
+    """
+    if route["kind"] != "HTTPRoute":
+        raise ValueError(f"a ReferenceGrant here is for an HTTPRoute, not a {route['kind']}")
+    route_ns = route["metadata"]["namespace"]
+    crossing = [
+        ref
+        for rule in route["spec"]["rules"]
+        for ref in rule.get("backendRefs") or []
+        if ref.get("namespace", route_ns) != route_ns
+    ]
+    if not crossing:
+        return None
+    targets = {(ref["namespace"], ref.get("group", ""), ref.get("kind", "Service"), ref["name"]) for ref in crossing}
+    namespaces = {t[0] for t in targets}
+    if len(namespaces) != 1:
+        raise ValueError(
+            f"route {route['metadata']['name']} reaches backends in several namespaces: {sorted(namespaces)}"
+        )
+    (target_ns,) = namespaces
+    return {
+        "apiVersion": REFERENCE_GRANT_API_VERSION,
+        "kind": "ReferenceGrant",
+        "metadata": {
+            "name": f"{route['metadata']['name']}-from-{route_ns}",
+            "namespace": target_ns,
+            "labels": {labels.GUIDE_LABEL: labels.GUIDE},
+        },
+        "spec": {
+            "from": [{"group": API_GROUP, "kind": "HTTPRoute", "namespace": route_ns}],
+            "to": [{"group": g, "kind": k, "name": n} for _, g, k, n in sorted(targets)],
+        },
+    }
+
+
+@dataclass(frozen=True)
+class GatewayLayer:
+    """Every Gateway object of one layer: the Gateway, a route per serving stack and the grants they need."""
+
+    gateway: Manifest
+    routes: list[Manifest] = field(default_factory=list)
+    grants: list[Manifest] = field(default_factory=list)
+
+    def objects(self) -> list[Manifest]:
+        return [self.gateway, *self.routes, *self.grants]
+
+
+def gateway_layer(
+    choice: GatewayClassChoice,
+    servings: Sequence[ServingRoute],
+    parent: GatewayRef = GatewayRef(),
+    routes_beside_gateway: bool = False,
+) -> GatewayLayer:
+    """The Gateway admitting exactly the routes' namespaces, an HTTPRoute per serving stack (in its own
+    namespace, or beside the Gateway with `routes_beside_gateway`) and the ReferenceGrants those need.
+    A model served by two stacks would make the route ambiguous, and is refused."""
+    seen: dict[str, str] = {}
+    for serving in servings:
+        for model in serving.models:
+            if model in seen:
+                raise ValueError(f"model {model} is served by both {seen[model]} and {serving.stack}")
+            seen[model] = serving.stack
+    timeout = ROUTE_REQUEST_TIMEOUT if choice.route_timeouts else None
+    where = parent.namespace if routes_beside_gateway else None
+    routes = [http_route(s, parent, timeout, where) for s in servings]
+    namespaces = sorted({r["metadata"]["namespace"] for r in routes}) or [parent.namespace]
+    grants = [g for g in (reference_grant(r) for r in routes) if g is not None]
+    return GatewayLayer(
+        gateway(parent.name, parent.namespace, choice.name, route_namespaces=namespaces), routes, grants
+    )
+
+
+# Body-based routing -------------------------------------------------------------------------------------------
+
+
+def _image_values(image: str) -> Manifest:
+    """An image as the chart splits it (`<registry>/<repository>:<tag>`)."""
+    name, _, tag = image.rpartition(":")
+    registry, _, repository = name.partition("/")
+    return {"registry": registry, "repository": repository, "tag": tag}
+
+
+def bbr_values(
+    mirror: Callable[[str], str] | None = None,
+    provider: BbrProvider = "gke",
+    gateway_name: str = DEFAULT_GATEWAY_NAME,
+    version: str = versions.BBR_VERSION,
+) -> Manifest:
+    """Values for the BBR chart (`versions.BBR_CHART` at `version`), installed in the Gateway's namespace.
+
+    The image is pinned to `version` (the chart's default tag is its own release, pulled Always), pulled
+    IfNotPresent and sent through `mirror` (the plan's `Mirror.image`). The one plugin copies the body's `model`
+    into `X-Gateway-Model-Name` (the chart's default also runs `base-model-to-header`, which sets
+    `X-Gateway-Base-Model-Name` only for models registered in its LoRA ConfigMaps, and empty otherwise; the
+    routes match the model's own name, so it is left out). Single-namespace mode (a Role, not a ClusterRole).
+    The chart reads no securityContext or resources: `harden_bbr_object` sets them on the rendered Deployment.
+    No boolean flags: at v1.5.0 the chart renders `--flag "value"` as two arguments, which a Go bool flag
+    would not read as its value.
+    """
+    to = mirror or (lambda image: image)
+    return {
+        "bbr": {
+            "name": BBR_NAME,
+            "replicas": 1,
+            "image": {**_image_values(to(versions.bbr_image(version))), "pullPolicy": "IfNotPresent"},
+            "port": BBR_EXT_PROC_PORT,
+            "healthCheckPort": BBR_HEALTH_PORT,
+            "multiNamespace": False,
+            "plugins": [
+                {
+                    "type": "body-field-to-header",
+                    "name": "model-extractor",
+                    "json": {"fieldName": "model", "headerName": MODEL_HEADER},
+                }
+            ],
+            "tracing": {"enabled": False},
+        },
+        "provider": {"name": provider},
+        "inferenceGateway": {"name": gateway_name},
+    }
+
+
+def bbr_container_context() -> Manifest:
+    """The BBR container's securityContext: security.py's for a container without exemptions, and a read-only
+    root filesystem (BBR writes nothing: its self-signed serving certificate stays in memory)."""
+    hardened = security.container_context(security.Subject({}, {}, {"name": BBR_CONTAINER}))
+    return {**hardened, "readOnlyRootFilesystem": True}
+
+
+def bbr_resources() -> Manifest:
+    return {
+        "requests": {"cpu": BBR_CPU_REQUEST, "memory": BBR_MEMORY_REQUEST},
+        "limits": {"memory": BBR_MEMORY_LIMIT},
+    }
+
+
+def harden_bbr_object(manifest: Manifest) -> Manifest:
+    """A BBR chart object as the program declares it: its Deployment's containers hardened, given requests
+    and a memory limit, its pod run non-root under RuntimeDefault seccomp; it keeps its service-account token
+    (BBR's controller manager reads ConfigMaps). Every other object is returned unchanged."""
+    if manifest.get("kind") != "Deployment":
+        return manifest
+    out = copy.deepcopy(manifest)
+    pod = out["spec"]["template"].setdefault("spec", {})
+    for key in ("initContainers", "containers"):
+        for container in pod.get(key) or []:
+            container["securityContext"] = bbr_container_context()
+            container["resources"] = bbr_resources()
+    pod["securityContext"] = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+    pod["automountServiceAccountToken"] = True
+    return out
+
+
+@dataclass(frozen=True)
+class DataPlane:
+    """Who calls BBR's ext_proc: the Gateway's own proxy pods (in-cluster controllers), or the load balancer's
+    proxies from outside the pods (GKE: the region's proxy-only subnet)."""
+
+    gateway_name: str
+    cidrs: tuple[str, ...] = ()
+
+    def peers(self) -> list[Manifest]:
+        if self.cidrs:
+            return [{"ipBlock": {"cidr": c}} for c in self.cidrs]
+        return [{"podSelector": {"matchLabels": {GATEWAY_NAME_LABEL: self.gateway_name}}}]
+
+
+def data_plane_for(choice: GatewayClassChoice, gateway_name: str, proxy_cidrs: Sequence[str] = ()) -> DataPlane:
+    """The data plane of a Gateway of this class: GKE's needs the proxy-only subnet's range(s)."""
+    if not choice.data_plane_in_cluster:
+        if not proxy_cidrs:
+            raise ValueError(f"{choice.name}: BBR's NetworkPolicy needs the region's proxy-only subnet range")
+        return DataPlane(gateway_name, tuple(proxy_cidrs))
+    return DataPlane(gateway_name)
+
+
+def bbr_network_policy(namespace: str, data_plane: DataPlane) -> Manifest:
+    """Only the Gateway's data plane reaches BBR's ext_proc port (9004), in the Gateway's namespace; behind a
+    GKE load balancer, Google's health checkers reach its gRPC health port (9005, the chart's HealthCheckPolicy).
+    Nothing else reaches the BBR pods (its metrics port is not scraped here)."""
+    ingress: list[Manifest] = [
+        {"from": data_plane.peers(), "ports": [{"protocol": "TCP", "port": BBR_EXT_PROC_PORT}]},
+    ]
+    if data_plane.cidrs:
+        ingress.append(
+            {
+                "from": [{"ipBlock": {"cidr": c}} for c in GCP_HEALTH_CHECK_RANGES],
+                "ports": [{"protocol": "TCP", "port": BBR_HEALTH_PORT}],
+            }
+        )
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {
+            "name": f"{BBR_NAME}-ingress",
+            "namespace": namespace,
+            "labels": {labels.GUIDE_LABEL: labels.GUIDE},
+        },
+        "spec": {"podSelector": {"matchLabels": {"app": BBR_NAME}}, "policyTypes": ["Ingress"], "ingress": ingress},
+    }
