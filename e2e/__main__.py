@@ -15,7 +15,14 @@ from e2e import lifecycle, tools
 from e2e.engine import REPO
 
 # Presets whose Kubernetes layer needs no cloud account: an existing cluster.
-DEFAULT = ("dev", "gpu-vllm-native-cpu", "gpu-vllm-native-fs", "gpu-vllm-lmcache-server-pd", "existing-mi300")
+DEFAULT = (
+    "dev",
+    "gpu-vllm-native-cpu",
+    "gpu-vllm-native-fs",
+    "gpu-vllm-lmcache-server-pd",
+    "existing-mi300",
+    "gpu-vllm-native-fs-autoscale",
+)
 # The presets whose config changes are compared with the change plan when none is named (the others run
 # the lifecycle without them, to keep CI short): no pool, a filesystem tier, a described pool.
 CHANGE_PRESETS = ("dev", "gpu-vllm-native-fs", "existing-mi300")

@@ -15,7 +15,8 @@ from typing import Any
 
 import yaml
 
-from e2e import lws, nodes
+from components.catalog import versions
+from e2e import lws, nodes, ownership
 from e2e.changes import CHANGES, Change, apply_change
 from e2e.engine import REPO, Engine, copy_project, language_host_shim
 from e2e.kwok import Cluster, ClusterError
@@ -42,8 +43,10 @@ _CRD_FIXTURES = {
     "monitoring.coreos.com": FIXTURES / "schemas" / "prometheus-operator",
     "monitoring.googleapis.com": FIXTURES / "schemas" / "gke-managed-prometheus",
     "leaderworkerset.x-k8s.io": FIXTURES / "schemas" / "lws",
+    "keda.sh": FIXTURES / "schemas" / "keda" / versions.KEDA_VERSION,
 }
 HF_TOKEN = "hf_e2e_placeholder_not_a_token"
+IMAGE_CHANGE = str(next(c.value for c in CHANGES if c.name == "image"))  # a template change that rolls
 
 
 def _crds_for(objects: list[dict[str, Any]], served: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
@@ -165,6 +168,12 @@ def run_preset(
             return "no perpetual diff"
 
         timed(report, "pulumi preview --expect-no-changes", no_change)
+        if any(o["kind"] == "ScaledObject" for o in state["render"]["objects"]):
+            timed(
+                report,
+                "KEDA owns the replicas (scale subresource, then a rollout)",
+                lambda: ownership.check_keda_owns_replicas(engine, cluster, state["render"]["objects"], IMAGE_CHANGE),
+            )
 
         if changes:
             has_claim = any(o["kind"] == "PersistentVolumeClaim" for o in state["render"]["objects"])
