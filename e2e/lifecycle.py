@@ -20,7 +20,7 @@ from e2e import lws, nodes, ownership
 from e2e.changes import CHANGES, Change, apply_change
 from e2e.engine import REPO, Engine, copy_project, language_host_shim
 from e2e.kwok import Cluster, ClusterError
-from e2e.pack import check_pack
+from e2e.policy_step import check_pack
 from e2e.steps import Report, StepError, check_live_matches, live_object, render_stack, timed
 
 FIXTURES = REPO / "tests" / "fixtures" / "upstream"
@@ -43,7 +43,7 @@ _CRD_FIXTURES = {
     "monitoring.coreos.com": FIXTURES / "schemas" / "prometheus-operator",
     "monitoring.googleapis.com": FIXTURES / "schemas" / "gke-managed-prometheus",
     "leaderworkerset.x-k8s.io": FIXTURES / "schemas" / "lws",
-    "keda.sh": FIXTURES / "schemas" / "keda" / versions.KEDA_VERSION,
+    "keda.sh": FIXTURES / "schemas" / "keda" / f"v{versions.KEDA_VERSION}",
 }
 HF_TOKEN = "hf_e2e_placeholder_not_a_token"
 IMAGE_CHANGE = str(next(c.value for c in CHANGES if c.name == "image"))  # a template change that rolls

@@ -161,7 +161,7 @@ def test_no_policy_module_repeats_a_module_name_of_another_floor() -> None:
 def test_the_connector_package_is_on_the_specs_floor() -> None:
     package = ROOT / "components" / "specs" / "connectors"
     modules = {_module(p) for p in SOURCES if package in p.parents}
-    assert {f"components.specs.connectors.{m}" for m in ("base", "native", "tpu_offload")} <= modules
+    assert {f"components.specs.connectors.{m}" for m in ("interface", "native", "tpu_offload")} <= modules
     assert all(_floor(m) == "specs" for m in modules)
     assert violations("components.specs.connectors.native", {"stacks.config"})
     assert violations("components.specs.connectors.lmcache_server", {"pulumi"})
