@@ -200,3 +200,11 @@ def test_on_an_existing_cluster_keda_is_a_prerequisite_not_installed() -> None:
     rows = resources(rendered("gpu-vllm-native-cpu", (*ON, "autoscaling.max_replicas=3")))
     assert not [r for r in rows if r["type"].startswith("llmd:cluster:")]
     assert [r for r in rows if r["type"] == "kubernetes:keda.sh/v1alpha1:ScaledObject"]
+
+
+def test_managed_prometheus_on_an_existing_cluster_needs_its_project() -> None:
+    gmp = "monitoring.provider=gke-managed-prometheus"
+    with pytest.raises(ConfigError, match=r"autoscaling\.gcp_project = None: KEDA queries the GKE Managed Prometheus"):
+        _plan("gpu-vllm-native-fs-autoscale", gmp)
+    source = _auto("gpu-vllm-native-fs-autoscale", gmp, "autoscaling.gcp_project=my-project").source
+    assert source.server_address.endswith("/projects/my-project/location/global/prometheus")

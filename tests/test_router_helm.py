@@ -33,7 +33,8 @@ from tests.helpers import SEEDS, by_kind, manifests, pods, rendered, resources, 
 
 PRESETS = loading.preset_names()
 PROMETHEUS = ("monitoring.enabled=true", "monitoring.provider=prometheus-operator")
-GMP = ("monitoring.enabled=true", "monitoring.provider=gke-managed-prometheus")
+# An autoscaled preset on an existing cluster names the project whose Managed Prometheus KEDA reads.
+GMP = ("monitoring.enabled=true", "monitoring.provider=gke-managed-prometheus", "autoscaling.gcp_project=llmd-e2e")
 MONITORING = {"off": (), "prometheus-operator": PROMETHEUS, "gke-managed-prometheus": GMP}
 
 Obj = dict[str, Any]

@@ -32,6 +32,9 @@ class AutoscalingConfig(Section):
     scale_down: Literal["derived", "upstream"] = "derived"
     """derived: the stabilization window and rate from the stack's modeled cold start (a removed pod
     re-added costs two cold starts); upstream: the recipes' 300 s window, 100% per 15 s"""
+    gcp_project: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+    """the GCP project whose Managed Prometheus KEDA queries (monitoring.provider gke-managed-prometheus on an
+    existing cluster); default: a created GKE cluster's cluster.gke.project"""
     prometheus_url: str = "http://prometheus-operated.monitoring.svc:9090"
     """where KEDA queries the router's metrics with monitoring.provider prometheus-operator (the operator's
     `prometheus-operated` Service); GKE Managed Prometheus is queried through its frontend instead"""

@@ -182,12 +182,13 @@ def _metrics_source(config: StackConfig) -> keda.MetricsSource:
     query frontend for the cluster's project."""
     if config.monitoring.provider != "gke-managed-prometheus":
         return keda.prometheus_operator_source(config.autoscaling.prometheus_url)
-    project = config.cluster.gke.project if config.cluster.gke else None
+    project = config.autoscaling.gcp_project or (config.cluster.gke.project if config.cluster.gke else None)
     if not project:
         raise ConfigError(
-            "cluster.gke.project",
-            project,
-            "KEDA queries GKE Managed Prometheus of the cluster's project (monitoring.provider gke-managed-prometheus)",
+            "autoscaling.gcp_project",
+            None,
+            "KEDA queries the GKE Managed Prometheus of a project (monitoring.provider gke-managed-prometheus):"
+            " set it on an existing cluster (a created GKE cluster's is cluster.gke.project)",
         )
     return keda.gke_managed_prometheus_source(project)
 
