@@ -116,7 +116,10 @@ def test_gke_uses_pod_monitorings_and_mooncake_gets_its_service_monitor() -> Non
 def test_gke_managed_prometheus_gets_the_same_alert_rules_as_gmp_rules(name: str) -> None:
     """GMP evaluates `Rules` (monitoring.googleapis.com/v1), not PrometheusRule: the same rules, validated
     against GMP's CRD (tests/fixtures/upstream/schemas/gke-managed-prometheus)."""
-    gmp = manifests(rendered(name, (*ON, "monitoring.provider=gke-managed-prometheus")))
+    # (an autoscaled preset on an existing cluster names the project whose Managed Prometheus KEDA reads)
+    gmp = manifests(
+        rendered(name, (*ON, "monitoring.provider=gke-managed-prometheus", "autoscaling.gcp_project=llmd-e2e"))
+    )
     [prometheus_rule] = by_kind(manifests(rendered(name, ON)), "PrometheusRule")
     [rules] = by_kind(gmp, "Rules")
     assert not by_kind(gmp, "PrometheusRule")

@@ -29,7 +29,12 @@ def _render(name: str, stack: bool, overrides: tuple[str, ...] = ()) -> Render:
 
 
 MONITORING = ("monitoring.enabled=true",)
-GKE_MONITORING = ("monitoring.enabled=true", "monitoring.provider=gke-managed-prometheus")
+# An autoscaled preset on an existing cluster names the project whose Managed Prometheus KEDA reads.
+GKE_MONITORING = (
+    "monitoring.enabled=true",
+    "monitoring.provider=gke-managed-prometheus",
+    "autoscaling.gcp_project=llmd-e2e",
+)
 
 
 @pytest.mark.parametrize(("name", "stack"), TARGETS)

@@ -164,7 +164,7 @@ def _startup(stack_plan: StackPlan) -> list[str]:
     return [
         "## Cold start",
         "",
-        "One model-server pod, modeled (components/catalog/startup_figures.py and model_cache.py give each figure's"
+        "One model-server pod, modeled (components/catalog/startup_figures.py and weight_loading.py give each figure's"
         " source): the first pod finds the compile cache empty; later pods and restarts find it filled.",
         "",
         *_table(("case", "image", "weights", "pull", "fetch", "load", "compile", "total"), cases),
