@@ -134,6 +134,9 @@ def test_the_summary_shows_the_bounds_the_scale_down_and_the_replay() -> None:
         "| first added replica serves |",
     ):
         assert row in section
+    assert "| KEDA | installed by the stack (kedacore/keda" in section
+    existing = rendered("gpu-vllm-native-fs-autoscale").summary
+    assert "| KEDA | a prerequisite: KEDA 2.20.2 or later on the cluster" in existing
     assert "## Autoscaling" not in rendered(POOL).summary
 
 

@@ -3,6 +3,7 @@ what each removed pod drops, and the replay of a load step."""
 
 from __future__ import annotations
 
+from components.catalog import versions
 from components.formulas import hpa
 from components.specs import keda
 from components.units import GiB
@@ -55,7 +56,13 @@ def autoscaling_lines(stack_plan: StackPlan) -> list[str]:
         else "no CPU tier: the per-node daemon keeps it when a model-server pod goes"
     )
     signals = ", ".join(f"`{keda.SIGNAL_METRICS[s]}` {t.target:g} ({t.metric_type})" for s, t in _targets(auto))
+    keda_row = (
+        f"installed by the stack (kedacore/keda {versions.KEDA_VERSION}, namespace `keda`)"
+        if stack_plan.config.cluster.provider in ("gke", "eks")
+        else f"a prerequisite: KEDA {versions.KEDA_VERSION} or later on the cluster, its CRDs before `pulumi up`"
+    )
     rows = [
+        ("KEDA", keda_row),
         ("trigger", f"{auto.mode}: {signals}"),
         ("metrics from", auto.source.server_address),
         (
