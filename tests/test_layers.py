@@ -190,3 +190,12 @@ def test_the_model_servers_never_import_the_connectors_at_run_time() -> None:
     """The connectors build on servers/ (one arrow): a ServerSpec carries its connector, typed only."""
     for path in (ROOT / "components" / "specs" / "servers").glob("*.py"):
         assert not any(m.startswith("components.specs.connectors") for m in _runtime_imports(path)), path.name
+
+
+def test_module_names_are_unique_across_the_program() -> None:
+    """One name, one module: no two modules of components/, stacks/, policies/ or e2e/ share a file name."""
+    seen: dict[str, list[str]] = {}
+    for path in SOURCES:
+        if path.stem not in ("__init__", "__main__"):
+            seen.setdefault(path.stem, []).append(str(path.relative_to(ROOT)))
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}
