@@ -3,7 +3,7 @@ start, the ScaledObjects on the router's own signals, and a replay of a load ste
 
 Every figure is derived: `max_replicas` from the fit arithmetic that checks `cache.replicas` (nodes x pods a
 node holds, by devices and by memory, over the pods of one replica: a TPU slice scales whole); the
-scale-down window and rate from the modeled cold start (components/formulas/hpa.py); a replica's serving
+scale-down window and rate from the modeled cold start (components/formulas/scale_down.py); a replica's serving
 capacity from the payoff's recompute time at the stack's prefix length (prefill-bound, no cache hits: the
 floor of what one replica serves).
 """
