@@ -117,6 +117,7 @@ def run_preset(
             cluster.wait_nodes_ready(len(node_docs))
             devices = nodes.dra_objects(shapes)
             cluster.apply(devices, server_side=True)
+            cluster.apply(nodes.runtime_classes(state["render"]["objects"]), server_side=True)
             objects = state["render"]["objects"]
             needs_lws = any(o["kind"] == "LeaderWorkerSet" for o in objects)
             crds = _crds_for(objects, frozenset({lws.GROUP}) if needs_lws else frozenset())

@@ -134,6 +134,7 @@ def _requests(pod_spec: dict[str, Any]) -> tuple[float, float]:
 
 def _pool_shapes(config: StackConfig, objects: Iterable[dict[str, Any]]) -> list[NodeShape]:
     wanted: dict[str, dict[str, str]] = {}  # pool key -> labels its pods select besides the pool's own
+    shared: dict[str, set[str]] = {}  # pool key -> extended resources its pods request besides the devices
     for obj in objects:
         template = _pod_template(obj) if obj.get("kind") in _WORKLOAD_KINDS else None
         if template:
@@ -141,6 +142,7 @@ def _pool_shapes(config: StackConfig, objects: Iterable[dict[str, Any]]) -> list
             for key, pool in config.node_pools.items():
                 if labels.get(POOL_LABEL) == key or (pool.labels and pool.labels.items() <= labels.items()):
                     wanted.setdefault(key, {}).update(labels)
+                    shared.setdefault(key, set()).update(_extended_requests(template))
     shapes = []
     for key, pool in config.node_pools.items():
         hardware = pool_hardware(config, key)
@@ -153,6 +155,9 @@ def _pool_shapes(config: StackConfig, objects: Iterable[dict[str, Any]]) -> list
         resource = _device_resource(hardware.accelerator)
         if resource and hardware.devices_per_node:
             allocatable[resource] = str(hardware.devices_per_node)
+        for other in sorted(shared.get(key, set()) - {resource}):
+            # As a shared device plugin advertises a node's HCA (k8s-rdma-shared-dev-plugin: 1000 by default).
+            allocatable[other] = str(SHARED_DEVICE_COUNT)
         profile = ACCELERATORS.get(hardware.accelerator or "")
         dra = {}
         if profile and profile.dra_device_class and hardware.devices_per_node:
@@ -161,6 +166,16 @@ def _pool_shapes(config: StackConfig, objects: Iterable[dict[str, Any]]) -> list
         taints = [{"key": t.key, "value": t.value or "", "effect": t.effect} for t in pool.taints]
         shapes.append(NodeShape(f"pool-{key}", hardware.nodes, labels, taints, allocatable, dra))
     return shapes
+
+
+SHARED_DEVICE_COUNT = 1000
+
+
+def _extended_requests(template: dict[str, Any]) -> set[str]:
+    """The extended resources (`vendor/name`, not hugepages) a pod template's containers request."""
+    spec = template.get("spec", {})
+    containers = [*spec.get("containers", []), *spec.get("initContainers", [])]
+    return {k for c in containers for k in (c.get("resources", {}).get("requests") or {}) if "/" in k}
 
 
 def _device_resource(accelerator: str | None) -> str | None:
@@ -271,3 +286,19 @@ def node_objects(shapes: list[NodeShape]) -> list[dict[str, Any]]:
                 }
             )
     return nodes
+
+
+def runtime_classes(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The RuntimeClasses the stack's pods name (the LMCache server's `nvidia`, which the GPU operator installs
+    on a real cluster): without them the API server rejects the pods before the scheduler sees them."""
+    names = sorted(
+        {
+            str(t["spec"]["runtimeClassName"])
+            for o in objects
+            if (t := _pod_template(o) if o.get("kind") in _WORKLOAD_KINDS else None)
+            and t.get("spec", {}).get("runtimeClassName")
+        }
+    )
+    return [
+        {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": n}, "handler": n} for n in names
+    ]

@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from components.catalog.accelerators import ACCELERATORS
 from components.units import ByteSize
 
 Manifest = dict[str, Any]
@@ -94,10 +95,19 @@ def _memory(containers: list[Manifest]) -> int:
     return sum(ByteSize.parse(c.get("resources", {}).get("requests", {}).get("memory", "0")).bytes for c in containers)
 
 
+DEVICE_RESOURCES = {a.device_resource for a in ACCELERATORS.values() if a.device_resource}
+
+
 def pod_requests(template: Manifest, claim_devices: int) -> Pod:
     """Memory and accelerator devices (extended resources such as nvidia.com/gpu, or a DRA claim) of a pod."""
     containers = template["spec"]["containers"]
-    devices = sum(int(v) for c in containers for k, v in c.get("resources", {}).get("requests", {}).items() if "/" in k)
+    # Accelerator devices only: a pod's other extended resources (MooncakeStore's rdma/ib) are not its devices.
+    devices = sum(
+        int(v)
+        for c in containers
+        for k, v in c.get("resources", {}).get("requests", {}).items()
+        if k in DEVICE_RESOURCES
+    )
     if template["spec"].get("resourceClaims"):
         devices += claim_devices
     return Pod(devices, _memory(containers))

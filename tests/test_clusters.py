@@ -293,7 +293,9 @@ def test_the_nvidia_device_plugin_runs_on_every_gpu_pool() -> None:
 
 
 def _on_described_pool(preset: str, host_memory: str) -> StackConfig:
-    pool = {"gpu": {"accelerator": "gpu", "accelerators_per_node": 8, "host_memory": host_memory}}
+    # Labelled, so the per-node daemon can be placed beside the model servers.
+    labels = {"nvidia.com/gpu.present": "true"}
+    pool = {"gpu": {"accelerator": "gpu", "accelerators_per_node": 8, "host_memory": host_memory, "labels": labels}}
     return loading.build(
         preset, {"cluster": {"provider": "existing"}, "node_pools": pool, "cache": {"node_pool": "gpu"}}
     )

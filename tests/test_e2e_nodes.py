@@ -167,3 +167,31 @@ def test_each_group_of_an_exclusive_leaderworkerset_gets_its_own_topology_domain
     assert len(domains) == replicas
     assert set(domains.values()) == {size}
     assert len({n["metadata"]["name"] for n in docs}) == len(docs)
+
+
+def test_a_described_pool_advertises_the_extended_resources_its_pods_request() -> None:
+    """MooncakeStore's pods and its client ask for rdma/ib: the pool's nodes advertise it, as the shared RDMA
+    device plugin does, beside the accelerator's own devices; the system nodes do not."""
+    from e2e import nodes as e2e_nodes
+    from stacks.config import loading
+    from tests.helpers import manifests, rendered
+
+    config = loading.load_preset("gpu-vllm-mooncake-store-fs")
+    shapes = {
+        s.name_prefix: s for s in e2e_nodes.node_shapes(config, manifests(rendered("gpu-vllm-mooncake-store-fs")))
+    }
+    assert shapes["pool-h100"].allocatable["rdma/ib"] == str(e2e_nodes.SHARED_DEVICE_COUNT)
+    assert shapes["pool-h100"].allocatable["nvidia.com/gpu"] == "8"
+    assert "rdma/ib" not in shapes["system"].allocatable
+
+
+def test_the_runtime_classes_the_pods_name_are_made() -> None:
+    """The LMCache server runs with `runtimeClassName: nvidia`; without that RuntimeClass its pods are refused."""
+    from e2e import nodes as e2e_nodes
+    from tests.helpers import manifests, rendered
+
+    made = e2e_nodes.runtime_classes(manifests(rendered("gpu-vllm-lmcache-server-pd")))
+    assert made == [
+        {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "nvidia"}, "handler": "nvidia"}
+    ]
+    assert e2e_nodes.runtime_classes(manifests(rendered("dev"))) == []

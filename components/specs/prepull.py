@@ -14,6 +14,7 @@ them (the pattern of the JupyterHub continuous image puller).
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -69,6 +70,24 @@ def placement_of(pod_spec: Manifest, device_resource: str | None) -> Placement:
         tolerations.append({"key": device_resource, "operator": "Exists", "effect": "NoSchedule"})
     affinity = (pod_spec.get("affinity") or {}).get("nodeAffinity")
     return Placement(dict(pod_spec.get("nodeSelector") or {}), affinity, tolerations)
+
+
+def placed(manifest: Manifest, placement: Placement) -> Manifest:
+    """A DaemonSet confined to where the serving pods may run (their node selector, node affinity and
+    tolerations); any other object as it is."""
+    if manifest["kind"] != "DaemonSet":
+        return manifest
+    out: Manifest = json.loads(json.dumps(manifest))  # a deep copy of plain data
+    pod = out["spec"]["template"]["spec"]
+    if placement.node_selector:
+        pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), **placement.node_selector}
+    if placement.node_affinity:
+        pod["affinity"] = {**(pod.get("affinity") or {}), "nodeAffinity": placement.node_affinity}
+    tolerations = list(pod.get("tolerations") or [])
+    tolerations += [t for t in placement.tolerations if t not in tolerations]
+    if tolerations:
+        pod["tolerations"] = tolerations
+    return out
 
 
 def container_name(index: int, image: str) -> str:

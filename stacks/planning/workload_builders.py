@@ -27,7 +27,7 @@ from stacks.config import StackConfig
 from stacks.config.errors import ConfigError
 from stacks.planning import cold_starts, hardware
 from stacks.planning.connector_choice import choice, connector_of
-from stacks.planning.prepull_placement import prepull_manifests
+from stacks.planning.prepull_placement import prepull_manifests, serving_placement
 
 SERVING = (NAMESPACE, HF_TOKEN, CLUSTER)  # what every model server needs from the stack itself
 
@@ -70,7 +70,7 @@ def workloads(s: Serving) -> dict[str, Workload]:
     if uses_tier_claim(config):
         out.append(_storage(config))
     server_objects = [model_server_manifests(server) for server in s.servers]
-    daemons = _daemons(s)
+    daemons = _daemons(s, server_objects[-1][-1])
     if config.images.prepull:
         serving = [m for objects in server_objects for m in objects]
         per_node = [m for d in daemons if d.rolls == "node-by-node" for m in d.manifests]
@@ -171,10 +171,11 @@ def _closed(name: str, pod_labels: dict[str, str], traffic: network.StackTraffic
     return network.closed_policy(traffic.namespace, name, pod_labels)
 
 
-def _daemons(s: Serving) -> list[Workload]:
-    """The connector's own workloads (its per-node daemons and what they need)."""
+def _daemons(s: Serving, decode_workload: Manifest) -> list[Workload]:
+    """The connector's own workloads (its per-node daemons and what they need); a per-node daemon runs only
+    where the model servers may run (their node selector, affinity and tolerations, as the pre-pull)."""
     config = s.config
-    return connector_of(config).daemons(
+    built = connector_of(config).daemons(
         DaemonInputs(
             choice=choice(config),
             namespace=config.namespace,
@@ -185,6 +186,23 @@ def _daemons(s: Serving) -> list[Workload]:
             cold_start=cold_starts.daemon_cold_start,
         )
     )
+    per_node = [w for w in built if w.rolls == "node-by-node"]
+    if not per_node:
+        return built
+    placement = serving_placement(s.decode.accelerator, decode_workload)
+    if not placement.constrained:
+        # Seen under the real engine (`./run e2e gpu-vllm-mooncake-store-fs`): unplaced, the DaemonSet has a pod
+        # on every node, and those on the system nodes stay Pending (no rdma/ib there), so `pulumi up` waits
+        # out its budget.
+        raise ConfigError(
+            "cache.node_pool",
+            config.cache.node_pool,
+            f"{per_node[0].manifests[-1]['metadata']['name']} runs beside each model server on its node: it needs the"
+            " model servers placed (a node pool that selects its nodes by label), else it lands on every node",
+        )
+    return [
+        w.with_manifests([prepull.placed(m, placement) for m in w.manifests]) if w in per_node else w for w in built
+    ]
 
 
 def _prepull(config: StackConfig, s: Serving, serving: list[Manifest], daemons: list[Manifest]) -> Workload:
