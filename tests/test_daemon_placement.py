@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from components.specs import lmcache, mooncake
+from components.specs.workloads import WorkloadType
 from stacks.config import loading
 from stacks.config.errors import ConfigError
 from stacks.planning.plan import plan
@@ -20,9 +21,9 @@ GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSc
     ("preset", "kind"),
     [("gpu-vllm-mooncake-store-fs", mooncake.CLIENT_WORKLOAD), ("gpu-vllm-lmcache-server", lmcache.SERVER_WORKLOAD)],
 )
-def test_the_daemon_lands_on_the_serving_nodes_and_tolerates_their_devices(preset: str, kind: object) -> None:
+def test_the_daemon_lands_on_the_serving_nodes_and_tolerates_their_devices(preset: str, kind: WorkloadType) -> None:
     stack_plan = plan(loading.load_preset(preset))
-    [daemon] = by_kind(stack_plan.manifests(kind), "DaemonSet")  # type: ignore[arg-type]
+    [daemon] = by_kind(stack_plan.manifests(kind), "DaemonSet")
     pod = daemon["spec"]["template"]["spec"]
     assert (
         pod["nodeSelector"]
