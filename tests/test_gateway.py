@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from components.catalog import versions
+from components.specs import bbr
 from components.specs import gateway as gw
 from scripts import install_helm
 from tests.helpers import SCHEMAS, UPSTREAM, validate
@@ -298,26 +299,26 @@ def _paths(values: Any, prefix: str = "") -> set[str]:
 
 def test_every_value_set_is_one_the_chart_defines() -> None:
     chart = yaml.safe_load((BBR_CHART / "values.yaml").read_text())
-    ours = _paths(gw.bbr_values())
+    ours = _paths(bbr.bbr_values())
     # bbr.plugins is a list (replaced whole) and so a leaf of both.
     assert ours <= _paths(chart), sorted(ours - _paths(chart))
 
 
 def test_bbr_values_pin_the_image_and_send_it_through_the_mirror() -> None:
-    values = gw.bbr_values()
+    values = bbr.bbr_values()
     assert values["bbr"]["image"] == {
         "registry": "registry.k8s.io",
         "repository": "gateway-api-inference-extension/bbr",
         "tag": "v1.5.0",
         "pullPolicy": "IfNotPresent",
     }
-    mirrored = gw.bbr_values(mirror=lambda image: "mirror.example.com/k8s/" + image.split("/", 1)[1])
+    mirrored = bbr.bbr_values(mirror=lambda image: "mirror.example.com/k8s/" + image.split("/", 1)[1])
     assert mirrored["bbr"]["image"]["registry"] == "mirror.example.com"
     assert mirrored["bbr"]["image"]["repository"] == "k8s/gateway-api-inference-extension/bbr"
     assert mirrored["bbr"]["image"]["tag"] == "v1.5.0"
     assert values["provider"] == {"name": "gke"}
-    assert gw.bbr_values(provider="istio", gateway_name="gw")["provider"] == {"name": "istio"}
-    assert gw.bbr_values(provider="istio", gateway_name="gw")["inferenceGateway"] == {"name": "gw"}
+    assert bbr.bbr_values(provider="istio", gateway_name="gw")["provider"] == {"name": "istio"}
+    assert bbr.bbr_values(provider="istio", gateway_name="gw")["inferenceGateway"] == {"name": "gw"}
     assert values["bbr"]["multiNamespace"] is False
     assert values["bbr"]["plugins"] == [
         {
@@ -339,7 +340,7 @@ def _render(provider: gw.BbrProvider) -> tuple[dict[str, Any], ...]:
     with tempfile.TemporaryDirectory() as home:
         env = {**os.environ, "HELM_CACHE_HOME": home, "HELM_CONFIG_HOME": home, "HELM_DATA_HOME": home}
         values = Path(home) / "values.json"
-        values.write_text(json.dumps(gw.bbr_values(provider=provider, gateway_name=PARENT.name)))
+        values.write_text(json.dumps(bbr.bbr_values(provider=provider, gateway_name=PARENT.name)))
         command = [str(_helm()), "template", "bbr", str(BBR_CHART), "-n", PARENT.namespace, "-f", str(values)]
         result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     assert result.returncode == 0, result.stderr
@@ -360,7 +361,7 @@ def test_the_chart_itself_sets_no_security_context_or_resources() -> None:
 
 
 def test_the_rendered_bbr_is_hardened_and_valid() -> None:
-    objects = [gw.harden_bbr_object(o) for o in _render("istio")]
+    objects = [bbr.harden_bbr_object(o) for o in _render("istio")]
     deployment = _one(tuple(objects), "Deployment")
     validate(deployment)
     pod = deployment["spec"]["template"]["spec"]
@@ -389,7 +390,7 @@ def test_the_rendered_bbr_is_hardened_and_valid() -> None:
     }
     # Every other object passes through unchanged.
     service = _one(_render("istio"), "Service")
-    assert gw.harden_bbr_object(service) == service
+    assert bbr.harden_bbr_object(service) == service
 
 
 def test_the_ports_are_the_charts() -> None:
@@ -399,9 +400,9 @@ def test_the_ports_are_the_charts() -> None:
     ]
     extension = _one(gke, "GCPRoutingExtension")["spec"]
     assert extension["targetRefs"] == [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": PARENT.name}]
-    assert extension["extensionChains"][0]["extensions"][0]["backendRef"]["port"] == gw.BBR_EXT_PROC_PORT == 9004
+    assert extension["extensionChains"][0]["extensions"][0]["backendRef"]["port"] == bbr.BBR_EXT_PROC_PORT == 9004
     health = _one(gke, "HealthCheckPolicy")["spec"]["default"]["config"]["grpcHealthCheck"]
-    assert health["port"] == gw.BBR_HEALTH_PORT == 9005
+    assert health["port"] == bbr.BBR_HEALTH_PORT == 9005
     istio = _one(_render("istio"), "EnvoyFilter")
     cluster = istio["spec"]["configPatches"][0]["patch"]["value"]["typed_config"]["grpc_service"]["envoy_grpc"]
     assert cluster["cluster_name"] == "outbound|9004||body-based-router.llm-d-gateway.svc.cluster.local"
@@ -413,7 +414,7 @@ def test_the_ports_are_the_charts() -> None:
 
 
 def test_in_cluster_only_the_gateways_own_proxies_reach_ext_proc() -> None:
-    policy = gw.bbr_network_policy(PARENT.namespace, gw.data_plane_for(ISTIO, PARENT.name))
+    policy = bbr.bbr_network_policy(PARENT.namespace, bbr.data_plane_for(ISTIO, PARENT.name))
     validate(policy)
     assert policy["metadata"]["namespace"] == "llm-d-gateway"
     assert policy["spec"] == {
@@ -431,8 +432,8 @@ def test_in_cluster_only_the_gateways_own_proxies_reach_ext_proc() -> None:
 
 
 def test_behind_gke_the_proxy_only_subnet_reaches_ext_proc_and_health_checkers_the_health_port() -> None:
-    plane = gw.data_plane_for(GKE, PARENT.name, ["10.129.0.0/23"])
-    policy = gw.bbr_network_policy(PARENT.namespace, plane)
+    plane = bbr.data_plane_for(GKE, PARENT.name, ["10.129.0.0/23"])
+    policy = bbr.bbr_network_policy(PARENT.namespace, plane)
     validate(policy)
     assert policy["spec"]["ingress"] == [
         {"from": [{"ipBlock": {"cidr": "10.129.0.0/23"}}], "ports": [{"protocol": "TCP", "port": 9004}]},
@@ -442,10 +443,10 @@ def test_behind_gke_the_proxy_only_subnet_reaches_ext_proc_and_health_checkers_t
         },
     ]
     with pytest.raises(ValueError, match="proxy-only subnet range"):
-        gw.data_plane_for(GKE, PARENT.name)
+        bbr.data_plane_for(GKE, PARENT.name)
 
 
 def test_the_policy_selects_the_pods_the_chart_renders() -> None:
-    policy = gw.bbr_network_policy(PARENT.namespace, gw.data_plane_for(ISTIO, PARENT.name))
+    policy = bbr.bbr_network_policy(PARENT.namespace, bbr.data_plane_for(ISTIO, PARENT.name))
     labels = _one(_render("istio"), "Deployment")["spec"]["template"]["metadata"]["labels"]
     assert policy["spec"]["podSelector"]["matchLabels"].items() <= labels.items()

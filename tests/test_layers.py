@@ -199,3 +199,9 @@ def test_module_names_are_unique_across_the_program() -> None:
         if path.stem not in ("__init__", "__main__"):
             seen.setdefault(path.stem, []).append(str(path.relative_to(ROOT)))
     assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}
+
+
+def test_no_module_of_the_program_is_over_400_lines() -> None:
+    """Small modules with one job each (issue #22's bound)."""
+    long = {str(p.relative_to(ROOT)): n for p in SOURCES if (n := len(p.read_text().splitlines())) > 400}
+    assert long == {}
