@@ -211,3 +211,8 @@ def test_managed_prometheus_on_an_existing_cluster_needs_its_project() -> None:
         _plan("gpu-vllm-native-fs-autoscale", gmp)
     source = _auto("gpu-vllm-native-fs-autoscale", gmp, "autoscaling.gcp_project=my-project").source
     assert source.server_address.endswith("/projects/my-project/location/global/prometheus")
+
+
+def test_the_managed_prometheus_project_is_a_gcp_project_id() -> None:
+    with pytest.raises(ConfigError, match=r"autoscaling\.gcp_project = 'My_Project': must be a GCP project id"):
+        _plan("gpu-vllm-native-fs-autoscale", "autoscaling.gcp_project=My_Project")

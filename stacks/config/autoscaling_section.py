@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
 from components.specs import keda
-from stacks.config.fields import Section
+from stacks.config import formats
+from stacks.config.fields import Section, check_with
 
 
 class AutoscalingConfig(Section):
@@ -32,7 +33,7 @@ class AutoscalingConfig(Section):
     scale_down: Literal["derived", "upstream"] = "derived"
     """derived: the stabilization window and rate from the stack's modeled cold start (a removed pod
     re-added costs two cold starts); upstream: the recipes' 300 s window, 100% per 15 s"""
-    gcp_project: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+    gcp_project: Annotated[str, check_with(formats.gcp_project)] | None = None
     """the GCP project whose Managed Prometheus KEDA queries (monitoring.provider gke-managed-prometheus on an
     existing cluster); default: a created GKE cluster's cluster.gke.project"""
     prometheus_url: str = "http://prometheus-operated.monitoring.svc:9090"
