@@ -161,9 +161,10 @@ def _master_deployment() -> Manifest:
     }
 
 
-def client_manifests(sizing: MooncakeClientSizing, node_selector: dict[str, str]) -> list[Manifest]:
-    """One client per node: it registers `dram` of CPU memory and `ssd` of local disk with the master."""
-    return security.harden_all(_client_manifests(sizing, node_selector))
+def client_manifests(sizing: MooncakeClientSizing) -> list[Manifest]:
+    """One client per node: it registers `dram` of CPU memory and `ssd` of local disk with the master. The plan
+    places it beside the model servers (`prepull.placed`)."""
+    return security.harden_all(_client_manifests(sizing))
 
 
 def _client_container(sizing: MooncakeClientSizing) -> Manifest:
@@ -199,7 +200,7 @@ def _client_container(sizing: MooncakeClientSizing) -> Manifest:
     }
 
 
-def _client_manifests(sizing: MooncakeClientSizing, node_selector: dict[str, str]) -> list[Manifest]:
+def _client_manifests(sizing: MooncakeClientSizing) -> list[Manifest]:
     pod: Manifest = {
         "terminationGracePeriodSeconds": 30,
         "containers": [_client_container(sizing)],
@@ -208,8 +209,6 @@ def _client_manifests(sizing: MooncakeClientSizing, node_selector: dict[str, str
             {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": MOONCAKE_CLIENT_SHM.quantity()}},
         ],
     }
-    if node_selector:
-        pod["nodeSelector"] = dict(node_selector)
     return [
         {
             "apiVersion": "v1",

@@ -128,13 +128,6 @@ def prepull_manifests(spec: PrepullSpec) -> list[Manifest]:
         "volumes": [{"name": TOOL_VOLUME, "emptyDir": {"sizeLimit": "8Mi"}}],
         "terminationGracePeriodSeconds": 5,
     }
-    placement = spec.placement
-    if placement.node_selector:
-        pod["nodeSelector"] = dict(placement.node_selector)
-    if placement.node_affinity:
-        pod["affinity"] = {"nodeAffinity": placement.node_affinity}
-    if placement.tolerations:
-        pod["tolerations"] = placement.tolerations
     daemon_set = {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
@@ -144,4 +137,4 @@ def prepull_manifests(spec: PrepullSpec) -> list[Manifest]:
             "template": {"metadata": {"labels": dict(LABELS)}, "spec": pod},
         },
     }
-    return [harden(daemon_set)]
+    return [harden(placed(daemon_set, spec.placement))]

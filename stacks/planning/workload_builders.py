@@ -181,7 +181,6 @@ def _daemons(s: Serving, decode_workload: Manifest) -> list[Workload]:
             namespace=config.namespace,
             sizing=s.sizing,
             client=s.client,
-            node_selector=s.decode.scheduling.node_selector,
             nodes=s.nodes,
             cold_start=cold_starts.daemon_cold_start,
         )

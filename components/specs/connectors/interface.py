@@ -96,7 +96,6 @@ class DaemonInputs:
     namespace: str
     sizing: TierSizing
     client: MooncakeClientSizing | None
-    node_selector: dict[str, str]
     nodes: int  # nodes a per-node daemon rolls over
     cold_start: Callable[[str, int], ColdStart]  # a daemon's cold start: (image, bytes it pins)
 

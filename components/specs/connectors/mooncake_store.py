@@ -114,7 +114,7 @@ class MooncakeStore(Connector):
             master,
             Workload(
                 mooncake.CLIENT_WORKLOAD,
-                mooncake.client_manifests(client, inputs.node_selector),
+                mooncake.client_manifests(client),
                 needs=(mooncake.MASTER_WORKLOAD.key,),
                 rolls="node-by-node",
                 awaited=Await(AwaitBudget(mooncake.CLIENT, cold, inputs.nodes), "DaemonSet", "beside"),
