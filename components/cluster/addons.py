@@ -13,19 +13,34 @@ from components.k8s_objects import child_options, declare_all
 from components.specs import keda
 
 
+def upstream_chart(
+    name: str, chart: str, repo: str, version: str, namespace: str, values: dict[str, Any], opts: pulumi.ResourceOptions
+) -> k8s.helm.v4.Chart:
+    """A pinned chart from its upstream repository (one of `versions.CHART_REPOSITORIES`), named `<name>-chart`."""
+    return k8s.helm.v4.Chart(
+        f"{name}-chart",
+        k8s.helm.v4.ChartArgs(
+            chart=chart,
+            repository_opts=k8s.helm.v4.RepositoryOptsArgs(repo=repo),
+            version=version,
+            namespace=namespace,
+            values=values,
+        ),
+        opts=opts,
+    )
+
+
 class NvidiaDevicePlugin(pulumi.ComponentResource):
     def __init__(self, name: str, values: dict[str, Any], opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llmd:cluster:NvidiaDevicePlugin", name, None, opts)
-        k8s.helm.v4.Chart(
-            f"{name}-chart",
-            k8s.helm.v4.ChartArgs(
-                chart="nvidia-device-plugin",
-                repository_opts=k8s.helm.v4.RepositoryOptsArgs(repo=versions.NVIDIA_DEVICE_PLUGIN_REPO),
-                version=versions.NVIDIA_DEVICE_PLUGIN_VERSION,
-                namespace="kube-system",
-                values=values,
-            ),
-            opts=child_options(self, opts),
+        upstream_chart(
+            name,
+            "nvidia-device-plugin",
+            versions.NVIDIA_DEVICE_PLUGIN_REPO,
+            versions.NVIDIA_DEVICE_PLUGIN_VERSION,
+            "kube-system",
+            values,
+            child_options(self, opts),
         )
         self.register_outputs({})
 
@@ -37,15 +52,13 @@ class Keda(pulumi.ComponentResource):
     def __init__(self, name: str, values: dict[str, Any], opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llmd:cluster:Keda", name, None, opts)
         objects = declare_all(self, name, [keda.namespace_manifest(), keda.network_policy()], opts)
-        k8s.helm.v4.Chart(
-            f"{name}-chart",
-            k8s.helm.v4.ChartArgs(
-                chart=versions.KEDA_CHART,
-                repository_opts=k8s.helm.v4.RepositoryOptsArgs(repo=versions.KEDA_CHART_REPO),
-                version=versions.KEDA_VERSION,
-                namespace=keda.KEDA_NAMESPACE,
-                values=values,
-            ),
-            opts=child_options(self, opts, *objects),
+        upstream_chart(
+            name,
+            versions.KEDA_CHART,
+            versions.KEDA_CHART_REPO,
+            versions.KEDA_VERSION,
+            keda.KEDA_NAMESPACE,
+            values,
+            child_options(self, opts, *objects),
         )
         self.register_outputs({})

@@ -8,9 +8,9 @@ from typing import Any
 
 import pulumi
 import pulumi_aws as aws
-import pulumi_kubernetes as k8s
 
 from components.catalog import versions
+from components.cluster.addons import upstream_chart
 from components.k8s_objects import child_options
 from components.specs import clusters, node_autoscaling
 
@@ -49,15 +49,13 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         values = node_autoscaling.cluster_autoscaler_values(
             args.cluster_name, args.region, args.eks_version, role.arn, args.mirror
         )
-        k8s.helm.v4.Chart(
-            f"{name}-chart",
-            k8s.helm.v4.ChartArgs(
-                chart=versions.CLUSTER_AUTOSCALER_CHART,
-                repository_opts=k8s.helm.v4.RepositoryOptsArgs(repo=versions.CLUSTER_AUTOSCALER_CHART_REPO),
-                version=versions.CLUSTER_AUTOSCALER_CHART_VERSION,
-                namespace=namespace,
-                values=values,
-            ),
-            opts=child_options(self, opts, policy),
+        upstream_chart(
+            name,
+            versions.CLUSTER_AUTOSCALER_CHART,
+            versions.CLUSTER_AUTOSCALER_CHART_REPO,
+            versions.CLUSTER_AUTOSCALER_CHART_VERSION,
+            namespace,
+            values,
+            child_options(self, opts, policy),
         )
         self.register_outputs({"roleArn": role.arn})

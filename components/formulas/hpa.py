@@ -111,6 +111,13 @@ def _changed_in_period(events: list[tuple[float, int]], now: float, period_s: in
     return sum(change for at, change in events if at > now - period_s)
 
 
+def _period_start(
+    current: int, up: list[tuple[float, int]], down: list[tuple[float, int]], period_s: int, now: float
+) -> int:
+    """The replicas at the start of a policy's period: now's, less what the period added, plus what it removed."""
+    return current - _changed_in_period(up, now, period_s) + _changed_in_period(down, now, period_s)
+
+
 def scale_up_limit(
     current: int, up: list[tuple[float, int]], down: list[tuple[float, int]], rules: Rules, now: float
 ) -> int:
@@ -119,7 +126,7 @@ def scale_up_limit(
         return current
     proposals = []
     for policy in rules.policies:
-        start = current - _changed_in_period(up, now, policy.period_s) + _changed_in_period(down, now, policy.period_s)
+        start = _period_start(current, up, down, policy.period_s, now)
         if policy.type == "Pods":
             proposals.append(start + policy.value)
         else:
@@ -135,7 +142,7 @@ def scale_down_limit(
         return current
     proposals = []
     for policy in rules.policies:
-        start = current - _changed_in_period(up, now, policy.period_s) + _changed_in_period(down, now, policy.period_s)
+        start = _period_start(current, up, down, policy.period_s, now)
         if policy.type == "Pods":
             proposals.append(start - policy.value)
         else:
