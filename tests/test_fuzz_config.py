@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
@@ -565,6 +565,7 @@ def test_accepted_configs_render_under_the_mock_engine(case: tuple[str | None, d
 
 @settings(settings.get_profile(PROFILE), max_examples=8)
 @given(stack_configs())
+@example((None, {"monitoring": {"enabled": True}, "router": {"release": "a" * 37}}))  # a 67-character ClusterRole
 def test_accepted_configs_router_values_render_through_the_real_chart(case: tuple[str | None, dict[str, Any]]) -> None:
     """A small sample through the real Helm on the real chart: the chart accepts the values, its objects pass
     the same checks, and the Service the stack's endpoint names is one it creates."""

@@ -262,6 +262,28 @@ def test_formats_that_accept_more_than_they_say_are_one_line(preset: str, overri
     assert message in _one_line(preset, [override])
 
 
+# Kubernetes' own cases for IsDNS1123Subdomain (k8s.io/apimachinery/pkg/util/validation, validation_test.go):
+# a part may run past 63 characters, the whole stops at 253. A stricter check here failed the router's
+# 67-character ClusterRole (release of 37 + "-llm-d-tiered-prefix-cache-epp"), which the API server takes.
+SUBDOMAINS_ACCEPTED = ["a", "0", "a--1--2--b", "a.a", "1.2.3.4", "a" * 67, "a" * 64 + "." + "b" * 64, "a" * 253]
+SUBDOMAINS_REJECTED = ["", "A", "a-", "-a", "a_b", "a..b", ".a", "a.", "a b", "aB.a", "a@b", "a" * 254, "a\n"]
+
+
+@pytest.mark.parametrize("value", SUBDOMAINS_ACCEPTED)
+def test_a_subdomain_is_what_kubernetes_takes(value: str) -> None:
+    from stacks.config import formats
+
+    assert formats.dns_subdomain(value) == value
+
+
+@pytest.mark.parametrize("value", SUBDOMAINS_REJECTED)
+def test_a_subdomain_kubernetes_refuses_is_refused(value: str) -> None:
+    from stacks.config import formats
+
+    with pytest.raises(ValueError, match="must be a DNS subdomain"):
+        formats.dns_subdomain(value)
+
+
 # ---- the tool itself ----
 
 

@@ -12,7 +12,10 @@ import re
 
 _LABEL_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
-_DNS_SUBDOMAIN = rf"(?=.{{1,253}}\Z){_DNS_LABEL}(\.{_DNS_LABEL})*"
+# Kubernetes' IsDNS1123Subdomain: labels of any length joined by '.', 253 characters in all (a ClusterRole
+# named "<release>-<chart>-epp" may run past 63 and the API server takes it).
+_SUBDOMAIN_PART = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS_SUBDOMAIN = rf"(?=.{{1,253}}\Z){_SUBDOMAIN_PART}(\.{_SUBDOMAIN_PART})*"
 
 # The OCI distribution reference grammar (github.com/distribution/reference, regexp.go).
 _HOST_PART = r"([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9])"
@@ -49,7 +52,9 @@ def dns_1035_label(value: str, max_length: int = 63) -> str:
 
 def dns_subdomain(value: str) -> str:
     if not _full(_DNS_SUBDOMAIN, value):
-        raise ValueError("must be a DNS subdomain: lower-case DNS labels joined by '.', at most 253 characters")
+        raise ValueError(
+            "must be a DNS subdomain: lower-case letters, digits and '-' in parts joined by '.', at most 253 characters"
+        )
     return value
 
 
