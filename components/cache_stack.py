@@ -36,6 +36,9 @@ class CacheStackArgs:
     router_policies: list[Manifest] = field(default_factory=list)  # NetworkPolicy of the chart's pods
     # What the model servers need from outside the stack: their node pool, the tier's storage backend.
     serving_needs: list[pulumi.Resource] = field(default_factory=list)
+    # False on a serving stack: its cluster stack applied the CRDs, cluster-wide, once for every model.
+    crds: bool = True
+    namespace_labels: dict[str, str] = field(default_factory=dict)  # e.g. the one its cluster's Gateway admits by
 
 
 class CacheStack(pulumi.ComponentResource):
@@ -70,7 +73,7 @@ class CacheStack(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         namespace = k8s.core.v1.Namespace(
             f"{self._name}-namespace",
-            metadata={"name": args.namespace, "labels": {labels.GUIDE_LABEL: labels.GUIDE}},
+            metadata={"name": args.namespace, "labels": {labels.GUIDE_LABEL: labels.GUIDE, **args.namespace_labels}},
             opts=child,
         )
         hf_token = k8s.core.v1.Secret(
@@ -83,11 +86,18 @@ class CacheStack(pulumi.ComponentResource):
         return namespace, hf_token
 
     def _router(self, args: CacheStackArgs, namespace: k8s.core.v1.Namespace) -> Router:
-        """The Gateway API Inference Extension CRDs, then the router chart (which creates the InferencePool)."""
+        """The Gateway API Inference Extension CRDs (unless the cluster stack applied them), then the router chart
+        (which creates the InferencePool)."""
         child = pulumi.ResourceOptions(parent=self)
-        crds = InferencePoolCrds(
-            f"{self._name}-gaie-crds", InferencePoolCrdsArgs(version=args.gaie_version, file=args.gaie_crds_file), child
-        )
+        before: list[pulumi.Resource] = [namespace]
+        if args.crds:
+            before.append(
+                InferencePoolCrds(
+                    f"{self._name}-gaie-crds",
+                    InferencePoolCrdsArgs(version=args.gaie_version, file=args.gaie_crds_file),
+                    child,
+                )
+            )
         return Router(
             f"{self._name}-router",
             RouterArgs(
@@ -98,5 +108,5 @@ class CacheStack(pulumi.ComponentResource):
                 values=args.router_values,
                 network_policies=args.router_policies,
             ),
-            pulumi.ResourceOptions(parent=self, depends_on=[crds, namespace]),
+            pulumi.ResourceOptions(parent=self, depends_on=before),
         )

@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 
 from policies.checks.ruleset import RULES
-from stacks.config import loading
+from stacks.config import StackConfig, loading
 from stacks.config.errors import ConfigError
 from stacks.config.keys import keys_text
+from stacks.planning.cluster_plan import ClusterPlan, plan_cluster
 from stacks.planning.plan import StackPlan, plan
 from stacks.review import offline
 from stacks.review.check import check, stack_policy_config
@@ -39,7 +40,31 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _check(stack_plan: StackPlan, name: str) -> int:
+def plan_any(config: StackConfig, name: str) -> StackPlan | ClusterPlan:
+    """A cluster stack's plan, or a serving (or single) stack's."""
+    return plan_cluster(config, name) if config.effective_layer == "cluster" else plan(config)
+
+
+def servings_of(cluster_stack: str) -> list[tuple[str, str, str]]:
+    """The repo's serving stacks on `cluster_stack` (stack, namespace, model): a cluster stack's summary lists
+    which model each route serves."""
+    out = []
+    for name in stack_names():
+        try:
+            config = loading.load_named(name)
+            reference = config.cluster.stack or ""
+            if config.cluster.provider == "stack" and reference.rsplit("/", 1)[-1] == cluster_stack:
+                out.append((name, config.namespace, plan(config).sizing.model.name))
+        except ConfigError:
+            continue  # reported when that stack itself is rendered or checked
+    return out
+
+
+def stack_names() -> list[str]:
+    return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in loading.PROJECT_DIR.glob("Pulumi.*.yaml"))
+
+
+def _check(stack_plan: StackPlan | ClusterPlan, name: str) -> int:
     findings = check(offline.record(stack_plan, name), stack_policy_config(stack_plan.config))
     for finding in findings:
         print(finding.line())
@@ -52,11 +77,10 @@ def _check_all(overrides: list[str]) -> int:
     """Every preset and stack in this one process (the imports and the mock engine set up once). A stack
     that does not load is reported in its one line and the others are still checked; the exit code is the
     worst: 2 for a stack that does not load, 1 for a mandatory violation."""
-    stacks = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in loading.PROJECT_DIR.glob("Pulumi.*.yaml"))
     worst = 0
-    for name in [*loading.preset_names(), *stacks]:
+    for name in [*loading.preset_names(), *stack_names()]:
         try:
-            stack_plan = plan(loading.load_named(name, overrides))
+            stack_plan = plan_any(loading.load_named(name, overrides), name)
         except ConfigError as error:
             print(f"error: {name}: {error}", file=sys.stderr)
             worst = 2
@@ -99,8 +123,9 @@ def main(argv: list[str] | None = None) -> int:
             args.out = Path(args.out)
         config = loading.load_named(args.name, args.overrides)
         if args.command == "check":
-            return _check(plan(config), args.name)
-        result = render(plan(config), args.name)
+            return _check(plan_any(config, args.name), args.name)
+        layered = config.effective_layer == "cluster"
+        result = render(plan_any(config, args.name), args.name, servings_of(args.name) if layered else None)
         try:
             result.write(args.out)
         except OSError as error:

@@ -158,3 +158,26 @@ def bbr_image(version: str) -> str:
 GKE_GATEWAY_CLASSES = ("gke-l7-regional-external-managed", "gke-l7-rilb")
 GKE_DEFAULT_GATEWAY_CLASS = "gke-l7-regional-external-managed"
 EXISTING_CLUSTER_GATEWAY_CLASSES = ("kgateway", "istio")
+
+
+# Every image this project pins (repositories where the tag follows a release): a cluster stack (`layer:
+# cluster`) mirrors all their registries, since the serving stacks it will carry are not known when it is made.
+PINNED_IMAGES: tuple[str, ...] = (
+    EPP_IMAGE_REPOSITORY,
+    CHART_ENVOY_IMAGE,
+    f"{CHART_TOKENIZER_REGISTRY}/{CHART_TOKENIZER_REPOSITORY}",
+    VLLM_CUDA_IMAGE,
+    VLLM_ROCM_IMAGE,
+    VLLM_TPU_IMAGE,
+    SGLANG_IMAGE,
+    MOONCAKE_IMAGE,
+    XPU_NATIVE_IMAGE,
+    XPU_LMCACHE_IMAGE,
+    BUSYBOX_IMAGE,
+    PAUSE_IMAGE,
+    VERIFICATION_IMAGE,
+    KEDA_OPERATOR_IMAGE_REPOSITORY,
+    CLUSTER_AUTOSCALER_IMAGE_REPOSITORY,
+    BBR_IMAGE_REPOSITORY,
+    lmcache_image(LMCACHE_VERSION),
+)

@@ -32,6 +32,7 @@ from typing import Literal
 from components.catalog import labels, versions
 from components.manifest import Manifest
 from components.specs import network
+from components.specs.workloads import WorkloadType
 
 API_GROUP = "gateway.networking.k8s.io"
 API_VERSION = f"{API_GROUP}/v1"
@@ -55,6 +56,9 @@ MODEL_HEADER = "X-Gateway-Model-Name"  # bodyfieldtoheader.ModelHeader: the body
 BASE_MODEL_HEADER = "X-Gateway-Base-Model-Name"  # basemodelextractor: a registered base model, else ""
 
 BbrProvider = Literal["gke", "istio", "none"]
+
+# The serving stack's HTTPRoute, declared after its router (whose chart creates the InferencePool it targets).
+ROUTE_WORKLOAD = WorkloadType("llmd:gateway:ModelRoute", "gateway-route")
 
 
 # Gateway classes ----------------------------------------------------------------------------------------------
@@ -158,10 +162,14 @@ class GatewayRef:
         return out
 
 
-def allowed_routes(route_namespaces: Sequence[str] | None) -> Manifest:
-    """Which namespaces' HTTPRoutes a listener admits: the named ones (by the API server's own namespace
-    label), or every namespace when `route_namespaces` is None."""
+def allowed_routes(route_namespaces: Sequence[str] | None, namespace_label: tuple[str, str] | None = None) -> Manifest:
+    """Which namespaces' HTTPRoutes a listener admits: those carrying `namespace_label` (a cluster stack's
+    Gateway: a new serving stack labels its namespace and the Gateway never changes), the named ones (by the
+    API server's own namespace label), or every namespace when both are None."""
     kinds = [{"group": API_GROUP, "kind": "HTTPRoute"}]
+    if namespace_label is not None:
+        key, value = namespace_label
+        return {"namespaces": {"from": "Selector", "selector": {"matchLabels": {key: value}}}, "kinds": kinds}
     if route_namespaces is None:
         return {"namespaces": {"from": "All"}, "kinds": kinds}
     if not route_namespaces:
@@ -180,9 +188,10 @@ def gateway(
     gateway_class: str,
     listeners: Sequence[Listener] = (Listener(),),
     route_namespaces: Sequence[str] | None = None,
+    namespace_label: tuple[str, str] | None = None,
 ) -> Manifest:
-    """The Gateway: one HTTP listener on port 80 by default, admitting HTTPRoutes from `route_namespaces`
-    (the serving stacks' namespaces) or, when None, from every namespace."""
+    """The Gateway: one HTTP listener on port 80 by default, admitting HTTPRoutes from the namespaces labelled
+    `namespace_label`, or from `route_namespaces` (the serving stacks' namespaces), or from every namespace."""
     if not listeners:
         raise ValueError("a Gateway needs at least one listener")
     if len({listener.name for listener in listeners}) != len(listeners):
@@ -198,7 +207,7 @@ def gateway(
                     "name": ln.name,
                     "port": ln.port,
                     "protocol": ln.protocol,
-                    "allowedRoutes": allowed_routes(route_namespaces),
+                    "allowedRoutes": allowed_routes(route_namespaces, namespace_label),
                 }
                 for ln in listeners
             ],

@@ -6,6 +6,8 @@ VARIANT=cpu, 2 replicas x TP=2, 300 GiB CPU tier per replica); presets and stack
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from components.catalog import labels
@@ -13,6 +15,7 @@ from stacks.config.autoscaling_section import AutoscalingConfig
 from stacks.config.cache_section import CacheConfig, LMCacheConfig
 from stacks.config.cluster_section import ClusterConfig, NodePoolConfig, Taint
 from stacks.config.fields import MAX_NODE_MEMORY, DnsLabel, Section
+from stacks.config.gateway_section import GatewayConfig
 from stacks.config.images_section import ImagesConfig
 from stacks.config.observability_section import MonitoringConfig, NetworkPoliciesConfig, VerificationConfig
 from stacks.config.router_section import RouterConfig
@@ -22,6 +25,10 @@ from stacks.config.storage_section import ModelCacheConfig, StorageConfig
 class StackConfig(Section):
     description: str = ""
     """one line on what the stack is (presets set it; `python -m stacks list` prints it); default empty"""
+    layer: Literal["all", "cluster", "serving"] | None = None
+    """all: the cluster and one model's cache stack in one stack; cluster: the cluster, its pools, shared file
+    system, mirrors, add-ons and Gateway, exported (`llmdCluster`) for serving stacks; serving: one model's
+    cache stack on a cluster stack's cluster; default: serving with cluster.provider stack, else all"""
     namespace: DnsLabel = labels.DEFAULT_NAMESPACE
     """namespace of the whole cache stack, a DNS label; default llm-d-tiered-prefix-cache, the guide's"""
     cluster: ClusterConfig = ClusterConfig()
@@ -53,6 +60,14 @@ class StackConfig(Section):
     """NetworkPolicies admitting only the traffic serving needs, and the metrics scraper they admit"""
     autoscaling: AutoscalingConfig = AutoscalingConfig()
     """KEDA scaling the model servers on the router's queue or saturation; off by default"""
+    gateway: GatewayConfig = GatewayConfig()
+    """a cluster stack's Gateway in front of its serving stacks (layer cluster); off by default"""
+
+    @property
+    def effective_layer(self) -> Literal["all", "cluster", "serving"]:
+        if self.layer is not None:
+            return self.layer
+        return "serving" if self.cluster.provider == "stack" else "all"
 
 
 SECTIONS: tuple[str, ...] = tuple(StackConfig.model_fields)

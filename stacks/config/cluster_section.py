@@ -11,6 +11,7 @@ from components.catalog.accelerators import ACCELERATORS
 from components.catalog.machines import MACHINES
 from components.units import ByteSize, GiB
 from stacks.config import formats
+from stacks.config.cluster_facts import ClusterOutputs
 from stacks.config.fields import (
     MAX_NODE_MEMORY,
     Labels,
@@ -114,8 +115,9 @@ class EksSettings(Section):
 class ClusterConfig(Section):
     """How the program reaches the cluster: one it creates (GKE, EKS), or one the user already has."""
 
-    provider: Literal["existing", "gke", "eks"] = "existing"
-    """existing: deploy to a cluster you have; gke or eks: create the cluster too; default existing"""
+    provider: Literal["existing", "gke", "eks", "stack"] = "existing"
+    """existing: deploy to a cluster you have; gke or eks: create the cluster too; stack: serve on the cluster of
+    a cluster stack (`layer: cluster`) named by cluster.stack; default existing"""
     name: str = Field(default="llmd", description="name of a created cluster (and prefix of its node pools)")
     platform: Literal["base", "gke", "amd-ci"] | None = Field(
         default=None,
@@ -123,6 +125,15 @@ class ClusterConfig(Section):
     )
     kubeconfig: str | None = Field(default=None, description="existing: path to a kubeconfig; default: the ambient one")
     context: str | None = Field(default=None, description="existing: kubeconfig context; default: the current one")
+    stack: Annotated[str, check_with(formats.pulumi_stack_reference)] | None = None
+    """stack: the cluster stack, `<organization>/<project>/<stack>` as `pulumi stack ls --all` names it (the
+    local backend's organization is `organization`); required with provider stack"""
+    outputs_file: Annotated[str, check_with(formats.relative_json_path)] | None = None
+    """stack: the cluster stack's outputs recorded as JSON (its render's cluster-outputs.json, or `pulumi stack
+    output llmdCluster --json`), read offline; default: the repo's own Pulumi.<stack>.yaml, planned"""
+    outputs: ClusterOutputs | None = None
+    """stack: the cluster stack's outputs, filled in when the stack loads (live under `pulumi up`, recorded
+    offline); never set it (unset on every other stack)"""
     gke: GkeSettings | None = None
     """settings of the GKE cluster to create; required with provider gke"""
     eks: EksSettings | None = None

@@ -12,10 +12,17 @@ from components.formulas import payoff
 from components.units import ByteSize, GiB
 from stacks.config import StackConfig, formats
 from stacks.config.errors import HIDDEN, ConfigError
+from stacks.config.layer_checks import DESCRIBED, check_layer
 from stacks.planning.connector_choice import choice, connector_of
 
 
 def check_stack(config: StackConfig) -> None:
+    check_layer(config)
+    if config.effective_layer == "cluster":  # no model: only what the cluster stack creates
+        check_cluster(config)
+        check_storage(config)
+        check_applies(config)
+        return
     cache = config.cache
     combo = (cache.accelerator, cache.server, cache.connector, cache.tier.variant, cache.host_type)
     if combo not in SUPPORTED:
@@ -85,7 +92,7 @@ def check_applies(config: StackConfig) -> None:
                 f"applies only with cluster.provider existing, not {cluster.provider}",
                 hidden=True,
             )
-    if cluster.provider == "existing" and _set_fields(cluster, ("name",)):
+    if cluster.provider in DESCRIBED and _set_fields(cluster, ("name",)):
         raise ConfigError("cluster.name", cluster.name, "names a created cluster; applies only with gke or eks")
     for key, pool in config.node_pools.items():
         created_only = ("spot", "reservation", "slices", "tpu_topology")
@@ -94,7 +101,7 @@ def check_applies(config: StackConfig) -> None:
                 f"node_pools.{key}.{name}", getattr(pool, name), "applies only to pools created on gke or eks"
             )
         described = ("accelerator", "accelerators_per_node", "host_memory")
-        for name in _set_fields(pool, described) if cluster.provider != "existing" else []:
+        for name in _set_fields(pool, described) if cluster.provider not in DESCRIBED else []:
             value = getattr(pool, name)
             raise ConfigError(
                 f"node_pools.{key}.{name}",
@@ -204,7 +211,7 @@ def check_names(config: StackConfig) -> None:
             formats.dns_label(key)
         except ValueError as error:
             raise ConfigError(f"node_pools.{key}", key, f"a pool key {error}") from None
-    if cluster.provider == "existing":
+    if cluster.provider in DESCRIBED:
         return
     limit = NAME_LIMITS[cluster.provider]
     if cluster.provider == "gke" and len(cluster.name) > limit:
@@ -235,7 +242,7 @@ def check_cluster(config: StackConfig) -> None:
     for key, pool in config.node_pools.items():
         field = f"node_pools.{key}.machine_type"
         machine = MACHINES.get(pool.machine_type or "")
-        if cluster.provider == "existing":
+        if cluster.provider in DESCRIBED:
             if machine is not None:
                 raise ConfigError(
                     field,
@@ -256,7 +263,7 @@ def check_cluster(config: StackConfig) -> None:
                 check(pool.reservation)
             except ValueError as error:
                 raise ConfigError(f"node_pools.{key}.reservation", pool.reservation, str(error)) from None
-    if cluster.provider != "existing" and config.cache.node_pool is None:
+    if cluster.provider not in DESCRIBED and config.effective_layer != "cluster" and config.cache.node_pool is None:
         allowed = ", ".join(sorted(config.node_pools)) or "describe one in node_pools"
         raise ConfigError("cache.node_pool", None, f"required on a created cluster; allowed: {allowed}")
 
@@ -285,9 +292,9 @@ def lustre_capacity_error(size_gib: float, throughput: int) -> str | None:
 def check_storage(config: StackConfig) -> None:
     storage, provider = config.storage, config.cluster.provider
     needs = {"gcp-lustre": "gke", "aws-efs": "eks"}
-    if storage.backend in needs and provider != needs[storage.backend]:
+    if storage.backend in needs and provider not in (needs[storage.backend], "stack"):  # stack: its cluster's
         raise ConfigError("storage.backend", storage.backend, f"needs cluster.provider {needs[storage.backend]}")
-    if storage.backend != "existing":
+    if storage.backend != "existing" and config.effective_layer != "cluster":
         if not connector_of(config).uses_tier_claim(config.cache.tier.variant):
             raise ConfigError(
                 "storage.backend", storage.backend, "creates the filesystem tier's storage: needs cache.tier.variant fs"

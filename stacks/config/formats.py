@@ -198,3 +198,24 @@ def local_file(value: str, suffixes: tuple[str, ...]) -> str:
     if not Path(value).expanduser().is_file():
         raise ValueError("must be an existing file (a relative path is relative to the project directory)")
     return value
+
+
+_PULUMI_NAME = r"[A-Za-z0-9_.-]{1,100}"
+
+
+def pulumi_stack_reference(value: str) -> str:
+    """A fully qualified stack name, as StackReference takes it (an organization, a project, a stack)."""
+    if not _full(rf"{_PULUMI_NAME}/{_PULUMI_NAME}/{_PULUMI_NAME}", value):
+        raise ValueError(
+            "must be <organization>/<project>/<stack>, each letters, digits, '-', '_' or '.'"
+            " (the local backend's organization is `organization`)"
+        )
+    return value
+
+
+def relative_json_path(value: str) -> str:
+    """A .json file inside the project: relative, no `..`, so an offline render reads only the repo's files."""
+    parts = value.split("/")
+    if not value.endswith(".json") or value.startswith("/") or ".." in parts or "" in parts or "\\" in value:
+        raise ValueError("must be a relative path to a .json file inside the project (no '..', no leading '/')")
+    return value

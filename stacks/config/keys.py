@@ -15,6 +15,7 @@ from pydantic_core import PydanticUndefined
 
 from components.units import ByteSize
 from stacks.config import StackConfig
+from stacks.config.cluster_facts import ClusterOutputs
 from stacks.config.loading import CONFIG_NAMESPACE, PROJECT_DIR
 
 
@@ -32,6 +33,8 @@ def _models(annotation: Any) -> Iterator[tuple[str, type[BaseModel]]]:
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         for arg in typing.get_args(annotation):
             yield from _models(arg)
+    elif isinstance(annotation, type) and issubclass(annotation, ClusterOutputs):
+        return  # filled in from the cluster stack, never set: listed as one key
     elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
         yield "", annotation
     elif typing.get_origin(annotation) is dict:

@@ -10,12 +10,23 @@ from typing import Any
 from pydantic import ValidationError
 
 from stacks.config import SECTIONS, StackConfig, yamlfile
+from stacks.config.cluster_facts import ClusterOutputs
+from stacks.config.cluster_outputs import (
+    check_serving,
+    describe,
+    read_outputs,
+    serving_data,
+    storage_section,
+)
+from stacks.config.cluster_section import ClusterConfig
 from stacks.config.cross_checks import check_stack
 from stacks.config.errors import HIDDEN, ConfigError, from_validation_error
+from stacks.planning.connector_choice import connector_of
 
 PRESETS_DIR = Path(__file__).parents[1] / "presets"
 PROJECT_DIR = Path(__file__).parents[2]
 CONFIG_NAMESPACE = "llmd"
+PROJECT_NAME = "llmd"  # Pulumi.yaml `name`: the project a repo-local cluster stack belongs to
 # Pulumi config keys that are not StackConfig sections.
 PRESET_KEY = "preset"
 HF_TOKEN_KEY = "hfToken"
@@ -95,17 +106,81 @@ def build(
     preset: str | None = None,
     pulumi_config: dict[str, Any] | None = None,
     overrides: list[str] | None = None,
+    cluster: ClusterOutputs | None = None,
 ) -> StackConfig:
-    """Preset, then Pulumi config sections, then overrides; validated once, as a whole."""
+    """Preset, then Pulumi config sections, then overrides; validated once, as a whole. A serving stack
+    (`cluster.provider: stack`) takes its cluster's facts: `cluster` when given (the program reads them from
+    the live cluster stack), else the recorded outputs or the repo's cluster stack file (offline)."""
     data = read_preset(preset) if preset else {}
     data = deep_merge(data, pulumi_config or {})
     data = apply_overrides(data, overrides or [])
+    reference = _cluster_reference(data)
+    if reference is None:
+        config = _validated(data)
+        check_stack(config)
+        return config
+    outputs = cluster if cluster is not None else recorded_outputs(*reference)
+    data = serving_data(data, outputs, reference[0])
+    data["cluster"]["outputs"] = outputs.exported()  # the plan reads the mirror and the Gateway from it
+    config = _validated(data)
+    uses_tier = connector_of(config).uses_tier_claim(config.cache.tier.variant)
+    section = storage_section(outputs) if uses_tier else None
+    if section is not None:  # the filesystem tier on the cluster's file system
+        config = _validated(deep_merge(data, {"storage": section}))
+    check_stack(config)
+    check_serving(config, outputs, reference[0], uses_tier)
+    return config
+
+
+def _validated(data: dict[str, Any]) -> StackConfig:
     try:
-        config = StackConfig.model_validate(data)
+        return StackConfig.model_validate(data)
     except ValidationError as error:
         raise from_validation_error(error, root=StackConfig) from None
-    check_stack(config)
-    return config
+
+
+def _cluster_reference(data: dict[str, Any]) -> tuple[str, str | None] | None:
+    """(cluster.stack, cluster.outputs_file) of a serving stack, None otherwise (or when the cluster section is
+    malformed: the whole config's validation then names the field)."""
+    raw = data.get("cluster")
+    if not isinstance(raw, dict) or raw.get("provider") != "stack":
+        return None
+    try:
+        cluster = ClusterConfig.model_validate(raw)
+    except ValidationError:
+        return None
+    if cluster.stack is None:
+        raise ConfigError(
+            "cluster.stack", None, "required with cluster.provider stack: <organization>/<project>/<stack>"
+        )
+    return cluster.stack, cluster.outputs_file
+
+
+def recorded_outputs(reference: str, outputs_file: str | None) -> ClusterOutputs:
+    """Offline: the outputs recorded in `outputs_file`, else the repo's own cluster stack (same project,
+    `Pulumi.<stack>.yaml`) planned as `pulumi up` would export it."""
+    if outputs_file is not None:
+        path = PROJECT_DIR / outputs_file
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as error:
+            why = error.strerror if isinstance(error, OSError) else "not JSON"
+            raise ConfigError(
+                "cluster.outputs_file", outputs_file, f"cannot read the recorded outputs: {why}"
+            ) from None
+        return read_outputs(data, reference)
+    _, project, name = reference.split("/")
+    if project != PROJECT_NAME or not stack_file_exists(name):
+        raise ConfigError(
+            "cluster.stack",
+            reference,
+            f"no Pulumi.{name}.yaml of project {PROJECT_NAME} here to plan it from; record its outputs"
+            " (`pulumi stack output llmdCluster --json`) and set cluster.outputs_file",
+        )
+    config = load_named(name)
+    if config.effective_layer != "cluster":
+        raise ConfigError("cluster.stack", reference, f"Pulumi.{name}.yaml is not a cluster stack (layer cluster)")
+    return describe(config, name)
 
 
 def load_preset(name: str, overrides: list[str] | None = None) -> StackConfig:

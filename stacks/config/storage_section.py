@@ -6,11 +6,12 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
-from components.catalog import versions
+from components.catalog import labels, versions
 from components.units import ByteSize, GiB, MiB
 from stacks.config.fields import (
     MAX_STORAGE,
     MIN_BANDWIDTH,
+    DnsLabel,
     ImageReference,
     Section,
     StorageClassName,
@@ -46,6 +47,9 @@ class StorageConfig(Section):
     )
     lustre: LustreSettings = LustreSettings()
     """GCP Managed Lustre settings (storage.backend gcp-lustre)"""
+    claim_namespace: DnsLabel = labels.DEFAULT_NAMESPACE
+    """a cluster stack's Lustre volume: the namespace of the serving stack whose filesystem tier it holds (a
+    volume binds one claim); default llm-d-tiered-prefix-cache"""
 
 
 class ModelCacheConfig(Section):

@@ -18,10 +18,14 @@ from components.cluster.eks import EksCluster, EksClusterArgs
 from components.cluster.gke import GkeCluster, GkeClusterArgs
 from components.cluster.registry import ArtifactRegistryMirror, ArtifactRegistryMirrorArgs
 from components.specs import keda
-from components.specs.clusters import nvidia_device_plugin_pools, nvidia_device_plugin_values
+from components.specs.clusters import PoolSpec, nvidia_device_plugin_pools, nvidia_device_plugin_values
 from components.specs.servers.base import FILES_STORAGE_CLAIM
 from components.units import GiB
+from stacks.config import StackConfig
+from stacks.config.cluster_facts import KUBECONFIG_OUTPUT
 from stacks.deploy.protection import lifecycle_transform
+from stacks.planning.gateway_route import namespace_labels
+from stacks.planning.mirror import Mirror
 from stacks.planning.plan import StackPlan
 from stacks.planning.workload_builders import lustre_volume_name
 
@@ -35,8 +39,7 @@ class StackOutputs:
     kubeconfig: pulumi.Output[str] | None  # secret; None on an existing cluster
 
 
-def _gke(stack_plan: StackPlan) -> GkeCluster:
-    config = stack_plan.config
+def _gke(config: StackConfig, pools: list[PoolSpec]) -> GkeCluster:
     gke = config.cluster.gke
     assert gke is not None, "checked at config load"
     return GkeCluster(
@@ -55,13 +58,12 @@ def _gke(stack_plan: StackPlan) -> GkeCluster:
             cloud_nat=gke.cloud_nat,
             deletion_protection=gke.deletion_protection or config.protect,
             lustre_csi=config.storage.backend == "gcp-lustre",
-            pools=stack_plan.pools,
+            pools=pools,
         ),
     )
 
 
-def _eks(stack_plan: StackPlan) -> EksCluster:
-    config = stack_plan.config
+def _eks(config: StackConfig, pools: list[PoolSpec], mirror: Mirror | None) -> EksCluster:
     eks = config.cluster.eks
     assert eks is not None, "checked at config load"
     return EksCluster(
@@ -75,31 +77,49 @@ def _eks(stack_plan: StackPlan) -> EksCluster:
             system_instance_type=eks.system_instance_type,
             system_node_count=eks.system_node_count,
             deletion_protection=config.protect,
-            pools=stack_plan.pools,
-            pull_through=stack_plan.mirror is not None
-            and stack_plan.mirror.cloud == "eks"
-            and bool(stack_plan.mirror.registries),
+            pools=pools,
+            pull_through=mirror is not None and mirror.cloud == "eks" and bool(mirror.registries),
         ),
     )
+
+
+@dataclass(frozen=True)
+class ClusterSide:
+    """What a stack that creates or reaches a cluster holds: the cluster (None: an existing one) and the
+    Kubernetes provider every object goes through."""
+
+    cluster: GkeCluster | EksCluster | None
+    provider: k8s.Provider
+
+
+def cluster_side(config: StackConfig, pools: list[PoolSpec], mirror: Mirror | None) -> ClusterSide:
+    """The cluster and its pools (when created, with the registry caches before any object) and the provider:
+    the created cluster's kubeconfig, a cluster stack's (through a StackReference), or the existing one's."""
+    cluster: GkeCluster | EksCluster | None = None
+    if config.cluster.provider == "gke":
+        cluster = _gke(config, pools)
+    elif config.cluster.provider == "eks":
+        cluster = _eks(config, pools, mirror)
+    if cluster is not None:
+        # Every mirrored image on a created cluster comes through its caches: they exist first.
+        caches = _mirror(mirror)
+        before = [cluster, *([caches] if caches else [])]
+        provider = k8s.Provider("k8s", kubeconfig=cluster.kubeconfig, opts=pulumi.ResourceOptions(depends_on=before))
+    elif config.cluster.provider == "stack":
+        reference = pulumi.StackReference(f"{STACK_NAME}-cluster", stack_name=config.cluster.stack)
+        provider = k8s.Provider("k8s", kubeconfig=reference.require_output(KUBECONFIG_OUTPUT))  # a secret
+    else:
+        # The kubeconfig may be the file's content (`pulumi config set --secret --path llmd:cluster.kubeconfig`).
+        kubeconfig = pulumi.Output.secret(config.cluster.kubeconfig) if config.cluster.kubeconfig else None
+        provider = k8s.Provider("k8s", kubeconfig=kubeconfig, context=config.cluster.context)
+    return ClusterSide(cluster, provider)
 
 
 def compose(stack_plan: StackPlan, hf_token: pulumi.Input[str]) -> StackOutputs:
     config = stack_plan.config
     pulumi.runtime.register_resource_transform(lifecycle_transform(config.protect))
-    cluster: GkeCluster | EksCluster | None = None
-    if config.cluster.provider == "gke":
-        cluster = _gke(stack_plan)
-    elif config.cluster.provider == "eks":
-        cluster = _eks(stack_plan)
-    if cluster is not None:
-        # Every mirrored image on a created cluster comes through its caches: they exist first.
-        mirror = _mirror(stack_plan)
-        before = [cluster, *([mirror] if mirror else [])]
-        provider = k8s.Provider("k8s", kubeconfig=cluster.kubeconfig, opts=pulumi.ResourceOptions(depends_on=before))
-    else:
-        # The kubeconfig may be the file's content (`pulumi config set --secret --path llmd:cluster.kubeconfig`).
-        kubeconfig = pulumi.Output.secret(config.cluster.kubeconfig) if config.cluster.kubeconfig else None
-        provider = k8s.Provider("k8s", kubeconfig=kubeconfig, context=config.cluster.context)
+    side = cluster_side(config, stack_plan.pools, stack_plan.mirror)
+    cluster, provider = side.cluster, side.provider
     stack = _cache_stack(stack_plan, hf_token, _serving_needs(stack_plan, cluster, provider), provider)
     return StackOutputs(
         namespace=stack.namespace,
@@ -108,8 +128,7 @@ def compose(stack_plan: StackPlan, hf_token: pulumi.Input[str]) -> StackOutputs:
     )
 
 
-def _mirror(stack_plan: StackPlan) -> ArtifactRegistryMirror | EcrPullThroughCache | None:
-    mirror = stack_plan.mirror
+def _mirror(mirror: Mirror | None) -> ArtifactRegistryMirror | EcrPullThroughCache | None:
     if mirror is None or (mirror.cloud == "eks" and not mirror.registries):
         return None
     if mirror.cloud == "eks":
@@ -138,20 +157,30 @@ def _serving_needs(
             )
         )
     if cluster is not None and stack_plan.autoscaling is not None:
-        needs += _autoscalers(stack_plan, cluster, after_cluster)
+        needs += autoscalers(config, stack_plan.pools, stack_plan.mirror, cluster, after_cluster)
+    return needs + file_system(config, cluster, after_cluster)
+
+
+def file_system(
+    config: StackConfig, cluster: GkeCluster | EksCluster | None, opts: pulumi.ResourceOptions
+) -> list[pulumi.Resource]:
+    """The filesystem tier's backend a created cluster gets: Managed Lustre on GKE, EFS on EKS."""
     if config.storage.backend == "gcp-lustre" and config.cluster.gke is not None:
-        needs.append(_lustre(stack_plan, after_cluster))
+        return [_lustre(config, opts)]
     if config.storage.backend == "aws-efs" and isinstance(cluster, EksCluster):
-        needs.append(_efs(stack_plan, cluster, after_cluster))
-    return needs
+        return [_efs(config, cluster, opts)]
+    return []
 
 
-def _autoscalers(
-    stack_plan: StackPlan, cluster: GkeCluster | EksCluster, opts: pulumi.ResourceOptions
+def autoscalers(
+    config: StackConfig,
+    pools: list[PoolSpec],
+    mirror: Mirror | None,
+    cluster: GkeCluster | EksCluster,
+    opts: pulumi.ResourceOptions,
 ) -> list[pulumi.Resource]:
     """KEDA (its CRDs before any ScaledObject), its read of GKE Managed Prometheus, and on EKS the Cluster
     Autoscaler for the autoscaled node groups (GKE scales its pools itself)."""
-    config, mirror = stack_plan.config, stack_plan.mirror
     to_mirror = mirror.image if mirror is not None else None
     out: list[pulumi.Resource] = [Keda(f"{STACK_NAME}-keda", keda.chart_values(mirror=to_mirror), opts)]
     gke = config.cluster.gke
@@ -166,7 +195,7 @@ def _autoscalers(
             )
         )
     eks = config.cluster.eks
-    if isinstance(cluster, EksCluster) and eks is not None and any(p.bounds for p in stack_plan.pools):
+    if isinstance(cluster, EksCluster) and eks is not None and any(p.bounds for p in pools):
         out.append(
             ClusterAutoscaler(
                 f"{STACK_NAME}-cluster-autoscaler",
@@ -184,8 +213,7 @@ def _autoscalers(
     return out
 
 
-def _lustre(stack_plan: StackPlan, opts: pulumi.ResourceOptions) -> LustreStorage:
-    config = stack_plan.config
+def _lustre(config: StackConfig, opts: pulumi.ResourceOptions) -> LustreStorage:
     gke = config.cluster.gke
     assert gke is not None, "checked at config load"
     return LustreStorage(
@@ -199,18 +227,24 @@ def _lustre(stack_plan: StackPlan, opts: pulumi.ResourceOptions) -> LustreStorag
             capacity_gib=config.storage.size.bytes // GiB,
             throughput=config.storage.lustre.per_unit_storage_throughput,
             filesystem=config.storage.lustre.filesystem,
-            volume_name=lustre_volume_name(config),
-            claim=(config.namespace, FILES_STORAGE_CLAIM),
+            volume_name=lustre_volume_name(claim_namespace(config)),
+            claim=(claim_namespace(config), FILES_STORAGE_CLAIM),
         ),
         opts,
     )
 
 
-def _efs(stack_plan: StackPlan, cluster: EksCluster, opts: pulumi.ResourceOptions) -> EfsStorage:
+def claim_namespace(config: StackConfig) -> str:
+    """The namespace whose tier claim binds the Lustre volume: the stack's own, or on a cluster stack the
+    serving stack's it names (storage.claim_namespace)."""
+    return config.storage.claim_namespace if config.effective_layer == "cluster" else config.namespace
+
+
+def _efs(config: StackConfig, cluster: EksCluster, opts: pulumi.ResourceOptions) -> EfsStorage:
     return EfsStorage(
         f"{STACK_NAME}-efs",
         EfsArgs(
-            name=stack_plan.config.cluster.name,
+            name=config.cluster.name,
             vpc_id=cluster.vpc_id,
             subnet_ids=list(cluster.private_subnet_ids),
             node_security_group_id=cluster.node_security_group_id,
@@ -243,6 +277,8 @@ def _cache_stack(
             router_policies=stack_plan.router_policies,
             workloads=stack_plan.workloads,
             serving_needs=serving_needs,
+            crds=config.effective_layer != "serving",
+            namespace_labels=namespace_labels(config),
         ),
         pulumi.ResourceOptions(providers=[provider]),
     )

@@ -8,9 +8,16 @@ import pulumi
 from pulumi.runtime.config import CONFIG, get_config_env, is_config_secret
 
 from stacks.config import loading
+from stacks.config.cluster_facts import CLUSTER_OUTPUT, ClusterOutputs
+from stacks.config.cluster_outputs import read_outputs
 from stacks.config.errors import ConfigError
+from stacks.deploy.cluster_compose import compose_cluster
 from stacks.deploy.compose import compose
+from stacks.planning.cluster_plan import plan_cluster
 from stacks.planning.plan import plan
+
+# The engine's builtin invoke behind StackReference (pulumi/pkg/resource/deploy/builtins.go).
+READ_STACK_OUTPUTS = "pulumi:pulumi:readStackOutputs"
 
 
 def read_pulumi_config() -> dict[str, Any]:
@@ -51,11 +58,33 @@ def secret_config(values: dict[str, Any]) -> tuple[list[str], list[str]]:
     return sections, texts
 
 
+def live_cluster_outputs(sections: dict[str, Any]) -> ClusterOutputs | None:
+    """A serving stack's cluster facts, read from the live cluster stack (the engine's builtin
+    `readStackOutputs`, the call a StackReference makes; only `llmdCluster` is kept, the kubeconfig comes
+    through the StackReference as a secret). None for any other stack."""
+    cluster = sections.get("cluster")
+    if not isinstance(cluster, dict) or cluster.get("provider") != "stack" or not cluster.get("stack"):
+        return None
+    name = str(cluster["stack"])
+    try:
+        result = pulumi.runtime.invoke(READ_STACK_OUTPUTS, {"name": name})
+    except Exception as error:  # the engine's own message: no such stack, no access
+        raise ConfigError("cluster.stack", name, f"cannot read its outputs: {str(error).splitlines()[0]}") from None
+    outputs = (result.value or {}).get("outputs") or {}
+    if CLUSTER_OUTPUT not in outputs:
+        raise ConfigError("cluster.stack", name, f"exports no {CLUSTER_OUTPUT}: `pulumi up` the cluster stack first")
+    return read_outputs(outputs[CLUSTER_OUTPUT], name)
+
+
 def run() -> None:
     values = read_pulumi_config()
     try:
         preset, sections = loading.pulumi_sections(values)
-        stack_plan = plan(loading.build(preset, sections))
+        config = loading.build(preset, sections, cluster=live_cluster_outputs(sections))
+        if config.effective_layer == "cluster":
+            compose_cluster(plan_cluster(config, pulumi.get_stack()))
+            return
+        stack_plan = plan(config)
     except ConfigError as error:
         raise pulumi.RunError(str(error.hiding(*secret_config(values)))) from None
     hf_token = pulumi.Config(loading.CONFIG_NAMESPACE).require_secret(loading.HF_TOKEN_KEY)

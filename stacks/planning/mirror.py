@@ -15,6 +15,8 @@ from typing import Any, Literal
 from components.catalog import versions
 from components.specs import images
 from stacks.config import StackConfig
+from stacks.config.cluster_facts import MirrorFacts
+from stacks.config.cluster_outputs import mirror_facts
 
 
 @dataclass(frozen=True)
@@ -29,11 +31,11 @@ class Mirror:
     credentials: dict[str, str] = dataclasses.field(default_factory=dict)  # ECR: registry -> secret ARN
 
     def image(self, image: str) -> str:
+        registry, path = images.split_image(image)
+        if registry not in self.registries:  # a serving stack's image from a registry its cluster caches not
+            return image
         if self.cloud == "gke":
             return images.mirrored(image, self.region, self.project)
-        registry, path = images.split_image(image)
-        if registry not in self.registries:
-            return image
         return f"{images.ecr_prefix(registry, self.region, self.project)}/{path}"
 
 
@@ -46,22 +48,22 @@ def mirror_registry(config: StackConfig) -> tuple[str, str] | None:
 
 
 def cluster_mirror(config: StackConfig, registries: set[str]) -> Mirror | None:
-    """The pull-through caches of a created cluster: Artifact Registry on GKE, ECR on EKS (for the account)."""
-    where = mirror_registry(config)
-    if where is not None:
-        return Mirror(where[0], where[1], sorted(registries))
-    eks = config.cluster.eks
-    if config.images.mirror == "off" or config.cluster.provider != "eks" or eks is None or not eks.account_id:
-        return None
-    credentials = {str(k): v for k, v in config.images.ecr_credentials.items()}
-    reasons = {r: images.ecr_cached(r, credentials) for r in sorted(registries)}
+    """The pull-through caches of a created cluster: Artifact Registry on GKE, ECR on EKS (for the account);
+    a serving stack's are its cluster stack's (the registries they serve; the others are pulled directly)."""
+    outputs = config.cluster.outputs
+    facts = outputs.mirror if outputs is not None else mirror_facts(config, registries)
+    return from_facts(facts) if facts is not None else None
+
+
+def from_facts(facts: MirrorFacts) -> Mirror:
+    """The mirror a cluster stack exported (or this stack's own cluster creates)."""
     return Mirror(
-        eks.region,
-        eks.account_id,
-        [r for r, why in reasons.items() if why is None],
-        cloud="eks",
-        direct={r: why for r, why in reasons.items() if why is not None},
-        credentials={r: a for r, a in credentials.items() if r in registries},
+        facts.region,
+        facts.project,
+        list(facts.registries),
+        cloud=facts.cloud,
+        direct=dict(facts.direct),
+        credentials=dict(facts.credentials),
     )
 
 

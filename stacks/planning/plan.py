@@ -27,8 +27,10 @@ from components.specs.workloads import Workload, WorkloadType, ordered
 from stacks.config import StackConfig
 from stacks.config.cross_checks import pool_names
 from stacks.config.errors import ConfigError
+from stacks.config.layer_checks import DESCRIBED
 from stacks.planning import autoscaling, cold_starts, hardware, rollout_choice
 from stacks.planning.connector_choice import choice, connector_of
+from stacks.planning.gateway_route import route_workload
 from stacks.planning.mirror import Mirror, mirror_registry
 from stacks.planning.passes import through_mirror, with_await_budgets, with_network_policies, with_rollouts
 from stacks.planning.tier_fit import size_on_hardware
@@ -91,7 +93,7 @@ def _scheduling(config: StackConfig) -> Scheduling:
     if config.cache.node_pool is None:
         return Scheduling()
     pool = config.node_pools[config.cache.node_pool]
-    if config.cluster.provider != "existing":  # created pools label their nodes with their key
+    if config.cluster.provider not in DESCRIBED:  # created pools label their nodes with their key
         return Scheduling(node_selector={hardware.POOL_LABEL: config.cache.node_pool})
     tolerations = [
         {
@@ -163,6 +165,9 @@ def plan(config: StackConfig) -> StackPlan:
         planned = ordered([*planned.values(), *autoscaling.scalers(config, auto, roles, pool)])
         if any(w.holds_cpu_tier for w in planned.values()):  # a per-node daemon keeps the tier a pod leaves
             auto = autoscaling.tier_held_by_daemon(auto)
+    route = route_workload(config, tier_sizing.model.name)
+    if route is not None:  # behind the cluster stack's Gateway
+        planned = ordered([*planned.values(), route])
     stack_plan = StackPlan(
         config=config,
         sizing=tier_sizing,
@@ -304,7 +309,7 @@ def _payoff_inputs(
 
 def pool_specs(config: StackConfig) -> list[PoolSpec]:
     """The node pools to create (none on an existing cluster); TPU multi-host pools, one per slice."""
-    if config.cluster.provider == "existing":
+    if config.cluster.provider in DESCRIBED:
         return []
     out = []
     for key, pool in sorted(config.node_pools.items()):

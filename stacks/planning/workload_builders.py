@@ -96,14 +96,15 @@ def uses_tier_claim(config: StackConfig) -> bool:
     return connector_of(config).uses_tier_claim(config.cache.tier.variant)
 
 
-def lustre_volume_name(config: StackConfig) -> str:
-    return f"{config.namespace}-kv-cache-lustre"
+def lustre_volume_name(namespace: str) -> str:
+    """The Lustre volume reserved for the tier claim of `namespace`."""
+    return f"{namespace}-kv-cache-lustre"
 
 
 def _storage(config: StackConfig) -> Workload:
     backend = config.storage.backend
     storage_class = {"gcp-lustre": LUSTRE_CLASS, "aws-efs": EFS_CLASS}.get(backend, config.storage.storage_class)
-    volume = lustre_volume_name(config) if backend == "gcp-lustre" else None
+    volume = lustre_volume_name(config.namespace) if backend == "gcp-lustre" else None
     claim = files_storage_claim(config.namespace, storage_class, config.storage.size.quantity(), volume)
     return Workload(
         storage_spec.WORKLOAD, [claim], needs=(NAMESPACE, CLUSTER), outputs={"claimName": claim["metadata"]["name"]}

@@ -18,7 +18,9 @@ from typing import Any
 
 import pulumi
 
+from stacks.deploy.cluster_compose import compose_cluster
 from stacks.deploy.compose import StackOutputs, compose
+from stacks.planning.cluster_plan import ClusterPlan
 from stacks.planning.plan import StackPlan
 from stacks.review.sdk_internals import (
     TIMEOUT_FIELDS,
@@ -151,6 +153,11 @@ _PROVIDER_OUTPUTS: dict[str, dict[str, Any]] = {
         "arn": "arn:aws:iam::000000000000:oidc-provider/oidc.eks.example/id/OFFLINE"
     },
     "aws:ec2/launchTemplate:LaunchTemplate": {"latestVersion": 1},
+    # A serving stack's cluster stack: its kubeconfig output, a secret as the real cluster stack exports it.
+    "pulumi:pulumi:StackReference": {
+        "outputs": {"kubeconfig": "offline-render-cluster-stack-kubeconfig"},
+        "secretOutputNames": ["kubeconfig"],
+    },
 }
 
 
@@ -242,8 +249,9 @@ def _without_ambient_provider_settings() -> Iterator[None]:
         os.environ.update(saved)
 
 
-def record(stack_plan: StackPlan, stack: str) -> Recording:
-    """Run `compose` once under fresh mocks (a new event loop and root stack each time)."""
+def record(stack_plan: StackPlan | ClusterPlan, stack: str) -> Recording:
+    """Run `compose` (a cluster stack's `compose_cluster`) once under fresh mocks (a new event loop and root
+    stack each time)."""
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     reset_root_stack()
@@ -253,6 +261,10 @@ def record(stack_plan: StackPlan, stack: str) -> Recording:
     outputs: dict[str, Any] = {}
 
     def program() -> pulumi.Output[Any]:
+        if isinstance(stack_plan, ClusterPlan):
+            compose_cluster(stack_plan)
+            outputs.update(llmdCluster=stack_plan.outputs.exported())
+            return pulumi.Output.from_input(None)
         result: StackOutputs = compose(stack_plan, pulumi.Output.secret(OFFLINE_HF_TOKEN))
         return pulumi.Output.all(result.namespace, result.router_endpoint).apply(
             lambda v: outputs.update(namespace=v[0], routerEndpoint=v[1])

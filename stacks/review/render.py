@@ -10,8 +10,11 @@ from typing import Any
 
 import yaml
 
+from stacks.config.cluster_outputs import OUTPUTS_FILE
+from stacks.planning.cluster_plan import ClusterPlan
 from stacks.planning.plan import StackPlan
 from stacks.review import offline
+from stacks.review.cluster_summary import cluster_summary
 from stacks.review.offline import RecordedResource, Recording
 from stacks.review.summary import summary
 
@@ -24,6 +27,7 @@ class Render:
     manifests: str
     resources: str
     summary: str
+    cluster_outputs: str | None = None  # a cluster stack's `llmdCluster`, for serving stacks read offline
 
     def write(self, out: Path) -> None:
         """UTF-8 whatever the locale; every file encoded before any is written, each written whole (a
@@ -32,6 +36,7 @@ class Render:
             "manifests.yaml": self.manifests.encode(),
             "resources.json": self.resources.encode(),
             "summary.md": self.summary.encode(),
+            **({OUTPUTS_FILE: self.cluster_outputs.encode()} if self.cluster_outputs is not None else {}),
         }
         out.mkdir(parents=True, exist_ok=True)
         for name, content in files.items():
@@ -75,9 +80,19 @@ def _resources_json(recording: Recording) -> str:
     return json.dumps(rows, indent=2, sort_keys=True) + "\n"
 
 
-def render(stack_plan: StackPlan, stack: str) -> Render:
+def render(
+    stack_plan: StackPlan | ClusterPlan, stack: str, servings: list[tuple[str, str, str]] | None = None
+) -> Render:
+    """`servings`: a cluster stack's serving stacks in this repo (stack, namespace, model), for its summary."""
     recording = offline.record(stack_plan, stack)
     objects = kubernetes_objects(recording.resources)
+    if isinstance(stack_plan, ClusterPlan):
+        return Render(
+            manifests=_manifests_yaml(objects),
+            resources=_resources_json(recording),
+            summary=cluster_summary(stack_plan, stack, servings or []),
+            cluster_outputs=json.dumps(stack_plan.outputs.exported(), indent=2, sort_keys=True) + "\n",
+        )
     return Render(
         manifests=_manifests_yaml(objects),
         resources=_resources_json(recording),

@@ -1,0 +1,211 @@
+"""What a cluster stack (`layer: cluster`) exports for its serving stacks, and how a serving stack reads it.
+
+One contract, two readers: the cluster stack's program exports `describe(config)` as `llmdCluster` (and its
+kubeconfig, a secret, as `kubeconfig`); its offline render writes the same facts to `cluster-outputs.json`.
+A serving stack (`cluster.provider: stack`) takes them as its config: the cluster's pools become its
+described `node_pools` (labels that select them, taints, devices, memory, node count), the platform its
+`cluster.platform`, the shared file system its `storage`, so the plan runs exactly as it runs against
+described pools (fit, `tier: auto`, rollout, budgets, payoff).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from components.catalog import versions
+from components.catalog.machines import MACHINES
+from components.specs import images
+from components.specs.clusters import POOL_LABEL
+from components.specs.gateway import gateway_class_for
+from components.specs.storage import EFS_CLASS, LUSTRE_CLASS
+from stacks.config import StackConfig
+from stacks.config.cluster_facts import (
+    CLUSTER_OUTPUT,
+    ClusterOutputs,
+    GatewayFacts,
+    MirrorFacts,
+    PoolFacts,
+    StorageFacts,
+)
+from stacks.config.cluster_section import NodePoolConfig
+from stacks.config.errors import ConfigError
+
+OUTPUTS_FILE = "cluster-outputs.json"  # what a cluster stack's offline render writes
+SCHEMA_VERSION = 1
+# The label a serving stack puts on its namespace so the cluster's Gateway admits its HTTPRoute: the Gateway
+# selects by label, so a new serving stack never changes the cluster stack.
+GATEWAY_ROUTES_LABEL = "llm-d.ai/gateway"
+
+
+def mirror_facts(config: StackConfig, registries: set[str]) -> MirrorFacts | None:
+    """The pull-through caches a created cluster gets for `registries`: Artifact Registry remote repositories
+    on GKE, ECR pull-through rules on EKS (for the account; a registry ECR cannot cache is pulled directly);
+    none on an existing cluster or with `images.mirror: off`."""
+    cluster = config.cluster
+    if config.images.mirror == "off":
+        return None
+    if cluster.provider == "gke" and cluster.gke is not None:
+        return MirrorFacts(
+            cloud="gke", region=cluster.gke.region, project=cluster.gke.project, registries=sorted(registries)
+        )
+    eks = cluster.eks
+    if cluster.provider != "eks" or eks is None or not eks.account_id:
+        return None
+    credentials = {str(k): v for k, v in config.images.ecr_credentials.items()}
+    reasons = {r: images.ecr_cached(r, credentials) for r in sorted(registries)}
+    return MirrorFacts(
+        cloud="eks",
+        region=eks.region,
+        project=eks.account_id,
+        registries=[r for r, why in reasons.items() if why is None],
+        direct={r: why for r, why in reasons.items() if why is not None},
+        credentials={r: a for r, a in credentials.items() if r in registries},
+    )
+
+
+def _pool_facts(config: StackConfig, key: str, pool: NodePoolConfig) -> PoolFacts:
+    created = config.cluster.provider in ("gke", "eks")
+    machine = MACHINES.get(pool.machine_type or "")
+    memory = pool.host_memory or (machine.host_memory if machine else None)
+    return PoolFacts(
+        accelerator=pool.accelerator or (machine.accelerator if machine else None),
+        accelerators_per_node=pool.accelerators_per_node or (machine.devices_per_node if machine else None),
+        host_memory=memory.quantity() if memory else None,
+        labels={POOL_LABEL: key, **pool.labels} if created else dict(pool.labels),
+        taints=[t.model_dump(mode="json", exclude_none=True) for t in pool.taints],
+        node_count=pool.node_count,
+        slices=pool.slices,
+        tpu_topology=pool.tpu_topology or (machine.tpu_topology if machine and created else None),
+        machine_type=pool.machine_type,
+    )
+
+
+def _storage_facts(config: StackConfig) -> StorageFacts | None:
+    storage = config.storage
+    if storage.backend == "gcp-lustre":
+        return StorageFacts(
+            backend="gcp-lustre",
+            storage_class=LUSTRE_CLASS,
+            size=storage.size.quantity(),
+            lustre_throughput=storage.lustre.per_unit_storage_throughput,
+            claim_namespace=storage.claim_namespace,
+        )
+    if storage.backend == "aws-efs":
+        return StorageFacts(backend="aws-efs", storage_class=EFS_CLASS, size=storage.size.quantity())
+    return None
+
+
+def pinned_registries() -> set[str]:
+    return {images.split_image(image)[0] for image in versions.PINNED_IMAGES}
+
+
+def describe(config: StackConfig, stack: str) -> ClusterOutputs:
+    """A cluster stack's config -> what it exports (a pure function: the offline render and the program agree)."""
+    gateway = config.gateway
+    return ClusterOutputs(
+        stack=stack,
+        provider=config.cluster.provider,  # a cluster layer is never provider stack
+        platform=config.cluster.effective_platform,
+        name=config.cluster.name,
+        gaie_version=config.router.gaie_version,
+        node_pools={key: _pool_facts(config, key, pool) for key, pool in sorted(config.node_pools.items())},
+        storage=_storage_facts(config),
+        mirror=mirror_facts(config, pinned_registries()),
+        gateway=(
+            GatewayFacts(
+                name=gateway.name,
+                namespace=gateway.namespace,
+                class_name=gateway_class_for(config.cluster.effective_platform, gateway.class_name).name,
+                body_routing=gateway.body_routing,
+            )
+            if gateway.enabled
+            else None
+        ),
+        keda=config.autoscaling.enabled,
+    )
+
+
+def serving_pools(outputs: ClusterOutputs) -> dict[str, Any]:
+    """The cluster's pools as a serving stack's described `node_pools`."""
+    pools: dict[str, Any] = {}
+    for key, pool in outputs.node_pools.items():
+        pools[key] = pool.model_dump(mode="json", exclude_none=True, exclude={"machine_type"})
+    return pools
+
+
+def storage_section(outputs: ClusterOutputs) -> dict[str, Any] | None:
+    """The filesystem tier's storage a serving stack takes from its cluster (None: the cluster has none)."""
+    storage = outputs.storage
+    if storage is None:
+        return None
+    out: dict[str, Any] = {"backend": storage.backend, "size": storage.size}
+    if storage.lustre_throughput is not None:
+        out["lustre"] = {"per_unit_storage_throughput": storage.lustre_throughput}
+    return out
+
+
+def read_outputs(data: object, source: str) -> ClusterOutputs:
+    """Recorded outputs (a file's JSON, or a live stack's `llmdCluster`), checked: one line when they are not
+    a cluster stack's."""
+    try:
+        return ClusterOutputs.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top)"
+        raise ConfigError(
+            "cluster.stack", source, f"its outputs are not a cluster stack's ({CLUSTER_OUTPUT}.{where}: {first['msg']})"
+        ) from None
+
+
+def _section(data: dict[str, Any], name: str) -> dict[str, Any]:
+    value = data.get(name)
+    return value if isinstance(value, dict) else {}
+
+
+def serving_data(data: dict[str, Any], outputs: ClusterOutputs, reference: str) -> dict[str, Any]:
+    """A serving stack's config data with its cluster's pools, platform and CRD release in it; what the cluster
+    decides is refused when the serving stack sets it otherwise."""
+    cluster: dict[str, Any] = _section(data, "cluster")
+    router: dict[str, Any] = _section(data, "router")
+    for key, value in (
+        ("node_pools", data.get("node_pools")),
+        ("cluster.platform", cluster.get("platform")),
+        ("cluster.outputs", cluster.get("outputs")),
+    ):
+        if value is not None:
+            raise ConfigError(key, value, f"a serving stack's comes from its cluster stack {reference}; set it there")
+    if router.get("gaie_version") not in (None, outputs.gaie_version):
+        raise ConfigError(
+            "router.gaie_version",
+            router["gaie_version"],
+            f"the cluster stack {reference} applied the InferencePool CRDs of {outputs.gaie_version}",
+        )
+    storage: dict[str, Any] = _section(data, "storage")
+    if storage.get("backend") in ("gcp-lustre", "aws-efs"):
+        raise ConfigError(
+            "storage.backend", storage["backend"], f"a serving stack's file system is its cluster stack's ({reference})"
+        )
+    return {
+        **data,
+        "cluster": {**cluster, "platform": outputs.platform},
+        "node_pools": serving_pools(outputs),
+        "router": {**router, "gaie_version": outputs.gaie_version},
+    }
+
+
+def check_serving(config: StackConfig, outputs: ClusterOutputs, reference: str, uses_tier: bool) -> None:
+    """What a serving stack needs its cluster to have."""
+    if config.autoscaling.enabled and not outputs.keda:
+        raise ConfigError(
+            "autoscaling.enabled", True, f"the cluster stack {reference} runs no KEDA: enable autoscaling there too"
+        )
+    storage = outputs.storage
+    if uses_tier and storage is not None and storage.claim_namespace not in (None, config.namespace):
+        raise ConfigError(
+            "namespace",
+            config.namespace,
+            f"the cluster stack {reference}'s Lustre volume is reserved for a claim in {storage.claim_namespace}"
+            " (its storage.claim_namespace)",
+        )

@@ -1,0 +1,77 @@
+"""The layers' own rules: a cluster stack serves no model, a serving stack creates no cluster, and each setting
+belongs to the layer that acts on it (one line naming the field otherwise)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from stacks.config.errors import ConfigError
+
+if TYPE_CHECKING:
+    from stacks.config import StackConfig
+
+# Providers whose pools are described, not created: an existing cluster, and a cluster stack's.
+DESCRIBED = ("existing", "stack")
+# What a cluster stack has no use for: the model's sections (the router's CRD release stays: it applies them).
+MODEL_SECTIONS = ("cache", "lmcache", "model_cache", "verification")
+ROUTER_CLUSTER_FIELDS = {"gaie_version", "gaie_crds_file"}
+
+
+def check_layer(config: StackConfig) -> None:
+    layer, cluster = config.effective_layer, config.cluster
+    if (layer == "serving") != (cluster.provider == "stack"):
+        if layer == "serving":
+            raise ConfigError(
+                "layer", layer, "a serving stack runs on a cluster stack's cluster: set cluster.provider stack"
+            )
+        raise ConfigError("cluster.provider", "stack", f"serves on a cluster stack's cluster; layer {layer} cannot")
+    if cluster.provider == "stack" and cluster.stack is None:
+        raise ConfigError(
+            "cluster.stack", None, "required with cluster.provider stack: <organization>/<project>/<stack>"
+        )
+    for name in ("stack", "outputs_file", "outputs"):
+        if cluster.provider != "stack" and name in cluster.model_fields_set:
+            raise ConfigError(f"cluster.{name}", getattr(cluster, name), "applies only with cluster.provider stack")
+    if layer == "cluster":
+        _check_cluster_layer(config)
+        return
+    if "gateway" in config.model_fields_set:
+        raise ConfigError(
+            "gateway", "(set)", "belongs to the cluster stack (layer cluster), which fronts its serving stacks"
+        )
+    if "claim_namespace" in config.storage.model_fields_set:
+        raise ConfigError(
+            "storage.claim_namespace", config.storage.claim_namespace, "applies only to a cluster stack (layer cluster)"
+        )
+
+
+def _check_cluster_layer(config: StackConfig) -> None:
+    for section in MODEL_SECTIONS:
+        if section in config.model_fields_set:
+            raise ConfigError(section, "(set)", "a cluster stack serves no model: set it in a serving stack")
+    extra = sorted(config.router.model_fields_set - ROUTER_CLUSTER_FIELDS)
+    if extra:
+        raise ConfigError(
+            f"router.{extra[0]}",
+            "(set)",
+            "a cluster stack runs no router (only router.gaie_version's CRDs): set it in a serving stack",
+        )
+    storage = config.storage
+    if "claim_namespace" in storage.model_fields_set and storage.backend != "gcp-lustre":
+        raise ConfigError(
+            "storage.claim_namespace", storage.claim_namespace, "applies only with storage.backend gcp-lustre"
+        )
+    if storage.backend == "existing" and storage.model_fields_set - {"backend"}:
+        raise ConfigError(
+            "storage",
+            "(set)",
+            "a cluster stack exports only storage it creates (gcp-lustre, aws-efs): a serving"
+            " stack on an existing class describes it itself",
+        )
+    gateway = config.gateway
+    if gateway.enabled and config.cluster.effective_platform != "gke" and gateway.class_name is None:
+        raise ConfigError("gateway.class_name", None, "required off GKE: kgateway or istio, whichever the cluster runs")
+    if gateway.enabled and config.cluster.effective_platform == "gke" and gateway.class_name in ("kgateway", "istio"):
+        raise ConfigError(
+            "gateway.class_name", gateway.class_name, "on GKE one of gke-l7-regional-external-managed, gke-l7-rilb"
+        )

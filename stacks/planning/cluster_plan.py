@@ -1,0 +1,90 @@
+"""A cluster stack (`layer: cluster`) as plain data: the cluster, its pools, the registry caches, the add-ons
+its serving stacks need and the Gateway in front of them, and what it exports for them (no Pulumi here).
+
+Its serving stacks plan from `outputs` (stacks/config/cluster_outputs.py `describe`), so a model change never
+touches this plan, and a change here shows in every serving stack that references it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from components.catalog import labels, versions
+from components.manifest import Manifest
+from components.specs import bbr, gateway
+from components.specs.clusters import PoolSpec
+from stacks.config import StackConfig
+from stacks.config.cluster_facts import ClusterOutputs
+from stacks.config.cluster_outputs import GATEWAY_ROUTES_LABEL, describe
+from stacks.planning.mirror import Mirror, from_facts
+from stacks.planning.plan import pool_specs
+
+
+@dataclass(frozen=True)
+class GatewayPlan:
+    """The Gateway (admitting HTTPRoutes from namespaces labelled for it), its namespace, and body-based
+    routing's chart values and NetworkPolicy (None: `gateway.body_routing` off)."""
+
+    choice: gateway.GatewayClassChoice
+    namespace: Manifest
+    gateway: Manifest
+    bbr_values: Manifest | None = None
+    bbr_policy: Manifest | None = None
+    proxy_subnet_cidr: str | None = None  # GKE: the proxy-only subnet the Gateway needs in the region
+
+    def objects(self) -> list[Manifest]:
+        return [self.namespace, self.gateway, *([self.bbr_policy] if self.bbr_policy else [])]
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    config: StackConfig
+    stack: str
+    outputs: ClusterOutputs  # `llmdCluster`: what the serving stacks read
+    pools: list[PoolSpec]
+    mirror: Mirror | None
+    gateway: GatewayPlan | None = None
+    addon_images: list[str] = field(default_factory=list)  # what the cluster's own add-ons run
+
+
+def _gateway_plan(config: StackConfig, mirror: Mirror | None) -> GatewayPlan | None:
+    settings = config.gateway
+    if not settings.enabled:
+        return None
+    choice = gateway.gateway_class_for(config.cluster.effective_platform, settings.class_name)
+    namespace = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": settings.namespace, "labels": {labels.GUIDE_LABEL: labels.GUIDE}},
+    }
+    the_gateway = gateway.gateway(
+        settings.name, settings.namespace, choice.name, namespace_label=(GATEWAY_ROUTES_LABEL, settings.name)
+    )
+    proxies = (settings.proxy_subnet_cidr,) if not choice.data_plane_in_cluster else ()
+    values = policy = None
+    if settings.body_routing:
+        values = bbr.bbr_values(mirror.image if mirror else None, choice.bbr_provider, settings.name)
+        policy = bbr.bbr_network_policy(settings.namespace, bbr.data_plane_for(choice, settings.name, proxies))
+    return GatewayPlan(
+        choice=choice,
+        namespace=namespace,
+        gateway=the_gateway,
+        bbr_values=values,
+        bbr_policy=policy,
+        proxy_subnet_cidr=settings.proxy_subnet_cidr if config.cluster.provider == "gke" and proxies else None,
+    )
+
+
+def plan_cluster(config: StackConfig, stack: str) -> ClusterPlan:
+    outputs = describe(config, stack)
+    mirror = from_facts(outputs.mirror) if outputs.mirror is not None else None
+    addons = list(versions.keda_images(versions.KEDA_VERSION).values()) if config.autoscaling.enabled else []
+    return ClusterPlan(
+        config=config,
+        stack=stack,
+        outputs=outputs,
+        pools=pool_specs(config),
+        mirror=mirror,
+        gateway=_gateway_plan(config, mirror),
+        addon_images=addons,
+    )
