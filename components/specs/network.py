@@ -34,8 +34,11 @@ class Peer:
     pod_labels: dict[str, str]
     namespace_labels: dict[str, str] | None = None
     roles: tuple[str, ...] = ()  # model-server roles (`llm-d.ai/role` in ...); empty: no such condition
+    cidr: str | None = None  # addresses outside the pods instead (a load balancer's proxy-only subnet)
 
     def manifest(self) -> Manifest:
+        if self.cidr is not None:
+            return {"ipBlock": {"cidr": self.cidr}}
         selector: Manifest = {"matchLabels": dict(self.pod_labels)}
         if self.roles:
             selector["matchExpressions"] = [{"key": labels.ROLE_LABEL, "operator": "In", "values": list(self.roles)}]
@@ -115,6 +118,8 @@ class StackTraffic:
     scraper: Peer
     verification: dict[str, str] | None  # the verification Job's pod labels, when it runs
     server_peers: tuple[Peer, ...] = ()  # the connector's daemons that exchange KV with the model servers
+    # A cluster stack's Gateway in front: its data plane calls the EPP's ext-proc and then the chosen server.
+    gateway: tuple[Peer, ...] = ()
 
     @property
     def model_servers(self) -> Peer:
@@ -134,6 +139,8 @@ def model_server_policy(traffic: StackTraffic, role: ServingRole, name: str) -> 
     if traffic.verification is not None:
         clients.append(Peer(traffic.verification))
     rules = [Rule(clients, traffic.router_target_ports), Rule([traffic.scraper], role.ports)]
+    if traffic.gateway:
+        rules.append(Rule(list(traffic.gateway), traffic.router_target_ports))
     if traffic.peer_traffic:
         rules.append(Rule([traffic.model_servers], None))
     rules += [Rule([peer], None) for peer in traffic.server_peers]
@@ -144,6 +151,8 @@ def router_policy(traffic: StackTraffic, name: str) -> Manifest:
     """Clients reach Envoy from anywhere; the scraper reads the EPP's metrics. The ext-proc port is
     Envoy's, over loopback in the same pod."""
     rules = [Rule(ANYONE, [labels.ENVOY_LISTENER_PORT]), Rule([traffic.scraper], [labels.EPP_METRICS_PORT])]
+    if traffic.gateway:  # behind a cluster stack's Gateway, its data plane asks the EPP which server to use
+        rules.append(Rule(list(traffic.gateway), [labels.EPP_EXT_PROC_PORT]))
     return policy(name, traffic.namespace, {"matchLabels": dict(traffic.router_pods)}, rules)
 
 

@@ -53,6 +53,7 @@ class GatewayFacts(Section):
     namespace: str
     class_name: str
     body_routing: bool
+    proxy_subnet_cidr: str | None = None  # GKE: where the load balancer's proxies reach the serving pods from
 
 
 class ClusterOutputs(Section):

@@ -119,6 +119,7 @@ def describe(config: StackConfig, stack: str) -> ClusterOutputs:
                 namespace=gateway.namespace,
                 class_name=gateway_class_for(config.cluster.effective_platform, gateway.class_name).name,
                 body_routing=gateway.body_routing,
+                proxy_subnet_cidr=gateway.proxy_subnet_cidr if config.cluster.effective_platform == "gke" else None,
             )
             if gateway.enabled
             else None

@@ -3,7 +3,7 @@ label its namespace carries so the Gateway admits the route (components/specs/ga
 
 from __future__ import annotations
 
-from components.specs import gateway
+from components.specs import bbr, gateway, network
 from components.specs.workloads import ROUTER, Workload
 from stacks.config import StackConfig
 from stacks.config.cluster_facts import GatewayFacts
@@ -39,3 +39,18 @@ def route_workload(config: StackConfig, model_name: str) -> Workload | None:
         gateway.ROUTE_REQUEST_TIMEOUT if choice.route_timeouts else None,
     )
     return Workload(gateway.ROUTE_WORKLOAD, [route], needs=(ROUTER,))
+
+
+def gateway_peers(config: StackConfig) -> tuple[network.Peer, ...]:
+    """Who carries the Gateway's requests into this stack: the Gateway's own proxy pods (in-cluster
+    controllers label them `gateway.networking.k8s.io/gateway-name`), or GKE's load-balancer proxies from the
+    region's proxy-only subnet."""
+    facts = gateway_of(config)
+    outputs = config.cluster.outputs
+    if facts is None or outputs is None:
+        return ()
+    choice = gateway.gateway_class_for(outputs.platform, facts.class_name)
+    plane = bbr.data_plane_for(choice, facts.name, (facts.proxy_subnet_cidr,) if facts.proxy_subnet_cidr else ())
+    if plane.cidrs:
+        return tuple(network.Peer({}, cidr=c) for c in plane.cidrs)
+    return (network.Peer({gateway.GATEWAY_NAME_LABEL: facts.name}, {network.NAMESPACE_NAME_LABEL: facts.namespace}),)

@@ -23,6 +23,7 @@ from components.specs.workloads import PHASES, Workload
 from stacks.config import StackConfig
 from stacks.config.errors import ConfigError
 from stacks.planning import autoscaling, hardware, rollout_choice
+from stacks.planning.gateway_route import gateway_peers
 from stacks.planning.mirror import chart_images, cluster_mirror, router_values_through
 
 if TYPE_CHECKING:
@@ -162,6 +163,7 @@ def _traffic(stack_plan: StackPlan) -> network.StackTraffic:
         ),
         verification={"app.kubernetes.io/name": verification.NAME} if verification.WORKLOAD.key in keys else None,
         server_peers=server.connector.server_peers(),
+        gateway=gateway_peers(config),
     )
 
 

@@ -14,6 +14,7 @@ from stacks.planning.plan import StackPlan
 from stacks.planning.prepull_placement import serving_placement
 from stacks.review import cold_start_table
 from stacks.review.autoscaling_summary import autoscaling_lines
+from stacks.review.layer_rows import cluster_row, gateway_rows
 from stacks.review.offline import Recording
 
 LOAD_ALERT = "TieredCacheLoadTooSlow"
@@ -188,15 +189,7 @@ def _core_rows(stack_plan: StackPlan, recording: Recording) -> list[tuple[str, s
     pods = f"{server.replicas} x {server.group_size} hosts" if server.group_size > 1 else str(server.replicas)
     device = server.accelerator.device_resource or f"DRA {server.accelerator.dra_device_class}"
     return [
-        (
-            "cluster",
-            f"{config.cluster.provider}, platform {config.cluster.effective_platform}"
-            + (
-                f" (context: {config.cluster.context or 'current'})"
-                if config.cluster.provider == "existing"
-                else f", `{config.cluster.name}`"
-            ),
-        ),
+        ("cluster", cluster_row(config)),
         ("namespace", config.namespace),
         ("model", server.model.name),
         ("accelerator", f"{server.accelerator.key} ({server.accelerator.reference_hardware})"),
@@ -217,7 +210,12 @@ def _core_rows(stack_plan: StackPlan, recording: Recording) -> list[tuple[str, s
             if pool
             else f"none: the EPP selects {router_values['modelServers']['matchLabels']} by label",
         ),
-        ("GAIE CRDs", config.router.gaie_version),
+        (
+            "GAIE CRDs",
+            config.router.gaie_version
+            + (", applied by the cluster stack" if config.cluster.provider == "stack" else ""),
+        ),
+        *gateway_rows(config, server.model.name),
     ]
 
 
