@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 from policies.checks.ruleset import RULES
-from stacks.config import StackConfig, loading
+from stacks.config import loading
 from stacks.config.errors import ConfigError
 from stacks.config.keys import keys_text
-from stacks.planning.cluster_plan import ClusterPlan, plan_cluster
+from stacks.planning.cluster_plan import ClusterPlan, plan_any
 from stacks.planning.plan import StackPlan, plan
 from stacks.review import offline
 from stacks.review.check import check, stack_policy_config
@@ -38,11 +38,6 @@ def _parser() -> argparse.ArgumentParser:
     dif.add_argument("--base", required=True, help="base revision, e.g. origin/main")
     dif.add_argument("--head", default=None, help="head revision (default: the working tree)")
     return parser
-
-
-def plan_any(config: StackConfig, name: str) -> StackPlan | ClusterPlan:
-    """A cluster stack's plan, or a serving (or single) stack's."""
-    return plan_cluster(config, name) if config.effective_layer == "cluster" else plan(config)
 
 
 def servings_of(cluster_stack: str) -> list[tuple[str, str, str]]:

@@ -17,7 +17,7 @@ from stacks.config import StackConfig
 from stacks.config.cluster_facts import ClusterOutputs
 from stacks.config.cluster_outputs import GATEWAY_ROUTES_LABEL, describe
 from stacks.planning.mirror import Mirror, from_facts
-from stacks.planning.plan import pool_specs
+from stacks.planning.plan import StackPlan, plan, pool_specs
 
 
 @dataclass(frozen=True)
@@ -88,3 +88,8 @@ def plan_cluster(config: StackConfig, stack: str) -> ClusterPlan:
         gateway=_gateway_plan(config, mirror),
         addon_images=addons,
     )
+
+
+def plan_any(config: StackConfig, name: str) -> StackPlan | ClusterPlan:
+    """A cluster stack's plan, or a serving (or single) stack's."""
+    return plan_cluster(config, name) if config.effective_layer == "cluster" else plan(config)

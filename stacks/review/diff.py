@@ -136,12 +136,12 @@ _RENDER_ALL = """
 import sys
 from pathlib import Path
 from stacks.config import loading
-from stacks.planning.plan import plan
+from stacks.planning.cluster_plan import plan_any
 from stacks.review.render import render
 out = Path(sys.argv[1])
 for name in sys.argv[2:]:
     try:
-        result = render(plan(loading.load_named(name, [])), name)
+        result = render(plan_any(loading.load_named(name, []), name), name)
     except Exception:
         continue
     result.write(out / name)
