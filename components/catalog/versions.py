@@ -110,16 +110,6 @@ CLUSTER_AUTOSCALER_TAGS = {
 }
 
 
-# Every chart repository the program installs from (the router's OCI registry, the cluster add-ons'); the
-# policy pack's `chart-registries` allows these and no other.
-CHART_REPOSITORIES = (
-    ROUTER_CHART.rsplit("/", 1)[0] + "/",
-    NVIDIA_DEVICE_PLUGIN_REPO,
-    KEDA_CHART_REPO,
-    CLUSTER_AUTOSCALER_CHART_REPO,
-)
-
-
 # One Gateway in front of several serving stacks (issue #24) ----------------------------------------------
 # Gateway API: the standard channel's CRDs (Gateway, HTTPRoute, ReferenceGrant, GatewayClass). v1.3.0 is the
 # release the inference extension validates its own manifests against (GAIE v1.6.0 `hack/verify-manifests.sh`,
@@ -144,6 +134,16 @@ BBR_VERSION = "v1.5.0"
 BBR_CHART = "oci://registry.k8s.io/gateway-api-inference-extension/charts/body-based-routing"
 BBR_CHART_REPOSITORY = BBR_CHART.rsplit("/", 1)[0] + "/"  # for CHART_REPOSITORIES (the policy's allow list)
 BBR_IMAGE_REPOSITORY = "registry.k8s.io/gateway-api-inference-extension/bbr"
+
+# Every chart repository the program installs from (the router's OCI registry, the cluster add-ons', the
+# Gateway's BBR); the policy pack's `chart-registries` allows these and no other.
+CHART_REPOSITORIES = (
+    ROUTER_CHART.rsplit("/", 1)[0] + "/",
+    NVIDIA_DEVICE_PLUGIN_REPO,
+    KEDA_CHART_REPO,
+    CLUSTER_AUTOSCALER_CHART_REPO,
+    BBR_CHART_REPOSITORY,
+)
 
 
 def bbr_image(version: str) -> str:
