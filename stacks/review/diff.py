@@ -131,17 +131,23 @@ def _render(tree: Path, name: str, out: Path) -> str | None:
 
 
 # Renders every named stack of a tree in ONE process (imports paid once), each to OUT/NAME; a stack that
-# does not load or render at that revision is skipped, as a failed `render` was.
+# does not load or render at that revision is skipped, as a failed `render` was. A cluster stack (layer
+# cluster) is planned as `render` plans it (`plan_any`), not as a stack serving a default model.
 _RENDER_ALL = """
 import sys
 from pathlib import Path
 from stacks.config import loading
 from stacks.planning.plan import plan
 from stacks.review.render import render
+try:
+    from stacks.__main__ import plan_any
+except ImportError:  # a revision before layers
+    def plan_any(config, name):
+        return plan(config)
 out = Path(sys.argv[1])
 for name in sys.argv[2:]:
     try:
-        result = render(plan(loading.load_named(name, [])), name)
+        result = render(plan_any(loading.load_named(name, []), name), name)
     except Exception:
         continue
     result.write(out / name)
