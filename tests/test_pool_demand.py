@@ -139,3 +139,22 @@ def test_a_per_node_daemon_takes_memory_on_every_node_of_the_pool() -> None:
     assert pool_demand.pool_misfit("h100", "c", POOL, [large]) is None
     line = pool_demand.pool_misfit("h100", "c", POOL, [cache, large])
     assert line is not None and "together ask 932Gi of per-node daemons on every node; a large pod (839Gi)" in line
+
+
+def test_check_names_each_stacks_share_of_a_one_node_pool(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _stack_files(project, {"qwen3-32b": 4})
+    cluster = project / "Pulumi.gke-cluster.yaml"
+    cluster.write_text(cluster.read_text().replace("node_count: 2", "node_count: 1"))
+    assert main(["check"]) == 1
+    [line] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("node_pools.")]
+    assert line == (
+        "node_pools.h100 of gke-cluster: qwen3-32b (8 devices, 1 node, 560Gi a node) and qwen3-8b (2 devices,"
+        " 1 node, 664Gi a node) together ask 10 devices; the pool has 8 (1 node x 8)"
+    )
+
+
+def test_two_stacks_share_a_node_where_each_on_its_own_would_take_one(project: Path) -> None:
+    _stack_files(project, {})
+    cluster = project / "Pulumi.gke-cluster.yaml"
+    cluster.write_text(cluster.read_text().replace("node_count: 2", "node_count: 1"))
+    assert pool_demand.misfits(_plans()) == []  # 4 + 2 devices, 280Gi + 664Gi on the one node
