@@ -71,6 +71,7 @@ CONFIG: dict[str, dict[str, Any]] = {
             "https://nvidia.github.io/k8s-device-plugin",
             "https://kedacore.github.io/charts",
             "https://kubernetes.github.io/autoscaler",
+            "oci://registry.k8s.io/gateway-api-inference-extension/charts/",
         ],
         "allowLocalCharts": False,
     },

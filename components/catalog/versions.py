@@ -135,8 +135,8 @@ BBR_CHART = "oci://registry.k8s.io/gateway-api-inference-extension/charts/body-b
 BBR_CHART_REPOSITORY = BBR_CHART.rsplit("/", 1)[0] + "/"
 BBR_IMAGE_REPOSITORY = "registry.k8s.io/gateway-api-inference-extension/bbr"
 
-# Every chart repository the program installs from (the router's OCI registry, the cluster add-ons'); the
-# policy pack's `chart-registries` allows these and no other.
+# Every chart repository the program installs from (the router's OCI registry, the cluster add-ons', the
+# Gateway's BBR); the policy pack's `chart-registries` allows these and no other.
 CHART_REPOSITORIES = (
     ROUTER_CHART.rsplit("/", 1)[0] + "/",
     NVIDIA_DEVICE_PLUGIN_REPO,

@@ -147,16 +147,16 @@ def storage_section(outputs: ClusterOutputs) -> dict[str, Any] | None:
     return out
 
 
-def read_outputs(data: object, source: str) -> ClusterOutputs:
+def read_outputs(data: object, source: str, field: str = "cluster.stack") -> ClusterOutputs:
     """Recorded outputs (a file's JSON, or a live stack's `llmdCluster`), checked: one line when they are not
-    a cluster stack's."""
+    a cluster stack's, naming `field` = `source` (the stack, or the file they were read from)."""
     try:
         return ClusterOutputs.model_validate(data)
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top)"
         raise ConfigError(
-            "cluster.stack", source, f"its outputs are not a cluster stack's ({CLUSTER_OUTPUT}.{where}: {first['msg']})"
+            field, source, f"its outputs are not a cluster stack's ({CLUSTER_OUTPUT}.{where}: {first['msg']})"
         ) from None
 
 

@@ -168,7 +168,7 @@ def recorded_outputs(reference: str, outputs_file: str | None) -> ClusterOutputs
             raise ConfigError(
                 "cluster.outputs_file", outputs_file, f"cannot read the recorded outputs: {why}"
             ) from None
-        return read_outputs(data, reference)
+        return read_outputs(data, outputs_file, "cluster.outputs_file")
     _, project, name = reference.split("/")
     if project != PROJECT_NAME or not stack_file_exists(name):
         raise ConfigError(

@@ -131,7 +131,9 @@ def _render(tree: Path, name: str, out: Path) -> str | None:
 
 
 # Renders every named stack of a tree in ONE process (imports paid once), each to OUT/NAME; a stack that
-# does not load or render at that revision is skipped, as a failed `render` was.
+# does not load or render at that revision is skipped, as a failed `render` was. A cluster stack (layer
+# cluster) is planned as `render` plans it (`plan_any`), not as a stack serving a default model; a revision
+# before layers fails the import, and each stack is then rendered by its own `render` process.
 _RENDER_ALL = """
 import sys
 from pathlib import Path

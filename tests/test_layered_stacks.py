@@ -1,0 +1,202 @@
+"""The layers, offline: the example cluster stack (gke-cluster) and its serving stacks (qwen3-32b, qwen3-8b)
+render; a misconfigured layer is one line naming the field; a serving stack's change leaves the cluster
+stack's render alone, and a cluster stack's pool change reaches its serving stacks' plans."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from stacks.__main__ import main
+from stacks.config import loading
+from stacks.config.cluster_facts import ClusterOutputs
+from stacks.config.cluster_outputs import GATEWAY_ROUTES_LABEL, OUTPUTS_FILE, describe
+from stacks.config.errors import ConfigError
+from stacks.planning.plan import plan
+from stacks.review.diff import _render_all
+from stacks.review.render import render
+
+ROOT = Path(__file__).resolve().parents[1]
+CLUSTER = "gke-cluster"
+SERVING = ("qwen3-32b", "qwen3-8b")
+CRDS = "llmd:inference_pool:InferencePoolCrds"
+
+
+def _render(name: str, out: Path) -> Path:
+    assert main(["render", name, "--out", str(out)]) == 0
+    return out
+
+
+def _rows(out: Path) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = json.loads((out / "resources.json").read_text())
+    return rows
+
+
+def _objects(out: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all((out / "manifests.yaml").read_text()) if d]
+
+
+@pytest.fixture(scope="module")
+def renders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("layers")
+    return {name: _render(name, root / name) for name in (CLUSTER, *SERVING)}
+
+
+def test_the_cluster_stack_writes_what_it_exports(renders: dict[str, Path]) -> None:
+    written = json.loads((renders[CLUSTER] / OUTPUTS_FILE).read_text())
+    assert written == describe(loading.load_named(CLUSTER), CLUSTER).exported()
+    assert ClusterOutputs.model_validate(written).node_pools["h100"].node_count == 2
+
+
+def test_the_cluster_stack_applies_the_inference_pool_crds_and_the_serving_stacks_do_not(
+    renders: dict[str, Path],
+) -> None:
+    [crds] = [r for r in _rows(renders[CLUSTER]) if r["type"] == CRDS]
+    assert [r for r in _rows(renders[CLUSTER]) if r["parent"] == crds["name"]], "the CRDs' ConfigFile"
+    for name in SERVING:
+        rows = _rows(renders[name])
+        assert not [r for r in rows if r["type"] == CRDS]
+        files = [r for r in rows if r["type"].startswith("kubernetes:yaml/")]
+        assert not [r for r in files if "inference-extension" in json.dumps(r["inputs"])], files
+
+
+@pytest.mark.parametrize("name", SERVING)
+def test_a_serving_stack_routes_from_the_cluster_gateway_to_its_inference_pool(
+    name: str, renders: dict[str, Path]
+) -> None:
+    config = loading.load_named(name)
+    gateway = describe(loading.load_named(CLUSTER), CLUSTER).gateway
+    assert gateway is not None
+    objects = _objects(renders[name])
+    [route] = [o for o in objects if o["kind"] == "HTTPRoute"]
+    assert route["metadata"]["namespace"] == config.namespace
+    assert route["spec"]["parentRefs"] == [
+        {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": gateway.name, "namespace": gateway.namespace}
+    ]
+    [rule] = route["spec"]["rules"]
+    assert rule["backendRefs"] == [
+        {"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": config.router.release}
+    ]
+    [namespace] = [o for o in objects if o["kind"] == "Namespace" and o["metadata"]["name"] == config.namespace]
+    assert namespace["metadata"]["labels"][GATEWAY_ROUTES_LABEL] == gateway.name
+
+
+@pytest.mark.parametrize("name", SERVING)
+def test_a_serving_stack_reaches_its_cluster_through_a_secret_kubeconfig(name: str, renders: dict[str, Path]) -> None:
+    [provider] = [r for r in _rows(renders[name]) if r["type"] == "pulumi:providers:kubernetes"]
+    assert provider["inputs"]["kubeconfig"] == "[secret]"
+    assert provider["secretPaths"] == ["kubeconfig"]
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the repo's stack files, where a test may edit them."""
+    for path in ROOT.glob("Pulumi*.yaml"):
+        shutil.copy(path, tmp_path / path.name)
+    monkeypatch.setattr(loading, "PROJECT_DIR", tmp_path)
+    return tmp_path
+
+
+def _edit(project: Path, name: str, old: str, new: str) -> None:
+    path = project / f"Pulumi.{name}.yaml"
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+ERRORS = {
+    "a serving stack's pools": ("qwen3-32b", ["node_pools.h100.node_count=3"], "node_pools = "),
+    "no cluster.stack": ("qwen3-32b", ["cluster.stack=null"], "cluster.stack = None: required"),
+    "a malformed cluster.stack": ("qwen3-32b", ["cluster.stack=gke-cluster"], "cluster.stack = 'gke-cluster': must"),
+    "a cluster stack serving a model": (CLUSTER, ["cache.model=Qwen/Qwen3-8B"], "cache = '(set)': a cluster stack"),
+    "a serving stack's gateway": ("qwen3-32b", ["gateway.enabled=true"], "gateway = '(set)': belongs to the cluster"),
+    "a gateway of no class": (
+        CLUSTER,
+        ["cluster.provider=existing", "cluster.gke=null"],
+        "gateway.class_name = None: required off GKE",
+    ),
+    "autoscaling without KEDA": ("qwen3-8b", ["autoscaling.enabled=true"], "autoscaling.enabled = True: the cluster"),
+    "the Lustre claim's namespace": (
+        "qwen3-32b",
+        ["namespace=other"],
+        "namespace = 'other': the cluster stack organization/llmd/gke-cluster's Lustre volume is reserved for a"
+        " claim in qwen3-32b (its storage.claim_namespace)",
+    ),
+    "a missing outputs_file": (
+        "qwen3-32b",
+        ["cluster.outputs_file=recorded/missing.json"],
+        "cluster.outputs_file = 'recorded/missing.json': cannot read the recorded outputs: No such file",
+    ),
+    "an outputs_file of no cluster": (
+        "qwen3-32b",
+        ["cluster.outputs_file=other.json"],
+        "cluster.outputs_file = 'other.json': its outputs are not a cluster stack's (llmdCluster.",
+    ),
+    "an outputs_file of no JSON": (
+        "qwen3-32b",
+        ["cluster.outputs_file=broken.json"],
+        "cluster.outputs_file = 'broken.json': cannot read the recorded outputs: not JSON",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", ERRORS)
+def test_a_misconfigured_layer_is_one_line_naming_the_field(case: str, project: Path) -> None:
+    name, overrides, message = ERRORS[case]
+    (project / "other.json").write_text(json.dumps({"stack": "x", "node_pools": {}}))
+    (project / "broken.json").write_text("{not json")
+    with pytest.raises(ConfigError) as caught:
+        loading.load_named(name, overrides)
+    text = str(caught.value)
+    assert text.startswith(f"invalid stack config: {message}")
+    assert "\n" not in text
+
+
+def test_a_recorded_outputs_file_plans_as_the_repo_cluster_stack_does(project: Path) -> None:
+    _render(CLUSTER, project / "out")
+    recorded = plan(loading.load_named("qwen3-8b", [f"cluster.outputs_file=out/{OUTPUTS_FILE}"]))
+    assert recorded.fit == plan(loading.load_named("qwen3-8b")).fit
+
+
+def test_a_model_change_in_a_serving_stack_changes_nothing_the_cluster_stack_applies(project: Path) -> None:
+    before = _render(CLUSTER, project / "before")
+    _edit(project, "qwen3-8b", "model: Qwen/Qwen3-8B", "model: Qwen/Qwen3-0.6B")
+    after = _render(CLUSTER, project / "after")
+    for file in ("manifests.yaml", "resources.json", OUTPUTS_FILE):
+        assert (before / file).read_text() == (after / file).read_text(), file
+    # only the summary's table of routes names the model the serving stack now serves
+    old, new = ((d / "summary.md").read_text().splitlines() for d in (before, after))
+    assert [(a, b) for a, b in zip(old, new, strict=True) if a != b] == [
+        ("| Qwen/Qwen3-8B | qwen3-8b | qwen3-8b |", "| Qwen/Qwen3-0.6B | qwen3-8b | qwen3-8b |")
+    ]
+
+
+def test_a_pool_change_in_the_cluster_stack_reaches_the_serving_stacks_plans(project: Path) -> None:
+    """A created pool's host memory comes from its machine type (node_pools.*.host_memory describes an
+    existing cluster's pool): its node count is what a cluster stack changes."""
+    before = {name: plan(loading.load_named(name)) for name in SERVING}
+    assert plan(loading.load_named("qwen3-32b", ["cache.replicas=5"])).fit is not None  # 5 pods on 2 nodes
+    _edit(project, CLUSTER, "      node_count: 2\n", "      node_count: 1\n")
+    for name in SERVING:
+        after = plan(loading.load_named(name))
+        assert after.config.node_pools["h100"].node_count == 1
+        assert before[name].config.node_pools["h100"].node_count == 2
+        assert after.rollout != before[name].rollout  # the room a rollout surges into
+        assert render(after, name).summary != render(before[name], name).summary
+    with pytest.raises(ConfigError, match=r"^invalid stack config: cache.replicas = 5: 5 pods need 2 nodes"):
+        plan(loading.load_named("qwen3-32b", ["cache.replicas=5"]))
+
+
+def test_diff_renders_a_cluster_stack_as_a_cluster(tmp_path: Path) -> None:
+    """`diff` renders each stack in one process; a cluster stack is planned as `render` plans it (before the
+    fix it was planned as a stack serving the default model: a model server and a router, no Gateway)."""
+    [resources] = _render_all(ROOT, [CLUSTER], tmp_path).values()
+    assert resources is not None
+    types = {r["type"] for r in json.loads(resources)}
+    assert "kubernetes:gateway.networking.k8s.io/v1:Gateway" in types and CRDS in types
+    assert "llmd:model_server:ModelServer" not in types
