@@ -1,7 +1,8 @@
-"""`./run e2e [PRESET ...] [--all] [--no-changes] [--build-only]`: the real engine on a local control plane.
+"""`./run e2e [PRESET ...] [--all] [--layers] [--no-changes] [--build-only]`: the real engine on a local control plane.
 
 Builds the tools first where the cache lacks them (`e2e.tools`), then runs each preset's lifecycle
-(`e2e.lifecycle`). Exit status 1 when a tool cannot be built or a preset fails.
+(`e2e.lifecycle`) and, with no preset named or with `--layers`, the layered run (`e2e.layers`: a cluster
+stack and two serving stacks on it). Exit status 1 when a tool cannot be built or a run fails.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from e2e import lifecycle, tools
+from e2e import layers, lifecycle, tools
 from e2e.engine import REPO
 
 # Presets whose Kubernetes layer needs no cloud account: an existing cluster.
@@ -45,10 +46,23 @@ def _needs_lws(presets: list[str], overrides: list[str]) -> bool:
     )
 
 
+def selection(named: list[str], every: bool, layers: bool) -> tuple[list[str] | None, bool]:
+    """(the presets to run, None for every local one; whether the layered run runs): none named, the default
+    presets and the layered run (CI's `./run e2e`); `--all`, every local preset and it; `--layers` alone, it only."""
+    if every:
+        return None, True
+    return (named or ([] if layers else list(DEFAULT))), layers or not named
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="./run e2e", description=__doc__.splitlines()[0])
     parser.add_argument("presets", nargs="*", help=f"presets to deploy (default: {' '.join(DEFAULT)})")
     parser.add_argument("--all", action="store_true", help="every preset that needs no cloud account")
+    parser.add_argument(
+        "--layers",
+        action="store_true",
+        help="the layered run: a cluster stack and two serving stacks on it (alone, unless presets are named)",
+    )
     parser.add_argument("--no-changes", action="store_true", help="skip the config-change comparisons")
     parser.add_argument("--build-only", action="store_true", help="build the tools and stop")
     parser.add_argument(
@@ -62,7 +76,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--stop", metavar="PRESET", help="stop the cluster a --keep run left running")
     parser.add_argument("--workdir", type=Path, default=REPO / "out" / "e2e", help="logs and state (default out/e2e)")
     args = parser.parse_args(argv)
-    presets = _local_presets() if args.all else (args.presets or list(DEFAULT))
+    presets, run_layers = selection(args.presets, args.all, args.layers)
+    presets = _local_presets() if presets is None else presets
     try:
         bins = tools.ensure_all(extra=args.all or _needs_lws(presets, args.set))
     except tools.BuildError as error:
@@ -85,9 +100,11 @@ def main(argv: list[str]) -> int:
                 preset, args.workdir / preset, bins, changes=changes, keep=args.keep, overrides=args.set
             )
         )
+    if run_layers:
+        reports.append(layers.run_layers(args.workdir / layers.NAME, bins, keep=args.keep))
     failed = [r.preset for r in reports if r.failed]
     print(
-        f"[e2e] {len(reports) - len(failed)} of {len(reports)} presets passed in {time.monotonic() - started:.0f} s"
+        f"[e2e] {len(reports) - len(failed)} of {len(reports)} runs passed in {time.monotonic() - started:.0f} s"
         + (f"; failed: {', '.join(failed)} (logs in {args.workdir})" if failed else "")
     )
     return 1 if failed else 0

@@ -50,3 +50,10 @@ def test_a_stack_that_cannot_fit_its_nodes_is_a_run_error_with_one_line() -> Non
 def test_unknown_llmd_key_is_rejected() -> None:
     with pytest.raises(pulumi.RunError, match=r"llmd:cahce"):
         run_program({"llmd:cahce": "{}", "llmd:hfToken": "x"}, ["llmd:hfToken"])
+
+
+def test_a_plaintext_token_is_a_run_error_that_does_not_print_it() -> None:
+    """Pulumi.yaml leaves hfToken undeclared (a cluster stack takes none), so the program checks it is a secret."""
+    with pytest.raises(pulumi.RunError, match=r"^llmd:hfToken must be a secret") as caught:
+        run_program({"llmd:preset": "dev", "llmd:hfToken": "hf_plaintext_token"}, [])
+    assert "hf_plaintext_token" not in str(caught.value)

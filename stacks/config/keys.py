@@ -68,9 +68,25 @@ def pulumi_only_keys() -> list[Key]:
     """The keys Pulumi.yaml declares that are not StackConfig fields (preset, hfToken), with its descriptions."""
     declared = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text(encoding="utf-8"))["config"]
     return [
-        Key(name, repr(spec.get("default")) if "default" in spec else "required", " ".join(spec["description"].split()))
-        for name, spec in declared.items()
+        *(
+            Key(
+                name,
+                repr(spec.get("default")) if "default" in spec else "required",
+                " ".join(spec["description"].split()),
+            )
+            for name, spec in declared.items()
+        ),
+        HF_TOKEN,
     ]
+
+
+# Undeclared in Pulumi.yaml: the engine would require a declared key of a cluster stack too (program.py checks it).
+HF_TOKEN = Key(
+    "hfToken",
+    "required",
+    "Hugging Face token, stored in the llm-d-hf-token Secret (set with `pulumi config set --secret llmd:hfToken`);"
+    " required by a stack serving a model, unused by a cluster stack (layer cluster)",
+)
 
 
 def _name(key: Key) -> str:

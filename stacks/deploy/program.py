@@ -76,6 +76,14 @@ def live_cluster_outputs(sections: dict[str, Any]) -> ClusterOutputs | None:
     return read_outputs(outputs[CLUSTER_OUTPUT], name)
 
 
+def check_token_is_secret() -> None:
+    """The HF token, when set, is set with `--secret` (Pulumi.yaml leaves it undeclared: a declared key is one the
+    engine requires of every stack, a cluster stack's too, which serves no model)."""
+    key = f"{loading.CONFIG_NAMESPACE}:{loading.HF_TOKEN_KEY}"
+    if pulumi.Config(loading.CONFIG_NAMESPACE).get(loading.HF_TOKEN_KEY) is not None and not is_config_secret(key):
+        raise pulumi.RunError(f"{key} must be a secret: set it with `pulumi config set --secret {key}`")
+
+
 def run() -> None:
     values = read_pulumi_config()
     try:
@@ -87,6 +95,7 @@ def run() -> None:
         stack_plan = plan(config)
     except ConfigError as error:
         raise pulumi.RunError(str(error.hiding(*secret_config(values)))) from None
+    check_token_is_secret()
     hf_token = pulumi.Config(loading.CONFIG_NAMESPACE).require_secret(loading.HF_TOKEN_KEY)
     outputs = compose(stack_plan, hf_token)
     sizing = stack_plan.sizing
