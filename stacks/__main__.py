@@ -15,7 +15,7 @@ from stacks.config.errors import ConfigError
 from stacks.config.keys import keys_text
 from stacks.planning.cluster_plan import ClusterPlan, plan_any
 from stacks.planning.plan import StackPlan, plan
-from stacks.review import offline, pool_demand
+from stacks.review import offline, pool_demand, shared_cluster
 from stacks.review.check import check, stack_policy_config
 from stacks.review.diff import diff_revisions
 from stacks.review.render import render
@@ -71,9 +71,9 @@ def _check(stack_plan: StackPlan | ClusterPlan, name: str) -> int:
 def _check_all(overrides: list[str]) -> int:
     """Every preset and stack in this one process (the imports and the mock engine set up once). A stack
     that does not load is reported in its one line and the others are still checked; then the serving stacks
-    of each cluster stack together against its pools (stacks/review/pool_demand.py), a line per pool they
-    overfill. The exit code is the worst: 2 for a stack that does not load, 1 for a mandatory violation or
-    an overfilled pool."""
+    of each cluster stack together: a line per pool they overfill (stacks/review/pool_demand.py), per
+    cluster-wide name or routed model two of them share (shared_cluster.py). The exit code is the worst: 2
+    for a stack that does not load, 1 for a mandatory violation, an overfilled pool or a clash."""
     stacks = set(stack_names())
     worst = 0
     serving: dict[str, StackPlan] = {}
@@ -87,7 +87,8 @@ def _check_all(overrides: list[str]) -> int:
         worst = max(worst, _check(stack_plan, name))
         if isinstance(stack_plan, StackPlan) and name in stacks:
             serving[name] = stack_plan
-    for line in pool_demand.misfits(serving):  # the serving stacks that share a pool, together
+    # the serving stacks that share a cluster, together: its pools, and its cluster-wide names
+    for line in [*pool_demand.misfits(serving), *shared_cluster.clashes(serving)]:
         print(line)
         worst = max(worst, 1)
     return worst

@@ -202,6 +202,10 @@ def check_serving(config: StackConfig, outputs: ClusterOutputs, reference: str, 
         raise ConfigError(
             "autoscaling.enabled", True, f"the cluster stack {reference} runs no KEDA: enable autoscaling there too"
         )
+    if outputs.gateway is not None and config.namespace == outputs.gateway.namespace:
+        raise ConfigError(
+            "namespace", config.namespace, f"the cluster stack {reference}'s Gateway lives there; pick another"
+        )
     storage = outputs.storage
     if uses_tier and storage is not None and storage.claim_namespace not in (None, config.namespace):
         raise ConfigError(

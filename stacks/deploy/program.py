@@ -80,7 +80,9 @@ def check_token_is_secret() -> None:
     """The HF token, when set, is set with `--secret` (Pulumi.yaml leaves it undeclared: a declared key is one the
     engine requires of every stack, a cluster stack's too, which serves no model)."""
     key = f"{loading.CONFIG_NAMESPACE}:{loading.HF_TOKEN_KEY}"
-    if pulumi.Config(loading.CONFIG_NAMESPACE).get(loading.HF_TOKEN_KEY) is not None and not is_config_secret(key):
+    if is_config_secret(key):  # checked first: reading a secret with `get` logs a warning
+        return
+    if pulumi.Config(loading.CONFIG_NAMESPACE).get(loading.HF_TOKEN_KEY) is not None:
         raise pulumi.RunError(f"{key} must be a secret: set it with `pulumi config set --secret {key}`")
 
 
