@@ -137,6 +137,22 @@ ERRORS = {
         ["cluster.outputs_file=other.json"],
         "cluster.outputs_file = 'other.json': its outputs are not a cluster stack's (llmdCluster.",
     ),
+    # A serving stack naming itself (or any serving stack) as its cluster: one line, not a recursion.
+    "a serving stack as its own cluster": (
+        "qwen3-32b",
+        ["cluster.stack=organization/llmd/qwen3-32b"],
+        "cluster.stack = 'organization/llmd/qwen3-32b': Pulumi.qwen3-32b.yaml is not a cluster stack",
+    ),
+    "a cluster stack of another project": (
+        "qwen3-32b",
+        ["cluster.stack=organization/other/gke-cluster"],
+        "cluster.stack = 'organization/other/gke-cluster': no Pulumi.gke-cluster.yaml of project llmd here",
+    ),
+    "an outputs_file outside the project": (
+        "qwen3-32b",
+        ["cluster.outputs_file=../outside.json"],
+        "cluster.outputs_file = '../outside.json': must be a relative path to a .json file inside the project",
+    ),
     "an outputs_file of no JSON": (
         "qwen3-32b",
         ["cluster.outputs_file=broken.json"],
@@ -200,3 +216,18 @@ def test_diff_renders_a_cluster_stack_as_a_cluster(tmp_path: Path) -> None:
     types = {r["type"] for r in json.loads(resources)}
     assert "kubernetes:gateway.networking.k8s.io/v1:Gateway" in types and CRDS in types
     assert "llmd:model_server:ModelServer" not in types
+
+
+def test_the_project_a_repo_cluster_stack_belongs_to_is_pulumi_yamls() -> None:
+    text = (Path(__file__).resolve().parents[1] / "Pulumi.yaml").read_text()
+    assert text.splitlines()[0] == f"name: {loading.PROJECT_NAME}"
+
+
+def test_a_stack_file_naming_itself_as_its_cluster_is_one_line_not_a_recursion(project: Path) -> None:
+    _edit(project, "qwen3-8b", "stack: organization/llmd/gke-cluster", "stack: organization/llmd/qwen3-8b")
+    with pytest.raises(ConfigError) as caught:
+        loading.load_named("qwen3-8b")
+    assert str(caught.value) == (
+        "invalid stack config: cluster.stack = 'organization/llmd/qwen3-8b': Pulumi.qwen3-8b.yaml is not a cluster"
+        " stack (it sets no llmd:layer cluster)"
+    )

@@ -177,10 +177,12 @@ def recorded_outputs(reference: str, outputs_file: str | None) -> ClusterOutputs
             f"no Pulumi.{name}.yaml of project {PROJECT_NAME} here to plan it from; record its outputs"
             " (`pulumi stack output llmdCluster --json`) and set cluster.outputs_file",
         )
-    config = load_named(name)
-    if config.effective_layer != "cluster":
-        raise ConfigError("cluster.stack", reference, f"Pulumi.{name}.yaml is not a cluster stack (layer cluster)")
-    return describe(config, name)
+    # Read before it is loaded: a serving stack named here (itself, or one naming this one) would recurse.
+    if read_stack_file(name).get(f"{CONFIG_NAMESPACE}:layer") != "cluster":
+        raise ConfigError(
+            "cluster.stack", reference, f"Pulumi.{name}.yaml is not a cluster stack (it sets no llmd:layer cluster)"
+        )
+    return describe(load_named(name), name)
 
 
 def load_preset(name: str, overrides: list[str] | None = None) -> StackConfig:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pulumi
 
+from stacks.config import loading
 from stacks.deploy.cluster_compose import compose_cluster
 from stacks.deploy.compose import StackOutputs, compose
 from stacks.planning.cluster_plan import ClusterPlan
@@ -32,7 +33,7 @@ from stacks.review.sdk_internals import (
     unwrap_secret,
 )
 
-PROJECT = "llmd"
+PROJECT = loading.PROJECT_NAME
 # The HF token an offline render uses; tests assert it never reaches any output file.
 OFFLINE_HF_TOKEN = "hf_offline_render_token_never_printed"
 SECRET_MARK = "[secret]"
