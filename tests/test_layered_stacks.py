@@ -17,7 +17,7 @@ from stacks.config import loading
 from stacks.config.cluster_facts import ClusterOutputs
 from stacks.config.cluster_outputs import GATEWAY_ROUTES_LABEL, OUTPUTS_FILE, describe
 from stacks.config.errors import ConfigError
-from stacks.planning.plan import plan
+from stacks.planning.plan import StackPlan, plan
 from stacks.review.diff import _render_all
 from stacks.review.render import render
 
@@ -119,6 +119,11 @@ ERRORS = {
         CLUSTER,
         ["cluster.provider=existing", "cluster.gke=null"],
         "gateway.class_name = None: required off GKE",
+    ),
+    "a cluster stack's autoscaling trigger": (
+        CLUSTER,
+        ["autoscaling.enabled=true", "autoscaling.trigger=saturation"],
+        "autoscaling.trigger = '(set)': a serving stack's own",
     ),
     "autoscaling without KEDA": ("qwen3-8b", ["autoscaling.enabled=true"], "autoscaling.enabled = True: the cluster"),
     "the Lustre claim's namespace": (
@@ -231,3 +236,17 @@ def test_a_stack_file_naming_itself_as_its_cluster_is_one_line_not_a_recursion(p
         "invalid stack config: cluster.stack = 'organization/llmd/qwen3-8b': Pulumi.qwen3-8b.yaml is not a cluster"
         " stack (it sets no llmd:layer cluster)"
     )
+
+
+def test_a_serving_stack_with_the_mirror_off_pulls_past_its_clusters_caches() -> None:
+    mirrored = plan(loading.load_named("qwen3-8b"))
+    direct = plan(loading.load_named("qwen3-8b", ["images.mirror=off"]))
+    assert mirrored.mirror is not None and mirrored.mirror.project == "my-gcp-project"
+    assert all(i.startswith("us-central1-docker.pkg.dev/my-gcp-project/") for i in _images(mirrored))
+    assert direct.mirror is None and "docker.io/vllm/vllm-openai:v0.26.0" in _images(direct)
+
+
+def _images(stack_plan: StackPlan) -> set[str]:
+    from components.specs import images
+
+    return set(images.images(stack_plan.model_server_manifests))

@@ -56,6 +56,13 @@ def _check_cluster_layer(config: StackConfig) -> None:
             "(set)",
             "a cluster stack runs no router (only router.gaie_version's CRDs): set it in a serving stack",
         )
+    per_model = sorted(config.autoscaling.model_fields_set - {"enabled"})
+    if per_model:
+        raise ConfigError(
+            f"autoscaling.{per_model[0]}",
+            "(set)",
+            "a serving stack's own (a cluster stack's autoscaling.enabled only says KEDA runs on its cluster)",
+        )
     storage = config.storage
     if "claim_namespace" in storage.model_fields_set and storage.backend != "gcp-lustre":
         raise ConfigError(

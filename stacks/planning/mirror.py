@@ -51,7 +51,10 @@ def cluster_mirror(config: StackConfig, registries: set[str]) -> Mirror | None:
     """The pull-through caches of a created cluster: Artifact Registry on GKE, ECR on EKS (for the account);
     a serving stack's are its cluster stack's (the registries they serve; the others are pulled directly)."""
     outputs = config.cluster.outputs
-    facts = outputs.mirror if outputs is not None else mirror_facts(config, registries)
+    if outputs is not None:  # `images.mirror: off` here pulls from upstream, past the cluster's caches
+        facts = outputs.mirror if config.images.mirror != "off" else None
+    else:
+        facts = mirror_facts(config, registries)
     return from_facts(facts) if facts is not None else None
 
 

@@ -37,7 +37,12 @@ def cluster_summary(cluster_plan: ClusterPlan, stack: str, servings: list[tuple[
         f"- InferencePool CRDs: Gateway API Inference Extension {outputs.gaie_version}, applied once for every"
         " serving stack (a serving stack applies none).",
         "- KEDA: "
-        + ("installed for serving stacks that autoscale." if outputs.keda else "not installed (autoscaling off)."),
+        + (
+            ("installed" if outputs.provider != "existing" else "a prerequisite the cluster has")
+            + " for serving stacks that autoscale."
+            if outputs.keda
+            else "none (autoscaling.enabled off): its serving stacks cannot autoscale."
+        ),
     ]
     storage = outputs.storage
     if storage is None:
