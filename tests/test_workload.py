@@ -13,7 +13,17 @@ import pytest
 from pulumi.runtime import settings
 
 import components.specs
-from components.specs import keda, lmcache, model_cache, monitoring, mooncake, prepull, storage, verification
+from components.specs import (
+    gateway,
+    keda,
+    lmcache,
+    model_cache,
+    monitoring,
+    mooncake,
+    prepull,
+    storage,
+    verification,
+)
 from components.specs.servers import MODEL_SERVER
 from components.specs.workloads import Workload, WorkloadType, ordered
 from components.workload import WorkloadComponent
@@ -30,6 +40,7 @@ TOKENS = {
     storage.WORKLOAD: ("llmd:storage:SharedStorage", "storage"),
     verification.WORKLOAD: ("llmd:verification:VerificationJob", "verification"),
     keda.WORKLOAD: ("llmd:autoscaling:ModelServerScaler", "autoscaling"),
+    gateway.ROUTE_WORKLOAD: ("llmd:gateway:ModelRoute", "gateway-route"),
 }
 
 
