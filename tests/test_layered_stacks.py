@@ -250,3 +250,32 @@ def _images(stack_plan: StackPlan) -> set[str]:
     from components.specs import images
 
     return set(images.images(stack_plan.model_server_manifests))
+
+
+_AMBIENT_CLUSTER = """config:
+  llmd:layer: cluster
+  llmd:node_pools:
+    h100: {accelerator: gpu, accelerators_per_node: 8, host_memory: 2TiB, labels: {pool: h100}}
+"""
+
+
+@pytest.mark.parametrize(("kubeconfig", "through_reference"), [(None, False), ("/etc/kube/config", True)])
+def test_a_serving_stack_uses_the_kubeconfig_its_cluster_stack_exports_or_else_the_ambient_one(
+    kubeconfig: str | None, through_reference: bool, project: Path
+) -> None:
+    """An existing cluster stack reached through the ambient kubeconfig exports none, and its serving stacks
+    use theirs (a required StackReference output it never exported would fail `pulumi up`)."""
+    from stacks.review import offline
+
+    text = _AMBIENT_CLUSTER + (
+        f"  llmd:cluster: {{provider: existing, kubeconfig: {kubeconfig}}}\n" if kubeconfig else ""
+    )
+    (project / "Pulumi.ambient.yaml").write_text(text)
+    _edit(project, "qwen3-8b", "stack: organization/llmd/gke-cluster", "stack: organization/llmd/ambient")
+    config = loading.load_named("qwen3-8b")
+    assert config.cluster.outputs is not None and config.cluster.outputs.kubeconfig_exported is through_reference
+    [provider] = [
+        r for r in offline.record(plan(config), "qwen3-8b").resources if r.type == "pulumi:providers:kubernetes"
+    ]
+    assert ("kubeconfig" in provider.inputs) is through_reference
+    assert any("StackReference" in d for d in provider.depends_on) is through_reference

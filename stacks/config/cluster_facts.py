@@ -70,6 +70,9 @@ class ClusterOutputs(Section):
     mirror: MirrorFacts | None = None
     gateway: GatewayFacts | None = None
     keda: bool = False  # KEDA runs on the cluster (serving stacks may autoscale)
+    # Whether it exports `kubeconfig`: a created cluster's, or the one an existing cluster was given; False:
+    # an existing cluster reached through the ambient kubeconfig, which its serving stacks use too.
+    kubeconfig_exported: bool = True
 
     def exported(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)

@@ -125,6 +125,7 @@ def describe(config: StackConfig, stack: str) -> ClusterOutputs:
             else None
         ),
         keda=config.autoscaling.enabled,
+        kubeconfig_exported=config.cluster.provider != "existing" or config.cluster.kubeconfig is not None,
     )
 
 

@@ -105,7 +105,7 @@ def cluster_side(config: StackConfig, pools: list[PoolSpec], mirror: Mirror | No
         caches = _mirror(mirror)
         before = [cluster, *([caches] if caches else [])]
         provider = k8s.Provider("k8s", kubeconfig=cluster.kubeconfig, opts=pulumi.ResourceOptions(depends_on=before))
-    elif config.cluster.provider == "stack":
+    elif config.cluster.provider == "stack" and _exports_kubeconfig(config):
         reference = pulumi.StackReference(f"{STACK_NAME}-cluster", stack_name=config.cluster.stack)
         provider = k8s.Provider("k8s", kubeconfig=reference.require_output(KUBECONFIG_OUTPUT))  # a secret
     else:
@@ -113,6 +113,12 @@ def cluster_side(config: StackConfig, pools: list[PoolSpec], mirror: Mirror | No
         kubeconfig = pulumi.Output.secret(config.cluster.kubeconfig) if config.cluster.kubeconfig else None
         provider = k8s.Provider("k8s", kubeconfig=kubeconfig, context=config.cluster.context)
     return ClusterSide(cluster, provider)
+
+
+def _exports_kubeconfig(config: StackConfig) -> bool:
+    """Whether the cluster stack exports a kubeconfig (else it and its serving stacks use the ambient one)."""
+    outputs = config.cluster.outputs
+    return outputs is not None and outputs.kubeconfig_exported
 
 
 def compose(stack_plan: StackPlan, hf_token: pulumi.Input[str]) -> StackOutputs:
