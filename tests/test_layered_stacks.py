@@ -125,6 +125,11 @@ ERRORS = {
         ["autoscaling.enabled=true", "autoscaling.trigger=saturation"],
         "autoscaling.trigger = '(set)': a serving stack's own",
     ),
+    "a serving stack's CRD file": (
+        "qwen3-8b",
+        ["router.gaie_crds_file=crds.yaml"],
+        "router.gaie_crds_file = 'crds.yaml': the cluster stack organization/llmd/gke-cluster applies the CRDs",
+    ),
     "autoscaling without KEDA": ("qwen3-8b", ["autoscaling.enabled=true"], "autoscaling.enabled = True: the cluster"),
     "the Lustre claim's namespace": (
         "qwen3-32b",

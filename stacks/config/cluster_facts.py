@@ -59,7 +59,7 @@ class GatewayFacts(Section):
 class ClusterOutputs(Section):
     """`llmdCluster`: everything a serving stack needs of its cluster, none of it secret."""
 
-    schema_version: Literal[1] = 1  # SCHEMA_VERSION
+    schema_version: Literal[1] = 1  # a change a serving stack cannot read bumps it
     stack: str  # the cluster stack's name, as its render names it
     provider: Literal["existing", "gke", "eks"]
     platform: Literal["base", "gke", "amd-ci"]

@@ -33,7 +33,6 @@ from stacks.config.cluster_section import NodePoolConfig
 from stacks.config.errors import ConfigError
 
 OUTPUTS_FILE = "cluster-outputs.json"  # what a cluster stack's offline render writes
-SCHEMA_VERSION = 1
 # The label a serving stack puts on its namespace so the cluster's Gateway admits its HTTPRoute: the Gateway
 # selects by label, so a new serving stack never changes the cluster stack.
 GATEWAY_ROUTES_LABEL = "llm-d.ai/gateway"
@@ -178,6 +177,12 @@ def serving_data(data: dict[str, Any], outputs: ClusterOutputs, reference: str) 
     ):
         if value is not None:
             raise ConfigError(key, value, f"a serving stack's comes from its cluster stack {reference}; set it there")
+    if router.get("gaie_crds_file") is not None:
+        raise ConfigError(
+            "router.gaie_crds_file",
+            router["gaie_crds_file"],
+            f"the cluster stack {reference} applies the CRDs; set it there",
+        )
     if router.get("gaie_version") not in (None, outputs.gaie_version):
         raise ConfigError(
             "router.gaie_version",
