@@ -158,3 +158,25 @@ def test_two_stacks_share_a_node_where_each_on_its_own_would_take_one(project: P
     cluster = project / "Pulumi.gke-cluster.yaml"
     cluster.write_text(cluster.read_text().replace("node_count: 2", "node_count: 1"))
     assert pool_demand.misfits(_plans()) == []  # 4 + 2 devices, 280Gi + 664Gi on the one node
+
+
+def test_a_rollout_sized_to_the_pool_alone_overfills_it_beside_another_stack() -> None:
+    """At rest 6 + 2 devices fill the one node; a's rollout surges one 2-device pod (its plan sized the surge to
+    the pool alone: 8 of 8), which beside b needs 10: the rollout would wait on a Pending pod."""
+    a = pool_demand.Demand("a", [(2, 100 * GB)] * 3, 0, None, surge=[(2, 100 * GB)])
+    b = pool_demand.Demand("b", [(2, 100 * GB)], 0, None, surge=[(2, 100 * GB)])
+    for alone in (a, b):
+        assert pool_demand.rollout_misfit("h100", "c", POOL, [alone]) is None
+    assert pool_demand.pool_misfit("h100", "c", POOL, [a, b]) is None  # at rest they fit
+    assert pool_demand.rollout_misfit("h100", "c", POOL, [a, b]) == (
+        "node_pools.h100 of c: a (8 devices, 1 node, 373Gi a node) and b (2 devices, 1 node, 94Gi a node)"
+        " together ask 10 devices; the pool has 8 (1 node x 8), during a's rollout (its surge adds 1 pod,"
+        " sized to the pool alone)"
+    )
+
+
+def test_a_stack_rolls_out_one_extra_pod_per_role() -> None:
+    plans = _plans()
+    share = pool_demand.demand("qwen3-8b", plans["qwen3-8b"])
+    assert plans["qwen3-8b"].rollout is not None and plans["qwen3-8b"].rollout.max_surge == 1
+    assert share.surge == [share.pods[0]]

@@ -19,13 +19,16 @@ and together they fit when
      first-fit-decreasing placement of every pod (by devices, then memory) on nodes of G devices and
      A - sum_t D_t memory (stacks share nodes). Being a placement, either is sound (no false fit); taking
      the fewer is never more pessimistic than each stack on nodes of its own.
-Alone (one stack), these are the stack's own fit checks, so a stack that plans passes. A pool whose devices
+Then the same during each stack's rollout, one at a time (`rollout_misfit`): its surge pods (maxSurge units
+per role, sized by its plan to the pool alone) beside every stack's pods. Alone (one stack), these are the
+stack's own fit checks, so a stack that plans passes. A pool whose devices
 per node are not known is not checked (the stack's own check skips it too); a TPU slice's topology (a
 replica's hosts in one slice) is not modeled beyond the node count.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -43,6 +46,11 @@ class Demand:
     pods: list[tuple[int, int]]  # (devices, memory bytes) of each pod
     daemon: int  # bytes of per-node daemons, on every node of the pool
     autoscaled: int | None  # autoscaling's max_replicas, where KEDA scales the stack
+    surge: list[tuple[int, int]] = dataclasses.field(default_factory=list)  # pods its rollout adds first
+
+    def rolling(self) -> Demand:
+        """This stack mid-rollout: its surge pods beside the ones they replace."""
+        return dataclasses.replace(self, pods=[*self.pods, *self.surge], surge=[])
 
     @property
     def devices(self) -> int:
@@ -78,7 +86,12 @@ def demand(name: str, stack_plan: StackPlan) -> Demand:
         pods += [(role.spec.devices, memory)] * (replicas * role.spec.group_size)
     fit = stack_plan.fit
     daemon = fit.per_node.bytes - memory * fit.pods_per_node if fit is not None else 0
-    return Demand(name, pods, max(0, daemon), auto.max_replicas if auto is not None else None)
+    rollout = stack_plan.rollout
+    surge: list[tuple[int, int]] = []
+    if rollout is not None and rollout.surges:  # one extra unit per role, each of group_size pods
+        for role in stack_plan.roles:
+            surge += [(role.spec.devices, memory)] * (rollout.max_surge * role.spec.group_size)
+    return Demand(name, pods, max(0, daemon), auto.max_replicas if auto is not None else None, surge)
 
 
 def _first_fit(demands: list[Demand], devices_per_node: int, room: int | None, limit: int) -> int:
@@ -149,7 +162,27 @@ def misfits(plans: Mapping[str, StackPlan]) -> list[str]:
     out = []
     for (reference, key), members in sorted(groups.items()):
         pool = hardware.pool_hardware(members[0][1].config, key)
-        line = pool_misfit(key, reference.rsplit("/", 1)[-1], pool, [demand(n, p) for n, p in members])
+        line = rollout_misfit(key, reference.rsplit("/", 1)[-1], pool, [demand(n, p) for n, p in members])
         if line is not None:
             out.append(line)
     return out
+
+
+def rollout_misfit(pool_key: str, cluster: str, pool: hardware.PoolHardware, demands: list[Demand]) -> str | None:
+    """The pool at rest, then during each stack's rollout (one stack rolls at a time: each `pulumi up` is its
+    own): a stack whose surge was sized to the pool alone can find the room taken by another stack, and its
+    rollout (maxUnavailable 0) would then wait on a Pending pod until `pulumi up` times out."""
+    line = pool_misfit(pool_key, cluster, pool, demands)
+    if line is not None or len(demands) == 1:
+        return line
+    for i, rolling in enumerate(demands):
+        if not rolling.surge:
+            continue
+        during = [*demands[:i], rolling.rolling(), *demands[i + 1 :]]
+        line = pool_misfit(pool_key, cluster, pool, during)
+        if line is not None:
+            return (
+                f"{line}, during {rolling.stack}'s rollout (its surge adds {_count(len(rolling.surge), 'pod')},"
+                " sized to the pool alone)"
+            )
+    return None
