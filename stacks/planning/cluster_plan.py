@@ -7,9 +7,9 @@ touches this plan, and a change here shows in every serving stack that reference
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from components.catalog import labels, versions
+from components.catalog import labels
 from components.manifest import Manifest
 from components.specs import bbr, gateway
 from components.specs.clusters import PoolSpec
@@ -32,9 +32,6 @@ class GatewayPlan:
     bbr_policy: Manifest | None = None
     proxy_subnet_cidr: str | None = None  # GKE: the proxy-only subnet the Gateway needs in the region
 
-    def objects(self) -> list[Manifest]:
-        return [self.namespace, self.gateway, *([self.bbr_policy] if self.bbr_policy else [])]
-
 
 @dataclass(frozen=True)
 class ClusterPlan:
@@ -44,7 +41,6 @@ class ClusterPlan:
     pools: list[PoolSpec]
     mirror: Mirror | None
     gateway: GatewayPlan | None = None
-    addon_images: list[str] = field(default_factory=list)  # what the cluster's own add-ons run
 
 
 def _gateway_plan(config: StackConfig, mirror: Mirror | None) -> GatewayPlan | None:
@@ -78,7 +74,6 @@ def _gateway_plan(config: StackConfig, mirror: Mirror | None) -> GatewayPlan | N
 def plan_cluster(config: StackConfig, stack: str) -> ClusterPlan:
     outputs = describe(config, stack)
     mirror = from_facts(outputs.mirror) if outputs.mirror is not None else None
-    addons = list(versions.keda_images(versions.KEDA_VERSION).values()) if config.autoscaling.enabled else []
     return ClusterPlan(
         config=config,
         stack=stack,
@@ -86,7 +81,6 @@ def plan_cluster(config: StackConfig, stack: str) -> ClusterPlan:
         pools=pool_specs(config),
         mirror=mirror,
         gateway=_gateway_plan(config, mirror),
-        addon_images=addons,
     )
 
 
