@@ -44,7 +44,7 @@ def servings_of(cluster_stack: str) -> list[tuple[str, str, str]]:
     """The repo's serving stacks on `cluster_stack` (stack, namespace, model): a cluster stack's summary lists
     which model each route serves."""
     out = []
-    for name in stack_names():
+    for name in loading.stack_names():
         try:
             config = loading.load_named(name)
             reference = config.cluster.stack or ""
@@ -53,10 +53,6 @@ def servings_of(cluster_stack: str) -> list[tuple[str, str, str]]:
         except ConfigError:
             continue  # reported when that stack itself is rendered or checked
     return out
-
-
-def stack_names() -> list[str]:
-    return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in loading.PROJECT_DIR.glob("Pulumi.*.yaml"))
 
 
 def _check(stack_plan: StackPlan | ClusterPlan, name: str) -> int:
@@ -74,10 +70,10 @@ def _check_all(overrides: list[str]) -> int:
     of each cluster stack together: a line per pool they overfill (stacks/review/pool_demand.py), per
     cluster-wide name or routed model two of them share (shared_cluster.py). The exit code is the worst: 2
     for a stack that does not load, 1 for a mandatory violation, an overfilled pool or a clash."""
-    stacks = set(stack_names())
+    stacks = set(loading.stack_names())
     worst = 0
     serving: dict[str, StackPlan] = {}
-    for name in [*loading.preset_names(), *stack_names()]:
+    for name in [*loading.preset_names(), *loading.stack_names()]:
         try:
             stack_plan = plan_any(loading.load_named(name, overrides), name)
         except ConfigError as error:

@@ -217,6 +217,11 @@ def secure_sections(config: dict[str, Any]) -> list[str]:
     return [key.partition(":")[2] for key, value in config.items() if OFFLINE_SECRET in json.dumps(value)]
 
 
+def stack_names(project: Path | None = None) -> list[str]:
+    """The stacks of a project directory (default: this project's): its `Pulumi.<name>.yaml` files."""
+    return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in (project or PROJECT_DIR).glob("Pulumi.*.yaml"))
+
+
 def stack_file_exists(name: str) -> bool:
     return (PROJECT_DIR / f"Pulumi.{name}.yaml").is_file()
 
@@ -231,6 +236,6 @@ def load_named(name: str, overrides: list[str] | None = None) -> StackConfig:
         except ConfigError as error:
             raise error.hiding(secure_sections(values), ()) from None
     if name not in preset_names():
-        stacks = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in PROJECT_DIR.glob("Pulumi.*.yaml"))
-        raise ConfigError("NAME", name, f"allowed: presets {', '.join(preset_names())}; stacks {', '.join(stacks)}")
+        stacks = ", ".join(stack_names())
+        raise ConfigError("NAME", name, f"allowed: presets {', '.join(preset_names())}; stacks {stacks}")
     return load_preset(name, overrides)

@@ -17,6 +17,7 @@ from io import BytesIO
 from pathlib import Path
 from typing import Any
 
+from stacks.config import loading
 from stacks.config.errors import ConfigError
 from stacks.review import changeplan
 
@@ -165,8 +166,7 @@ def _render_all(tree: Path, names: list[str], out: Path) -> dict[str, str | None
 
 def _stack_names(tree: Path) -> set[str]:
     presets = {p.stem for p in (tree / "stacks" / "presets").glob("*.yaml")}
-    stacks = {p.name[len("Pulumi.") : -len(".yaml")] for p in tree.glob("Pulumi.*.yaml")}
-    return presets | stacks
+    return presets | set(loading.stack_names(tree))
 
 
 def diff_revisions(base: str, head: str | None, names: list[str]) -> str:
