@@ -44,7 +44,7 @@ def test_both_serving_stacks_plan_on_the_cluster_stacks_pool_in_their_own_namesp
     devices = 0
     for serving in SERVING:
         sections = serving_sections(serving, str(ROUTER_CHART), ROUTER_CHART_VERSION)
-        config = loading.build(None, sections, cluster=outputs)
+        config = loading.build(None, sections, read_cluster=lambda _: outputs)
         assert config.effective_layer == "serving"
         assert config.cluster.stack == f"organization/llmd/{CLUSTER_STACK}"
         assert (config.namespace, config.router.release) == (serving.namespace, serving.namespace)

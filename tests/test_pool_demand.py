@@ -69,7 +69,7 @@ def test_autoscaling_counts_the_most_replicas_keda_may_reach() -> None:
         "cluster": {"provider": "stack", "stack": "organization/llmd/gke-cluster"},
         "cache": {"model": "Qwen/Qwen3-32B", "node_pool": "h100", "replicas": 1},
     }
-    config = loading.build(None, serving, scaled, cluster=outputs)
+    config = loading.build(None, serving, scaled, read_cluster=lambda _: outputs)
     auto_plan = plan(config)
     assert auto_plan.autoscaling is not None and auto_plan.autoscaling.max_replicas == 4
     share = pool_demand.demand("qwen3-32b", auto_plan)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -106,11 +107,11 @@ def build(
     preset: str | None = None,
     pulumi_config: dict[str, Any] | None = None,
     overrides: list[str] | None = None,
-    cluster: ClusterOutputs | None = None,
+    read_cluster: Callable[[str], ClusterOutputs] | None = None,
 ) -> StackConfig:
     """Preset, then Pulumi config sections, then overrides; validated once, as a whole. A serving stack
-    (`cluster.provider: stack`) takes its cluster's facts: `cluster` when given (the program reads them from
-    the live cluster stack), else the recorded outputs or the repo's cluster stack file (offline)."""
+    (`cluster.provider: stack`) takes its cluster's facts: from `read_cluster(cluster.stack)` when given (the
+    program reads the live cluster stack), else the recorded outputs or the repo's cluster stack file."""
     data = read_preset(preset) if preset else {}
     data = deep_merge(data, pulumi_config or {})
     data = apply_overrides(data, overrides or [])
@@ -119,7 +120,7 @@ def build(
         config = _validated(data)
         check_stack(config)
         return config
-    outputs = cluster if cluster is not None else recorded_outputs(*reference)
+    outputs = read_cluster(reference[0]) if read_cluster is not None else recorded_outputs(*reference)
     data = serving_data(data, outputs, reference[0])
     data["cluster"]["outputs"] = outputs.exported()  # the plan reads the mirror and the Gateway from it
     config = _validated(data)

@@ -58,14 +58,10 @@ def secret_config(values: dict[str, Any]) -> tuple[list[str], list[str]]:
     return sections, texts
 
 
-def live_cluster_outputs(sections: dict[str, Any]) -> ClusterOutputs | None:
-    """A serving stack's cluster facts, read from the live cluster stack (the engine's builtin
+def live_cluster_outputs(name: str) -> ClusterOutputs:
+    """A serving stack's cluster facts, read from the live cluster stack `name` (the engine's builtin
     `readStackOutputs`, the call a StackReference makes; only `llmdCluster` is kept, the kubeconfig comes
-    through the StackReference as a secret). None for any other stack."""
-    cluster = sections.get("cluster")
-    if not isinstance(cluster, dict) or cluster.get("provider") != "stack" or not cluster.get("stack"):
-        return None
-    name = str(cluster["stack"])
+    through the StackReference as a secret)."""
     try:
         result = pulumi.runtime.invoke(READ_STACK_OUTPUTS, {"name": name})
     except Exception as error:  # the engine's own message: no such stack, no access
@@ -90,7 +86,7 @@ def run() -> None:
     values = read_pulumi_config()
     try:
         preset, sections = loading.pulumi_sections(values)
-        config = loading.build(preset, sections, cluster=live_cluster_outputs(sections))
+        config = loading.build(preset, sections, read_cluster=live_cluster_outputs)
         if config.effective_layer == "cluster":
             compose_cluster(plan_cluster(config, pulumi.get_stack()))
             return
