@@ -31,6 +31,7 @@ from stacks.config.cluster_facts import (
 )
 from stacks.config.cluster_section import NodePoolConfig
 from stacks.config.errors import ConfigError
+from stacks.planning.hardware import pool_hardware
 
 OUTPUTS_FILE = "cluster-outputs.json"  # what a cluster stack's offline render writes
 # The label a serving stack puts on its namespace so the cluster's Gateway admits its HTTPRoute: the Gateway
@@ -65,13 +66,14 @@ def mirror_facts(config: StackConfig, registries: set[str]) -> MirrorFacts | Non
 
 
 def _pool_facts(config: StackConfig, key: str, pool: NodePoolConfig) -> PoolFacts:
+    """The pool's hardware as the fit checks read it (`hardware.pool_hardware`), and what selects its nodes."""
     created = config.cluster.provider in ("gke", "eks")
     machine = MACHINES.get(pool.machine_type or "")
-    memory = pool.host_memory or (machine.host_memory if machine else None)
+    hardware = pool_hardware(config, key)
     return PoolFacts(
-        accelerator=pool.accelerator or (machine.accelerator if machine else None),
-        accelerators_per_node=pool.accelerators_per_node or (machine.devices_per_node if machine else None),
-        host_memory=memory.quantity() if memory else None,
+        accelerator=hardware.accelerator,
+        accelerators_per_node=hardware.devices_per_node,
+        host_memory=hardware.host_memory.quantity() if hardware.host_memory else None,
         labels={POOL_LABEL: key, **pool.labels} if created else dict(pool.labels),
         taints=[t.model_dump(mode="json", exclude_none=True) for t in pool.taints],
         node_count=pool.node_count,
@@ -103,10 +105,12 @@ def pinned_registries() -> set[str]:
 def describe(config: StackConfig, stack: str) -> ClusterOutputs:
     """A cluster stack's config -> what it exports (a pure function: the offline render and the program agree)."""
     gateway = config.gateway
+    platform = config.cluster.effective_platform
+    choice = gateway_class_for(platform, gateway.class_name) if gateway.enabled else None
     return ClusterOutputs(
         stack=stack,
         provider=config.cluster.provider,  # a cluster layer is never provider stack
-        platform=config.cluster.effective_platform,
+        platform=platform,
         name=config.cluster.name,
         gaie_version=config.router.gaie_version,
         node_pools={key: _pool_facts(config, key, pool) for key, pool in sorted(config.node_pools.items())},
@@ -116,11 +120,12 @@ def describe(config: StackConfig, stack: str) -> ClusterOutputs:
             GatewayFacts(
                 name=gateway.name,
                 namespace=gateway.namespace,
-                class_name=gateway_class_for(config.cluster.effective_platform, gateway.class_name).name,
+                class_name=choice.name,
                 body_routing=gateway.body_routing,
-                proxy_subnet_cidr=gateway.proxy_subnet_cidr if config.cluster.effective_platform == "gke" else None,
+                # the load balancer's proxies sit outside the pods (GKE's classes): they come from this range
+                proxy_subnet_cidr=None if choice.data_plane_in_cluster else gateway.proxy_subnet_cidr,
             )
-            if gateway.enabled
+            if choice is not None
             else None
         ),
         keda=config.autoscaling.enabled,

@@ -25,10 +25,6 @@ def check_layer(config: StackConfig) -> None:
                 "layer", layer, "a serving stack runs on a cluster stack's cluster: set cluster.provider stack"
             )
         raise ConfigError("cluster.provider", "stack", f"serves on a cluster stack's cluster; layer {layer} cannot")
-    if cluster.provider == "stack" and cluster.stack is None:
-        raise ConfigError(
-            "cluster.stack", None, "required with cluster.provider stack: <organization>/<project>/<stack>"
-        )
     for name in ("stack", "outputs_file", "outputs"):
         if cluster.provider != "stack" and name in cluster.model_fields_set:
             raise ConfigError(f"cluster.{name}", getattr(cluster, name), "applies only with cluster.provider stack")

@@ -14,7 +14,7 @@ from components.manifest import Manifest
 from components.specs import bbr, gateway
 from components.specs.clusters import PoolSpec
 from stacks.config import StackConfig
-from stacks.config.cluster_facts import ClusterOutputs
+from stacks.config.cluster_facts import ClusterOutputs, GatewayFacts
 from stacks.config.cluster_outputs import GATEWAY_ROUTES_LABEL, describe
 from stacks.planning.mirror import Mirror, from_facts
 from stacks.planning.plan import StackPlan, plan, pool_specs
@@ -43,31 +43,31 @@ class ClusterPlan:
     gateway: GatewayPlan | None = None
 
 
-def _gateway_plan(config: StackConfig, mirror: Mirror | None) -> GatewayPlan | None:
-    settings = config.gateway
-    if not settings.enabled:
+def _gateway_plan(config: StackConfig, facts: GatewayFacts | None, mirror: Mirror | None) -> GatewayPlan | None:
+    """The Gateway from the facts the cluster stack exports, which its serving stacks read too."""
+    if facts is None:
         return None
-    choice = gateway.gateway_class_for(config.cluster.effective_platform, settings.class_name)
+    choice = gateway.gateway_class_for(config.cluster.effective_platform, facts.class_name)
     namespace = {
         "apiVersion": "v1",
         "kind": "Namespace",
-        "metadata": {"name": settings.namespace, "labels": {labels.GUIDE_LABEL: labels.GUIDE}},
+        "metadata": {"name": facts.namespace, "labels": {labels.GUIDE_LABEL: labels.GUIDE}},
     }
     the_gateway = gateway.gateway(
-        settings.name, settings.namespace, choice.name, namespace_label=(GATEWAY_ROUTES_LABEL, settings.name)
+        facts.name, facts.namespace, choice.name, namespace_label=(GATEWAY_ROUTES_LABEL, facts.name)
     )
-    proxies = (settings.proxy_subnet_cidr,) if not choice.data_plane_in_cluster else ()
+    proxies = (facts.proxy_subnet_cidr,) if facts.proxy_subnet_cidr else ()
     values = policy = None
-    if settings.body_routing:
-        values = bbr.bbr_values(mirror.image if mirror else None, choice.bbr_provider, settings.name)
-        policy = bbr.bbr_network_policy(settings.namespace, bbr.data_plane_for(choice, settings.name, proxies))
+    if facts.body_routing:
+        values = bbr.bbr_values(mirror.image if mirror else None, choice.bbr_provider, facts.name)
+        policy = bbr.bbr_network_policy(facts.namespace, bbr.data_plane_for(choice, facts.name, proxies))
     return GatewayPlan(
         choice=choice,
         namespace=namespace,
         gateway=the_gateway,
         bbr_values=values,
         bbr_policy=policy,
-        proxy_subnet_cidr=settings.proxy_subnet_cidr if config.cluster.provider == "gke" and proxies else None,
+        proxy_subnet_cidr=facts.proxy_subnet_cidr if config.cluster.provider == "gke" else None,
     )
 
 
@@ -80,7 +80,7 @@ def plan_cluster(config: StackConfig, stack: str) -> ClusterPlan:
         outputs=outputs,
         pools=pool_specs(config),
         mirror=mirror,
-        gateway=_gateway_plan(config, mirror),
+        gateway=_gateway_plan(config, outputs.gateway, mirror),
     )
 
 
