@@ -16,7 +16,7 @@ import yaml
 from referencing import Registry, Resource
 
 from stacks.config import loading
-from stacks.planning.plan import plan
+from stacks.planning.plan import StackPlan, plan
 from stacks.review.render import Render, render
 
 # Outside data the tests check against, copied into the repo with its source (fixtures/upstream/SOURCES.md).
@@ -37,6 +37,15 @@ def rendered_stack(name: str, overrides: tuple[str, ...] = ()) -> Render:
     """The render of the stack file Pulumi.NAME.yaml (its preset under the stack's own config)."""
     assert loading.stack_file_exists(name), f"no Pulumi.{name}.yaml"
     return render(plan(loading.load_named(name, list(overrides))), name)
+
+
+# The example serving stacks on the example cluster stack (Pulumi.gke-cluster.yaml).
+SERVING_STACKS = ("qwen3-32b", "qwen3-8b")
+
+
+def serving_plans(overrides: dict[str, list[str]] | None = None) -> dict[str, StackPlan]:
+    """The example serving stacks' plans, each with its own `--set` overrides."""
+    return {name: plan(loading.load_named(name, (overrides or {}).get(name))) for name in SERVING_STACKS}
 
 
 def manifests(result: Render) -> list[dict[str, Any]]:

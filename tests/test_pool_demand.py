@@ -15,23 +15,19 @@ from stacks.__main__ import main
 from stacks.config import loading
 from stacks.config.cluster_outputs import describe
 from stacks.planning import hardware
-from stacks.planning.plan import StackPlan, plan
+from stacks.planning.plan import plan
 from stacks.review import pool_demand
+from tests.helpers import SERVING_STACKS, serving_plans
 
 ROOT = Path(__file__).resolve().parents[1]
-SERVING = ("qwen3-32b", "qwen3-8b")
-
-
-def _plans(overrides: dict[str, list[str]] | None = None) -> dict[str, StackPlan]:
-    return {name: plan(loading.load_named(name, (overrides or {}).get(name))) for name in SERVING}
 
 
 def test_the_example_serving_stacks_fit_their_cluster_pool_together() -> None:
-    assert pool_demand.misfits(_plans()) == []
+    assert pool_demand.misfits(serving_plans()) == []
 
 
 def test_a_stack_asks_its_pods_devices() -> None:
-    share = pool_demand.demand("qwen3-32b", _plans()["qwen3-32b"])
+    share = pool_demand.demand("qwen3-32b", serving_plans()["qwen3-32b"])
     assert share.devices == 2 * 2 and len(share.pods) == 2  # 2 replicas of TP 2
     assert share.autoscaled is None
 
@@ -49,7 +45,7 @@ def test_a_stack_asks_its_pods_devices() -> None:
 def test_two_stacks_that_fit_alone_overfill_the_pool_together_in_one_line(
     overrides: dict[str, list[str]], asked: str
 ) -> None:
-    plans = _plans(overrides)  # each plans: its own fit check passes
+    plans = serving_plans(overrides)  # each plans: its own fit check passes
     for name, stack_plan in plans.items():
         assert pool_demand.misfits({name: stack_plan}) == []
     [line] = pool_demand.misfits(plans)
@@ -77,7 +73,7 @@ def test_autoscaling_counts_the_most_replicas_keda_may_reach() -> None:
 
 
 def _stack_files(root: Path, replicas: dict[str, int]) -> None:
-    for name in ("gke-cluster", *SERVING):
+    for name in ("gke-cluster", *SERVING_STACKS):
         text = (ROOT / f"Pulumi.{name}.yaml").read_text()
         if name in replicas:
             text = text.replace("    replicas: 2\n", f"    replicas: {replicas[name]}\n")
@@ -103,7 +99,7 @@ def test_check_fails_two_serving_stacks_that_overfill_their_pool_with_one_line(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _stack_files(project, {"qwen3-32b": 6, "qwen3-8b": 5})
-    for name in SERVING:  # each alone passes its check
+    for name in SERVING_STACKS:  # each alone passes its check
         assert main(["check", name]) == 0
     capsys.readouterr()
     assert main(["check"]) == 1
@@ -114,7 +110,7 @@ def test_check_fails_two_serving_stacks_that_overfill_their_pool_with_one_line(
         "node_pools.h100 of gke-cluster: qwen3-32b (12 devices, 2 nodes, 560Gi a node) and qwen3-8b (5 devices,"
         " 1 node, 1660Gi a node) together ask 17 devices; the pool has 16 (2 nodes x 8)"
     )
-    for name in ("gke-cluster", *SERVING):
+    for name in ("gke-cluster", *SERVING_STACKS):
         assert re.search(rf"^{name}: \d+ rules, 0 mandatory", out, re.MULTILINE)  # each stack's own check passes
 
 
@@ -157,7 +153,7 @@ def test_two_stacks_share_a_node_where_each_on_its_own_would_take_one(project: P
     _stack_files(project, {})
     cluster = project / "Pulumi.gke-cluster.yaml"
     cluster.write_text(cluster.read_text().replace("node_count: 2", "node_count: 1"))
-    assert pool_demand.misfits(_plans()) == []  # 4 + 2 devices, 280Gi + 664Gi on the one node
+    assert pool_demand.misfits(serving_plans()) == []  # 4 + 2 devices, 280Gi + 664Gi on the one node
 
 
 def test_a_rollout_sized_to_the_pool_alone_overfills_it_beside_another_stack() -> None:
@@ -176,7 +172,7 @@ def test_a_rollout_sized_to_the_pool_alone_overfills_it_beside_another_stack() -
 
 
 def test_a_stack_rolls_out_one_extra_pod_per_role() -> None:
-    plans = _plans()
+    plans = serving_plans()
     share = pool_demand.demand("qwen3-8b", plans["qwen3-8b"])
     assert plans["qwen3-8b"].rollout is not None and plans["qwen3-8b"].rollout.max_surge == 1
     assert share.surge == [share.pods[0]]

@@ -8,22 +8,16 @@ import pytest
 
 from stacks.config import loading
 from stacks.config.errors import ConfigError
-from stacks.planning.plan import StackPlan, plan
 from stacks.review import shared_cluster
-
-SERVING = ("qwen3-32b", "qwen3-8b")
-
-
-def _plans(overrides: dict[str, list[str]] | None = None) -> dict[str, StackPlan]:
-    return {name: plan(loading.load_named(name, (overrides or {}).get(name))) for name in SERVING}
+from tests.helpers import serving_plans
 
 
 def test_the_example_serving_stacks_share_nothing() -> None:
-    assert shared_cluster.clashes(_plans()) == []
+    assert shared_cluster.clashes(serving_plans()) == []
 
 
 def test_two_serving_stacks_in_one_namespace_clash_in_one_line_per_object() -> None:
-    plans = _plans({"qwen3-8b": ["namespace=qwen3-32b"]})
+    plans = serving_plans({"qwen3-8b": ["namespace=qwen3-32b"]})
     for name, stack_plan in plans.items():
         assert shared_cluster.clashes({name: stack_plan}) == []
     assert shared_cluster.clashes(plans) == [
@@ -34,11 +28,11 @@ def test_two_serving_stacks_in_one_namespace_clash_in_one_line_per_object() -> N
 
 def test_one_release_in_two_namespaces_is_no_clash() -> None:
     """The chart's ClusterRole carries the namespace: the same release twice is fine across namespaces."""
-    assert shared_cluster.clashes(_plans({"qwen3-8b": ["router.release=qwen3-32b"]})) == []
+    assert shared_cluster.clashes(serving_plans({"qwen3-8b": ["router.release=qwen3-32b"]})) == []
 
 
 def test_one_model_from_two_stacks_behind_the_gateway_clashes() -> None:
-    plans = _plans({"qwen3-8b": ["cache.model=Qwen/Qwen3-32B", "cache.tensor_parallelism=2"]})
+    plans = serving_plans({"qwen3-8b": ["cache.model=Qwen/Qwen3-32B", "cache.tensor_parallelism=2"]})
     [line] = shared_cluster.clashes(plans)
     assert line == (
         "cluster stack gke-cluster: qwen3-32b and qwen3-8b both serve Qwen/Qwen3-32B behind its Gateway (a request"
