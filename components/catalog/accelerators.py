@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 
 from components.catalog import labels, versions
 from components.catalog.startup_figures import LoadProfile
-from components.units import MB
+from components.units import GB, MB, ByteSize, GiB, MiB
+
+_GPU_RUNTIME_RESERVE = ByteSize(2 * GiB)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,6 +49,14 @@ class AcceleratorProfile:
     # and the share of that compile a warm compile cache leaves.
     load: LoadProfile
     warm_compile_ratio: float
+    # One device's memory (a TPU chip's HBM) and where the figure comes from: what the weights, the engine's
+    # working memory and the HBM KV tier share (components/formulas/hbm.py).
+    device_memory: ByteSize
+    device_memory_from: str
+    # Per device, beside the weights and the activations the engine profiles: the runtime's context, the
+    # collective-communication buffers and (CUDA, HIP) the captured graphs. An estimate: vLLM logs the graphs'
+    # share at start ("Graph capturing finished ... took X GiB"), about 0.5-1.5 GiB for a 32B model.
+    runtime_reserve: ByteSize = _GPU_RUNTIME_RESERVE
 
     @property
     def is_tpu(self) -> bool:
@@ -70,7 +80,12 @@ _TPU_WARM_COMPILE = 0.1
 # The vLLM TPU offload connector counts its CPU tier in KV blocks of this many tokens.
 TPU_KV_BLOCK_TOKENS = 128
 
+# Intel's and Google's figures are decimal GB as published; a device reports a little less than its label.
+_XPU_RUNTIME_RESERVE = ByteSize(1 * GiB)  # no graph capture in vLLM's XPU worker (eager mode)
+_TPU_RUNTIME_RESERVE = ByteSize(1 * GiB)  # XLA's compiled programs and scratch, beside what vLLM profiles
+
 _TPU = {
+    "runtime_reserve": _TPU_RUNTIME_RESERVE,
     "vendor": "google",
     "variant": "tpu",
     "vllm_image": versions.VLLM_TPU_IMAGE,
@@ -89,6 +104,9 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             reference_hardware="NVIDIA H100 80 GB",
             vllm_image=versions.VLLM_CUDA_IMAGE,
             device_resource="nvidia.com/gpu",
+            device_memory=ByteSize(81_559 * MiB),
+            device_memory_from="nvidia-smi on an H100 80GB HBM3: 81,559 MiB"
+            " (huggingface/text-embeddings-inference#350)",
             load=_H100_LOAD,
             warm_compile_ratio=_GPU_WARM_COMPILE,
         ),
@@ -99,6 +117,8 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             reference_hardware="AMD Instinct MI300X",
             vllm_image=versions.VLLM_ROCM_IMAGE,
             device_resource="amd.com/gpu",
+            device_memory=ByteSize(192 * GB),
+            device_memory_from="AMD Instinct MI300X data sheet: 192 GB HBM3",
             rocm_swap_patch=True,
             sets_user_env=False,
             hf_token_optional=True,
@@ -114,6 +134,9 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             device_resource=None,
             dra_device_class="gpu.intel.com",
             devices_per_node=4,
+            device_memory=ByteSize(24 * GB),
+            device_memory_from="Intel Arc Pro B60 specifications: 24 GB GDDR6",
+            runtime_reserve=_XPU_RUNTIME_RESERVE,
             cpu_limit="8",
             extra_env=(
                 ("FI_PROVIDER_PATH", "/opt/intel/oneapi/mpi/latest/opt/mpi/libfabric/lib/prov"),
@@ -127,6 +150,8 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
         ),
         AcceleratorProfile(
             key="tpu-v5p",
+            device_memory=ByteSize(95 * GB),
+            device_memory_from="Cloud TPU v5p: 95 GB of HBM2e per chip (cloud.google.com/tpu/docs/v5p)",
             reference_hardware="Google TPU v5p (ct5p-hightpu-4t, 4 chips)",
             devices_per_node=4,
             tpu_accelerator="tpu-v5p-slice",
@@ -136,6 +161,8 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
         ),
         AcceleratorProfile(
             key="tpu-v6",
+            device_memory=ByteSize(32 * GB),
+            device_memory_from="Cloud TPU v6e: 32 GB of HBM per chip (cloud.google.com/tpu/docs/v6e)",
             reference_hardware="Google TPU v6e (ct6e-standard-8t, 8 chips)",
             devices_per_node=8,
             tpu_accelerator="tpu-v6e-slice",
@@ -145,6 +172,8 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
         ),
         AcceleratorProfile(
             key="tpu-v7",
+            device_memory=ByteSize(192 * GB),
+            device_memory_from="Cloud TPU7x (Ironwood): 192 GB of HBM per chip (cloud.google.com/tpu/docs/tpu7x)",
             reference_hardware="Google TPU v7 (tpu7x, 4 chips, 2 TensorCores each)",
             devices_per_node=4,
             tpu_accelerator="tpu7x",

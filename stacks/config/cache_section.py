@@ -59,6 +59,12 @@ class CacheConfig(Section):
     """model-server replicas (pods, or LeaderWorkerSet groups); default: the combination's from the seed (2 on GPUs)"""
     tensor_parallelism: int | None = Field(default=None, ge=1, le=64)
     """devices one replica shards the model over (--tensor-parallel-size); default: the combination's from the seed"""
+    memory_fraction: float | None = Field(default=None, ge=0.05, le=0.99)
+    """share of each device's memory the engine takes for weights, activations and KV (vLLM
+    --gpu-memory-utilization, SGLang --mem-fraction-static); default: the guide's flag, else the engine's 0.9"""
+    max_model_len: int | None = Field(default=None, ge=256, le=10_000_000)
+    """longest prompt + output a server accepts (vLLM --max-model-len, SGLang --context-length), at most the model's
+    context; default: the combination's, else the model's context"""
     node_pool: str | None = Field(
         default=None,
         description="key of `node_pools` the model servers run on; default: none (required on a created cluster)",

@@ -16,6 +16,7 @@ from components.catalog.machines import MACHINES
 from components.catalog.models import ModelSpec
 from components.catalog.rates import ACCELERATOR_RATES
 from components.catalog.support import SUPPORTED, ComboDefaults
+from components.formulas.hbm import HbmBudget
 from components.manifest import Manifest
 from components.specs import alerts, model_cache, payoff_table, sizing
 from components.specs.clusters import PoolSpec
@@ -28,7 +29,7 @@ from stacks.config import StackConfig
 from stacks.config.cross_checks import pool_names
 from stacks.config.errors import ConfigError
 from stacks.config.layer_checks import DESCRIBED
-from stacks.planning import autoscaling, cold_starts, hardware, rollout_choice
+from stacks.planning import autoscaling, cold_starts, hardware, hbm_fit, rollout_choice
 from stacks.planning.connector_choice import choice, connector_of
 from stacks.planning.gateway_route import route_workload
 from stacks.planning.mirror import Mirror, mirror_registry
@@ -58,6 +59,7 @@ class StackPlan:
     fit: hardware.Fit | None  # the stack against its node pool (None: no pool described)
     pools: list[PoolSpec]  # node pools to create
     payoff: payoff_table.Payoff  # break-even load bandwidth and each tier's expected reload
+    hbm: HbmBudget  # what one replica's accelerators hold for KV (stacks/planning/hbm_fit.py)
     budgets: list[AwaitBudget] = dataclasses.field(default_factory=list)  # what Pulumi waits for, and why
     rollout: rollout_choice.Rollout | None = None  # how a template change rolls the model servers
     mirror: Mirror | None = None  # the created cluster's registry mirror, which every image goes through
@@ -141,6 +143,8 @@ def plan(config: StackConfig) -> StackPlan:
     devices = defaults.devices if defaults.devices is not None else tp
     tier_sizing, client_sizing, fit = size_on_hardware(config, defaults, tp, replicas, devices)
     decode = _decode_server(config, defaults, tier_sizing, client_sizing, tp, replicas, devices)
+    hbm = hbm_fit.hbm_budget(decode)
+    hbm_fit.check_fits(config, defaults, hbm)
     servers = [dataclasses.replace(decode, role="prefill"), decode] if decode.disaggregated else [decode]
     stack_payoff = payoff_table.derive(_payoff_inputs(config, defaults, tier_sizing.model, devices, replicas))
     auto = autoscaling.resolve(config, decode, len(servers), fit, stack_payoff)
@@ -180,6 +184,7 @@ def plan(config: StackConfig) -> StackPlan:
         fit=fit,
         pools=autoscaling.with_node_bounds(config, pool_specs(config), auto),
         payoff=stack_payoff,
+        hbm=hbm,
         autoscaling=auto,
     )
     return with_network_policies(through_mirror(with_await_budgets(with_rollouts(stack_plan))))
@@ -226,6 +231,8 @@ def _decode_server(
         sidecar_image=versions.disagg_sidecar_image(config.router.version) if disaggregated else None,
         startup_seconds=cold.budget,
         model_cache=cached,
+        memory_fraction=cache.memory_fraction,
+        max_model_len=cache.max_model_len or defaults.max_model_len,
     )
 
 

@@ -115,7 +115,7 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
         rows.append(("filesystem tier backend", config.storage.backend))
     rows.append(("monitoring", config.monitoring.provider if config.monitoring.enabled else "off"))
     rows.append(_network_row(stack_plan, recording))
-    derivations = [(d.name, d.value, d.formula) for d in stack_plan.sizing.derivations]
+    derivations = [*stack_plan.hbm.rows(), *((d.name, d.value, d.formula) for d in stack_plan.sizing.derivations)]
     lines = [
         f"# {stack}: llm-d tiered prefix cache",
         "",

@@ -22,6 +22,7 @@ from components.manifest import Manifest
 from components.specs.alerts import Exports
 from components.specs.network import Peer
 from components.specs.servers.base import files_storage_mount, files_storage_volume
+from components.specs.servers.limits import GuideLimits, fraction_text, limit_args, limits
 from components.specs.servers.vllm import vllm_manifests
 from components.specs.sizing import MooncakeClientSizing, TierSizing
 from components.specs.startup import ColdStart
@@ -171,6 +172,14 @@ class Connector:
     def kv_transfer_flag(self, spec: ServerSpec) -> str:
         return to_json(self.kv_transfer_config(spec))
 
+    def guide_limits(self, spec: ServerSpec) -> GuideLimits:
+        """The device-memory share and context its guide's flags write (the Intel XPU overlays' utilization)."""
+        if spec.accelerator.intel_xpu_flags:
+            return GuideLimits(
+                memory_fraction=(XPU_MEMORY_FRACTION, "the Intel XPU overlays' `--gpu-memory-utilization`")
+            )
+        return GuideLimits()
+
     def vllm_args(self, spec: ServerSpec, model: list[str], tp: str, kv: list[str]) -> list[str]:
         """vLLM's arguments around the model, tensor parallelism and kv-transfer flags."""
         return vllm_layout(spec, model, tp, kv, [])
@@ -224,6 +233,7 @@ class Connector:
 XPU_DTYPE_ARGS = ["--dtype", "bfloat16", "--block-size", "64"]
 XPU_TAIL_ARGS = ["--max-num-seqs", "128"]
 XPU_LOG_ARGS = ["--uvicorn-log-level", "warning"]
+XPU_MEMORY_FRACTION = 0.85
 
 
 def vllm_layout(spec: ServerSpec, model: list[str], tp: str, kv: list[str], extra: list[str]) -> list[str]:
@@ -234,13 +244,14 @@ def vllm_layout(spec: ServerSpec, model: list[str], tp: str, kv: list[str], extr
             *XPU_DTYPE_ARGS,
             tp,
             "--gpu-memory-utilization",
-            "0.85",
+            fraction_text(limits(spec).memory_fraction),
             *kv,
             *extra,
             *XPU_TAIL_ARGS,
             *XPU_LOG_ARGS,
+            *limit_args(spec),
         ]
-    return [*model, f"--port={labels.MODEL_SERVER_PORT}", tp, *kv, *extra]
+    return [*model, f"--port={labels.MODEL_SERVER_PORT}", tp, *kv, *extra, *limit_args(spec)]
 
 
 def shared_tier_volumes(spec: ServerSpec) -> tuple[list[Manifest], list[Manifest]]:

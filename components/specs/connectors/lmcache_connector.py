@@ -21,11 +21,13 @@ from components.specs.connectors.interface import (
     shared_tier_volumes,
 )
 from components.specs.servers.base import empty_dir, env_var
+from components.specs.servers.limits import GuideLimits, limit_args, limits
 
 if TYPE_CHECKING:
     from components.specs.servers.base import ServerSpec
 
 LMCACHE_METRICS_DIR = "/tmp/lmcache_prometheus"
+XPU_MAX_MODEL_LEN = 20_480  # the Intel XPU LMCache overlay's
 
 
 def lmcache_connector() -> dict[str, Any]:
@@ -60,10 +62,18 @@ class LMCacheInProcess(Connector):
     def kv_transfer_config(self, spec: ServerSpec) -> dict[str, Any]:
         return lmcache_connector()
 
-    def vllm_args(self, spec: ServerSpec, model: list[str], tp: str, kv: list[str]) -> list[str]:
+    def guide_limits(self, spec: ServerSpec) -> GuideLimits:
+        """The Intel XPU LMCache overlay writes its context length (and no utilization: vLLM's default)."""
         if spec.accelerator.intel_xpu_flags:
-            return [*model, *XPU_DTYPE_ARGS, tp, *XPU_TAIL_ARGS, "--max-model-len", "20480", *XPU_LOG_ARGS, *kv]
-        return [*model, f"--port={labels.MODEL_SERVER_PORT}", tp, *kv, "--max-num-seqs=1024"]
+            return GuideLimits(max_model_len=(XPU_MAX_MODEL_LEN, "the Intel XPU LMCache overlay's `--max-model-len`"))
+        return GuideLimits()
+
+    def vllm_args(self, spec: ServerSpec, model: list[str], tp: str, kv: list[str]) -> list[str]:
+        own = limit_args(spec)
+        if spec.accelerator.intel_xpu_flags:
+            context = str(limits(spec).max_model_len)
+            return [*model, *XPU_DTYPE_ARGS, tp, *XPU_TAIL_ARGS, "--max-model-len", context, *XPU_LOG_ARGS, *kv, *own]
+        return [*model, f"--port={labels.MODEL_SERVER_PORT}", tp, *kv, "--max-num-seqs=1024", *own]
 
     def env(self, spec: ServerSpec) -> list[Manifest]:
         knobs = spec.sizing.knobs

@@ -10,7 +10,8 @@ from components.catalog.accelerators import AcceleratorProfile
 from components.manifest import Manifest
 from components.specs import sizing
 from components.specs.connectors.interface import Choice, Connector, SizingInputs
-from components.specs.servers.sglang import PAGE_TOKENS, sglang_manifests
+from components.specs.servers.limits import GuideLimits
+from components.specs.servers.sglang import MEMORY_FRACTION, PAGE_TOKENS, sglang_manifests
 
 if TYPE_CHECKING:
     from components.specs.servers.base import ServerSpec
@@ -32,6 +33,9 @@ class HiCache(Connector):
 
     def pod_labels(self, accelerator: AcceleratorProfile) -> dict[str, str]:
         return {labels.ENGINE_TYPE_LABEL: "sglang"}
+
+    def guide_limits(self, spec: ServerSpec) -> GuideLimits:
+        return GuideLimits(memory_fraction=(MEMORY_FRACTION, "the guide's `--mem-fraction-static`"))
 
     def manifests(self, spec: ServerSpec) -> list[Manifest]:
         return sglang_manifests(spec)

@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING, Any
 from components.manifest import Manifest
 from components.specs import sizing
 from components.specs.connectors.interface import Choice, Connector, SizingInputs
-from components.specs.servers.tpu import tpu_manifests, tpu_multihost_manifests
+from components.specs.servers.limits import GuideLimits
+from components.specs.servers.tpu import (
+    MULTIHOST_MAX_MODEL_LEN,
+    MULTIHOST_MEMORY_FRACTION,
+    tpu_manifests,
+    tpu_multihost_manifests,
+)
 
 if TYPE_CHECKING:
     from components.specs.servers.base import ServerSpec
@@ -32,6 +38,16 @@ class TPUOffload(Connector):
 
     def transfer_block(self, choice: Choice) -> tuple[int, str]:
         return choice.accelerator.kv_block_tokens, "TPU offload KV block"
+
+    def guide_limits(self, spec: ServerSpec) -> GuideLimits:
+        """The multi-host recipe writes both; single-host pods take vLLM's defaults."""
+        if spec.host_type != "multi-host":
+            return GuideLimits()
+        recipe = "the TPU v7 multi-host recipe's"
+        return GuideLimits(
+            memory_fraction=(MULTIHOST_MEMORY_FRACTION, f"{recipe} `--gpu-memory-utilization`"),
+            max_model_len=(MULTIHOST_MAX_MODEL_LEN, f"{recipe} `--max-model-len`"),
+        )
 
     def manifests(self, spec: ServerSpec) -> list[Manifest]:
         return tpu_multihost_manifests(spec) if spec.host_type == "multi-host" else tpu_manifests(spec)

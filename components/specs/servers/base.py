@@ -66,6 +66,9 @@ class ServerSpec:
     sidecar_image: str | None = None  # P/D decode: the router's routing sidecar
     startup_seconds: int = 0  # what the startup probe must allow (the plan's cold-start budget of one pod)
     model_cache: ModelCache | None = None  # weights from the stack's model cache (None: each pod downloads)
+    # The stack's own device-memory share and context length (None: the guide's or the engine's; servers/limits.py).
+    memory_fraction: float | None = None
+    max_model_len: int | None = None
 
     @property
     def filesystem_tier(self) -> bool:

@@ -24,9 +24,12 @@ from components.specs.servers.base import (
     server_port,
     service_account,
 )
+from components.specs.servers.limits import fraction_text, limit_args, limits
 
 # Tokens per KV page; HiCache moves pages between HBM and host memory.
 PAGE_TOKENS = 64
+# The guide's `--mem-fraction-static`: the share of device memory for weights and the KV pool.
+MEMORY_FRACTION = 0.9
 
 
 def sglang_args(spec: ServerSpec) -> list[str]:
@@ -36,12 +39,13 @@ def sglang_args(spec: ServerSpec) -> list[str]:
         f"--port={labels.MODEL_SERVER_PORT}",
         f"--tensor-parallel-size={spec.tensor_parallelism}",
         f"--page-size={PAGE_TOKENS}",
-        "--mem-fraction-static=0.9",
+        f"--mem-fraction-static={fraction_text(limits(spec).memory_fraction)}",
         "--enable-metrics",
         "--enable-hierarchical-cache",
         "--hicache-write-policy", "write_through",  # every computed block is copied to host memory
         "--hicache-io-backend", "kernel",
         "--hicache-size", spec.sizing.knobs["hicache-size"],
+        *limit_args(spec, context_flag="--context-length"),
     ]  # fmt: skip
     if spec.filesystem_tier:
         args += ["--hicache-storage-backend", "file", "--hicache-storage-prefetch-policy", "wait_complete"]

@@ -23,6 +23,7 @@ from components.specs.servers.base import (
     server_port,
     service_account,
 )
+from components.specs.servers.limits import fraction_text, limit_args, limits
 
 STAGING_BLOCKS = {"single-host": "1000", "multi-host": "1024"}  # HBM blocks staged for CPU transfers
 PROMETHEUS_DIR = "/tmp/prometheus_multiproc"
@@ -87,6 +88,7 @@ def tpu_args(spec: ServerSpec) -> list[str]:
         str(labels.MODEL_SERVER_PORT),
         "--tensor-parallel-size",
         str(spec.tensor_parallelism),
+        *limit_args(spec),
     ]
 
 
@@ -123,6 +125,10 @@ def tpu_manifests(spec: ServerSpec) -> list[Manifest]:
 
 # --- multi-host (TPU v7, LeaderWorkerSet) -------------------------------------------------------
 
+# The recipe's device-memory share and context (Qwen3-Coder-480B over two hosts).
+MULTIHOST_MEMORY_FRACTION = 0.8
+MULTIHOST_MAX_MODEL_LEN = 71_200
+
 MULTI_HOST_ENV = (
     ("TPU_MULTIHOST_BACKEND", "ray"),
     ("TPU_BACKEND_TYPE", "jax"),
@@ -137,6 +143,7 @@ MULTI_HOST_ENV = (
 
 
 def multihost_serve_args(spec: ServerSpec) -> list[str]:
+    served = limits(spec)
     return [
         "--port", str(labels.MODEL_SERVER_PORT),
         "--load-format=runai_streamer",  # upstream's, from the Hub or from the model cache alike
@@ -147,8 +154,8 @@ def multihost_serve_args(spec: ServerSpec) -> list[str]:
         "--enable-expert-parallel",
         "--seed", "42",
         "--tensor-parallel-size", str(spec.tensor_parallelism),
-        "--gpu-memory-utilization=0.8",
-        "--max-model-len=71200",
+        f"--gpu-memory-utilization={fraction_text(served.memory_fraction)}",
+        f"--max-model-len={served.max_model_len}",
         "--kv-transfer-config", spec.connector.kv_transfer_flag(spec),
     ]  # fmt: skip
 

@@ -1,0 +1,91 @@
+"""Does the model fit its accelerators, and how much KV do they hold? The replica's HBM budget
+(components/formulas/hbm.py) from the server as it is rendered (servers/limits.py), checked at plan time: a
+model that does not fit, or whose longest sequence does not fit the KV left, stops with one line naming the
+model, the devices and what would fit."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from components.catalog.support import ComboDefaults
+from components.formulas.hbm import HbmBudget, gib
+from components.specs.servers.base import ServerSpec
+from components.specs.servers.limits import limits
+from stacks.config import StackConfig
+from stacks.config.errors import ConfigError
+
+# A suggested `--max-model-len` is rounded down to this many tokens.
+SUGGESTED_LENGTH_STEP = 1024
+
+
+def hbm_budget(spec: ServerSpec) -> HbmBudget:
+    served = limits(spec)
+    return HbmBudget(
+        model=spec.model,
+        accelerator=spec.accelerator,
+        devices=spec.devices * spec.group_size,
+        tensor_parallelism=spec.tensor_parallelism,
+        memory_fraction=served.memory_fraction,
+        memory_fraction_from=served.memory_fraction_from,
+        max_model_len=served.max_model_len,
+        max_model_len_from=served.max_model_len_from,
+    )
+
+
+def _larger_parallelism(budget: HbmBudget, defaults: ComboDefaults) -> HbmBudget | None:
+    """The smallest tensor parallelism above the stack's that fits (one device per rank; not on TPU pods,
+    whose chips per pod are the combination's)."""
+    if defaults.devices is not None:
+        return None
+    model, accelerator = budget.model, budget.accelerator
+    for tp in range(budget.tensor_parallelism + 1, accelerator.devices_per_node + 1):
+        if model.attention_heads % tp:
+            continue
+        wider = dataclasses.replace(budget, devices=tp, tensor_parallelism=tp)
+        if wider.weights_fit and wider.context_fits:
+            return wider
+    return None
+
+
+def _what_fits(budget: HbmBudget, defaults: ComboDefaults) -> str:
+    options = []
+    wider = _larger_parallelism(budget, defaults)
+    if wider is not None:
+        options.append(f"cache.tensor_parallelism {wider.tensor_parallelism} ({wider.kv_tokens:,} tokens of KV)")
+    shorter = budget.kv_tokens // SUGGESTED_LENGTH_STEP * SUGGESTED_LENGTH_STEP
+    if budget.weights_fit and shorter >= SUGGESTED_LENGTH_STEP:
+        options.append(f"cache.max_model_len {shorter}")
+    if not options:
+        return "a larger accelerator or a smaller model"
+    return " or ".join(options)
+
+
+def check_fits(config: StackConfig, defaults: ComboDefaults, budget: HbmBudget) -> None:
+    model, accelerator = budget.model, budget.accelerator
+    if budget.max_model_len > model.context_tokens:
+        raise ConfigError(
+            "cache.max_model_len",
+            budget.max_model_len,
+            f"must be at most {model.name}'s context of {model.context_tokens} tokens (max_position_embeddings)",
+        )
+    devices = f"{budget.devices} x {accelerator.reference_hardware} ({gib(accelerator.device_memory.bytes)} each)"
+    share = f"at an engine share of {budget.memory_fraction:g}"
+    if not budget.weights_fit:
+        problem = (
+            f"{model.name} ({gib(model.weight_bytes.bytes)} of weights) does not fit {devices} {share}:"
+            f" {gib(budget.weights_per_device)} of weights and {gib(budget.reserve_per_device)} of working memory"
+            " per device"
+        )
+    elif not budget.context_fits:
+        problem = (
+            f"{model.name} on {devices} {share} leaves {gib(budget.kv_bytes.bytes)} of KV per replica,"
+            f" {budget.kv_tokens:,} tokens, fewer than one {budget.max_model_len:,}-token sequence"
+            f" ({budget.max_model_len_from})"
+        )
+    else:
+        return
+    field = "cache.tensor_parallelism"
+    value: object = config.cache.tensor_parallelism or defaults.tensor_parallelism
+    if config.cache.max_model_len is not None and budget.weights_fit:
+        field, value = "cache.max_model_len", config.cache.max_model_len
+    raise ConfigError(field, value, f"{problem}; what fits: {_what_fits(budget, defaults)}")
