@@ -20,6 +20,7 @@ from stacks.config.images_section import ImagesConfig
 from stacks.config.observability_section import MonitoringConfig, NetworkPoliciesConfig, VerificationConfig
 from stacks.config.router_section import RouterConfig
 from stacks.config.storage_section import ModelCacheConfig, StorageConfig
+from stacks.config.workload_section import WorkloadConfig
 
 
 class StackConfig(Section):
@@ -62,6 +63,9 @@ class StackConfig(Section):
     """KEDA scaling the model servers on the router's queue or saturation; off by default"""
     gateway: GatewayConfig = GatewayConfig()
     """a cluster stack's Gateway in front of its serving stacks (layer cluster); off by default"""
+    workload: WorkloadConfig | None = None
+    """the workload the stack is sized for: a Mooncake-format trace (workload.trace) or a synthetic shared-prefix
+    workload (workload.shared_prefix); default: none"""
 
     @property
     def effective_layer(self) -> Literal["all", "cluster", "serving"]:

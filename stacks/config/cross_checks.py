@@ -13,6 +13,7 @@ from components.units import ByteSize, GiB
 from stacks.config import StackConfig, formats
 from stacks.config.errors import HIDDEN, ConfigError
 from stacks.config.layer_checks import DESCRIBED, check_layer
+from stacks.config.workload_section import check_workload
 from stacks.planning.connector_choice import choice, connector_of
 
 
@@ -57,6 +58,7 @@ def check_stack(config: StackConfig) -> None:
     check_cluster(config)
     check_storage(config)
     check_applies(config)
+    check_workload(config.workload)
 
 
 # Namespaces every cluster (or the platform) already has: the stack creates its namespace and deletes it

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import types
 import typing
 from collections.abc import Collection
 from typing import Any
@@ -31,6 +32,7 @@ class ConfigError(Exception):
 
 
 _MISSING = object()
+MISSING = _MISSING  # a value left out: shown as (missing)
 
 
 def _one_line(text: str) -> str:
@@ -45,6 +47,14 @@ def _dotted(loc: tuple[int | str, ...]) -> str:
     return out
 
 
+def _unwrap_optional(annotation: typing.Any) -> typing.Any:
+    """`Section | None` -> Section (an optional section's keys are listed as a required one's)."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        models = [a for a in typing.get_args(annotation) if isinstance(a, type) and issubclass(a, BaseModel)]
+        return models[0] if len(models) == 1 else annotation
+    return annotation
+
+
 def _model_at(root: type[BaseModel], loc: tuple[int | str, ...]) -> type[BaseModel] | None:
     """The pydantic model that holds the last key of `loc` (dict keys and list indexes are stepped over)."""
     current: typing.Any = root
@@ -52,7 +62,7 @@ def _model_at(root: type[BaseModel], loc: tuple[int | str, ...]) -> type[BaseMod
         if typing.get_origin(current) in (dict, list):
             current = typing.get_args(current)[-1]
         elif isinstance(current, type) and issubclass(current, BaseModel) and str(part) in current.model_fields:
-            current = current.model_fields[str(part)].annotation
+            current = _unwrap_optional(current.model_fields[str(part)].annotation)
         else:
             return None
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None

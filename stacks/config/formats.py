@@ -213,9 +213,17 @@ def pulumi_stack_reference(value: str) -> str:
     return value
 
 
-def relative_json_path(value: str) -> str:
-    """A .json file inside the project: relative, no `..`, so an offline render reads only the repo's files."""
+def relative_file_path(value: str, suffix: str) -> str:
+    """A file inside the project: relative, no `..`, so an offline render reads only the repo's files."""
     parts = value.split("/")
-    if not value.endswith(".json") or value.startswith("/") or ".." in parts or "" in parts or "\\" in value:
-        raise ValueError("must be a relative path to a .json file inside the project (no '..', no leading '/')")
+    if not value.endswith(suffix) or value.startswith("/") or ".." in parts or "" in parts or "\\" in value:
+        raise ValueError(f"must be a relative path to a {suffix} file inside the project (no '..', no leading '/')")
     return value
+
+
+def relative_json_path(value: str) -> str:
+    return relative_file_path(value, ".json")
+
+
+def relative_jsonl_path(value: str) -> str:
+    return relative_file_path(value, ".jsonl")

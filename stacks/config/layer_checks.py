@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 # Providers whose pools are described, not created: an existing cluster, and a cluster stack's.
 DESCRIBED = ("existing", "stack")
 # What a cluster stack has no use for: the model's sections (the router's CRD release stays: it applies them).
-MODEL_SECTIONS = ("cache", "lmcache", "model_cache", "verification")
+MODEL_SECTIONS = ("cache", "lmcache", "model_cache", "verification", "workload")
 ROUTER_CLUSTER_FIELDS = {"gaie_version", "gaie_crds_file"}
 
 

@@ -22,6 +22,7 @@ from stacks.config.cluster_outputs import (
 from stacks.config.cluster_section import ClusterConfig
 from stacks.config.cross_checks import check_stack
 from stacks.config.errors import HIDDEN, ConfigError, from_validation_error
+from stacks.config.workload_trace import project_trace_path
 from stacks.planning.connector_choice import connector_of
 
 PRESETS_DIR = Path(__file__).parents[1] / "presets"
@@ -119,6 +120,7 @@ def build(
     if reference is None:
         config = _validated(data)
         check_stack(config)
+        _check_trace_file(config)
         return config
     outputs = read_cluster(reference[0]) if read_cluster is not None else recorded_outputs(*reference)
     data = serving_data(data, outputs, reference[0])
@@ -130,7 +132,15 @@ def build(
         config = _validated(deep_merge(data, {"storage": section}))
     check_stack(config)
     check_serving(config, outputs, reference[0], uses_tier)
+    _check_trace_file(config)
     return config
+
+
+def _check_trace_file(config: StackConfig) -> None:
+    """A stack's trace is a regular file inside the project (checked without opening it; its lines are read by
+    whoever uses it: workload_trace.check_project_trace)."""
+    if config.workload is not None and config.workload.trace is not None:
+        project_trace_path(config.workload.trace, PROJECT_DIR)
 
 
 def _validated(data: dict[str, Any]) -> StackConfig:

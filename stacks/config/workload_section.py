@@ -1,0 +1,97 @@
+"""The workload the stack is sized for: a recorded trace (the Mooncake format), or a synthetic shared-prefix
+workload in the shape inference-perf defines. Unset: no workload."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from components.formulas.shared_prefix import SharedPrefixShape
+from stacks.config import formats
+from stacks.config.errors import ConfigError
+from stacks.config.fields import Section, check_with
+
+# Far above any model's context (a few million tokens), far below what would overflow a replay's int64.
+MAX_TOKENS = 10_000_000
+MAX_BLOCK_TOKENS = 65_536  # above any KV block or transfer chunk (vLLM 16, LMCache 256, the Mooncake trace 512)
+MAX_PROMPTS = 100_000  # per group, and groups
+MAX_RATE = 10_000.0  # requests per second
+MAX_DURATION = 7 * 24 * 3600  # a week of arrivals, in seconds
+MAX_SEED = 2**63 - 1
+
+
+class SharedPrefixConfig(Section):
+    """inference-perf's `data.shared_prefix` (kubernetes-sigs/inference-perf, inference_perf/config/datagen/
+    config.py `SharedPrefix`, fixed lengths only), with the arrivals of one constant-rate load stage."""
+
+    num_groups: int = Field(ge=1, le=MAX_PROMPTS)
+    """distinct system prompts, each shared by its group's prompts (inference-perf's
+    data.shared_prefix.num_groups); required"""
+    num_prompts_per_group: int = Field(ge=1, le=MAX_PROMPTS)
+    """prompts sharing one system prompt, each with its own question (inference-perf's
+    data.shared_prefix.num_prompts_per_group); required"""
+    system_prompt_len: int = Field(ge=0, le=MAX_TOKENS)
+    """tokens of each group's system prompt, a multiple of workload.block_tokens (inference-perf's
+    data.shared_prefix.system_prompt_len, a fixed value); required"""
+    question_len: int = Field(ge=1, le=MAX_TOKENS)
+    """tokens of each prompt's own question after the system prompt (inference-perf's
+    data.shared_prefix.question_len, a fixed value); required"""
+    output_len: int = Field(ge=1, le=MAX_TOKENS)
+    """tokens each request generates (inference-perf's data.shared_prefix.output_len, a fixed value); required"""
+    request_rate: float = Field(gt=0, le=MAX_RATE)
+    """requests per second, evenly spaced, each asking a prompt drawn uniformly from all groups' prompts
+    (inference-perf's load.stages[].rate of a constant load); required"""
+    duration: int = Field(ge=1, le=MAX_DURATION)
+    """seconds of arrivals (inference-perf's load.stages[].duration); required"""
+    seed: int = Field(default=0, ge=0, le=MAX_SEED)
+    """seed of the prompt draws, so a plan is reproducible (inference-perf's data.shared_prefix.seed);
+    default 0"""
+
+    @property
+    def shape(self) -> SharedPrefixShape:
+        return SharedPrefixShape(
+            num_groups=self.num_groups,
+            num_prompts_per_group=self.num_prompts_per_group,
+            system_prompt_len=self.system_prompt_len,
+            question_len=self.question_len,
+            output_len=self.output_len,
+            request_rate=self.request_rate,
+            duration=self.duration,
+        )
+
+
+class WorkloadConfig(Section):
+    """Exactly one of `trace` and `shared_prefix`."""
+
+    trace: Annotated[str, check_with(formats.relative_jsonl_path)] | None = None
+    """a trace in the Mooncake format (JSON lines: timestamp in ms, input_length, output_length, hash_ids),
+    a regular .jsonl file inside the project, relative to its root, at most 512 MiB; unset: shared_prefix"""
+    shared_prefix: SharedPrefixConfig | None = None
+    """a synthetic shared-prefix workload (inference-perf's shared_prefix data shape and a constant rate);
+    unset: trace"""
+    block_tokens: int = Field(default=512, ge=1, le=MAX_BLOCK_TOKENS)
+    """prompt tokens per hash block: a trace's hash_ids hold one id per block; default 512, the Mooncake
+    traces'"""
+
+
+def check_workload(workload: WorkloadConfig | None) -> None:
+    """Exactly one source, and a system prompt of whole blocks (one line naming the field otherwise)."""
+    if workload is None:
+        return
+    if workload.trace is None and workload.shared_prefix is None:
+        raise ConfigError(
+            "workload",
+            sorted(workload.model_fields_set),
+            "set workload.trace (a Mooncake trace file) or workload.shared_prefix, or leave workload unset",
+        )
+    if workload.trace is not None and workload.shared_prefix is not None:
+        raise ConfigError("workload.shared_prefix", "(set)", "set workload.trace or workload.shared_prefix, not both")
+    shared = workload.shared_prefix
+    if shared is not None and shared.system_prompt_len % workload.block_tokens:
+        raise ConfigError(
+            "workload.shared_prefix.system_prompt_len",
+            shared.system_prompt_len,
+            f"must be a multiple of workload.block_tokens ({workload.block_tokens}): the system prompt is whole"
+            " blocks its group shares",
+        )
