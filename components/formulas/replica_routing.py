@@ -6,7 +6,8 @@ highest sum wins (ties here: the lowest index). Each scorer, in [0, 1]:
 - prefix scorers (HBM, CPU tier): the prompt's leading blocks the router's index says the replica
   holds / its blocks. The index of a replica is an LRU of the prompt blocks the router sent it, of
   the tier's configured capacity (HBM: its KV capacity; CPU: `lruCapacityPerServer`); it never sees
-  decode blocks, so it overstates what the replica holds.
+  decode blocks, so it overstates what the replica holds. A pooled CPU tier is still scored per replica
+  (the producer indexes per server what it sent there), though any replica can load from the pool.
 - queue scorer: (max q - q) / (max q - min q), 1 when all equal, q the replica's requests in flight.
   A request occupies its replica from its arrival for its uncached prompt tokens / prefill tokens per
   second + output tokens x decode seconds per token (`ServiceRates`); uncached by the router's own
