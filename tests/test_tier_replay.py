@@ -7,12 +7,13 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components.catalog import rates
 from components.catalog.models import MODELS
 from components.formulas import payoff
+from components.formulas.lru_replay import replay_at
 from components.formulas.replica_routing import ServiceRates
 from components.formulas.requests import Request
 from components.formulas.stack_distance import COLD, LRU, distances
@@ -21,6 +22,8 @@ from components.formulas.tier_replay import Curve, Savings, Tiers, assigned, cap
 RATES = ServiceRates(prefill_tokens_per_s=1_000.0, decode_s_per_token=0.01)
 REPLICA = payoff.Replica(MODELS["Qwen/Qwen3-32B"], rates.ACCELERATOR_RATES["gpu"], 2)
 SAVINGS = Savings(REPLICA, cpu_bandwidth=20e9, fs_bandwidth=2e9)
+BT = 4  # block tokens in the small traces
+FIELDS = ("hbm_tokens", "cpu_tokens", "fs_tokens", "recomputed_tokens", "cpu_stored_blocks", "fs_stored_blocks")
 
 
 def _naive(stream: list[int]) -> list[int]:
@@ -42,6 +45,63 @@ def test_an_lru_holds_a_block_iff_its_distance_is_below_its_capacity(stream: lis
     for block, distance in zip(stream, distances(stream).tolist(), strict=True):
         assert (block in lru) == (distance < capacity)
         lru.touch(block)
+
+
+@st.composite
+def _traces(draw: st.DrawFn) -> list[Request]:
+    """Prompts over three shared prefixes with fresh blocks mixed in, partial last blocks, output blocks."""
+    requests, now, fresh = [], 0, 1_000
+    for _ in range(draw(st.integers(1, 16))):
+        now += draw(st.integers(0, 3_000))
+        base, ids = draw(st.integers(0, 2)), []
+        for k in range(draw(st.integers(0, 6))):
+            if draw(st.integers(0, 4)):
+                ids.append(100 * base + k)
+            else:
+                ids.append(fresh)
+                fresh += 1
+        length = BT * (len(ids) - 1) + draw(st.integers(1, BT)) if ids else 0
+        requests.append(Request(now, length, draw(st.integers(0, 3 * BT)), tuple(ids)))
+    return requests
+
+
+STACKS = [("inclusive", "replica"), ("inclusive", "pooled"), ("exclusive", "replica")]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    _traces(),
+    st.integers(1, 3),
+    st.integers(0, 6),
+    st.sampled_from(STACKS),
+    st.sampled_from([(), (0, 3, 9, 30)]),
+)
+def test_the_one_pass_curve_is_the_lru_replay_at_every_size(
+    trace: list[Request], replicas: int, hbm: int, stack: tuple[str, str], fs_sizes: tuple[int, ...]
+) -> None:
+    tiers = Tiers(BT, replicas, hbm, stack[0], stack[1])  # type: ignore[arg-type]
+    cpu_sizes = (0, 2, 5, 12)
+    one_pass = curve(iter(trace), tiers, cpu_sizes, fs_sizes, routing_cpu_blocks=5, rates=RATES, savings=SAVINGS)
+    assert one_pass.fs_sizes == (fs_sizes or (0,))
+    for i, cpu in enumerate(cpu_sizes):
+        for j, fs in enumerate(one_pass.fs_sizes):
+            brute = replay_at(
+                trace, tiers, cpu, fs, rates=RATES, savings=SAVINGS, assignment=one_pass.assignment.tolist()
+            )
+            for field in FIELDS:
+                assert getattr(one_pass, field)[i, j] == getattr(brute, field)[0, 0], (field, cpu, fs)
+            assert one_pass.seconds_saved is not None and brute.seconds_saved is not None
+            assert one_pass.seconds_saved[i, j] == pytest.approx(brute.seconds_saved[0, 0], rel=1e-9, abs=1e-12)
+    assert (one_pass.working_set_blocks, one_pass.working_set_tokens) == (
+        brute.working_set_blocks,
+        brute.working_set_tokens,
+    )
+    assert (one_pass.requests, one_pass.duration_ms, one_pass.prompt_tokens) == (
+        brute.requests,
+        brute.duration_ms,
+        brute.prompt_tokens,
+    )
+    _shares_hold(one_pass)
 
 
 def _shares_hold(result: Curve) -> None:
@@ -165,6 +225,17 @@ def test_the_requests_are_read_once() -> None:
     assert once.passes == 1
     assert result.hit_tokens.tolist() == again.hit_tokens.tolist()
     assert result.assignment.tolist() == again.assignment.tolist()
+
+
+def test_live_routing_replays_the_same_numbers_when_it_routes_the_same() -> None:
+    # With the router's CPU index at the replayed size and no prefix shared, live routing decides as
+    # the curve's did (service times differ only through hits, and there are none across requests).
+    trace = [Request(60_000 * i, 8, 4, (10 * i, 10 * i + 1)) for i in range(5)]
+    tiers = Tiers(4, 2, 3)
+    result = curve(iter(trace), tiers, (4,), (8,), routing_cpu_blocks=4, rates=RATES)
+    live = replay_at(trace, tiers, 4, 8, rates=RATES)
+    assert live.assignment.tolist() == result.assignment.tolist()
+    assert live.recomputed_tokens.tolist() == result.recomputed_tokens.tolist()
 
 
 def test_payoffs_arithmetic_runs_elementwise_on_arrays() -> None:
