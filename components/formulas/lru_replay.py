@@ -1,0 +1,128 @@
+"""One (CPU, filesystem) size of the tier replay, replayed block by block with real LRUs.
+
+The reference for `tier_replay.curve`: given the curve's routing it gives the curve's numbers at that
+grid point exactly (tests/test_tier_replay.py holds them equal). Given no routing, it routes live at that
+size (the router's CPU index at the replayed size, service times from the real hits), so the difference
+from the curve is what deciding the routing once costs. Same model as the curve (its module docstring):
+inclusive tiers touched by every reference, the exclusive CPU tier fed by HBM's evictions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import cast
+
+import numpy as np
+
+from components.formulas.payoff import prefill_seconds, reload_seconds
+from components.formulas.replica_routing import Router, ServiceRates
+from components.formulas.requests import Request
+from components.formulas.stack_distance import LRU
+from components.formulas.tier_replay import Curve, Ints, Savings, Tiers, output_blocks
+
+
+def replay_at(
+    requests: Iterable[Request],
+    tiers: Tiers,
+    cpu_blocks: int,
+    fs_blocks: int,
+    *,
+    rates: ServiceRates,
+    savings: Savings | None = None,
+    assignment: Iterable[int] | None = None,
+) -> Curve:
+    """One (CPU, filesystem) size replayed with real LRUs, block by block: the curve's reference. With
+    `assignment` (each request's replica) the routing is that one; without, it is decided live at this
+    size (the CPU index at `cpu_blocks`, service times from the real hits). `fs_blocks` 0: no fs tier."""
+    bt, exclusive = tiers.block_tokens, tiers.relation == "exclusive"
+    hbm = [LRU(tiers.hbm_blocks) for _ in range(tiers.replicas)]
+    cpus = [LRU(cpu_blocks) for _ in range(1 if tiers.cpu_scope == "pooled" else tiers.replicas)]
+    fs = LRU(fs_blocks)
+    router = Router(tiers.replicas, tiers.hbm_blocks, cpu_blocks, rates) if assignment is None else None
+    fixed = iter(assignment) if assignment is not None else None
+    seen: set[int] = set()
+    replicas: list[int] = []
+    tokens = {"hbm": 0, "cpu": 0, "fs": 0}
+    prompt_tokens = cpu_stored = fs_stored = working_blocks = working_tokens = 0
+    saved = 0.0
+    first = last = 0
+    fresh = -1
+    for request in requests:
+        pick = router.pick(request) if router else None
+        r = pick.replica if pick else next(cast(Iterator[int], fixed))
+        if not replicas:
+            first = request.timestamp_ms
+        last = request.timestamp_ms
+        replicas.append(r)
+        own, cpu = hbm[r], cpus[0 if len(cpus) == 1 else r]
+        n = len(request.hash_ids)
+        out = output_blocks(request.output_length, bt)
+        served = {"hbm": 0, "cpu": 0, "fs": 0}
+        serving = True
+        blocks = [*request.hash_ids, *range(fresh, fresh - out, -1)]
+        fresh -= out
+        for k, block in enumerate(blocks):
+            size = bt if k < n - 1 else request.input_length - bt * (n - 1) if k == n - 1 else 0
+            if block not in seen:
+                seen.add(block)
+                working_blocks += 1
+                working_tokens += size if k < n else 0
+            in_hbm, in_cpu, in_fs = block in own, block in cpu, block in fs
+            tier = None
+            if k < n and serving and (in_hbm or in_cpu or in_fs):
+                tier = "hbm" if in_hbm else "cpu" if in_cpu else "fs"
+                served[tier] += size
+            elif k < n:
+                serving = False
+            if fs_blocks and not in_fs and tier in (None, "cpu"):
+                fs_stored += 1
+            if exclusive:
+                if in_cpu:
+                    cpu.remove(block)
+                evicted = own.touch(block)
+                if evicted is not None and cpu_blocks:
+                    cpu.touch(evicted)
+                    cpu_stored += 1
+            else:
+                if cpu_blocks and not in_cpu and tier in (None, "fs"):
+                    cpu_stored += 1
+                own.touch(block)
+                cpu.touch(block)
+            fs.touch(block)
+        working_tokens += request.output_length
+        hit = sum(served.values())
+        prompt_tokens += request.input_length
+        for tier_name, count in served.items():
+            tokens[tier_name] += count
+        if router and pick:
+            router.send(request, pick, request.input_length - hit)
+        if savings:
+            rep = savings.replica
+            saved += (
+                prefill_seconds(rep, request.input_length)
+                - reload_seconds(rep, served["cpu"], savings.cpu_bandwidth)
+                - reload_seconds(rep, served["fs"], savings.fs_bandwidth)
+                - prefill_seconds(rep, request.input_length - hit, hit)
+            )
+
+    def grid(x: float) -> Ints:
+        return np.full((1, 1), x, dtype=np.int64)
+
+    return Curve(
+        tiers=tiers,
+        cpu_sizes=(cpu_blocks,),
+        fs_sizes=(fs_blocks,),
+        requests=len(replicas),
+        duration_ms=last - first,
+        prompt_tokens=prompt_tokens,
+        hbm_tokens=grid(tokens["hbm"]),
+        cpu_tokens=grid(tokens["cpu"]),
+        fs_tokens=grid(tokens["fs"]),
+        recomputed_tokens=grid(prompt_tokens - sum(tokens.values())),
+        cpu_stored_blocks=grid(cpu_stored),
+        fs_stored_blocks=grid(fs_stored),
+        working_set_blocks=working_blocks,
+        working_set_tokens=working_tokens,
+        assignment=np.array(replicas, dtype=np.int32),
+        seconds_saved=np.full((1, 1), saved) if savings else None,
+    )
