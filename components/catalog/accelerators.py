@@ -57,6 +57,9 @@ class AcceleratorProfile:
     # collective-communication buffers and (CUDA, HIP) the captured graphs. An estimate: vLLM logs the graphs'
     # share at start ("Graph capturing finished ... took X GiB"), about 0.5-1.5 GiB for a 32B model.
     runtime_reserve: ByteSize = _GPU_RUNTIME_RESERVE
+    # One device's memory bandwidth (bytes/s, the data sheet's): a decode step reads every weight once, so
+    # a sequence's time per output token is about weights per device / this (the tier replay's queue model).
+    memory_bandwidth: float
 
     @property
     def is_tpu(self) -> bool:
@@ -99,6 +102,7 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
     for p in (
         AcceleratorProfile(
             key="gpu",
+            memory_bandwidth=3.35e12,  # H100 SXM5 data sheet: 3.35 TB/s HBM3
             vendor="nvidia",
             variant="gpu",
             reference_hardware="NVIDIA H100 80 GB",
@@ -112,6 +116,7 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
         ),
         AcceleratorProfile(
             key="amd",
+            memory_bandwidth=5.3e12,  # MI300X data sheet: 5.3 TB/s
             vendor="amd",
             variant="gpu",
             reference_hardware="AMD Instinct MI300X",
@@ -127,6 +132,7 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
         ),
         AcceleratorProfile(
             key="xpu",
+            memory_bandwidth=456e9,  # Arc Pro B60: 456 GB/s GDDR6
             vendor="intel",
             variant="xpu",
             reference_hardware="Intel Arc Pro B60",
@@ -150,6 +156,7 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
         ),
         AcceleratorProfile(
             key="tpu-v5p",
+            memory_bandwidth=2.765e12,  # Cloud TPU v5p: 2,765 GB/s per chip
             device_memory=ByteSize(95 * GB),
             device_memory_from="Cloud TPU v5p: 95 GB of HBM2e per chip (cloud.google.com/tpu/docs/v5p)",
             reference_hardware="Google TPU v5p (ct5p-hightpu-4t, 4 chips)",
@@ -161,6 +168,7 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
         ),
         AcceleratorProfile(
             key="tpu-v6",
+            memory_bandwidth=1.64e12,  # Cloud TPU v6e: 1,640 GB/s per chip
             device_memory=ByteSize(32 * GB),
             device_memory_from="Cloud TPU v6e: 32 GB of HBM per chip (cloud.google.com/tpu/docs/v6e)",
             reference_hardware="Google TPU v6e (ct6e-standard-8t, 8 chips)",
@@ -172,6 +180,7 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
         ),
         AcceleratorProfile(
             key="tpu-v7",
+            memory_bandwidth=7.37e12,  # Cloud TPU7x: 7.37 TB/s per chip
             device_memory=ByteSize(192 * GB),
             device_memory_from="Cloud TPU7x (Ironwood): 192 GB of HBM per chip (cloud.google.com/tpu/docs/tpu7x)",
             reference_hardware="Google TPU v7 (tpu7x, 4 chips, 2 TensorCores each)",

@@ -17,6 +17,7 @@ from components.catalog.models import ModelSpec
 from components.catalog.rates import ACCELERATOR_RATES
 from components.catalog.support import SUPPORTED, ComboDefaults
 from components.formulas.hbm import HbmBudget
+from components.formulas.payoff import Replica
 from components.manifest import Manifest
 from components.specs import alerts, model_cache, payoff_table, sizing
 from components.specs.clusters import PoolSpec
@@ -25,16 +26,18 @@ from components.specs.servers import ServerSpec
 from components.specs.servers.base import Scheduling, router_selector
 from components.specs.startup import AwaitBudget
 from components.specs.workloads import Workload, WorkloadType, ordered
+from components.units import ByteSize
 from stacks.config import StackConfig
 from stacks.config.cross_checks import pool_names
 from stacks.config.errors import ConfigError
 from stacks.config.layer_checks import DESCRIBED
-from stacks.planning import autoscaling, cold_starts, hardware, hbm_fit, rollout_choice
+from stacks.config.loading import PROJECT_DIR
+from stacks.planning import autoscaling, cold_starts, hardware, hbm_fit, rollout_choice, workload_sizing
 from stacks.planning.connector_choice import choice, connector_of
 from stacks.planning.gateway_route import route_workload
 from stacks.planning.mirror import Mirror, mirror_registry
 from stacks.planning.passes import through_mirror, with_await_budgets, with_network_policies, with_rollouts
-from stacks.planning.tier_fit import size_on_hardware
+from stacks.planning.tier_fit import node_largest_tier, size_on_hardware, tier_capacity
 from stacks.planning.workload_builders import Serving, resolve_model_cache, uses_tier_claim, workloads
 
 
@@ -60,11 +63,13 @@ class StackPlan:
     pools: list[PoolSpec]  # node pools to create
     payoff: payoff_table.Payoff  # break-even load bandwidth and each tier's expected reload
     hbm: HbmBudget  # what one replica's accelerators hold for KV (stacks/planning/hbm_fit.py)
+    tier: ByteSize  # `cache.tier.cpu` as sized: the stack's, the combination's or what `auto` chose
     budgets: list[AwaitBudget] = dataclasses.field(default_factory=list)  # what Pulumi waits for, and why
     rollout: rollout_choice.Rollout | None = None  # how a template change rolls the model servers
     mirror: Mirror | None = None  # the created cluster's registry mirror, which every image goes through
     router_policies: list[Manifest] = dataclasses.field(default_factory=list)  # the router pods' NetworkPolicy
     autoscaling: autoscaling.Autoscaling | None = None  # KEDA's bounds, scale-down and replay (None: off)
+    tier_curve: workload_sizing.TierCurve | None = None  # the tiers replayed on the stack's workload
 
     @property
     def roles(self) -> list[Role]:
@@ -137,11 +142,46 @@ def check_router_reaches_model_servers(values: dict[str, Any], servers: list[Ser
 
 
 def plan(config: StackConfig) -> StackPlan:
+    """The stack's plan; with a workload, its tiers replayed on it, and `cache.tier.cpu: auto` the size the
+    curve picks (the plan is made again at that size)."""
+    stack_plan = _plan(config)
+    source = workload_sizing.config_source(config, PROJECT_DIR)
+    if source is None:
+        return stack_plan
+    sized = workload_sizing.size_tiers(stack_shape(stack_plan), source)
+    if config.cache.tier.cpu == "auto" and sized.choice is not None:
+        stack_plan = _plan(config, sized.choice.size)
+    return dataclasses.replace(stack_plan, tier_curve=sized)
+
+
+def stack_shape(stack_plan: StackPlan) -> workload_sizing.StackShape:
+    """What the tier replay needs of a plan."""
+    config = stack_plan.config
+    defaults, decode = combo_defaults(config), stack_plan.model_server
+    tp, replicas, devices = decode.tensor_parallelism, decode.replicas, decode.devices
+    connector = decode.connector
+    return workload_sizing.StackShape(
+        model=decode.model,
+        hbm=stack_plan.hbm,
+        replicas=replicas,
+        relation=connector.tier_relation,
+        cpu_scope=connector.cpu_scope,
+        configured_cpu=stack_plan.tier,
+        capacity_of=lambda tier: tier_capacity(config, defaults, tp, replicas, tier),
+        cpu_step=connector.auto_tier_step(tp, config.cache.tier.variant),
+        node_largest=node_largest_tier(config, defaults, tp, replicas, devices),
+        fs_configured=config.storage.size if uses_tier_claim(config) else None,
+        payoff=stack_plan.payoff,
+        replica=Replica(decode.model, ACCELERATOR_RATES[config.cache.accelerator], devices, decode.group_size),
+    )
+
+
+def _plan(config: StackConfig, chosen_tier: ByteSize | None = None) -> StackPlan:
     cache, defaults = config.cache, combo_defaults(config)
     tp = cache.tensor_parallelism or defaults.tensor_parallelism
     replicas = cache.replicas or defaults.replicas
     devices = defaults.devices if defaults.devices is not None else tp
-    tier_sizing, client_sizing, fit = size_on_hardware(config, defaults, tp, replicas, devices)
+    tier_sizing, client_sizing, fit, tier = size_on_hardware(config, defaults, tp, replicas, devices, chosen_tier)
     decode = _decode_server(config, defaults, tier_sizing, client_sizing, tp, replicas, devices)
     hbm = hbm_fit.hbm_budget(decode)
     hbm_fit.check_fits(config, defaults, hbm)
@@ -185,6 +225,7 @@ def plan(config: StackConfig) -> StackPlan:
         pools=autoscaling.with_node_bounds(config, pool_specs(config), auto),
         payoff=stack_payoff,
         hbm=hbm,
+        tier=tier,
         autoscaling=auto,
     )
     return with_network_policies(through_mirror(with_await_budgets(with_rollouts(stack_plan))))

@@ -48,11 +48,48 @@ def _per_node_daemon(config: StackConfig, tier: ByteSize, client: sizing.Mooncak
     return connector_of(config).per_node_memory(tier, client) + prepulled
 
 
-def size_on_hardware(
+def tier_capacity(config: StackConfig, defaults: ComboDefaults, tp: int, replicas: int, tier: ByteSize) -> ByteSize:
+    """What a `cache.tier.cpu` of `tier` holds for one pod (MooncakeStore: the pool every pod loads from)."""
+    return _size(config, defaults, tp, replicas, tier)[0].cpu_tier_per_pod
+
+
+def node_largest_tier(
     config: StackConfig, defaults: ComboDefaults, tp: int, replicas: int, devices: int
-) -> tuple[sizing.TierSizing, sizing.MooncakeClientSizing | None, hardware.Fit | None]:
-    """Size the tier (the combination's default, the stack's, or `auto`: the largest that fits), then
-    check the stack against its node pool: devices per node, nodes, and memory per node."""
+) -> ByteSize | None:
+    """The largest tier the nodes of the stack's pool hold; None without a pool (any node of the cluster),
+    where its host memory is not known, or where not even the smallest tier fits."""
+    cache = config.cache
+    pool = hardware.pool_hardware(config, cache.node_pool) if cache.node_pool else None
+    if pool is None or pool.allocatable is None:
+        return None
+    connector = connector_of(config)
+    pods = replicas * defaults.group_size * connector.roles(choice(config))
+    on_node = min(hardware.pods_per_node(pool, devices), pods)
+
+    def memory_for(tier: ByteSize) -> tuple[ByteSize, ByteSize]:
+        tier_sizing, client = _size(config, defaults, tp, replicas, tier)
+        return tier_sizing.pod_memory, _per_node_daemon(config, tier, client)
+
+    try:
+        return hardware.largest_fitting_tier(
+            pool, on_node, memory_for, connector.auto_tier_step(tp, cache.tier.variant)
+        )
+    except ConfigError:
+        return None
+
+
+def size_on_hardware(
+    config: StackConfig,
+    defaults: ComboDefaults,
+    tp: int,
+    replicas: int,
+    devices: int,
+    chosen: ByteSize | None = None,
+) -> tuple[sizing.TierSizing, sizing.MooncakeClientSizing | None, hardware.Fit | None, ByteSize]:
+    """Size the tier (the combination's default, the stack's, or `auto`: the largest that fits, or `chosen`,
+    what the workload's curve picked below it), then check the stack against its node pool: devices per
+    node, nodes, and memory per node. Returns the sizing, Mooncake's client, the fit and the tier as sized
+    (in `cache.tier.cpu`'s terms)."""
     cache = config.cache
     requested = cache.tier.cpu
     pool = hardware.pool_hardware(config, cache.node_pool) if cache.node_pool else None
@@ -78,7 +115,7 @@ def size_on_hardware(
             raise ConfigError("cache.tier.cpu", "auto", "needs cache.node_pool: the tier is sized to its nodes")
         step = connector.auto_tier_step(tp, cache.tier.variant)
         largest = hardware.largest_fitting_tier(pool, on_node, memory_for, step)
-        tier = largest
+        tier = chosen if chosen is not None else largest
     elif requested is None:
         tier = _default_tier(config, defaults)
     else:
@@ -94,4 +131,4 @@ def size_on_hardware(
         node = hardware.any_node(cache.accelerator)
         hardware.pods_per_node(node, devices)
         hardware.check_memory(node, tier_sizing.pod_memory, 1, _per_node_daemon(config, tier, client), tier.human())
-    return tier_sizing, client, fit
+    return tier_sizing, client, fit, tier

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from components.catalog import labels
 from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
+from components.formulas.tier_replay import Relation, Scope
 from components.manifest import Manifest
 from components.specs.alerts import Exports
 from components.specs.network import Peer
@@ -110,6 +111,12 @@ class Connector:
     lmcache_metrics: ClassVar[bool] = False  # lmcache:* from the pods or the server
     peer_traffic: ClassVar[bool] = False  # model-server pods talk to each other (besides P/D and multi-host)
     reads_lmcache_section: ClassVar[bool] = False  # the config's `lmcache` section applies
+    # How the tier replay (components/formulas/tier_replay.py) models its CPU tier: `inclusive` when it
+    # stores every block as it is computed (a copy of what HBM holds: vLLM's OffloadingConnector, LMCache,
+    # HiCache under the write_through policy the guide sets, the TPU offload connector), `exclusive` when it
+    # takes only HBM's evictions; `replica` when each pod has its own, `pooled` when every pod loads from one.
+    tier_relation: ClassVar[Relation] = "inclusive"
+    cpu_scope: ClassVar[Scope] = "replica"
 
     def __repr__(self) -> str:
         return f"<connector {self.key}>"

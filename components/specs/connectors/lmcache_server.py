@@ -31,6 +31,7 @@ LMCACHE_GUIDES = {"prefix-reuse": "lmcache", "pd": "lmcache-pd"}
 
 class LMCacheServer(Connector):
     key = "lmcache-server"
+    cpu_scope = "pooled"  # the node's L1, shared by the pods on it (modelled as one pool for all pods)
     lmcache_metrics = True
     reads_lmcache_section = True
 

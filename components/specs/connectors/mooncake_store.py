@@ -30,6 +30,7 @@ def mooncake_store_connector(standalone: bool) -> dict[str, Any]:
 
 class MooncakeStore(Connector):
     key = "mooncake-store"
+    cpu_scope = "pooled"  # one pool of every rank's segment (or the Mooncake Clients'); any pod loads from it
     peer_traffic = True  # the pods read each other's segments
 
     def size(self, inputs: SizingInputs) -> tuple[sizing.TierSizing, sizing.MooncakeClientSizing | None]:
