@@ -11,14 +11,17 @@ from pathlib import Path
 
 from policies.checks.ruleset import RULES
 from stacks.config import loading
-from stacks.config.errors import ConfigError
+from stacks.config.errors import MISSING, ConfigError
 from stacks.config.keys import keys_text
+from stacks.config.workload_section import DEFAULT_BLOCK_TOKENS, MAX_BLOCK_TOKENS
+from stacks.planning import workload_sizing
 from stacks.planning.cluster_plan import ClusterPlan, plan_any
-from stacks.planning.plan import StackPlan, plan
+from stacks.planning.plan import StackPlan, plan, stack_shape
 from stacks.review import offline, pool_demand, shared_cluster
 from stacks.review.check import check, stack_policy_config
 from stacks.review.diff import diff_revisions
 from stacks.review.render import render
+from stacks.review.tier_curve_table import tier_curve_lines
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -33,6 +36,13 @@ def _parser() -> argparse.ArgumentParser:
     chk = commands.add_parser("check", help="run the policy rules on a render; exit 1 on a mandatory violation")
     chk.add_argument("name", nargs="?", help="a preset or a stack (default: every preset and stack, one process)")
     chk.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE")
+    size = commands.add_parser(
+        "size", help="replay a workload on a stack: the share each tier catches at every size, and auto's choice"
+    )
+    size.add_argument("name", help="a preset or a stack")
+    size.add_argument("--trace", help="a trace in the Mooncake format (any regular file; default: workload.*)")
+    size.add_argument("--block-tokens", type=int, default=None, help="prompt tokens per hash block (default 512)")
+    size.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE")
     dif = commands.add_parser("diff", help="Markdown diff of the renders at two git revisions")
     dif.add_argument("names", nargs="*", help="stacks to compare (default: every preset and stack)")
     dif.add_argument("--base", required=True, help="base revision, e.g. origin/main")
@@ -122,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "render":
             check_out_dir(args.out)
             args.out = Path(args.out)
+        if args.command == "size":
+            print("\n".join(size_lines(args.name, args.overrides, args.trace, args.block_tokens)), end="")
+            return 0
         config = loading.load_named(args.name, args.overrides)
         if args.command == "check":
             return _check(plan_any(config, args.name), args.name)
@@ -136,6 +149,31 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"rendered {args.name} to {args.out}")
     return 0
+
+
+def size_lines(name: str, overrides: list[str], trace: str | None, block_tokens: int | None) -> list[str]:
+    """`size`: every argument checked (the stack, the trace file before it is read), then one replay."""
+    if block_tokens is not None and not 1 <= block_tokens <= MAX_BLOCK_TOKENS:
+        raise ConfigError("--block-tokens", block_tokens, f"must be from 1 to {MAX_BLOCK_TOKENS}")
+    config = loading.load_named(name, overrides)
+    if config.effective_layer == "cluster":
+        raise ConfigError("NAME", name, "is a cluster stack, which serves no model: name a serving stack or a preset")
+    if trace is None and config.workload is None:
+        raise ConfigError("--trace", MISSING, "size needs a workload: --trace FILE, or workload.* in the stack")
+    if trace is not None:
+        source = workload_sizing.file_source(trace, block_tokens or DEFAULT_BLOCK_TOKENS)
+        source.requests()  # checks the file (a regular file, its size) before anything is replayed
+        stack_plan = plan(config.model_copy(update={"workload": None}))
+        sized = workload_sizing.size_tiers(stack_shape(stack_plan), source)
+    else:
+        if block_tokens is not None:
+            raise ConfigError(
+                "--block-tokens", block_tokens, "applies with --trace; the stack sets workload.block_tokens"
+            )
+        stack_plan = plan(config)
+        assert stack_plan.tier_curve is not None, "a stack with a workload is replayed in its plan"
+        sized = stack_plan.tier_curve
+    return [f"# {name}: tier sizes", "", *tier_curve_lines(sized, chosen_by_auto=False, plotted=False)]
 
 
 def check_out_dir(text: str) -> None:

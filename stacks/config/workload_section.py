@@ -14,6 +14,7 @@ from stacks.config.fields import Section, check_with
 
 # Far above any model's context (a few million tokens), far below what would overflow a replay's int64.
 MAX_TOKENS = 10_000_000
+DEFAULT_BLOCK_TOKENS = 512  # the Mooncake trace's hash block
 MAX_BLOCK_TOKENS = 65_536  # above any KV block or transfer chunk (vLLM 16, LMCache 256, the Mooncake trace 512)
 MAX_PROMPTS = 100_000  # per group, and groups
 MAX_RATE = 10_000.0  # requests per second
@@ -70,7 +71,7 @@ class WorkloadConfig(Section):
     shared_prefix: SharedPrefixConfig | None = None
     """a synthetic shared-prefix workload (inference-perf's shared_prefix data shape and a constant rate);
     unset: trace"""
-    block_tokens: int = Field(default=512, ge=1, le=MAX_BLOCK_TOKENS)
+    block_tokens: int = Field(default=DEFAULT_BLOCK_TOKENS, ge=1, le=MAX_BLOCK_TOKENS)
     """prompt tokens per hash block: a trace's hash_ids hold one id per block; default 512, the Mooncake
     traces'"""
 

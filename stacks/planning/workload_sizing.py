@@ -34,6 +34,7 @@ CPU_POINTS = 10
 FS_POINTS = 8
 FS_RANGE = 4
 UNBOUNDED = ByteSize(2**60)  # a size no workload fills: the ceiling of what any cache could serve
+UNBOUNDED_BLOCKS = 2**40  # its blocks: more than any trace references, less than a first touch's distance
 
 
 @dataclass(frozen=True)
@@ -123,13 +124,17 @@ def _geometric(low: int, high: int, points: int, step: int) -> list[int]:
     if high <= low:
         return [high]
     ratio = (high / low) ** (1 / max(points - 1, 1))
-    return sorted({max(step, int(low * ratio**i) // step * step) for i in range(points)} | {high // step * step})
+    inner = {max(step, round(low * ratio**i / step) * step) for i in range(points - 1)}
+    return sorted(inner | {high // step * step})
 
 
 def cpu_grid(shape: StackShape) -> list[ByteSize]:
+    """None, then from half of HBM's KV (an inclusive tier smaller than HBM holds nothing HBM does not) up to
+    the node's largest (or four times the configured), and the configured size."""
     step = shape.cpu_step.bytes
     top = shape.node_largest or shape.configured_cpu * FS_RANGE
-    sizes = {0, shape.configured_cpu.bytes, *_geometric(max(step, GiB), top.bytes, CPU_POINTS, step)}
+    low = max(step, GiB, shape.hbm.kv_bytes.bytes // 2 if shape.relation == "inclusive" else 0)
+    sizes = {0, shape.configured_cpu.bytes, *_geometric(min(low, top.bytes), top.bytes, CPU_POINTS, step)}
     return [ByteSize(b) for b in sorted(sizes)]
 
 
@@ -168,7 +173,7 @@ def size_tiers(shape: StackShape, source: WorkloadSource) -> TierCurve:
 
     def blocks(size: ByteSize) -> int:
         if size == UNBOUNDED:
-            return 2**62
+            return UNBOUNDED_BLOCKS
         return capacity_blocks(shape.capacity_of(size).bytes, bt, per_token) if size.bytes else 0
 
     cpus, fss = cpu_grid(shape), fs_grid(shape)

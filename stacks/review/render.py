@@ -17,6 +17,8 @@ from stacks.review import offline
 from stacks.review.cluster_summary import cluster_summary
 from stacks.review.offline import RecordedResource, Recording
 from stacks.review.summary import summary
+from stacks.review.tier_curve_table import PLOT_FILE
+from stacks.review.tier_plot import tier_curve_png
 
 # Resource types that are Pulumi machinery, not Kubernetes objects the program declares.
 _NOT_MANIFESTS = ("kubernetes:helm.sh/", "kubernetes:yaml/", "pulumi:providers:")
@@ -28,6 +30,7 @@ class Render:
     resources: str
     summary: str
     cluster_outputs: str | None = None  # a cluster stack's `llmdCluster`, for serving stacks read offline
+    tier_plot: bytes | None = None  # the workload's tier curve (stacks/review/tier_plot.py), with a workload
 
     def write(self, out: Path) -> None:
         """UTF-8 whatever the locale; every file encoded before any is written, each written whole (a
@@ -37,6 +40,7 @@ class Render:
             "resources.json": self.resources.encode(),
             "summary.md": self.summary.encode(),
             **({OUTPUTS_FILE: self.cluster_outputs.encode()} if self.cluster_outputs is not None else {}),
+            **({PLOT_FILE: self.tier_plot} if self.tier_plot is not None else {}),
         }
         out.mkdir(parents=True, exist_ok=True)
         for name, content in files.items():
@@ -97,4 +101,5 @@ def render(
         manifests=_manifests_yaml(objects),
         resources=_resources_json(recording),
         summary=summary(stack_plan, stack, recording),
+        tier_plot=tier_curve_png(stack_plan.tier_curve) if stack_plan.tier_curve is not None else None,
     )

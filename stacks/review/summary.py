@@ -16,6 +16,7 @@ from stacks.review import cold_start_table
 from stacks.review.autoscaling_summary import autoscaling_lines
 from stacks.review.layer_rows import cluster_row, gateway_rows
 from stacks.review.offline import Recording
+from stacks.review.tier_curve_table import tier_curve_lines
 
 LOAD_ALERT = "TieredCacheLoadTooSlow"
 
@@ -135,6 +136,11 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
         "",
         *_payoff(stack_plan),
         "",
+        *(
+            tier_curve_lines(stack_plan.tier_curve, config.cache.tier.cpu == "auto")
+            if stack_plan.tier_curve is not None
+            else []
+        ),
         *_startup(stack_plan),
         "## How a template change rolls",
         "",
