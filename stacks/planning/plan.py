@@ -33,6 +33,7 @@ from stacks.planning.connector_choice import choice, connector_of
 from stacks.planning.gateway_route import route_workload
 from stacks.planning.mirror import Mirror, mirror_registry
 from stacks.planning.passes import through_mirror, with_await_budgets, with_network_policies, with_rollouts
+from stacks.planning.tier_capacity import EVICTOR_METRICS, SharedTier, shared_tier
 from stacks.planning.tier_fit import size_on_hardware
 from stacks.planning.workload_builders import Serving, resolve_model_cache, uses_tier_claim, workloads
 
@@ -63,6 +64,7 @@ class StackPlan:
     mirror: Mirror | None = None  # the created cluster's registry mirror, which every image goes through
     router_policies: list[Manifest] = dataclasses.field(default_factory=list)  # the router pods' NetworkPolicy
     autoscaling: autoscaling.Autoscaling | None = None  # KEDA's bounds, scale-down and replay (None: off)
+    shared_tier: SharedTier | None = None  # the filesystem tier's claim, its store rate and its evictor
 
     @property
     def roles(self) -> list[Role]:
@@ -157,7 +159,10 @@ def plan(config: StackConfig) -> StackPlan:
     exports = decode.connector.exports(choice(config), profile)
     stack_alerts = alerts.alerts(exports, _thresholds(config, stack_payoff))
     most = auto.max_replicas if auto else None
-    serving = Serving(config, servers, tier_sizing, client_sizing, exports, stack_alerts, most)
+    tier = shared_tier(config, stack_payoff, most or sum(s.replicas for s in servers), defaults.group_size, tp)
+    if tier is not None and tier.managed:
+        stack_alerts = [*stack_alerts, *alerts.shared_tier_alerts(tier.capacity.scan_seconds)]
+    serving = Serving(config, servers, tier_sizing, client_sizing, exports, stack_alerts, most, tier)
     planned = workloads(serving)
     if auto is not None:  # KEDA owns the replica count; cache.replicas is the initial one
         pool = config.router.release if profile != "pd" else None
@@ -176,11 +181,12 @@ def plan(config: StackConfig) -> StackPlan:
         router_values=values,
         inference_pool=inference_pool(config.router.release, config.namespace, values),
         alerts=stack_alerts,
-        metrics_to_watch=alerts.metrics_to_watch(exports),
+        metrics_to_watch=alerts.metrics_to_watch(exports) + (EVICTOR_METRICS if tier and tier.managed else []),
         fit=fit,
         pools=autoscaling.with_node_bounds(config, pool_specs(config), auto),
         payoff=stack_payoff,
         autoscaling=auto,
+        shared_tier=tier,
     )
     return with_network_policies(through_mirror(with_await_budgets(with_rollouts(stack_plan))))
 

@@ -16,6 +16,7 @@ from stacks.review import cold_start_table
 from stacks.review.autoscaling_summary import autoscaling_lines
 from stacks.review.layer_rows import cluster_row, gateway_rows
 from stacks.review.offline import Recording
+from stacks.review.tier_capacity_summary import tier_capacity_lines
 
 LOAD_ALERT = "TieredCacheLoadTooSlow"
 
@@ -135,6 +136,7 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
         "",
         *_payoff(stack_plan),
         "",
+        *tier_capacity_lines(stack_plan),
         *_startup(stack_plan),
         "## How a template change rolls",
         "",
