@@ -1,29 +1,19 @@
-"""Keep the shared filesystem tier below its high watermark: delete its least recently used files, oldest
-first, down to the low watermark. The connectors never delete from the tier (the seed: "Capacity is managed
-by the storage system or by an external controller"); this is that controller.
-
-One pass: read the usage; above the high watermark, scan the tier's directory once and delete the oldest
-files until the usage is at the low watermark. Runs in the tier evictor's Deployment with only the Python
-standard library; configuration comes from the environment (`Settings.from_env`).
+"""Keep the shared filesystem tier below its high watermark (the connectors never delete from it): one pass reads
+the usage and, above the high watermark, scans the tier's directory once and deletes the oldest files down to
+the low watermark. Stdlib only, run by the tier evictor's Deployment; configured by the environment.
 
 What it promises, and how:
-- Bounded memory on millions of files: a scan streams the tree (`os.scandir`, one directory at a time) and
-  keeps only the `MAX_CANDIDATES` oldest files it met (a bounded max-heap), never a list of every file. A
-  pass that needs more than that deletes what it holds and the next pass continues.
-- Oldest first by the timestamp the backend keeps (`TIMESTAMP`): `atime` orders by the later of the last
-  access and the last write (Lustre: the MDS keeps a read's atime when it is at least a minute newer, and
-  under the kernel's default relatime a read after a write always is); `mtime` orders by the last write
-  (EFS does not update a file's access time on reads, so there its atime says nothing more).
-- Never a file younger than a pass, nor one still being written: a file whose timestamp is within
-  `MIN_AGE_SECONDS` (at least the last pass's duration) of now is never a candidate, and each file is
-  checked again just before it is deleted (a writer's every write moves its mtime).
-- Never outside its directory: the walk follows no symlink and stays on the directory's file system, and a
-  deletion reopens each parent directory from the root with O_NOFOLLOW, so a directory swapped for a
-  symlink between the scan and the deletion is refused rather than followed.
-- Files vanishing under it (another pass, a model server's own cleanup), directories it may not read and
-  files it may not delete are counted and skipped; a full disk needs no space to delete from.
-
-Exit status: it runs until stopped (SIGTERM ends the loop after the current file).
+- Bounded memory on millions of files: a scan streams the tree (`os.scandir`) and keeps only the
+  `MAX_CANDIDATES` oldest files (a bounded max-heap); a pass needing more, the next one continues.
+- Oldest first by `TIMESTAMP`: `atime`, the later of the last access and write (Lustre); `mtime`, the last
+  write (EFS does not update atime on reads). components/specs/tier_evictor.py says why.
+- Never a file younger than a pass (`MIN_AGE_SECONDS`, at least the last pass's duration) nor one being
+  written: each file is checked again just before its deletion (every write moves its mtime).
+- Never outside its directory: the walk follows no symlink nor leaves the file system; a deletion reopens
+  each parent from the root with O_NOFOLLOW, so a directory swapped for a symlink since the scan is refused.
+- Vanishing files, unreadable directories and undeletable files are counted and skipped; a full disk needs
+  no space to delete from.
+It runs until stopped (SIGTERM ends the loop after the current file).
 """
 
 from __future__ import annotations
@@ -58,17 +48,18 @@ class Settings:
 
     @staticmethod
     def from_env(env: dict[str, str]) -> Settings:
+        get = env.get
         settings = Settings(
-            tier_dir=env["TIER_DIR"],
-            high=float(env["HIGH_WATERMARK_PERCENT"]) / 100,
-            low=float(env["LOW_WATERMARK_PERCENT"]) / 100,
-            min_age_seconds=float(env.get("MIN_AGE_SECONDS", "300")),
-            poll_seconds=float(env.get("POLL_SECONDS", "10")),
-            max_candidates=int(env.get("MAX_CANDIDATES", "1000000")),
-            timestamp=env.get("TIMESTAMP", "atime"),
-            usage=env.get("USAGE", "statvfs"),
-            capacity_bytes=int(env.get("CAPACITY_BYTES", "0")),
-            metrics_port=int(env.get("METRICS_PORT", "9400")),
+            env["TIER_DIR"],
+            float(env["HIGH_WATERMARK_PERCENT"]) / 100,
+            float(env["LOW_WATERMARK_PERCENT"]) / 100,
+            float(get("MIN_AGE_SECONDS", "300")),
+            float(get("POLL_SECONDS", "10")),
+            int(get("MAX_CANDIDATES", "1000000")),
+            get("TIMESTAMP", "atime"),
+            get("USAGE", "statvfs"),
+            int(get("CAPACITY_BYTES", "0")),
+            int(get("METRICS_PORT", "9400")),
         )
         problem = settings.problem()
         if problem:
@@ -84,9 +75,8 @@ class Settings:
             return f"USAGE must be statvfs or scan, got {self.usage}"
         if self.usage == "scan" and self.capacity_bytes <= 0:
             return "USAGE scan needs CAPACITY_BYTES (the budget the tier's directory may hold)"
-        if self.max_candidates < 1 or self.poll_seconds <= 0 or self.min_age_seconds < 0:
-            return "MAX_CANDIDATES, POLL_SECONDS must be positive and MIN_AGE_SECONDS not negative"
-        return None
+        bad = self.max_candidates < 1 or self.poll_seconds <= 0 or self.min_age_seconds < 0
+        return "MAX_CANDIDATES, POLL_SECONDS must be positive, MIN_AGE_SECONDS not negative" if bad else None
 
 
 def statvfs_usage(path: str) -> Usage:
@@ -196,9 +186,8 @@ class OutsideError(Exception):
 
 
 def delete_inside(root_fd: int, candidate: Candidate, now: float, min_age: float, timestamp: str) -> int:
-    """Unlink the candidate if it is still the regular file the scan judged, old enough, reached through real
-    directories from the root; return the bytes freed (0: not deleted). Raises FileNotFoundError,
-    PermissionError, OutsideError."""
+    """Unlink the candidate if still the regular file the scan judged, old enough, reached through directories of
+    the tree; the bytes freed (0: spared). Raises FileNotFoundError, PermissionError, OutsideError."""
     fds: list[int] = []
     try:
         fd = root_fd
@@ -237,6 +226,7 @@ class PassResult:
     oldest_deleted: float | None = None
     newest_deleted: float | None = None
     seconds: float = 0.0
+    min_age: float = 0.0  # files younger than this were spared
 
     def line(self, settings: Settings) -> str:
         def pct(used: int) -> str:
@@ -253,7 +243,7 @@ class PassResult:
         return (
             f"{head}: scanned {s.files} files ({s.bytes / 2**30:.1f} GiB) in {s.seconds:.1f} s, deleted"
             f" {self.deleted_files} files ({self.deleted_bytes / 2**30:.1f} GiB) oldest first{ages}; usage now"
-            f" {pct(self.used_after)}; skipped {s.young} younger than {settings.min_age_seconds:.0f} s,"
+            f" {pct(self.used_after)}; skipped {s.young} younger than {self.min_age:.0f} s,"
             f" {self.changed} used since the scan, {s.vanished} vanished, {s.denied} denied,"
             f" {self.refused + s.skipped_other} not regular files of the tree; {self.seconds:.1f} s"
         )
@@ -261,26 +251,24 @@ class PassResult:
 
 class Evictor:
     def __init__(self, settings: Settings, usage: Usage | None = None, clock: Callable[[], float] = time.time):
-        self.settings = settings
-        self.clock = clock
-        self.passes = 0
+        self.settings, self.clock, self.passes = settings, clock, 0
         self.min_age = settings.min_age_seconds
         # scan: the usage is what each pass's scan counts in the directory, against the budget.
         self.counts_by_scan = usage is None and settings.usage == "scan"
-        self._usage = usage or statvfs_usage(settings.tier_dir)
-        self.metrics = Metrics()
+        self._usage, self.metrics = usage or statvfs_usage(settings.tier_dir), Metrics()
         self.stopping = threading.Event()
 
     def _scan(self) -> Scan:
-        s = self.settings
-        return scan(s.tier_dir, self.clock(), self.min_age, s.max_candidates, s.timestamp)
+        return scan(
+            self.settings.tier_dir, self.clock(), self.min_age, self.settings.max_candidates, self.settings.timestamp
+        )
 
     def one_pass(self) -> PassResult:
         settings, started = self.settings, time.monotonic()
         self.passes += 1
         found = self._scan() if self.counts_by_scan else None
         used, total = (found.bytes, settings.capacity_bytes) if found is not None else self._usage()
-        result = PassResult(self.passes, used, total, used)
+        result = PassResult(self.passes, used, total, used, min_age=self.min_age)
         self.metrics.usage(used, total, settings)
         if total <= 0 or used < settings.high * total:
             self.metrics.record(result, settings)
@@ -309,8 +297,7 @@ class Evictor:
                     continue
                 result.deleted_files += 1
                 result.deleted_bytes += freed
-                if result.oldest_deleted is None:
-                    result.oldest_deleted = candidate.used
+                result.oldest_deleted = result.oldest_deleted or candidate.used
                 result.newest_deleted = candidate.used
         finally:
             os.close(root_fd)
@@ -334,44 +321,37 @@ class Evictor:
 class Metrics:
     """The evictor's Prometheus metrics, in the text exposition format."""
 
+    COUNTERS = ("passes", "scans", "scanned_files", "deleted_files", "deleted_bytes", "vanished_files", "denied")
+
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.gauges: dict[str, float] = {}
-        self.counters = {
-            "tier_evictor_passes_total": 0.0,
-            "tier_evictor_scans_total": 0.0,
-            "tier_evictor_scanned_files_total": 0.0,
-            "tier_evictor_deleted_files_total": 0.0,
-            "tier_evictor_deleted_bytes_total": 0.0,
-            "tier_evictor_vanished_files_total": 0.0,
-            "tier_evictor_denied_total": 0.0,
-        }
+        self.counters = {f"tier_evictor_{name}_total": 0.0 for name in self.COUNTERS}
+
+    def _add(self, **values: float) -> None:
+        for name, value in values.items():
+            self.counters[f"tier_evictor_{name}_total"] += value
+
+    def _gauge(self, **values: float) -> None:
+        self.gauges.update({f"tier_evictor_{name}": float(value) for name, value in values.items()})
 
     def usage(self, used: int, total: int, settings: Settings) -> None:
         with self.lock:
-            self.gauges["tier_evictor_usage_ratio"] = used / total if total else 0.0
-            self.gauges["tier_evictor_used_bytes"] = float(used)
-            self.gauges["tier_evictor_capacity_bytes"] = float(total)
-            self.gauges["tier_evictor_high_watermark_ratio"] = settings.high
-            self.gauges["tier_evictor_low_watermark_ratio"] = settings.low
+            ratio = used / total if total else 0.0
+            self._gauge(usage_ratio=ratio, used_bytes=used, capacity_bytes=total)
+            self._gauge(high_watermark_ratio=settings.high, low_watermark_ratio=settings.low)
 
     def record(self, result: PassResult, settings: Settings) -> None:
         s = result.scanned
         with self.lock:
-            self.counters["tier_evictor_passes_total"] += 1
-            self.gauges["tier_evictor_last_pass_timestamp_seconds"] = time.time()
-            self.gauges["tier_evictor_usage_ratio"] = result.used_after / result.total if result.total else 0.0
+            self._add(passes=1)
+            ratio = result.used_after / result.total if result.total else 0.0
+            self._gauge(usage_ratio=ratio, last_pass_timestamp_seconds=time.time())
             if s is None:
                 return
-            self.counters["tier_evictor_scans_total"] += 1
-            self.counters["tier_evictor_scanned_files_total"] += s.files
-            self.counters["tier_evictor_deleted_files_total"] += result.deleted_files
-            self.counters["tier_evictor_deleted_bytes_total"] += result.deleted_bytes
-            self.counters["tier_evictor_vanished_files_total"] += s.vanished
-            self.counters["tier_evictor_denied_total"] += s.denied
-            self.gauges["tier_evictor_scan_seconds"] = s.seconds
-            self.gauges["tier_evictor_pass_seconds"] = result.seconds
-            self.gauges["tier_evictor_files"] = float(s.files)
+            self._add(scans=1, scanned_files=s.files, deleted_files=result.deleted_files)
+            self._add(deleted_bytes=result.deleted_bytes, vanished_files=s.vanished, denied=s.denied)
+            self._gauge(scan_seconds=s.seconds, pass_seconds=result.seconds, files=s.files)
 
     def text(self) -> str:
         with self.lock:
@@ -410,12 +390,7 @@ def main() -> int:
     evictor = Evictor(settings)
     signal.signal(signal.SIGTERM, lambda *_: evictor.stopping.set())
     serve_metrics(evictor.metrics, settings.metrics_port)
-    print(
-        f"tier evictor: {settings.tier_dir}, high {settings.high:.0%}, low {settings.low:.0%}, usage by"
-        f" {settings.usage}, oldest first by {settings.timestamp}, files younger than"
-        f" {settings.min_age_seconds:.0f} s spared, at most {settings.max_candidates} candidates per pass",
-        flush=True,
-    )
+    print(f"tier evictor started: {settings}", flush=True)  # every setting, by name
     evictor.run(lambda line: print(line, flush=True))
     return 0
 
