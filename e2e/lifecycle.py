@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from components.catalog import versions
+from components.specs import tier_evictor
 from e2e import lws, nodes, ownership
 from e2e.changes import CHANGES, Change, apply_change
 from e2e.engine import REPO, Engine, copy_project, language_host_shim
@@ -159,6 +160,9 @@ def run_preset(
 
         timed(report, "pulumi up", up)
         timed(report, "live objects match the render", lambda: check_live_matches(cluster, state["render"]["objects"]))
+        evictor = _evictor(state["render"]["objects"])
+        if evictor is not None:  # every filesystem-tier preset: the shared tier's evictor runs beside its claim
+            timed(report, "the shared tier's evictor is ready", lambda: _check_ready(cluster, evictor))
         if state.get("dra"):
             timed(report, "DRA claims allocated", lambda: _check_claims(cluster))
 
@@ -253,3 +257,17 @@ def _destroy(engine: Engine, cluster: Cluster, state: dict[str, Any]) -> str:
     if engine.state():
         raise StepError("the stack's state still holds resources after destroy")
     return detail + "; nothing of the stack remains on the API server"
+
+
+def _evictor(objects: list[dict[str, Any]]) -> dict[str, Any] | None:
+    return next((o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == tier_evictor.NAME), None)
+
+
+def _check_ready(cluster: Cluster, deployment: dict[str, Any]) -> str:
+    """Its pod scheduled and ready (KWOK runs no container: the pod's presence, placement and readiness)."""
+    live = live_object(cluster, deployment) or {}
+    ready = int((live.get("status") or {}).get("readyReplicas") or 0)
+    wanted = int(deployment["spec"]["replicas"])
+    if ready < wanted:
+        raise StepError(f"Deployment {deployment['metadata']['name']}: {ready} of {wanted} replicas ready")
+    return f"Deployment {deployment['metadata']['name']}: {ready} of {wanted} ready"

@@ -31,7 +31,9 @@ def _workload(name: str, *overrides: str) -> dict[str, Any]:
     return next(
         o
         for o in _objects(name, *overrides)
-        if o["kind"] in ("Deployment", "LeaderWorkerSet") and o["metadata"]["namespace"] != "mooncake"
+        if o["kind"] in ("Deployment", "LeaderWorkerSet")
+        and o["metadata"]["namespace"] != "mooncake"
+        and "llm-d.ai/role" in o["metadata"].get("labels", {})  # a model server, not the tier's evictor
     )
 
 

@@ -11,6 +11,7 @@ import promql_parser
 import pytest
 
 from components.specs import verification
+from components.tier_evictor.evict_tier import Metrics
 from stacks.config import loading
 from stacks.planning.plan import plan
 from tests.helpers import SEEDS, by_kind, manifests, rendered, validate
@@ -22,7 +23,13 @@ SEED_TEXT = "\n".join(p.read_text() for p in sorted(SEEDS.glob("*.txt")))
 COMPANIONS = {"vllm:prefix_cache_queries_total": "denominator of the HBM hit rate (vllm:prefix_cache_hits_total)"}
 
 
+# The program's own exporter: the shared tier's evictor (components/tier_evictor/evict_tier.py `Metrics`).
+OWN_METRICS = {*Metrics().counters, "tier_evictor_usage_ratio", "tier_evictor_high_watermark_ratio"}
+
+
 def named_by_the_seeds(metric: str) -> bool:
+    if metric in OWN_METRICS:
+        return True
     base = metric.removesuffix("_bucket")  # a histogram the seeds name by its family
     # The seed greps SGLang metrics as `sglang[:_](hicache_host_used_tokens|evicted_tokens_total|...)`.
     return base in SEED_TEXT or (base.startswith("sglang:") and base.split(":", 1)[1] in SEED_TEXT)

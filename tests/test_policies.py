@@ -142,6 +142,33 @@ def test_filesystem_tier_without_rwx_claim_is_caught() -> None:
     assert violations_of(RULE["filesystem-tier-rwx"], [pod, claim("ReadWriteOnce")])
 
 
+def test_filesystem_tier_without_capacity_management_is_caught() -> None:
+    """On a rendered filesystem preset: the evictor passes; without it the claim must say `off`."""
+    rule = RULE["filesystem-tier-capacity"]
+    resources = recorded("gpu-vllm-native-fs")
+    assert violations_of(rule, resources) == []
+    without = [r for r in resources if "tier-evictor" not in r.name]
+    assert len(without) < len(resources)
+    assert violations_of(rule, without) == [
+        "writes the filesystem tier on claim llm-d-kv-cache-storage, which nothing evicts (no tier-evictor pod"
+        " mounts it, and it is not labeled llm-d.ai/capacity-management: off): it fills, then every store fails"
+    ]
+    claim = next(r for r in without if r.type == "kubernetes:core/v1:PersistentVolumeClaim")
+    claim.props["metadata"]["labels"]["llm-d.ai/capacity-management"] = "off"
+    assert violations_of(rule, without) == []
+    # The label alone does not do: `tier-evictor` needs the evictor's pod.
+    claim.props["metadata"]["labels"]["llm-d.ai/capacity-management"] = "tier-evictor"
+    assert len(violations_of(rule, without)) == 1
+
+
+def test_evictor_off_renders_a_claim_the_rule_accepts() -> None:
+    config = loading.load_preset("gke-h100-lustre", ["storage.evictor.mode=off"])
+    recording = offline.record(plan(config), "gke-h100-lustre")
+    resources = [Resource(r.type, r.name, copy.deepcopy(r.inputs)) for r in recording.resources]
+    assert not [r for r in resources if "tier-evictor" in r.name]
+    assert violations_of(RULE["filesystem-tier-capacity"], resources) == []
+
+
 def test_mooncake_without_rdma_is_caught() -> None:
     config = json.dumps({"kv_connector": "MooncakeStoreConnector", "kv_role": "kv_both"})
     container = {
@@ -235,6 +262,7 @@ def test_an_unplaced_or_incomplete_image_prepull_is_caught() -> None:
 def test_every_rule_has_a_test_above() -> None:
     tested = {
         "router-capacity-within-tier", "memory-limit-covers-tier", "filesystem-tier-rwx", "mooncake-rdma",
+        "filesystem-tier-capacity",
         "lmcache-hash-seed", "lmcache-image-tags", "lmcache-isolated-ipc", "prefix-scoring-tokens",
         "prefix-caching-on", "router-selects-servers", "one-router-per-namespace",
         "weights-fetched-once", "image-prepull",

@@ -19,7 +19,7 @@ from stacks.__main__ import main
 ADVISORY = {"prefix-scoring-tokens", "tiers-beat-recompute", "weights-fetched-once"}
 MANDATORY = {
     "router-capacity-within-tier", "memory-limit-covers-tier", "filesystem-tier-rwx", "mooncake-rdma",
-    "lmcache-hash-seed", "lmcache-image-tags", "lmcache-isolated-ipc", "prefix-caching-on",
+    "filesystem-tier-capacity", "lmcache-hash-seed", "lmcache-image-tags", "lmcache-isolated-ipc", "prefix-caching-on",
     "router-selects-servers", "one-router-per-namespace", "images-pinned", "image-prepull",
     "resource-requests", "privileged-containers", "root-containers", "hardened-containers", "host-namespaces",
     "host-paths", "token-automount", "network-policies", "chart-registries", "hf-token-secret",
@@ -47,14 +47,14 @@ def test_check_exits_zero_on_advisory_findings_only(capsys: pytest.CaptureFixtur
     assert main(["check", "eks-h100-efs"]) == 0  # its EFS tier cannot beat recompute: advisory
     out = capsys.readouterr().out
     assert out.startswith("advisory tiers-beat-recompute [")
-    assert out.rstrip().endswith("eks-h100-efs: 26 rules, 0 mandatory and 1 advisory violations")
+    assert out.rstrip().endswith("eks-h100-efs: 27 rules, 0 mandatory and 1 advisory violations")
 
 
 def test_check_exits_one_on_a_mandatory_finding(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "gpu-vllm-native-cpu", "--set", "cache.image=vllm/vllm-openai:latest"]) == 1
     out = capsys.readouterr().out
     assert out.startswith("mandatory images-pinned [")
-    assert out.rstrip().endswith("gpu-vllm-native-cpu: 26 rules, 1 mandatory and 0 advisory violations")
+    assert out.rstrip().endswith("gpu-vllm-native-cpu: 27 rules, 1 mandatory and 0 advisory violations")
 
 
 # Each rule's config keys (what `--policy-pack-config` sets) and defaults, written out: a renamed key fails here.

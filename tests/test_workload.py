@@ -22,6 +22,7 @@ from components.specs import (
     mooncake,
     prepull,
     storage,
+    tier_evictor,
     verification,
 )
 from components.specs.servers import MODEL_SERVER
@@ -39,6 +40,7 @@ TOKENS = {
     mooncake.MASTER_WORKLOAD: ("llmd:mooncake:MooncakeMaster", "mooncake-master"),
     storage.WORKLOAD: ("llmd:storage:SharedStorage", "storage"),
     verification.WORKLOAD: ("llmd:verification:VerificationJob", "verification"),
+    tier_evictor.WORKLOAD: ("llmd:tier_evictor:TierEvictor", "tier-evictor"),
     keda.WORKLOAD: ("llmd:autoscaling:ModelServerScaler", "autoscaling"),
     gateway.ROUTE_WORKLOAD: ("llmd:gateway:ModelRoute", "gateway-route"),
 }

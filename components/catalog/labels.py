@@ -23,6 +23,10 @@ LWS_ROLE_LABEL = "role"
 LWS_LEADER = "leader"
 
 FILES_STORAGE_MOUNT = "/mnt/files-storage"  # where the shared ReadWriteMany claim is mounted
+# How the filesystem tier's claim is kept from filling, on the claim (components/specs/tier_evictor.py; the
+# policy rule `filesystem-tier-capacity`): `evictor` (a pod labeled TIER_EVICTOR mounts it) or `off`.
+CAPACITY_LABEL = "llm-d.ai/capacity-management"
+TIER_EVICTOR = "tier-evictor"  # the evictor's workload label (WORKLOAD_LABEL) and name
 
 HF_TOKEN_SECRET = "llm-d-hf-token"
 HF_TOKEN_KEY = "HF_TOKEN"

@@ -7,6 +7,7 @@ vLLM connector), SGLang HiCache, LMCache, and the router's CPU-tier index (tiere
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from components.manifest import Manifest
@@ -184,6 +185,33 @@ def _lmcache(t: Thresholds) -> list[Alert]:
             "Check that every process sets the same PYTHONHASHSEED, that prompts exceed one LMCache chunk, and"
             " (LMCache server) that the pod talks to the server on its own node.",
         )
+    ]
+
+
+def shared_tier_alerts(scan_seconds: float) -> list[Alert]:
+    """The filesystem tier's evictor: usage that stays above its high watermark for longer than a few passes,
+    and an evictor that reports nothing."""
+    minutes = f"{max(15, math.ceil(3 * scan_seconds / 60))}m"
+    return [
+        Alert(
+            "TieredCacheSharedTierAboveHighWatermark",
+            "max(tier_evictor_usage_ratio) > max(tier_evictor_high_watermark_ratio)",
+            minutes,
+            "The shared filesystem tier stays above its evictor's high watermark",
+            "The evictor does not keep up: its log line per pass says what it skipped (younger than a pass, denied,"
+            " used since the scan). If the usage climbs back above the high watermark within a scan, the tier stores"
+            " faster than the watermarks were derived for: grow storage.size or set storage.evictor's watermarks"
+            " lower; tier_evictor_scan_seconds against the summary's modeled scan says whether the backend scans"
+            " slower than storage.evictor.scan_rate. Once full, stores fail and the tier serves only what it holds.",
+        ),
+        Alert(
+            "TieredCacheEvictorDown",
+            "absent(tier_evictor_usage_ratio)",
+            minutes,
+            "The shared filesystem tier's evictor reports nothing",
+            "Nothing deletes from the filesystem tier while the evictor is down: check the tier-evictor Deployment's"
+            " pod (its claim mounted, its log) before the tier fills.",
+        ),
     ]
 
 

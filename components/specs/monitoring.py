@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from components.catalog import labels
 from components.manifest import Manifest
-from components.specs import lmcache, mooncake
+from components.specs import lmcache, mooncake, tier_evictor
 from components.specs.workloads import WorkloadType
 
 WORKLOAD = WorkloadType("llmd:monitoring:Monitoring", "monitoring")  # monitors, alert rules, dashboard
@@ -36,6 +36,10 @@ def model_server_monitor(provider: str, namespace: str, selector: dict[str, str]
 
 def lmcache_server_monitor(provider: str, namespace: str) -> Manifest:
     return _pod_monitor(provider, lmcache.NAME, namespace, lmcache.LABELS, "metrics", "30s")
+
+
+def tier_evictor_monitor(provider: str, namespace: str) -> Manifest:
+    return _pod_monitor(provider, tier_evictor.NAME, namespace, tier_evictor.LABELS, "metrics", "30s")
 
 
 def mooncake_master_monitor(provider: str) -> Manifest:

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from components.catalog import labels
 from policies.checks.inventory import (
     lmcache_clients,
     lmcache_servers,
@@ -16,6 +17,8 @@ from policies.checks.inventory import (
 )
 from policies.checks.rule_types import NoConfig, Settings, Violation, setting
 from policies.resources import (
+    CLAIM_TYPE,
+    Pod,
     Resource,
     args,
     connectors,
@@ -65,6 +68,54 @@ def filesystem_tier_needs_rwx(resources: list[Resource], _: NoConfig) -> list[Vi
         pvcs = [(v.get("persistentVolumeClaim") or {}).get("claimName") for v in pod.spec.get("volumes") or []]
         if not shared & set(pvcs):
             out.append(Violation(pod.owner, "filesystem tier without a ReadWriteMany PersistentVolumeClaim"))
+    return out
+
+
+def _tier_claims(pod: Pod) -> set[str]:
+    """The claims a pod mounts where the shared filesystem tier lives."""
+    volumes = {
+        v.get("name"): (v.get("persistentVolumeClaim") or {}).get("claimName") for v in pod.spec.get("volumes") or []
+    }
+    return {
+        str(volumes[m.get("name")])
+        for c in pod.containers()
+        for m in c.get("volumeMounts") or []
+        if m.get("mountPath") == labels.FILES_STORAGE_MOUNT and volumes.get(m.get("name"))
+    }
+
+
+def filesystem_tier_capacity(resources: list[Resource], _: NoConfig) -> list[Violation]:
+    """The connectors never delete from the shared tier: its claim says how its capacity is managed (the label
+    `llm-d.ai/capacity-management`), and `tier-evictor` means an evictor pod mounts it; `off` is allowed."""
+    all_pods = list(pods(resources))
+    evicted = {
+        claim
+        for pod in all_pods
+        if pod.labels.get(labels.WORKLOAD_LABEL) == labels.TIER_EVICTOR
+        for claim in _tier_claims(pod)
+    }
+    managed = {
+        str((r.props.get("metadata") or {}).get("name")): ((r.props.get("metadata") or {}).get("labels") or {}).get(
+            labels.CAPACITY_LABEL
+        )
+        for r in resources
+        if r.type == CLAIM_TYPE
+    }
+    out = []
+    for pod in all_pods:
+        if pod.labels.get(labels.WORKLOAD_LABEL) == labels.TIER_EVICTOR:
+            continue
+        for claim in sorted(_tier_claims(pod)):
+            how = managed.get(claim)
+            if how == "off" or claim in evicted:
+                continue
+            out.append(
+                Violation(
+                    pod.owner,
+                    f"writes the filesystem tier on claim {claim}, which nothing evicts (no tier-evictor pod mounts it,"
+                    f" and it is not labeled {labels.CAPACITY_LABEL}: off): it fills, then every store fails",
+                )
+            )
     return out
 
 

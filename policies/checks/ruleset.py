@@ -15,6 +15,7 @@ from policies.checks.artifacts import (
 )
 from policies.checks.cache_tiers import (
     PrefixCachingConfig,
+    filesystem_tier_capacity,
     filesystem_tier_needs_rwx,
     lmcache_hash_seed,
     lmcache_image_tags_match,
@@ -65,6 +66,13 @@ RULES: list[Rule[Any]] = [
         "Filesystem tier on a ReadWriteMany claim",
         "mandatory",
         filesystem_tier_needs_rwx,
+        NoConfig,
+    ),
+    Rule(
+        "filesystem-tier-capacity",
+        "The filesystem tier's claim has an evictor (or says off)",
+        "mandatory",
+        filesystem_tier_capacity,
         NoConfig,
     ),
     Rule("mooncake-rdma", "MooncakeStore pods request rdma/ib", "mandatory", mooncake_requests_rdma, NoConfig),

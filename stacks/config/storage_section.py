@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from components.catalog import labels, versions
 from components.units import ByteSize, GiB, MiB
@@ -28,6 +28,63 @@ class LustreSettings(Section):
     """Lustre file system name, 1-8 letters or digits; default kvcache"""
 
 
+class EvictorSettings(Section):
+    """The filesystem tier's evictor: the connectors never delete from the shared claim, so a Deployment beside
+    it deletes the least recently used files above the high watermark, down to the low one."""
+
+    mode: Literal["auto", "off"] = Field(
+        default="auto",
+        description="auto: an evictor beside the filesystem tier's claim; off: none (a Lustre tier fills and its"
+        " stores fail, an EFS tier grows without bound; the summary says when and how fast)",
+    )
+    high_watermark: float | None = Field(
+        default=None,
+        gt=0,
+        le=100,
+        description="percent of the claim above which it deletes; unset: derived from the claim's size, the store"
+        " rate and the scan rate (the summary shows the formula)",
+    )
+    low_watermark: float | None = Field(
+        default=None,
+        gt=0,
+        lt=100,
+        validate_default=True,
+        description="percent of the claim it deletes down to; below high_watermark by more than one scan's stores;"
+        " unset: derived",
+    )
+    scan_rate: int = Field(
+        default=2000,
+        ge=10,
+        le=10_000_000,
+        description="files per second the evictor stats and deletes on the backend (modeled; its metric"
+        " tier_evictor_scan_seconds measures it)",
+    )
+    budget: Annotated[ByteSize | None, size_between(ByteSize(GiB), MAX_STORAGE)] = Field(
+        default=None,
+        description="aws-efs: the bytes the tier's directory may hold (EFS is elastic, its claim's size nominal);"
+        " default 9000 GiB, the guide's claim; other backends: storage.size",
+    )
+    image: ImageReference = Field(
+        default=versions.VERIFICATION_IMAGE, description="the evictor's Python image; its script uses the stdlib"
+    )
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: object) -> object:
+        """YAML reads a bare `off` as false."""
+        return "off" if value is False else value
+
+    @field_validator("low_watermark")
+    @classmethod
+    def _below_high(cls, value: float | None, info: ValidationInfo) -> float | None:
+        high = info.data.get("high_watermark", None)
+        if (value is None) != (high is None) and "high_watermark" in info.data:
+            raise ValueError("set both watermarks, or neither (derived)")
+        if value is not None and high is not None and value >= high:
+            raise ValueError(f"must be below high_watermark ({high:g})")
+        return value
+
+
 class StorageConfig(Section):
     """The filesystem tier's ReadWriteMany claim (`llm-d-kv-cache-storage`, mounted at /mnt/files-storage)."""
 
@@ -47,6 +104,8 @@ class StorageConfig(Section):
     )
     lustre: LustreSettings = LustreSettings()
     """GCP Managed Lustre settings (storage.backend gcp-lustre)"""
+    evictor: EvictorSettings = EvictorSettings()
+    """the filesystem tier's evictor (capacity management of the shared claim)"""
     claim_namespace: DnsLabel = labels.DEFAULT_NAMESPACE
     """a cluster stack's Lustre volume: the namespace of the serving stack whose filesystem tier it holds (a
     volume binds one claim); default llm-d-tiered-prefix-cache"""

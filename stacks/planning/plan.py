@@ -18,6 +18,7 @@ from components.catalog.rates import ACCELERATOR_RATES
 from components.catalog.support import SUPPORTED, ComboDefaults
 from components.formulas.hbm import HbmBudget
 from components.formulas.payoff import Replica
+from components.formulas.shared_tier_capacity import StoreRate
 from components.manifest import Manifest
 from components.specs import alerts, model_cache, payoff_table, sizing
 from components.specs.clusters import PoolSpec
@@ -37,6 +38,7 @@ from stacks.planning.connector_choice import choice, connector_of
 from stacks.planning.gateway_route import route_workload
 from stacks.planning.mirror import Mirror, mirror_registry
 from stacks.planning.passes import through_mirror, with_await_budgets, with_network_policies, with_rollouts
+from stacks.planning.tier_capacity import EVICTOR_METRICS, SharedTier, shared_tier
 from stacks.planning.tier_fit import node_largest_tier, size_on_hardware, tier_capacity
 from stacks.planning.workload_builders import Serving, resolve_model_cache, uses_tier_claim, workloads
 
@@ -69,6 +71,7 @@ class StackPlan:
     mirror: Mirror | None = None  # the created cluster's registry mirror, which every image goes through
     router_policies: list[Manifest] = dataclasses.field(default_factory=list)  # the router pods' NetworkPolicy
     autoscaling: autoscaling.Autoscaling | None = None  # KEDA's bounds, scale-down and replay (None: off)
+    shared_tier: SharedTier | None = None  # the filesystem tier's claim, its store rate and its evictor
     tier_curve: workload_sizing.TierCurve | None = None  # the tiers replayed on the stack's workload
 
     @property
@@ -149,8 +152,10 @@ def plan(config: StackConfig) -> StackPlan:
     if source is None:
         return stack_plan
     sized = workload_sizing.size_tiers(stack_shape(stack_plan), source)
-    if config.cache.tier.cpu == "auto" and sized.choice is not None:
-        stack_plan = _plan(config, sized.choice.size)
+    chosen = sized.choice.size if config.cache.tier.cpu == "auto" and sized.choice is not None else None
+    measured = workload_sizing.filesystem_store_rate(sized, chosen)  # the evictor's watermarks, from the replay
+    if chosen is not None or measured is not None:
+        stack_plan = _plan(config, chosen, measured)
     return dataclasses.replace(stack_plan, tier_curve=sized)
 
 
@@ -176,7 +181,9 @@ def stack_shape(stack_plan: StackPlan) -> workload_sizing.StackShape:
     )
 
 
-def _plan(config: StackConfig, chosen_tier: ByteSize | None = None) -> StackPlan:
+def _plan(config: StackConfig, chosen_tier: ByteSize | None = None, store_rate: StoreRate | None = None) -> StackPlan:
+    """The plan at the configured sizes; `chosen_tier`: the CPU tier auto took from the workload's curve;
+    `store_rate`: the filesystem tier's, measured by the workload's replay (None: the upper bound)."""
     cache, defaults = config.cache, combo_defaults(config)
     tp = cache.tensor_parallelism or defaults.tensor_parallelism
     replicas = cache.replicas or defaults.replicas
@@ -201,7 +208,12 @@ def _plan(config: StackConfig, chosen_tier: ByteSize | None = None) -> StackPlan
     exports = decode.connector.exports(choice(config), profile)
     stack_alerts = alerts.alerts(exports, _thresholds(config, stack_payoff))
     most = auto.max_replicas if auto else None
-    serving = Serving(config, servers, tier_sizing, client_sizing, exports, stack_alerts, most)
+    shared = shared_tier(
+        config, stack_payoff, most or sum(s.replicas for s in servers), defaults.group_size, tp, store_rate
+    )
+    if shared is not None and shared.managed:
+        stack_alerts = [*stack_alerts, *alerts.shared_tier_alerts(shared.capacity.scan_seconds)]
+    serving = Serving(config, servers, tier_sizing, client_sizing, exports, stack_alerts, most, shared)
     planned = workloads(serving)
     if auto is not None:  # KEDA owns the replica count; cache.replicas is the initial one
         pool = config.router.release if profile != "pd" else None
@@ -220,13 +232,14 @@ def _plan(config: StackConfig, chosen_tier: ByteSize | None = None) -> StackPlan
         router_values=values,
         inference_pool=inference_pool(config.router.release, config.namespace, values),
         alerts=stack_alerts,
-        metrics_to_watch=alerts.metrics_to_watch(exports),
+        metrics_to_watch=alerts.metrics_to_watch(exports) + (EVICTOR_METRICS if shared and shared.managed else []),
         fit=fit,
         pools=autoscaling.with_node_bounds(config, pool_specs(config), auto),
         payoff=stack_payoff,
         hbm=hbm,
         tier=tier,
         autoscaling=auto,
+        shared_tier=shared,
     )
     return with_network_policies(through_mirror(with_await_budgets(with_rollouts(stack_plan))))
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from components.catalog.models import ModelSpec
 from components.catalog.weight_loading import streams_weights
 from components.manifest import Manifest
-from components.specs import alerts, dashboard, images, model_cache, monitoring, network, prepull
+from components.specs import alerts, dashboard, images, model_cache, monitoring, network, prepull, tier_evictor
 from components.specs import sizing as tier_sizing
 from components.specs import storage as storage_spec
 from components.specs import verification as verification_spec
@@ -25,7 +25,7 @@ from components.specs.workloads import CLUSTER, HF_TOKEN, NAMESPACE, ROUTER, Awa
 from components.units import ByteSize, GiB
 from stacks.config import StackConfig
 from stacks.config.errors import ConfigError
-from stacks.planning import cold_starts, hardware
+from stacks.planning import cold_starts, hardware, tier_capacity
 from stacks.planning.connector_choice import choice, connector_of
 from stacks.planning.prepull_placement import prepull_manifests, serving_placement
 
@@ -44,6 +44,7 @@ class Serving:
     exports: alerts.Exports
     alerts: list[alerts.Alert]
     autoscaled_to: int | None = None  # KEDA's most replicas (None: a fixed count)
+    shared_tier: tier_capacity.SharedTier | None = None  # the filesystem tier's claim and its evictor
 
     @property
     def decode(self) -> ServerSpec:
@@ -68,7 +69,10 @@ def workloads(s: Serving) -> dict[str, Workload]:
     config = s.config
     out: list[Workload] = []
     if uses_tier_claim(config):
-        out.append(_storage(config))
+        managed = s.shared_tier is not None and s.shared_tier.managed
+        out.append(_storage(config, managed))
+        if s.shared_tier is not None and managed:
+            out.append(tier_capacity.evictor_workload(config, s.shared_tier.capacity, s.decode.model_cache))
     server_objects = [model_server_manifests(server) for server in s.servers]
     daemons = _daemons(s, server_objects[-1][-1])
     if config.images.prepull:
@@ -101,11 +105,12 @@ def lustre_volume_name(namespace: str) -> str:
     return f"{namespace}-kv-cache-lustre"
 
 
-def _storage(config: StackConfig) -> Workload:
+def _storage(config: StackConfig, managed: bool) -> Workload:
     backend = config.storage.backend
     storage_class = {"gcp-lustre": LUSTRE_CLASS, "aws-efs": EFS_CLASS}.get(backend, config.storage.storage_class)
     volume = lustre_volume_name(config.namespace) if backend == "gcp-lustre" else None
     claim = files_storage_claim(config.namespace, storage_class, config.storage.size.quantity(), volume)
+    claim["metadata"]["labels"].update(tier_evictor.claim_label(managed))
     return Workload(
         storage_spec.WORKLOAD, [claim], needs=(NAMESPACE, CLUSTER), outputs={"claimName": claim["metadata"]["name"]}
     )
@@ -255,6 +260,8 @@ def _monitoring(s: Serving, needs: tuple[str, ...]) -> Workload:
     provider, namespace = config.monitoring.provider, config.namespace
     out = [monitoring.model_server_monitor(provider, namespace, router_selector(decode), decode.role)]
     out += decode.connector.monitors(provider, namespace)
+    if s.shared_tier is not None and s.shared_tier.managed:
+        out.append(monitoring.tier_evictor_monitor(provider, namespace))
     if provider == "prometheus-operator":
         out.append(alerts.prometheus_rule("tiered-prefix-cache", namespace, s.alerts))
     else:  # GKE Managed Prometheus evaluates rules from its own Rules kind

@@ -19,6 +19,7 @@ from components.formulas.payoff import Replica
 from components.formulas.replica_routing import ServiceRates
 from components.formulas.requests import Request
 from components.formulas.shared_prefix import shared_prefix_requests
+from components.formulas.shared_tier_capacity import StoreRate
 from components.formulas.tier_replay import Curve, Relation, Savings, Scope, Tiers, capacity_blocks, curve
 from components.specs.payoff_table import Payoff
 from components.units import ByteSize, GiB
@@ -202,6 +203,16 @@ def size_tiers(shape: StackShape, source: WorkloadSource) -> TierCurve:
     )
     sized = TierCurve(source.description, shape, tuple(cpus), tuple(fss), result, configured, bt * per_token, None)
     return TierCurve(**{**sized.__dict__, "choice": choose(sized)})
+
+
+def filesystem_store_rate(sized: TierCurve, chosen: ByteSize | None) -> StoreRate | None:
+    """The filesystem tier's write rate on the workload at the configured sizes (the CPU tier auto chose, where
+    it chose one); None without a filesystem tier."""
+    if not sized.fs_sizes:
+        return None
+    cpu = sized.cpu_sizes.index(chosen) if chosen is not None else sized.configured[0]
+    blocks = int(sized.curve.fs_stored_blocks[cpu, sized.configured[1]])
+    return StoreRate(sized.store_rate(blocks), f"measured by replaying the workload, {sized.source}")
 
 
 def choose(sized: TierCurve) -> Choice | None:

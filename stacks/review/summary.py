@@ -16,6 +16,7 @@ from stacks.review import cold_start_table
 from stacks.review.autoscaling_summary import autoscaling_lines
 from stacks.review.layer_rows import cluster_row, gateway_rows
 from stacks.review.offline import Recording
+from stacks.review.tier_capacity_summary import tier_capacity_lines
 from stacks.review.tier_curve_table import tier_curve_lines
 
 LOAD_ALERT = "TieredCacheLoadTooSlow"
@@ -141,6 +142,7 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
             if stack_plan.tier_curve is not None
             else []
         ),
+        *tier_capacity_lines(stack_plan),
         *_startup(stack_plan),
         "## How a template change rolls",
         "",

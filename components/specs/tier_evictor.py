@@ -1,0 +1,140 @@
+"""The filesystem tier's evictor: the project's script in a ConfigMap, run by a one-replica Deployment with the
+pinned Python image the project's other scripts use (the model fetch, the verification Job).
+
+llm-d-kv-cache has a reference PVC evictor (kv_connectors/pvc_evictor), but no pinned, official image of it: its
+chart defaults to `quay.io/pvc-evictor/pvc-evictor:latest` (at 7be76e11, 2026-06-12; earlier
+`ghcr.io/guygir/pvc-evictor:latest`), built by hand (`make docker-build`), and the repository's release workflow
+publishes no evictor image. So the stack runs its own (`components/tier_evictor/evict_tier.py`, stdlib only).
+
+It mounts the claim where the model servers do, with the tier's subPath beside the model cache (so it never
+sees the weights or the compile caches), and runs as the model servers' user: the `shared-tier-writer`
+exemption (components/specs/security.py) names every container mounting the tier, root with every
+capability dropped, so it may delete what they wrote and nothing it does not own. On EFS the access point
+enforces one identity for every client anyway.
+
+Which timestamp it orders by, per backend:
+- Lustre (`atime`): the later of atime and mtime. The MDS keeps a read's atime when it is at least
+  `atime_diff` (60 s by default) newer than the stored one, and the kernel's default relatime always lets
+  the first read after a write through: a block read since it was written ranks after one never read.
+- EFS (`mtime`): EFS does not update a file's access time on reads (AWS EFS user guide, "Unsupported NFSv4
+  features": it updates time_access only on create, setattr and writes), so only the write is known: the
+  order is the blocks' age, first in first out.
+- an existing StorageClass (`atime`): the later of the two is never worse than mtime alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from components.catalog import labels
+from components.manifest import Manifest
+from components.specs import security
+from components.specs.workloads import WorkloadType
+
+WORKLOAD = WorkloadType("llmd:tier_evictor:TierEvictor", "tier-evictor")
+
+NAME = labels.TIER_EVICTOR
+SCRIPT = Path(__file__).resolve().parents[1] / "tier_evictor" / "evict_tier.py"
+# Not the guide label: the InferencePool selects on it, and the EPP would route requests to this pod.
+LABELS = {labels.WORKLOAD_LABEL: NAME, "app.kubernetes.io/part-of": labels.GUIDE}
+METRICS_PORT = 9400
+TIMESTAMPS = {"gcp-lustre": "atime", "aws-efs": "mtime", "existing": "atime"}
+# EFS is elastic (statfs reports exabytes): the claim's size is a budget, and the usage what the tier's
+# directory holds, counted by each pass's scan.
+USAGE = {"gcp-lustre": "statvfs", "aws-efs": "scan", "existing": "statvfs"}
+BASE_MEMORY = 64 * 2**20  # the interpreter, the HTTP server, one directory's entries
+CANDIDATE_BYTES = 400  # one kept candidate (its path's components, its numbers, its heap entry), measured
+
+
+@dataclass(frozen=True)
+class EvictorSpec:
+    namespace: str
+    image: str
+    claim: str
+    sub_path: str | None  # the tier's directory of the claim (beside the model cache), or the whole claim
+    backend: str  # gcp-lustre | aws-efs | existing
+    high_percent: int
+    low_percent: int
+    min_age_seconds: int
+    poll_seconds: int
+    max_candidates: int
+    capacity_bytes: int
+
+    @property
+    def memory(self) -> int:
+        """Its limit: the candidates a pass keeps, and the interpreter (rounded up to MiB)."""
+        need = BASE_MEMORY + 2 * CANDIDATE_BYTES * self.max_candidates
+        return -(-need // 2**20) * 2**20
+
+
+def claim_label(managed: bool) -> dict[str, str]:
+    """What the tier's claim says of its capacity (the policy rule reads it)."""
+    return {labels.CAPACITY_LABEL: NAME if managed else "off"}
+
+
+def _container(spec: EvictorSpec) -> Manifest:
+    env = {
+        "TIER_DIR": labels.FILES_STORAGE_MOUNT,
+        "HIGH_WATERMARK_PERCENT": str(spec.high_percent),
+        "LOW_WATERMARK_PERCENT": str(spec.low_percent),
+        "MIN_AGE_SECONDS": str(spec.min_age_seconds),
+        "POLL_SECONDS": str(spec.poll_seconds),
+        "MAX_CANDIDATES": str(spec.max_candidates),
+        "TIMESTAMP": TIMESTAMPS[spec.backend],
+        "USAGE": USAGE[spec.backend],
+        "CAPACITY_BYTES": str(spec.capacity_bytes),
+        "METRICS_PORT": str(METRICS_PORT),
+        "PYTHONUNBUFFERED": "1",
+    }
+    mount: Manifest = {"name": "files-storage", "mountPath": labels.FILES_STORAGE_MOUNT}
+    if spec.sub_path:
+        mount["subPath"] = spec.sub_path
+    probe = {"httpGet": {"path": "/healthz", "port": "metrics"}, "periodSeconds": 30}
+    memory = f"{spec.memory // 2**20}Mi"
+    return {
+        "name": NAME,
+        "image": spec.image,
+        "command": ["python3", f"/evictor/{SCRIPT.name}"],
+        "env": [{"name": k, "value": v} for k, v in env.items()],
+        "ports": [{"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"}],
+        "readinessProbe": probe,
+        "livenessProbe": {**probe, "failureThreshold": 4},
+        "resources": {"requests": {"cpu": "100m", "memory": memory}, "limits": {"memory": memory}},
+        "volumeMounts": [{"name": "script", "mountPath": "/evictor", "readOnly": True}, mount],
+    }
+
+
+def evictor_manifests(spec: EvictorSpec) -> list[Manifest]:
+    """The script's ConfigMap and one replica (Recreate: two evictors at once would race for the same files)."""
+    meta = {"namespace": spec.namespace, "labels": dict(LABELS)}
+    pod = {
+        "enableServiceLinks": False,
+        "terminationGracePeriodSeconds": 30,
+        "containers": [_container(spec)],
+        "volumes": [
+            {"name": "script", "configMap": {"name": f"{NAME}-script"}},
+            {"name": "files-storage", "persistentVolumeClaim": {"claimName": spec.claim}},
+        ],
+    }
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {**meta, "name": f"{NAME}-script"},
+            "data": {SCRIPT.name: SCRIPT.read_text(encoding="utf-8")},
+        },
+        security.harden(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {**meta, "name": NAME},
+                "spec": {
+                    "replicas": 1,
+                    "strategy": {"type": "Recreate"},
+                    "selector": {"matchLabels": dict(LABELS)},
+                    "template": {"metadata": {"labels": dict(LABELS)}, "spec": pod},
+                },
+            }
+        ),
+    ]

@@ -1,0 +1,399 @@
+"""Keep the shared filesystem tier below its high watermark (the connectors never delete from it): one pass reads
+the usage and, above the high watermark, scans the tier's directory once and deletes the oldest files down to
+the low watermark. Stdlib only, run by the tier evictor's Deployment; configured by the environment.
+
+What it promises, and how:
+- Bounded memory on millions of files: a scan streams the tree (`os.scandir`) and keeps only the
+  `MAX_CANDIDATES` oldest files (a bounded max-heap); a pass needing more, the next one continues.
+- Oldest first by `TIMESTAMP`: `atime`, the later of the last access and write (Lustre); `mtime`, the last
+  write (EFS does not update atime on reads). components/specs/tier_evictor.py says why.
+- Never a file younger than a pass (`MIN_AGE_SECONDS`, at least the last pass's duration) nor one being
+  written: each file is checked again just before its deletion (every write moves its mtime).
+- Never outside its directory: the walk follows no symlink nor leaves the file system; a deletion reopens
+  each parent from the root with O_NOFOLLOW, so a directory swapped for a symlink since the scan is refused.
+- Vanishing files, unreadable directories and undeletable files are counted and skipped; a full disk needs
+  no space to delete from.
+It runs until stopped (SIGTERM ends the loop after the current file).
+"""
+
+from __future__ import annotations
+
+import errno
+import heapq
+import http.server
+import os
+import signal
+import stat
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+Usage = Callable[[], tuple[int, int]]  # (used bytes, total bytes)
+
+
+@dataclass(frozen=True)
+class Settings:
+    tier_dir: str
+    high: float  # fractions of the total
+    low: float
+    min_age_seconds: float
+    poll_seconds: float
+    max_candidates: int
+    timestamp: str  # atime | mtime
+    usage: str  # statvfs | scan (the claim's size is the budget: EFS is elastic)
+    capacity_bytes: int  # scan: the budget
+    metrics_port: int
+
+    @staticmethod
+    def from_env(env: dict[str, str]) -> Settings:
+        get = env.get
+        settings = Settings(
+            env["TIER_DIR"],
+            float(env["HIGH_WATERMARK_PERCENT"]) / 100,
+            float(env["LOW_WATERMARK_PERCENT"]) / 100,
+            float(get("MIN_AGE_SECONDS", "300")),
+            float(get("POLL_SECONDS", "10")),
+            int(get("MAX_CANDIDATES", "1000000")),
+            get("TIMESTAMP", "atime"),
+            get("USAGE", "statvfs"),
+            int(get("CAPACITY_BYTES", "0")),
+            int(get("METRICS_PORT", "9400")),
+        )
+        problem = settings.problem()
+        if problem:
+            raise ValueError(problem)
+        return settings
+
+    def problem(self) -> str | None:
+        if not 0 < self.low < self.high <= 1:
+            return f"watermarks must satisfy 0 < low < high <= 100%, got low {self.low:.1%} high {self.high:.1%}"
+        if self.timestamp not in ("atime", "mtime"):
+            return f"TIMESTAMP must be atime or mtime, got {self.timestamp}"
+        if self.usage not in ("statvfs", "scan"):
+            return f"USAGE must be statvfs or scan, got {self.usage}"
+        if self.usage == "scan" and self.capacity_bytes <= 0:
+            return "USAGE scan needs CAPACITY_BYTES (the budget the tier's directory may hold)"
+        bad = self.max_candidates < 1 or self.poll_seconds <= 0 or self.min_age_seconds < 0
+        return "MAX_CANDIDATES, POLL_SECONDS must be positive, MIN_AGE_SECONDS not negative" if bad else None
+
+
+def statvfs_usage(path: str) -> Usage:
+    """What `df` shows for the file system holding `path`: used over used plus what is available."""
+
+    def usage() -> tuple[int, int]:
+        s = os.statvfs(path)
+        used = (s.f_blocks - s.f_bfree) * s.f_frsize
+        return used, used + s.f_bavail * s.f_frsize
+
+    return usage
+
+
+def stamp(st: os.stat_result, timestamp: str) -> float:
+    """When the file was last used, as far as the backend says: the later of its access and its last write
+    (`atime`), or its last write (`mtime`)."""
+    return max(st.st_atime, st.st_mtime) if timestamp == "atime" else st.st_mtime
+
+
+@dataclass(frozen=True)
+class Candidate:
+    used: float  # the timestamp it is ordered by
+    path: tuple[str, ...]  # path components under the tier's directory
+    bytes: int
+    mtime_ns: int  # as scanned: a changed file is no longer the one the scan judged
+
+
+@dataclass
+class Scan:
+    files: int = 0
+    bytes: int = 0  # bytes of every regular file met
+    young: int = 0  # younger than the minimum age: never candidates
+    vanished: int = 0
+    denied: int = 0
+    skipped_other: int = 0  # symlinks, devices, sockets, other file systems
+    seconds: float = 0.0
+    heap: list[tuple[float, int, Candidate]] = field(default_factory=list)  # max-heap on -used
+
+    def oldest_first(self) -> list[Candidate]:
+        return [c for _, _, c in sorted(self.heap, key=lambda item: -item[0])]
+
+
+def _walk(root: str, root_dev: int, out: Scan) -> Iterator[tuple[tuple[str, ...], os.DirEntry[str]]]:
+    """Every entry under `root`, depth first, one open directory at a time; no symlink is followed."""
+    stack: list[tuple[str, ...]] = [()]
+    while stack:
+        parts = stack.pop()
+        path = os.path.join(root, *parts)
+        try:
+            with os.scandir(path) as entries:
+                for entry in entries:
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            if entry.stat(follow_symlinks=False).st_dev == root_dev:
+                                stack.append((*parts, entry.name))
+                            else:
+                                out.skipped_other += 1  # another file system mounted inside: not ours
+                            continue
+                    except FileNotFoundError:
+                        out.vanished += 1
+                        continue
+                    except PermissionError:
+                        out.denied += 1
+                        continue
+                    yield (*parts, entry.name), entry
+        except FileNotFoundError:
+            out.vanished += 1
+        except (PermissionError, NotADirectoryError):
+            out.denied += 1
+
+
+def scan(root: str, now: float, min_age: float, limit: int, timestamp: str) -> Scan:
+    """Stream the tree once: count its files and bytes, keep the `limit` oldest files older than `min_age`."""
+    out, started, order = Scan(), time.monotonic(), 0
+    root_dev = os.stat(root).st_dev
+    for parts, entry in _walk(root, root_dev, out):
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            out.vanished += 1
+            continue
+        except PermissionError:
+            out.denied += 1
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            out.skipped_other += 1
+            continue
+        size = st.st_size  # what the connector wrote (a block file is written whole)
+        out.files += 1
+        out.bytes += size
+        used = stamp(st, timestamp)
+        if now - used < min_age:
+            out.young += 1
+            continue
+        order += 1  # ties broken by scan order, never by comparing candidates
+        item = (-used, order, Candidate(used, parts, size, st.st_mtime_ns))
+        if len(out.heap) < limit:
+            heapq.heappush(out.heap, item)
+        elif -used > out.heap[0][0]:  # older than the newest candidate kept
+            heapq.heapreplace(out.heap, item)
+    out.seconds = time.monotonic() - started
+    return out
+
+
+class OutsideError(Exception):
+    """A path component is no longer a directory of the tree (a symlink or a file took its place)."""
+
+
+def delete_inside(root_fd: int, candidate: Candidate, now: float, min_age: float, timestamp: str) -> int:
+    """Unlink the candidate if still the regular file the scan judged, old enough, reached through directories of
+    the tree; the bytes freed (0: spared). Raises FileNotFoundError, PermissionError, OutsideError."""
+    fds: list[int] = []
+    try:
+        fd = root_fd
+        for part in candidate.path[:-1]:
+            try:
+                fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError as e:
+                if e.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise OutsideError(os.path.join(*candidate.path)) from e
+                raise
+            fds.append(fd)
+        name = candidate.path[-1]
+        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        if not stat.S_ISREG(st.st_mode):
+            raise OutsideError(os.path.join(*candidate.path))
+        if st.st_mtime_ns != candidate.mtime_ns or now - stamp(st, timestamp) < min_age:
+            return 0  # written or read since the scan: no longer the oldest
+        os.unlink(name, dir_fd=fd)
+        return candidate.bytes
+    finally:
+        for opened in reversed(fds):
+            os.close(opened)
+
+
+@dataclass
+class PassResult:
+    number: int
+    used_before: int
+    total: int
+    used_after: int
+    scanned: Scan | None = None
+    deleted_files: int = 0
+    deleted_bytes: int = 0
+    changed: int = 0  # candidates written or read since the scan
+    refused: int = 0  # candidates no longer reached through directories of the tree
+    oldest_deleted: float | None = None
+    newest_deleted: float | None = None
+    seconds: float = 0.0
+    min_age: float = 0.0  # files younger than this were spared
+
+    def line(self, settings: Settings) -> str:
+        def pct(used: int) -> str:
+            return f"{used / self.total:.1%}" if self.total else "n/a"
+
+        head = f"pass {self.number}: usage {pct(self.used_before)} (high {settings.high:.0%}, low {settings.low:.0%})"
+        s = self.scanned
+        if s is None:
+            return f"{head}: below the high watermark, nothing to do"
+        ages = ""
+        if self.oldest_deleted is not None and self.newest_deleted is not None:
+            now = time.time()
+            ages = f", their last use {now - self.oldest_deleted:.0f} to {now - self.newest_deleted:.0f} s ago"
+        return (
+            f"{head}: scanned {s.files} files ({s.bytes / 2**30:.1f} GiB) in {s.seconds:.1f} s, deleted"
+            f" {self.deleted_files} files ({self.deleted_bytes / 2**30:.1f} GiB) oldest first{ages}; usage now"
+            f" {pct(self.used_after)}; skipped {s.young} younger than {self.min_age:.0f} s,"
+            f" {self.changed} used since the scan, {s.vanished} vanished, {s.denied} denied,"
+            f" {self.refused + s.skipped_other} not regular files of the tree; {self.seconds:.1f} s"
+        )
+
+
+class Evictor:
+    def __init__(self, settings: Settings, usage: Usage | None = None, clock: Callable[[], float] = time.time):
+        self.settings, self.clock, self.passes = settings, clock, 0
+        self.min_age = settings.min_age_seconds
+        # scan: the usage is what each pass's scan counts in the directory, against the budget.
+        self.counts_by_scan = usage is None and settings.usage == "scan"
+        self._usage, self.metrics = usage or statvfs_usage(settings.tier_dir), Metrics()
+        self.stopping = threading.Event()
+
+    def _scan(self) -> Scan:
+        return scan(
+            self.settings.tier_dir, self.clock(), self.min_age, self.settings.max_candidates, self.settings.timestamp
+        )
+
+    def one_pass(self) -> PassResult:
+        settings, started = self.settings, time.monotonic()
+        self.passes += 1
+        found = self._scan() if self.counts_by_scan else None
+        used, total = (found.bytes, settings.capacity_bytes) if found is not None else self._usage()
+        result = PassResult(self.passes, used, total, used, min_age=self.min_age)
+        self.metrics.usage(used, total, settings)
+        if total <= 0 or used < settings.high * total:
+            self.metrics.record(result, settings)
+            return result
+        found = found or self._scan()
+        result.scanned = found
+        target = used - int(settings.low * total)
+        root_fd = os.open(settings.tier_dir, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for candidate in found.oldest_first():
+                if result.deleted_bytes >= target or self.stopping.is_set():
+                    break
+                try:
+                    freed = delete_inside(root_fd, candidate, self.clock(), self.min_age, settings.timestamp)
+                except FileNotFoundError:
+                    found.vanished += 1
+                    continue
+                except PermissionError:
+                    found.denied += 1
+                    continue
+                except OutsideError:
+                    result.refused += 1
+                    continue
+                if not freed:
+                    result.changed += 1
+                    continue
+                result.deleted_files += 1
+                result.deleted_bytes += freed
+                result.oldest_deleted = result.oldest_deleted or candidate.used
+                result.newest_deleted = candidate.used
+        finally:
+            os.close(root_fd)
+        result.used_after, result.total = (used - result.deleted_bytes, total) if self.counts_by_scan else self._usage()
+        result.seconds = time.monotonic() - started
+        # Never a file younger than a pass: the next pass spares what this one took to go over.
+        self.min_age = max(settings.min_age_seconds, result.seconds)
+        self.metrics.record(result, settings)
+        return result
+
+    def run(self, log: Callable[[str], None]) -> None:
+        idle = 0
+        while not self.stopping.is_set():
+            result = self.one_pass()
+            if result.scanned is not None or idle % 30 == 0:  # every pass that deletes; idle ones now and then
+                log(result.line(self.settings))
+            idle = 0 if result.scanned is not None else idle + 1
+            self.stopping.wait(self.settings.poll_seconds)
+
+
+class Metrics:
+    """The evictor's Prometheus metrics, in the text exposition format."""
+
+    COUNTERS = ("passes", "scans", "scanned_files", "deleted_files", "deleted_bytes", "vanished_files", "denied")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.gauges: dict[str, float] = {}
+        self.counters = {f"tier_evictor_{name}_total": 0.0 for name in self.COUNTERS}
+
+    def _add(self, **values: float) -> None:
+        for name, value in values.items():
+            self.counters[f"tier_evictor_{name}_total"] += value
+
+    def _gauge(self, **values: float) -> None:
+        self.gauges.update({f"tier_evictor_{name}": float(value) for name, value in values.items()})
+
+    def usage(self, used: int, total: int, settings: Settings) -> None:
+        with self.lock:
+            ratio = used / total if total else 0.0
+            self._gauge(usage_ratio=ratio, used_bytes=used, capacity_bytes=total)
+            self._gauge(high_watermark_ratio=settings.high, low_watermark_ratio=settings.low)
+
+    def record(self, result: PassResult, settings: Settings) -> None:
+        s = result.scanned
+        with self.lock:
+            self._add(passes=1)
+            ratio = result.used_after / result.total if result.total else 0.0
+            self._gauge(usage_ratio=ratio, last_pass_timestamp_seconds=time.time())
+            if s is None:
+                return
+            self._add(scans=1, scanned_files=s.files, deleted_files=result.deleted_files)
+            self._add(deleted_bytes=result.deleted_bytes, vanished_files=s.vanished, denied=s.denied)
+            self._gauge(scan_seconds=s.seconds, pass_seconds=result.seconds, files=s.files)
+
+    def text(self) -> str:
+        with self.lock:
+            lines = []
+            for name, value in sorted(self.counters.items()):
+                lines += [f"# TYPE {name} counter", f"{name} {value:.17g}"]
+            for name, value in sorted(self.gauges.items()):
+                lines += [f"# TYPE {name} gauge", f"{name} {value:.17g}"]
+        return "\n".join(lines) + "\n"
+
+
+def serve_metrics(metrics: Metrics, port: int) -> http.server.ThreadingHTTPServer:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = metrics.text().encode() if self.path == "/metrics" else b"ok\n"
+            self.send_response(200 if self.path in ("/metrics", "/healthz") else 404)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            return
+
+    server = http.server.ThreadingHTTPServer(("", port), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def main() -> int:
+    try:
+        settings = Settings.from_env(dict(os.environ))
+    except (KeyError, ValueError) as e:
+        print(f"tier evictor: bad configuration: {e}", file=sys.stderr)
+        return 2
+    evictor = Evictor(settings)
+    signal.signal(signal.SIGTERM, lambda *_: evictor.stopping.set())
+    serve_metrics(evictor.metrics, settings.metrics_port)
+    print(f"tier evictor started: {settings}", flush=True)  # every setting, by name
+    evictor.run(lambda line: print(line, flush=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
