@@ -3,7 +3,9 @@ at every grid point under the same routing, and the router sends a shared prefix
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterator
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -12,12 +14,21 @@ from hypothesis import strategies as st
 
 from components.catalog import rates
 from components.catalog.models import MODELS
-from components.formulas import payoff
+from components.formulas import payoff, stack_distance, tier_grid
 from components.formulas.lru_replay import replay_at
 from components.formulas.replica_routing import ServiceRates
 from components.formulas.requests import Request
-from components.formulas.stack_distance import COLD, LRU, distances
-from components.formulas.tier_replay import Curve, Savings, Tiers, assigned, capacity_blocks, curve, route
+from components.formulas.stack_distance import COLD, LRU, StackDistances, distances
+from components.formulas.tier_replay import (
+    Curve,
+    Savings,
+    Tiers,
+    assigned,
+    capacity_blocks,
+    curve,
+    horizons,
+    route,
+)
 
 RATES = ServiceRates(prefill_tokens_per_s=1_000.0, decode_s_per_token=0.01)
 REPLICA = payoff.Replica(MODELS["Qwen/Qwen3-32B"], rates.ACCELERATOR_RATES["gpu"], 2)
@@ -45,6 +56,43 @@ def test_an_lru_holds_a_block_iff_its_distance_is_below_its_capacity(stream: lis
     for block, distance in zip(stream, distances(stream).tolist(), strict=True):
         assert (block in lru) == (distance < capacity)
         lru.touch(block)
+
+
+# Mostly dense keys (the last uses in an array), now and then a far one (too sparse: a dict).
+_BLOCKS = st.integers(0, 15).map(lambda k: k if k < 13 else 200 * k)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.lists(_BLOCKS, max_size=6), st.integers(0, 3)), max_size=25),
+    st.integers(0, 10),
+    st.integers(1, 8),
+)
+def test_a_stream_fed_in_pieces_forgets_only_what_misses_at_every_size_up_to_its_horizon(
+    pieces: list[tuple[list[int], int]], horizon: int, positions: int
+) -> None:
+    # Few positions: compaction (renumbering, forgetting the blocks `horizon` deep) runs on most pieces.
+    # Each piece: prompt blocks, then that many fresh output blocks (never referenced again).
+    whole: list[int] = []
+    prompt: list[bool] = []
+    fresh = -1
+    for blocks, outputs in pieces:
+        whole += [*blocks, *range(fresh, fresh - outputs, -1)]
+        prompt += [True] * len(blocks) + [False] * outputs
+        fresh -= outputs
+    expected = [d for d, p in zip(_naive(whole), prompt, strict=True) if p]
+    found: array[int] = array("q")
+    with mock.patch.object(stack_distance, "MIN_POSITIONS", positions):
+        tracker, most = StackDistances(horizon), 0
+        for blocks, outputs in pieces:
+            tracker.extend(blocks, outputs, found)
+            most = max(most, len(blocks) + outputs)
+            assert tracker.size <= max(positions, 2 * (horizon + most))
+            if isinstance(tracker.last, dict):
+                assert len(tracker.last) <= tracker.size
+            else:
+                assert len(tracker.last) <= stack_distance.DENSE_KEYS * tracker.size
+    assert [min(d, horizon) for d in found] == [min(d, horizon) for d in expected]
 
 
 @st.composite
@@ -102,6 +150,45 @@ def test_the_one_pass_curve_is_the_lru_replay_at_every_size(
         brute.prompt_tokens,
     )
     _shares_hold(one_pass)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    _traces(),
+    st.integers(1, 3),
+    st.integers(0, 6),
+    st.sampled_from(STACKS),
+    st.sampled_from([(), (0, 3, 9, 30), (0, 2**40)]),
+)
+def test_compaction_forgetting_and_small_batches_change_nothing(
+    trace: list[Request], replicas: int, hbm: int, stack: tuple[str, str], fs_sizes: tuple[int, ...]
+) -> None:
+    # The streams renumbered and forgetting on almost every request, prompts evaluated a few at a time:
+    # the same curve as with room to spare (itself held equal to the LRU replay above).
+    tiers = Tiers(BT, replicas, hbm, stack[0], stack[1])  # type: ignore[arg-type]
+    cpu_sizes = (0, 2, 5, 12)
+    roomy = curve(iter(trace), tiers, cpu_sizes, fs_sizes, routing_cpu_blocks=5, rates=RATES, savings=SAVINGS)
+    with (
+        mock.patch.object(stack_distance, "MIN_POSITIONS", 1),
+        mock.patch.object(tier_grid, "PENDING_REFS", 3),
+        mock.patch.object(tier_grid, "GRID_CELLS", 50),
+    ):
+        tight = curve(iter(trace), tiers, cpu_sizes, fs_sizes, routing_cpu_blocks=5, rates=RATES, savings=SAVINGS)
+    for field in (*FIELDS, "working_set_blocks", "working_set_tokens", "requests", "prompt_tokens"):
+        assert np.array_equal(getattr(tight, field), getattr(roomy, field)), field
+    assert tight.assignment == roomy.assignment
+    assert tight.seconds_saved is not None and roomy.seconds_saved is not None
+    assert np.allclose(tight.seconds_saved, roomy.seconds_saved, rtol=1e-12, atol=1e-12)
+
+
+def test_the_streams_remember_no_deeper_than_the_largest_size_they_are_compared_with() -> None:
+    # Inclusive per replica: HBM or the CPU tier; exclusive: the two as one LRU; pooled: HBM alone per
+    # replica, the CPU pool on the global stream with the filesystem tier.
+    assert horizons(Tiers(BT, 2, 10), (0, 4, 30), ()) == (30, 0)
+    assert horizons(Tiers(BT, 2, 10), (0, 4), (0, 50)) == (10, 50)
+    assert horizons(Tiers(BT, 2, 10, "exclusive"), (0, 4, 30), (0, 8)) == (40, 8)
+    assert horizons(Tiers(BT, 2, 10, "inclusive", "pooled"), (0, 70), (0, 8)) == (10, 70)
+    assert horizons(Tiers(BT, 2, 10), (0, 2**40), ()) == (2**40, 0)  # the unbounded tier: nothing forgotten
 
 
 def _shares_hold(result: Curve) -> None:

@@ -18,7 +18,8 @@ from components.formulas.payoff import prefill_seconds, reload_seconds
 from components.formulas.replica_routing import Router, ServiceRates
 from components.formulas.requests import Request
 from components.formulas.stack_distance import LRU
-from components.formulas.tier_replay import Curve, Ints, Savings, Tiers, output_blocks
+from components.formulas.tier_grid import Ints
+from components.formulas.tier_replay import Curve, Savings, Tiers, assignment_array, output_blocks
 
 
 def replay_at(
@@ -41,7 +42,7 @@ def replay_at(
     router = Router(tiers.replicas, tiers.hbm_blocks, cpu_blocks, rates) if assignment is None else None
     fixed = iter(assignment) if assignment is not None else None
     seen: set[int] = set()
-    replicas: list[int] = []
+    replicas = assignment_array(tiers.replicas)
     tokens = {"hbm": 0, "cpu": 0, "fs": 0}
     prompt_tokens = cpu_stored = fs_stored = working_blocks = working_tokens = 0
     saved = 0.0
@@ -123,6 +124,6 @@ def replay_at(
         fs_stored_blocks=grid(fs_stored),
         working_set_blocks=working_blocks,
         working_set_tokens=working_tokens,
-        assignment=np.array(replicas, dtype=np.int32),
+        assignment=replicas,
         seconds_saved=np.full((1, 1), saved) if savings else None,
     )

@@ -28,11 +28,17 @@ The replay, and the approximations it makes:
 - Writes. A tier stores a block that is computed or loaded (from another tier) and absent from it (an
   HBM hit writes nothing); the exclusive CPU tier stores each HBM eviction. Counted in blocks: the
   caller turns them into bytes.
-- Routing is decided once, before the curves (`route`, replaceable by a finer model: any `RouteFn`):
-  the llm-d EPP's scoring as `replica_routing` approximates it.
-- Memory. The per-grid sums are bounded by the grid; the request iterator is read once, keeping per
-  request its replica and block counts, and the reference streams and their distances as int64 arrays:
-  O(references), ~5 MB per 600k references per stream (the replicas' and the global one).
+- Routing is decided once for every size (`route`, replaceable by a finer model: any `RouteFn`), each
+  request as it is read: the llm-d EPP's scoring as `replica_routing` approximates it.
+- Memory. One pass, nothing kept per reference. Each request is routed, its blocks' distances taken
+  in its replica's stream and the global one (`StackDistances`), and its prompt evaluated over the grid
+  with others of its block count (`tier_grid`: at most `PENDING_REFS` blocks waiting, `GRID_CELLS` cells per call).
+  A stream remembers only what the largest size it is compared with holds (`horizons`: T blocks), in
+  O(min(T, D)) memory (D: its distinct blocks; the bound is in `StackDistances`). Besides: the routers'
+  indexes (per replica an LRU of H and of `routing_cpu_blocks`), the grid's sums, one byte per request
+  (`Curve.assignment`), and the working set's key per distinct prompt block (~110 bytes each, the id
+  included: a dict, which gives the streams dense keys): the one term that grows with the trace's
+  distinct blocks, not its length. An unbounded size (2**40 blocks) makes T = D: nothing is forgotten.
 
 `lru_replay.replay_at` replays one (CPU, filesystem) size with real LRUs: with the curve's routing it
 gives the curve's numbers exactly (the test); with live routing at that size it shows how far the
@@ -45,25 +51,18 @@ import math
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal, cast
+from typing import Literal
 
 import numpy as np
-import numpy.typing as npt
 
-from components.formulas.payoff import Replica, prefill_seconds, reload_seconds
+from components.formulas.payoff import Replica
 from components.formulas.replica_routing import Router, ServiceRates, prefix_tokens
 from components.formulas.requests import Request
-from components.formulas.stack_distance import COLD, distances
+from components.formulas.stack_distance import StackDistances
+from components.formulas.tier_grid import Floats, Grid, Ints, Pending
 
 Relation = Literal["inclusive", "exclusive"]
 Scope = Literal["replica", "pooled"]
-Ints = npt.NDArray[np.int64]
-Floats = npt.NDArray[np.float64]
-
-# payoff's arithmetic is elementwise (+, *, / on its token counts), so it takes arrays of them as well;
-# tests/test_tier_replay.py holds the array results equal to the scalar ones.
-_prefill = cast(Callable[[Replica, Ints, Ints], Floats], prefill_seconds)
-_reload = cast(Callable[[Replica, Ints, float], Floats], reload_seconds)
 
 
 def capacity_blocks(capacity_bytes: float, block_tokens: int, kv_bytes_per_token: float) -> int:
@@ -116,7 +115,7 @@ class Curve:
     fs_stored_blocks: Ints
     working_set_blocks: int  # distinct blocks, output blocks included
     working_set_tokens: int
-    assignment: npt.NDArray[np.int32]  # each request's replica
+    assignment: array[int]  # each request's replica, one byte each (`assignment_array`)
     seconds_saved: Floats | None  # prefill seconds saved over recomputing every prompt, summed
 
     @property
@@ -163,39 +162,21 @@ def output_blocks(output_length: int, block_tokens: int) -> int:
     return -(-output_length // block_tokens)
 
 
-class _Trace:
-    """The routed trace, read once: per request its replica and lengths; the streams of block ids."""
-
-    def __init__(self, routed: Iterator[tuple[Request, int]], tiers: Tiers) -> None:
-        self.replica = array("i")
-        self.prompt_blocks = array("q")
-        self.input_length = array("q")
-        self.output_length = array("q")
-        self.streams = [array("q") for _ in range(tiers.replicas)]
-        self.everyone = array("q")  # the global stream
-        first = last = 0
-        fresh = -1  # output blocks: negative ids, each used once
-        for request, r in routed:
-            if not self.replica:
-                first = request.timestamp_ms
-            last = request.timestamp_ms
-            ids = request.hash_ids
-            if ids and min(ids) < 0:
-                raise ValueError("trace block ids are >= 0 (the output blocks take the negative ones)")
-            out = output_blocks(request.output_length, tiers.block_tokens)
-            outputs = range(fresh, fresh - out, -1)
-            fresh -= out
-            for stream in (self.streams[r], self.everyone):
-                stream.extend(ids)
-                stream.extend(outputs)
-            self.replica.append(r)
-            self.prompt_blocks.append(len(ids))
-            self.input_length.append(request.input_length)
-            self.output_length.append(request.output_length)
-        self.duration_ms = last - first
+def assignment_array(replicas: int) -> array[int]:
+    """An empty array for each request's replica: one byte a request (two past 127 replicas)."""
+    return array("b" if replicas <= 127 else "h" if replicas <= 32_767 else "i")
 
 
-GRID_CELLS = 2_000_000  # (requests x blocks x CPU sizes x fs sizes) evaluated per numpy batch
+def horizons(tiers: Tiers, cpu_sizes: Sequence[int], fs_sizes: Sequence[int]) -> tuple[int, int]:
+    """The largest capacity the distances of a replica's stream and of the global one are compared with:
+    deeper blocks miss at every size of the grid, so the streams forget them (`StackDistances`).
+
+    A replica's stream: HBM, and its own CPU tier (inclusive: at C; exclusive: HBM and CPU one LRU of
+    H + C). The global stream: the filesystem tier, and a pooled CPU tier. 0: nothing reads it."""
+    hbm, cpu, fs = tiers.hbm_blocks, max(cpu_sizes, default=0), max(fs_sizes, default=0)
+    if tiers.cpu_scope == "pooled":
+        return hbm, max(cpu, fs)
+    return (hbm + cpu if tiers.relation == "exclusive" else max(hbm, cpu)), fs
 
 
 def curve(
@@ -209,62 +190,78 @@ def curve(
     savings: Savings | None = None,
     router: RouteFn = route,
 ) -> Curve:
-    """Every (CPU size, filesystem size) at once: one routing pass (`router`, its CPU index at
-    `routing_cpu_blocks`), one distance pass per stream, then the requests evaluated over the grid in
-    numpy batches of equal prompt block counts (sums do not depend on order). An empty `fs_sizes` is no
-    filesystem tier."""
-    trace = _Trace(router(requests, tiers, routing_cpu_blocks, rates), tiers)
-    bt = tiers.block_tokens
+    """Every (CPU size, filesystem size) at once, in one pass over the requests: each routed (`router`, its
+    CPU index at `routing_cpu_blocks`), its blocks' distances taken at once in its replica's stream and
+    the global one, and its prompt held with those of the same block count until they fill a numpy batch
+    over the grid (sums do not depend on order; at most `PENDING_REFS` blocks wait). An empty `fs_sizes`
+    is no filesystem tier."""
+    bt, hbm, replicas = tiers.block_tokens, tiers.hbm_blocks, tiers.replicas
     cs = np.asarray(cpu_sizes, dtype=np.int64)
     fs = np.asarray(tuple(fs_sizes) or (0,), dtype=np.int64)
-    grid = _Grid(tiers, cs, fs, savings)
+    rep_horizon, glob_horizon = horizons(tiers, cpu_sizes, fs_sizes)
+    if replicas == 1:  # one replica: its stream is the global one
+        streams = [StackDistances(max(rep_horizon, glob_horizon))]
+        glob = None
+    else:
+        streams = [StackDistances(rep_horizon) for _ in range(replicas)]
+        glob = StackDistances(glob_horizon) if glob_horizon else None  # None: nothing reads it (all COLD)
+    pending = Pending(Grid(tiers, cs, fs, savings), "shared" if replicas == 1 else "own" if glob else "none")
+    assignment = assignment_array(replicas)
+    index: dict[int, int] = {}  # each distinct prompt block's key: 0, 1, ... in order of first use
+    number = index.setdefault
+    prompt_tokens = outputs = working_blocks = working_tokens = 0
+    first = last = 0
+    nothing = array("q")
+    for request, r in router(requests, tiers, routing_cpu_blocks, rates):
+        if not assignment:
+            first = request.timestamp_ms
+        last = request.timestamp_ms
+        assignment.append(r)
+        ids = request.hash_ids
+        n = len(ids)
+        if n and min(ids) < 0:
+            raise ValueError("trace block ids are >= 0 (the output blocks take the negative ones)")
+        out = output_blocks(request.output_length, bt)
+        prompt_tokens += request.input_length
+        outputs += out
+        pending.misses[r] += out  # fresh: HBM misses them
+        working_blocks += out
+        working_tokens += request.output_length
+        if not n:
+            streams[r].extend((), out, nothing)
+            if glob is not None:
+                glob.extend((), out, nothing)
+            continue
+        before = len(index)
+        keys = [number(block, len(index)) for block in ids]
+        bucket = pending.bucket(n)
+        streams[r].extend(keys, out, bucket.d)
+        if glob is not None:
+            glob.extend(keys, out, bucket.g)
+        bucket.input_length.append(request.input_length)
+        bucket.replica.append(r)
+        pending.added(bucket)
+        # The working set: blocks new to the global stream, the last one maybe partial.
+        added = len(index) - before
+        working_blocks += added
+        working_tokens += bt * added
+        if keys[-1] >= before and keys.index(keys[-1]) == n - 1:
+            working_tokens -= bt * n - request.input_length
+    pending.flush()
 
-    replica = np.frombuffer(trace.replica, dtype=np.int32)
-    blocks = np.frombuffer(trace.prompt_blocks, dtype=np.int64)
-    input_length = np.frombuffer(trace.input_length, dtype=np.int64)
-    output_length = np.frombuffer(trace.output_length, dtype=np.int64)
-    refs = blocks + -(-output_length // bt)  # each request's references: prompt, then output blocks
-    glob = distances(trace.everyone)
-    per_replica = [glob] if tiers.replicas == 1 else [distances(stream) for stream in trace.streams]
-    del trace.streams, trace.everyone
-    glob_start = np.cumsum(refs) - refs
-    rep_start = np.zeros_like(refs)  # into the replicas' distances end to end
-    base = 0
-    for r, d in enumerate(per_replica):
-        mine = replica == r
-        rep_start[mine] = base + np.cumsum(refs[mine]) - refs[mine]
-        base += d.size
-    rep_all = np.concatenate(per_replica)
-
-    outputs = int((refs - blocks).sum())  # computed, new to every tier: written to each
-    grid.fs_stored += outputs * (fs > 0)
+    grid = pending.grid
+    grid.fs_stored += outputs * (fs > 0)  # computed, new to every tier: written to each
     if tiers.relation == "inclusive":
         grid.cpu_stored += (outputs * (cs > 0))[:, None]
     else:  # the CPU tier stores what HBM evicts: every insertion into HBM once it is full
-        hbm = tiers.hbm_blocks
-        evictions = sum(int((d >= hbm).sum()) - min(hbm, int((d == COLD).sum())) for d in per_replica)
+        evictions = sum(max(0, m - hbm) for m in pending.misses)
         grid.cpu_stored += (evictions * (cs > 0))[:, None]
-    working_tokens = int(output_length.sum())
-    for n in np.unique(blocks[blocks > 0]).tolist():
-        same = np.flatnonzero(blocks == n)
-        step = max(1, GRID_CELLS // (n * cs.size * fs.size))
-        for i in range(0, same.size, step):
-            batch = same[i : i + step]
-            offsets = np.arange(n)
-            d = rep_all[rep_start[batch][:, None] + offsets]
-            g = glob[glob_start[batch][:, None] + offsets]
-            w = np.full((batch.size, n), bt, dtype=np.int64)
-            w[:, -1] = input_length[batch] - bt * (n - 1)
-            grid.add(d, g, w)
-            working_tokens += int(w[g == COLD].sum())
-
-    prompt_tokens = int(input_length.sum())
     return Curve(
         tiers=tiers,
         cpu_sizes=tuple(int(x) for x in cs),
         fs_sizes=tuple(int(x) for x in fs),
-        requests=replica.size,
-        duration_ms=trace.duration_ms,
+        requests=len(assignment),
+        duration_ms=last - first,
         prompt_tokens=prompt_tokens,
         hbm_tokens=grid.hbm_tokens,
         cpu_tokens=grid.cpu_tokens,
@@ -272,73 +269,8 @@ def curve(
         recomputed_tokens=prompt_tokens - grid.hbm_tokens - grid.cpu_tokens - grid.fs_tokens,
         cpu_stored_blocks=grid.cpu_stored,
         fs_stored_blocks=grid.fs_stored,
-        working_set_blocks=int((glob == COLD).sum()),
+        working_set_blocks=working_blocks,
         working_set_tokens=working_tokens,
-        assignment=replica.copy(),
+        assignment=assignment,
         seconds_saved=grid.saved,
     )
-
-
-class _Grid:
-    """The per-(CPU size, fs size) sums, and a batch of requests' prompts evaluated over the grid."""
-
-    def __init__(self, tiers: Tiers, cs: Ints, fs: Ints, savings: Savings | None) -> None:
-        self.tiers, self.cs, self.fs, self.savings = tiers, cs, fs, savings
-        shape = (cs.size, fs.size)
-        self.hbm_tokens = np.zeros(shape, dtype=np.int64)
-        self.cpu_tokens, self.fs_tokens = np.zeros_like(self.hbm_tokens), np.zeros_like(self.hbm_tokens)
-        self.cpu_stored, self.fs_stored = np.zeros_like(self.hbm_tokens), np.zeros_like(self.hbm_tokens)
-        self.saved = np.zeros(shape) if savings else None
-
-    def add(self, d: Ints, g: Ints, w: Ints) -> None:
-        """A batch of B prompts of n blocks: distances in their replica's stream `d` and in the global one
-        `g`, tokens per block `w`, each (B, n)."""
-        tiers, cs, fs = self.tiers, self.cs, self.fs
-        b, n = d.shape
-        in_hbm = d < tiers.hbm_blocks
-        # The CPU tier at C holds a block iff c < C (exclusive: HBM + CPU is one LRU of H + C).
-        exclusive, pooled = tiers.relation == "exclusive", tiers.cpu_scope == "pooled"
-        c = d - tiers.hbm_blocks if exclusive else (g if pooled else d)
-        c_miss = c[:, :, None] >= cs  # (B, n, cpu): the CPU tier at that size lacks the block
-        g_miss = g[:, :, None] >= fs  # (B, n, fs)
-        absent = c_miss[:, :, :, None] & g_miss[:, :, None, :] & ~in_hbm[:, :, None, None]
-        prefix = np.where(absent.any(1), absent.argmax(1), n)  # (B, cpu, fs): the leading blocks served
-        row = np.arange(b)[:, None, None]
-        served = _cumulative(w)[row, prefix]
-        hbm_part = _cumulative(w * in_hbm)[row, prefix]
-        cpu_part = _cumulative((w * ~in_hbm)[:, :, None] * ~c_miss)[row, prefix, np.arange(cs.size)[:, None]]
-        fs_part = served - hbm_part - cpu_part
-        self.hbm_tokens += hbm_part.sum(0)
-        self.cpu_tokens += cpu_part.sum(0)
-        self.fs_tokens += fs_part.sum(0)
-        self.fs_stored += _writes(g_miss, in_hbm, prefix) * (fs > 0)
-        if tiers.relation == "inclusive":
-            self.cpu_stored += _writes(c_miss, in_hbm, prefix.transpose(0, 2, 1)).T * (cs > 0)[:, None]
-        if self.savings is not None and self.saved is not None:
-            replica = self.savings.replica
-            total = w.sum(1)[:, None, None]
-            self.saved += (
-                _prefill(replica, total, np.zeros_like(total))
-                - _reload(replica, cpu_part, self.savings.cpu_bandwidth)
-                - _reload(replica, fs_part, self.savings.fs_bandwidth)
-                - _prefill(replica, total - served, served)
-            ).sum(0)
-
-
-def _cumulative(x: Ints) -> Ints:
-    """Along axis 1: the sums of x's first 0..n entries."""
-    cum = np.zeros((x.shape[0], x.shape[1] + 1, *x.shape[2:]), dtype=np.int64)
-    np.cumsum(x, axis=1, out=cum[:, 1:])
-    return cum
-
-
-def _writes(miss: npt.NDArray[np.bool_], in_hbm: npt.NDArray[np.bool_], prefix: Ints) -> Ints:
-    """Blocks a tier writes, summed over the batch, per (the other tier's size, this tier's size): those
-    it misses (`miss`: (B, n, this tier's sizes)) but HBM hits within the served prefix (`prefix`: (B,
-    other, this)): computed, or loaded from the other tier."""
-    held = in_hbm[:, :, None]
-    not_hbm = (miss & ~held).sum((0, 1))  # (this,)
-    cum = _cumulative((miss & held).astype(np.int64))  # (B, n + 1, this)
-    row = np.arange(miss.shape[0])[:, None, None]
-    past_prefix = cum[:, -1][:, None, :] - cum[row, prefix, np.arange(miss.shape[2])]  # HBM's, recomputed
-    return cast(Ints, not_hbm + past_prefix.sum(0))
