@@ -6,6 +6,7 @@ works (the router's names through the real chart: tests/test_router_helm.py).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -363,3 +364,149 @@ def test_the_tool_itself_writes_a_render_whole(tmp_path: Path) -> None:
     result.write(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["manifests.yaml", "resources.json", "summary.md"]
     assert manifests(result)
+
+
+# ==== Hostile input, third round (issue 29) ====
+
+# ---- the cluster contract is input too ----
+
+CLUSTER_STACK = "gke-cluster"
+OUTPUTS = "recorded/outputs.json"
+
+
+@pytest.fixture
+def layered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the repo's stack files, with the cluster stack's outputs recorded as its render writes them."""
+    import shutil
+
+    from stacks.config.cluster_outputs import describe
+
+    for path in ROOT.glob("Pulumi*.yaml"):
+        shutil.copy(path, tmp_path / path.name)
+    monkeypatch.setattr(loading, "PROJECT_DIR", tmp_path)
+    (tmp_path / "recorded").mkdir()
+    outputs = describe(loading.load_named(CLUSTER_STACK), CLUSTER_STACK).exported()
+    (tmp_path / OUTPUTS).write_text(json.dumps(outputs))
+    return tmp_path
+
+
+def _recorded(project: Path, path: str, value: object) -> None:
+    data = json.loads((project / OUTPUTS).read_text())
+    *parents, last = path.split(".")
+    node = data
+    for key in parents:
+        node = node[key]
+    node[last] = value
+    (project / OUTPUTS).write_text(json.dumps(data))
+
+
+def _serving_line(overrides: list[str] | None = None) -> str:
+    with pytest.raises(ConfigError) as caught:
+        plan(loading.load_named("qwen3-8b", [f"cluster.outputs_file={OUTPUTS}", *(overrides or [])]))
+    text = str(caught.value)
+    assert text.startswith("invalid stack config: ") and text.isprintable(), text
+    return text
+
+
+SOURCE = f"cluster.outputs_file = '{OUTPUTS}': its llmdCluster."
+CONTRACT = [
+    ("gateway.proxy_subnet_cidr", "0.0.0.0/0", "gateway.proxy_subnet_cidr = '0.0.0.0/0': must be a private IPv4"),
+    ("gateway.proxy_subnet_cidr", "banana", "gateway.proxy_subnet_cidr = 'banana': must be an IPv4 network"),
+    ("gateway.proxy_subnet_cidr", "8.8.8.0/23", "gateway.proxy_subnet_cidr = '8.8.8.0/23': must be a private"),
+    ("gateway.namespace", "../../Evil NS", "gateway.namespace = '../../Evil NS': must be a DNS label"),
+    ("gateway.namespace", "kube-system", "gateway.namespace = 'kube-system': a namespace the cluster or its platform"),
+    ("gateway.name", "Bad Name", "gateway.name = 'Bad Name': must be a DNS label"),
+    ("gateway.class_name", "nope", "gateway.class_name = 'nope': input should be"),
+    ("gateway.class_name", "istio", "gateway.class_name = 'istio': on GKE the gateway class is one of"),
+    ("mirror.region", "us central1", "mirror.region = 'us central1': must be a GCP region"),
+    ("mirror.project", "My Project!", "mirror.project = 'My Project!': must be a GCP project id"),
+    ("mirror.registries", ["docker.io/../x"], "mirror.registries[0] = 'docker.io/../x': must be a registry host"),
+    ("mirror.registries", ["evil.example.com"], "mirror.registries = ['evil.example.com']: evil.example.com: allowed"),
+    ("node_pools.h100.node_count", -5, "node_pools.h100.node_count = -5: input should be greater than or equal to 0"),
+    ("node_pools.h100.accelerator", "H100", "node_pools.h100.accelerator = 'H100': allowed: amd, gpu"),
+    ("node_pools.h100.labels", {"bad key!": "x"}, "node_pools.h100.labels = {'bad key!': 'x'}: must be a Kubernetes"),
+    ("node_pools.h100.machine_type", "banana", "node_pools.h100.machine_type = 'banana': not a machine type"),
+    ("node_pools", {"BAD POOL": {}}, "node_pools = 'BAD POOL': a pool key must be a DNS label"),
+    ("name", "../x", "name = '../x': must start with a letter"),
+    ("stack", "../../x", "stack = '../../x': string should match"),
+    ("storage.size", "-1", "storage.size = '-1': must be a Kubernetes quantity"),
+    ("storage.claim_namespace", "kube-public", "storage.claim_namespace = 'kube-public': a namespace the cluster"),
+    ("storage.storage_class", "Bad Class", "storage.storage_class = 'Bad Class': input should be"),
+    ("platform", "gke ", "platform = 'gke ': input should be 'base', 'gke' or 'amd-ci'"),
+    ("keda", "sure", "keda = 'sure': input should be a valid boolean"),
+    ("schema_version", 2, "schema_version = 2: input should be 1"),
+    ("mirror.credentials", {"docker.io": "not-an-arn"}, "mirror.credentials.docker.io: must be a Secrets Manager"),
+]
+
+
+@pytest.mark.parametrize(("path", "value", "message"), CONTRACT)
+def test_the_cluster_contract_a_value_no_cluster_stack_exports_is_one_line_naming_the_file(
+    path: str, value: object, message: str, layered: Path
+) -> None:
+    """Before: 0.0.0.0/0 opened every serving pod's NetworkPolicy to the world, `banana` reached an ipBlock,
+    `../../Evil NS` a parentRef, a class the platform lacks was a ValueError traceback, and a pool's error named
+    a field the serving stack never set, with no word of the file."""
+    _recorded(layered, path, value)
+    assert _serving_line().startswith(f"invalid stack config: {SOURCE}{message}")
+
+
+def test_the_cluster_contract_live_outputs_name_the_stack() -> None:
+    from stacks.config.cluster_outputs import describe, read_outputs
+
+    data = describe(loading.load_named(CLUSTER_STACK), CLUSTER_STACK).exported()
+    data["gateway"]["proxy_subnet_cidr"] = "0.0.0.0/0"
+    with pytest.raises(ConfigError) as caught:
+        read_outputs(data, "organization/llmd/gke-cluster")
+    assert str(caught.value) == (
+        "invalid stack config: cluster.stack = 'organization/llmd/gke-cluster': its"
+        " llmdCluster.gateway.proxy_subnet_cidr = '0.0.0.0/0': must be a private IPv4 network of prefix length /23,"
+        " e.g. 10.0.0.0/23"
+    )
+
+
+@pytest.mark.parametrize("data", [[], "x", None, 7, {"stack": "x" * 1_000_000}])
+def test_the_cluster_contract_outputs_of_another_shape_are_one_short_line(data: object) -> None:
+    from stacks.config.cluster_outputs import read_outputs
+
+    with pytest.raises(ConfigError) as caught:
+        read_outputs(data, "o.json", "cluster.outputs_file")
+    assert str(caught.value).startswith("invalid stack config: cluster.outputs_file = 'o.json': its llmdCluster")
+    assert len(str(caught.value)) < 400
+
+
+def test_the_cluster_contract_an_error_in_the_repo_cluster_stack_names_its_file(layered: Path) -> None:
+    text = (layered / f"Pulumi.{CLUSTER_STACK}.yaml").read_text()
+    (layered / f"Pulumi.{CLUSTER_STACK}.yaml").write_text(text.replace("node_count: 2", "node_count: -5"))
+    with pytest.raises(ConfigError) as caught:
+        loading.load_named("qwen3-8b")
+    assert str(caught.value).startswith(
+        f"invalid stack config: Pulumi.{CLUSTER_STACK}.yaml: node_pools.h100.node_count = -5: input should be"
+    )
+
+
+def test_the_cluster_contract_a_gateway_class_the_platform_lacks_is_one_line_in_the_cluster_stack(
+    layered: Path,
+) -> None:
+    """Before: a ValueError traceback from describe(), in the cluster stack's render and its serving stacks'."""
+    (layered / "Pulumi.gc.yaml").write_text(
+        "config:\n  llmd:layer: cluster\n  llmd:node_pools:\n    h100: {accelerator: gpu}\n"
+        "  llmd:gateway: {enabled: true, class_name: gke-l7-rilb}\n"
+    )
+    with pytest.raises(ConfigError) as caught:
+        loading.load_named("gc")
+    assert str(caught.value) == (
+        "invalid stack config: gateway.class_name = 'gke-l7-rilb': on platform 'base' the gateway class is one of"
+        " kgateway, istio, not 'gke-l7-rilb'"
+    )
+
+
+def test_the_cluster_contract_what_the_cluster_stack_writes_it_reads_back(layered: Path) -> None:
+    from stacks.config.cluster_facts import ClusterOutputs
+
+    for name in loading.stack_names(layered):
+        config = loading.load_named(name)
+        if config.effective_layer == "cluster":
+            from stacks.config.cluster_outputs import describe
+
+            written = describe(config, name).exported()
+            assert ClusterOutputs.model_validate(written).exported() == written

@@ -59,15 +59,9 @@ def check_stack(config: StackConfig) -> None:
     check_applies(config)
 
 
-# Namespaces every cluster (or the platform) already has: the stack creates its namespace and deletes it
-# on `pulumi destroy`, with everything in it.
-RESERVED_NAMESPACES = ("default", "gmp-system", "gmp-public")
-RESERVED_NAMESPACE_PREFIXES = ("kube-", "gke-", "openshift")
-
-
 def check_namespace(config: StackConfig) -> None:
     name = config.namespace
-    if name in RESERVED_NAMESPACES or name.startswith(RESERVED_NAMESPACE_PREFIXES):
+    if formats.is_reserved_namespace(name):
         raise ConfigError(
             "namespace",
             name,

@@ -183,7 +183,12 @@ def recorded_outputs(reference: str, outputs_file: str | None) -> ClusterOutputs
         raise ConfigError(
             "cluster.stack", reference, f"Pulumi.{name}.yaml is not a cluster stack (it sets no llmd:layer cluster)"
         )
-    return describe(load_named(name), name)
+    try:
+        return describe(load_named(name), name)
+    except ConfigError as error:  # the cluster stack's own field: say which file it is in
+        shown = f"Pulumi.{name}.yaml"
+        where = error.field if error.field.startswith(shown) else f"{shown}: {error.field}"
+        raise ConfigError(where, error.value, error.allowed, hidden=error.hidden) from None
 
 
 def load_preset(name: str, overrides: list[str] | None = None) -> StackConfig:
