@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -510,3 +511,125 @@ def test_the_cluster_contract_what_the_cluster_stack_writes_it_reads_back(layere
 
             written = describe(config, name).exported()
             assert ClusterOutputs.model_validate(written).exported() == written
+
+
+# ---- files that are not files ----
+
+
+def _kinds(project: Path, name: str, outside: Path) -> dict[str, Path]:
+    """`name` in `project` as each kind of thing that is not a regular file inside it."""
+    made = {}
+    for kind in ("fifo", "zero", "outside", "directory", "loop", "dangling"):
+        path = project / f"{kind}-{name}"
+        if kind == "fifo":
+            os.mkfifo(path)
+        elif kind == "zero":
+            os.symlink("/dev/zero", path)
+        elif kind == "outside":
+            os.symlink(outside, path)
+        elif kind == "directory":
+            path.mkdir()
+        elif kind == "loop":
+            os.symlink(path, path)
+        else:
+            os.symlink(project / "nowhere", path)
+        made[kind] = path
+    return made
+
+
+FILE_KINDS = {
+    "fifo": "a FIFO, not a regular file",
+    "zero": "it leads outside the project (through a link)",
+    "outside": "it leads outside the project (through a link)",
+    "directory": "a directory, not a regular file",
+    "loop": "cannot read",
+    "dangling": "No such file or directory",
+}
+
+
+@pytest.fixture
+def no_hang() -> Iterator[None]:
+    """A read that blocks (a FIFO) fails the test after 30 s instead of hanging the suite."""
+    import signal
+
+    def expired(*_: object) -> None:
+        raise TimeoutError("hung for 30 s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(30)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.usefixtures("no_hang")
+@pytest.mark.parametrize("kind", FILE_KINDS)
+def test_files_that_are_not_files_an_outputs_file_is_one_line_not_a_hang(
+    kind: str, layered: Path, tmp_path: Path
+) -> None:
+    """Before: a FIFO hung `render` (and `check` over the repo), /dev/zero read until memory ran out, and a link
+    inside the project to a file outside it was read (the rule checked the path's text)."""
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.json"
+    outside.write_text((layered / OUTPUTS).read_text())
+    _kinds(layered, "o.json", outside)
+    text = _serving_line([f"cluster.outputs_file={kind}-o.json"])
+    assert text.startswith(f"invalid stack config: cluster.outputs_file = '{kind}-o.json': cannot read the recorded")
+    assert FILE_KINDS[kind] in text
+
+
+@pytest.mark.usefixtures("no_hang")
+@pytest.mark.parametrize("kind", FILE_KINDS)
+def test_files_that_are_not_files_a_stack_file_is_one_line_naming_it(kind: str, layered: Path, tmp_path: Path) -> None:
+    outside = tmp_path.parent / f"{tmp_path.name}-Pulumi.x.yaml"
+    outside.write_text("config:\n  llmd:preset: dev\n")
+    for made in _kinds(layered, "x.yaml", outside).values():
+        made.rename(layered / f"Pulumi.{made.name.replace('-x.yaml', '')}.yaml")
+    with pytest.raises(ConfigError) as caught:
+        loading.load_named(kind)
+    assert str(caught.value).startswith(f"invalid stack config: Pulumi.{kind}.yaml = (not shown): cannot read the file")
+    assert FILE_KINDS[kind] in str(caught.value)
+
+
+NESTED = {
+    "a JSON array": "[" * 100_000 + "]" * 100_000,
+    "a JSON object": '{"a":' * 100_000 + "1" + "}" * 100_000,
+    "just past the bound": '{"a":' * 33 + "1" + "}" * 33,
+}
+
+
+@pytest.mark.parametrize("case", NESTED)
+def test_files_that_are_not_files_json_nested_deep_is_one_line_not_a_recursion_error(case: str, layered: Path) -> None:
+    (layered / "deep.json").write_text(NESTED[case])
+    assert _serving_line(["cluster.outputs_file=deep.json"]) == (
+        "invalid stack config: cluster.outputs_file = 'deep.json': cannot read the recorded outputs: nested deeper"
+        " than 32 levels"
+    )
+
+
+def test_files_that_are_not_files_an_outputs_file_is_bounded_in_size(layered: Path) -> None:
+    (layered / "big.json").write_text(" " * (1024 * 1024) + (layered / OUTPUTS).read_text())
+    assert _serving_line(["cluster.outputs_file=big.json"]).endswith(
+        "cannot read the recorded outputs: larger than 1024 KiB"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "config:\n  llmd:description: " + "[" * 100_000 + "]" * 100_000 + "\n",
+        "config:\n  llmd:description:\n" + "".join(" " * (i + 4) + "-\n" for i in range(1200)),
+    ],
+    ids=["flow", "block"],
+)
+def test_files_that_are_not_files_yaml_nested_deep_is_one_line(text: str, project: Path) -> None:
+    (project / "Pulumi.x.yaml").write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        loading.load_named("x")
+    assert str(caught.value) == "invalid stack config: Pulumi.x.yaml = (not shown): nested deeper than 32 levels"
+
+
+def test_files_that_are_not_files_a_set_value_nested_deep_is_one_short_line() -> None:
+    with pytest.raises(ConfigError) as caught:
+        loading.load_preset("dev", ["description=" + "[" * 5000 + "]" * 5000])
+    assert str(caught.value).endswith("...': nested deeper than 32 levels")
+    assert len(str(caught.value)) < 200

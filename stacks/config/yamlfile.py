@@ -15,11 +15,12 @@ import yaml
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode
 
+from stacks.config import files
 from stacks.config.errors import HIDDEN, ConfigError
 
 # Far above any stack (the largest preset is a few hundred nodes), far below what would take a second.
 MAX_NODES = 100_000
-MAX_BYTES = 1024 * 1024
+MAX_BYTES = files.MAX_BYTES
 
 
 class _Loader(yaml.SafeLoader):
@@ -57,16 +58,15 @@ def _expanded_nodes(value: Any, budget: int) -> int:
     return count
 
 
-def load(path: Path, shown: str | None = None) -> Any:
-    """The YAML document of `path`; a malformed one is a ConfigError naming `shown` (default: the file name),
-    the line and the column. The file's text is never shown (it may hold a secret)."""
+def load(path: Path, shown: str | None = None, within: Path | None = None) -> Any:
+    """The YAML document of `path`, a regular file inside `within` (default: its directory) once its links are
+    followed; a malformed one is a ConfigError naming `shown` (default: the file name), the line and the column.
+    The file's text is never shown (it may hold a secret)."""
     where = shown or path.name
     try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise ConfigError(where, HIDDEN, f"cannot read the file: {error.strerror}", hidden=True) from None
-    if len(raw) > MAX_BYTES:
-        raise ConfigError(where, HIDDEN, f"larger than {MAX_BYTES // 1024} KiB; a stack file is a few KiB", hidden=True)
+        raw = files.read_bytes(path, within or path.parent, MAX_BYTES)
+    except files.UnreadableError as error:
+        raise ConfigError(where, HIDDEN, f"cannot read the file: {error}", hidden=True) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -85,6 +85,8 @@ def parse(text: str, where: str) -> Any:
         raise ConfigError(at, HIDDEN, f"malformed YAML: {problem}", hidden=True) from None
     except yaml.YAMLError as error:
         raise ConfigError(where, HIDDEN, f"malformed YAML: {error}", hidden=True) from None
+    except RecursionError:
+        raise ConfigError(where, HIDDEN, f"nested deeper than {files.MAX_DEPTH} levels", hidden=True) from None
     check_expansion(data, where)
     return data
 
@@ -95,9 +97,17 @@ def parse_value(text: str) -> Any:
         return yaml.load(text, Loader=_Loader)
     except yaml.YAMLError:
         return text
+    except RecursionError:
+        raise ConfigError("--set", _short(text), f"nested deeper than {files.MAX_DEPTH} levels") from None
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def check_expansion(data: Any, where: str, shown: Any = HIDDEN) -> None:
+    """Bounded before anything recursive (merging, validation, JSON) reads it: values, and their nesting."""
+    shown = _short(shown) if isinstance(shown, str) else shown
     if _expanded_nodes(data, MAX_NODES) > MAX_NODES:
         raise ConfigError(
             where,
@@ -105,3 +115,5 @@ def check_expansion(data: Any, where: str, shown: Any = HIDDEN) -> None:
             f"its aliases expand to more than {MAX_NODES} values; write the values out",
             hidden=shown is HIDDEN,
         )
+    if files.nesting_depth(data) > files.MAX_DEPTH:
+        raise ConfigError(where, shown, f"nested deeper than {files.MAX_DEPTH} levels", hidden=shown is HIDDEN)
