@@ -633,3 +633,92 @@ def test_files_that_are_not_files_a_set_value_nested_deep_is_one_short_line() ->
         loading.load_preset("dev", ["description=" + "[" * 5000 + "]" * 5000])
     assert str(caught.value).endswith("...': nested deeper than 32 levels")
     assert len(str(caught.value)) < 200
+
+
+# ---- the tools check before they act ----
+
+E2E_REFUSED = [
+    (["no-such-preset"], "PRESET = 'no-such-preset': allowed: "),
+    (["../../etc"], "PRESET = '../../etc': allowed: "),
+    (["qwen3-8b"], "PRESET = 'qwen3-8b': a stack of the repo: --layers deploys the layer stacks"),
+    (["gke-h100-lustre"], "PRESET = 'gke-h100-lustre': creates a cloud cluster; allowed: "),
+    (["--stop", "../../x"], "--stop = '../../x': allowed: "),
+    (["--workdir", "/etc/hostname"], "--workdir = '/etc/hostname': not a directory"),
+    (["--workdir", "/"], "--workdir = '/': each run removes its directory in it"),
+    (["--layers", "--set", "cache.replicas=3"], "--set = 'cache.replicas=3': the layered run deploys the repo's"),
+    (["--set", "cache.replicas=3"], "--set = 'cache.replicas=3': the layered run deploys the repo's"),
+    (["dev", "--set", "cache.replicas=banana"], "dev: invalid stack config: cache.replicas = 'banana': input should"),
+    (["dev", "--set", "nope"], "dev: invalid stack config: --set = 'nope': expected path=value"),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), E2E_REFUSED)
+def test_the_tools_check_before_they_act_e2e_refuses_in_one_line_before_any_build(
+    argv: list[str], message: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: each went straight to the 40-minute Go build (and, with the tools cached, on to deploy); --layers
+    dropped --set silently; a bad --set was a ConfigError traceback."""
+    import e2e.__main__ as e2e_main
+    from e2e import tools
+
+    def no_build(*_: object, **__: object) -> None:
+        raise AssertionError("the build started before the arguments were checked")
+
+    monkeypatch.setattr(tools, "ensure_all", no_build)
+    assert e2e_main.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {message}"), err
+    assert err.count("\n") == 1
+
+
+def _git(repo: Path, *argv: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.email=t@t", "-c", "user.name=t", *argv],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+
+
+@pytest.mark.parametrize(
+    ("link", "target", "why"),
+    [
+        ("abs", "/etc/passwd", "a link to an absolute path"),
+        ("d/esc", "../../../etc/passwd", "a link that leads outside"),
+    ],
+)
+def test_the_tools_check_before_they_act_diff_refuses_a_tree_with_a_link_out_in_one_line(
+    link: str,
+    target: str,
+    why: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Before: a tarfile traceback (a fork's pull request could break the preview job that way)."""
+    _git(tmp_path, "init", "-q")
+    (tmp_path / link).parent.mkdir(exist_ok=True)
+    os.symlink(target, tmp_path / link)
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-q", "-m", "link")
+    revision = _git(tmp_path, "rev-parse", "HEAD")
+    monkeypatch.chdir(tmp_path)
+    assert main(["diff", "--base", revision, "--head", revision]) == 2
+    assert capsys.readouterr().err == (
+        f"error: invalid stack config: --base = '{revision}': its tree holds '{link}', {why}"
+        + (" the tree" if "outside" in why else "")
+        + "; diff extracts no such tree\n"
+    )
+
+
+def test_the_tools_check_before_they_act_diff_of_an_empty_tree_renders_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: a FileNotFoundError (an empty tree archives no member, and no directory was made)."""
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "commit", "-q", "--allow-empty", "-m", "empty")
+    revision = _git(tmp_path, "rev-parse", "HEAD")
+    monkeypatch.chdir(tmp_path)
+    assert main(["diff", "--base", revision, "--head", revision]) == 0
+    assert capsys.readouterr().out.endswith("No rendered changes.\n")
