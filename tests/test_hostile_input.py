@@ -722,3 +722,69 @@ def test_the_tools_check_before_they_act_diff_of_an_empty_tree_renders_nothing(
     monkeypatch.chdir(tmp_path)
     assert main(["diff", "--base", revision, "--head", revision]) == 0
     assert capsys.readouterr().out.endswith("No rendered changes.\n")
+
+
+# ---- names the cluster owns, and values that do nothing ----
+
+OWNED_AND_IDLE = [
+    ("gke-h100-lustre", ["gateway.enabled=true", "gateway.namespace=kube-system"], "gateway.namespace = 'kube-system'"),
+    ("gpu-vllm-native-fs", ["storage.claim_namespace=default"], "storage.claim_namespace = 'default': a namespace"),
+    ("dev", ["model_cache.revision=a/../../../etc"], "model_cache.revision = 'a/../../../etc': must be a branch"),
+    ("dev", ["model_cache.revision=main/"], "model_cache.revision = 'main/': must be a branch"),
+    ("dev", ["cluster.context=''"], "cluster.context = '': string should have at least 1 character"),
+    ("dev", ["cluster.kubeconfig=''"], "cluster.kubeconfig = '': string should have at least 1 character"),
+    (
+        "gke-h100-lustre",
+        ["node_pools.h100.labels={cloud.google.com/gke-nodepool: x}"],
+        "node_pools.h100.labels = 'cloud.google.com/gke-nodepool': a label prefix gke and Kubernetes reserve",
+    ),
+    (
+        "eks-h100-efs",
+        ["node_pools.h100.labels={node-role.kubernetes.io/gpu: ''}"],
+        "node_pools.h100.labels = 'node-role.kubernetes.io/gpu': a label prefix eks",
+    ),
+    ("dev", ["autoscaling.trigger=saturation"], "autoscaling.trigger = 'saturation': applies only with autoscaling"),
+    (
+        "gpu-vllm-native-fs-autoscale",
+        ["autoscaling.queue_threshold=1e-300"],
+        "autoscaling.queue_threshold = '1e-300': input should be greater than or equal to 0.001",
+    ),
+    (
+        "gpu-vllm-native-fs-autoscale",
+        ["autoscaling.prometheus_url=http://"],
+        "autoscaling.prometheus_url = 'http://': must be an http:// or https:// URL with a host",
+    ),
+    (
+        "gpu-vllm-native-fs-autoscale",
+        ["autoscaling.prometheus_url=http://p:99999"],
+        "autoscaling.prometheus_url = 'http://p:99999': must be an http:// or https:// URL with a port",
+    ),
+    ("dev", ["cache.replicas=1:30"], "cache.replicas = '1:30': input should be a valid integer"),
+]
+
+
+@pytest.mark.parametrize(("preset", "overrides", "message"), OWNED_AND_IDLE)
+def test_names_the_cluster_owns_and_values_that_do_nothing_are_one_line(
+    preset: str, overrides: list[str], message: str
+) -> None:
+    """Before: each was accepted (the cluster stack would declare Namespace kube-system; `1:30` was YAML 1.1's
+    base-60 90 where Pulumi reads the string)."""
+    assert message in _one_line(preset, overrides)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        *[("1:30", "1:30"), ("1:30.5", "1:30.5"), ("90", 90), ("-2", -2), ("0x10", 16), ("1_000", 1000)],
+        *[(".5", 0.5), ("1.0e+3", 1000.0), ("true", True), ("~", None), ("[1, 2:3]", [1, "2:3"])],
+    ],
+)
+def test_names_the_cluster_owns_a_set_value_reads_as_pulumi_reads_it(text: str, value: object) -> None:
+    from stacks.config import yamlfile
+
+    assert yamlfile.parse_value(text) == value
+
+
+@pytest.mark.parametrize("revision", ["main", "v1.0", "refs/pr/12", "0123456789abcdef0123456789abcdef01234567"])
+def test_names_the_cluster_owns_a_revision_of_git_is_accepted(revision: str) -> None:
+    assert loading.load_preset("dev", [f"model_cache.revision={revision}"]).model_cache.revision == revision

@@ -75,6 +75,19 @@ def _set_fields(section: BaseModel, names: tuple[str, ...]) -> list[str]:
     return [n for n in names if n in section.model_fields_set]
 
 
+# Label prefixes a created pool's nodes cannot carry: Kubernetes' own (NodeRestriction keeps kubelets from setting
+# them) and the cloud's (GKE refuses cloud.google.com/ and gke.io/ node pool labels; EKS sets eks.amazonaws.com/).
+RESERVED_LABEL_PREFIXES = {
+    "gke": ("kubernetes.io", "k8s.io", "cloud.google.com", "gke.io"),
+    "eks": ("kubernetes.io", "k8s.io", "eks.amazonaws.com", "karpenter.sh"),
+}
+
+
+def _reserved_label(key: str, provider: str) -> bool:
+    prefix = key.rpartition("/")[0]
+    return any(prefix == p or prefix.endswith(f".{p}") for p in RESERVED_LABEL_PREFIXES.get(provider, ()))
+
+
 def check_applies(config: StackConfig) -> None:
     """A setting that does nothing on the chosen platform is an error, not a silent no-op."""
     cluster, storage, model_cache = config.cluster, config.storage, config.model_cache
@@ -89,6 +102,14 @@ def check_applies(config: StackConfig) -> None:
     if cluster.provider in DESCRIBED and _set_fields(cluster, ("name",)):
         raise ConfigError("cluster.name", cluster.name, "names a created cluster; applies only with gke or eks")
     for key, pool in config.node_pools.items():
+        reserved = [k for k in pool.labels if _reserved_label(k, cluster.provider)]
+        if reserved:
+            raise ConfigError(
+                f"node_pools.{key}.labels",
+                reserved[0],
+                f"a label prefix {cluster.provider} and Kubernetes reserve for themselves (kubelets may not set it,"
+                " the cloud refuses it on a pool): pick a prefix of your own",
+            )
         created_only = ("spot", "reservation", "slices", "tpu_topology")
         for name in _set_fields(pool, created_only) if cluster.provider == "existing" else []:
             raise ConfigError(
@@ -117,6 +138,11 @@ def check_applies(config: StackConfig) -> None:
             )
     if config.images.ecr_credentials and cluster.provider != "eks":
         raise ConfigError("images.ecr_credentials", "(set)", "applies only with cluster.provider eks")
+    for name, section in (("autoscaling", config.autoscaling), ("gateway", config.gateway)):
+        idle = sorted(section.model_fields_set - {"enabled"})
+        if idle and not section.enabled:
+            value = getattr(section, idle[0])
+            raise ConfigError(f"{name}.{idle[0]}", value, f"applies only with {name}.enabled true; it is off")
 
 
 def check_router_names(config: StackConfig) -> None:

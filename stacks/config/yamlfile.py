@@ -8,6 +8,7 @@ bounded before anything else reads the data.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,8 @@ MAX_BYTES = files.MAX_BYTES
 
 
 class _Loader(yaml.SafeLoader):
+    """SafeLoader with Pulumi's (go-yaml v3, YAML 1.2) reading of numbers: `1:30` is a string, not 90."""
+
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, Any] = {}
         for key_node, _ in node.value:
@@ -42,6 +45,23 @@ class _Loader(yaml.SafeLoader):
                 )
             seen[key] = key_node.start_mark
         return super().construct_mapping(node, deep=deep)
+
+
+# YAML 1.1's base-60 numbers (`1:30` = 90, `1:30.5` = 90.5) are strings in YAML 1.2 and to Pulumi: SafeLoader's
+# int and float resolvers without that one alternative each (PyYAML's resolver.py otherwise).
+_NUMBERS = {
+    "tag:yaml.org,2002:int": re.compile(
+        r"^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+)$"
+    ),
+    "tag:yaml.org,2002:float": re.compile(
+        r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+    ),
+}
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, _NUMBERS.get(tag, regexp)) for tag, regexp in resolvers]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
 
 
 def _expanded_nodes(value: Any, budget: int) -> int:
