@@ -54,6 +54,43 @@ def selection(named: list[str], every: bool, layers: bool) -> tuple[list[str] | 
     return (named or ([] if layers else list(DEFAULT))), layers or not named
 
 
+def refusal(args: argparse.Namespace, presets: list[str], run_layers: bool) -> str | None:
+    """Why the arguments cannot run, checked before anything is built, deployed, written or removed: names
+    (presets on an existing cluster), `--stop`'s name, `--workdir`, and `--set` through the program's own
+    loading and plan for each preset it applies to. None: they can."""
+    from stacks.config import loading
+    from stacks.config.errors import ConfigError
+    from stacks.planning.plan import plan
+
+    local = _local_presets()
+    allowed = f"allowed: {', '.join(local)} (presets on an existing cluster; the layered run is --layers)"
+    for name in [*presets, *([args.stop] if args.stop else [])]:
+        if name == args.stop and name == layers.NAME:
+            continue
+        if name not in local:
+            field = "--stop" if name == args.stop and name not in presets else "PRESET"
+            why = "a stack of the repo: --layers deploys the layer stacks" if name in loading.stack_names() else allowed
+            if name in loading.preset_names() and name not in local:
+                why = f"creates a cloud cluster; {allowed}"
+            return f"{field} = {name!r}: {why}"
+    workdir = args.workdir.expanduser().resolve()
+    if workdir.exists() and not workdir.is_dir():
+        return f"--workdir = '{args.workdir}': not a directory (logs, state and each run's files go there)"
+    if workdir in (Path(workdir.anchor), Path.home().resolve()) or REPO.resolve().is_relative_to(workdir):
+        return f"--workdir = '{args.workdir}': each run removes its directory in it; name one of its own (out/e2e)"
+    if args.set and run_layers:
+        return (
+            f"--set = {args.set[0]!r}: the layered run deploys the repo's stack files as they are; name presets"
+            " (without --layers or --all) to run them with --set"
+        )
+    for name in presets:
+        try:
+            plan(loading.load_preset(name, args.set))
+        except ConfigError as error:
+            return f"{name}: {error}"
+    return None
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="./run e2e", description=__doc__.splitlines()[0])
     parser.add_argument("presets", nargs="*", help=f"presets to deploy (default: {' '.join(DEFAULT)})")
@@ -78,6 +115,10 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     presets, run_layers = selection(args.presets, args.all, args.layers)
     presets = _local_presets() if presets is None else presets
+    refused = refusal(args, presets if not args.stop else [], run_layers and not args.stop)
+    if refused is not None:
+        print(f"error: {refused}", file=sys.stderr)
+        return 2
     try:
         bins = tools.ensure_all(extra=args.all or _needs_lws(presets, args.set))
     except tools.BuildError as error:

@@ -26,6 +26,17 @@ SEEDS = UPSTREAM / "seeds"
 KUBERNETES_VERSION = "1.34.0"
 
 
+GMP_PROJECT = "autoscaling.gcp_project=llmd-e2e"
+
+
+def with_gmp_project(name: str, overrides: tuple[str, ...], stack: bool = False) -> tuple[str, ...]:
+    """`overrides` and, where NAME autoscales on GKE Managed Prometheus off a created GKE cluster, the project KEDA
+    queries (a stack that does not autoscale refuses autoscaling settings: they would do nothing)."""
+    config = loading.load_named(name) if stack else loading.load_preset(name)
+    gmp = "monitoring.provider=gke-managed-prometheus" in overrides
+    return (*overrides, GMP_PROJECT) if gmp and config.autoscaling.enabled else overrides
+
+
 @functools.cache
 def rendered(name: str, overrides: tuple[str, ...] = ()) -> Render:
     """A preset's render (a stack file of the same name, such as Pulumi.dev.yaml, is not read)."""

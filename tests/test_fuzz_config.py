@@ -15,6 +15,7 @@ import types
 import typing
 from collections.abc import Iterator
 from fractions import Fraction
+from functools import cache as functools_cache
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -641,3 +642,117 @@ def test_any_stack_file_is_one_line_or_loads(text: str) -> None:
         finally:
             loading.PROJECT_DIR = saved
         assert time.monotonic() - started < 5, "a stack file took seconds to load"
+
+
+# ---- the cluster contract (issue 29): outputs a serving stack reads, however hostile ----
+
+_HOSTILE_VALUES = st.one_of(
+    st.sampled_from(
+        [
+            *["0.0.0.0/0", "banana", "../../Evil NS", "kube-system", "us central1", "", "1:30", "x" * 300],
+            *["10.0.0.0/8", "istio", "gke-l7-rilb", "-5", "1e30", "H100", "docker.io/../x", "a\nb", "\uff14"],
+            "registry.k8s.io",
+        ]
+    ),
+    st.integers(min_value=-(2**40), max_value=2**40),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.booleans(),
+    st.none(),
+    st.lists(st.sampled_from(["docker.io", "evil.example.com", ""]), max_size=3),
+    st.dictionaries(st.sampled_from(["a", "bad key!", "llm-d.ai/x", "h100"]), st.sampled_from(["x", "", "gpu"])),
+    st.recursive(st.just(1), lambda inner: st.lists(inner, max_size=2), max_leaves=40),
+)
+
+
+def _leaf_paths(value: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    if isinstance(value, dict) and value:
+        return [path] + [p for k, v in value.items() for p in _leaf_paths(v, (*path, str(k)))]
+    return [path]
+
+
+@st.composite
+def outputs_files(draw: st.DrawFn) -> dict[str, Any]:
+    """The repo's cluster stack's outputs with a few values (or keys) replaced by hostile ones."""
+    import copy
+
+    data = copy.deepcopy(_described_outputs())
+    for _ in range(draw(st.integers(min_value=1, max_value=3))):
+        path = draw(st.sampled_from([p for p in _leaf_paths(data) if p]))
+        node = data
+        for key in path[:-1]:
+            node = node[key]
+        if draw(st.booleans()) or not isinstance(node, dict):
+            node[path[-1]] = draw(_HOSTILE_VALUES)
+        else:
+            node[draw(st.sampled_from(["unknown", path[-1] + "x"]))] = draw(_HOSTILE_VALUES)
+    return data
+
+
+@functools_cache
+def _described_outputs() -> dict[str, Any]:
+    from stacks.config.cluster_outputs import describe
+
+    return describe(loading.load_named("gke-cluster"), "gke-cluster").exported()
+
+
+def _mutated(path: str, value: Any) -> dict[str, Any]:
+    import copy
+
+    data = copy.deepcopy(_described_outputs())
+    *parents, last = path.split(".")
+    node = data
+    for key in parents:
+        node = node[key]
+    node[last] = value
+    return data
+
+
+@settings(settings.get_profile(PROFILE), max_examples=150)
+@given(outputs_files())
+@example(_mutated("gateway.proxy_subnet_cidr", "0.0.0.0/0"))
+@example(_mutated("gateway.proxy_subnet_cidr", "banana"))
+@example(_mutated("gateway.namespace", "../../Evil NS"))
+@example(_mutated("gateway.class_name", "istio"))
+@example(_mutated("mirror.region", "us central1"))
+def test_any_outputs_file_is_one_line_naming_it_or_objects_the_platform_accepts(data: dict[str, Any]) -> None:
+    import json
+    import tempfile
+    from pathlib import Path as FilePath
+
+    with tempfile.TemporaryDirectory() as tmp:
+        project = FilePath(tmp)
+        for path in loading.PROJECT_DIR.glob("Pulumi*.yaml"):
+            (project / path.name).write_text(path.read_text())
+        (project / "o.json").write_text(json.dumps(data))
+        saved = loading.PROJECT_DIR
+        loading.PROJECT_DIR = project
+        try:
+            config = loading.load_named("qwen3-8b", ["cluster.outputs_file=o.json"])
+        except ConfigError as error:
+            text = str(error)
+            assert text.startswith("invalid stack config: "), text
+            assert text.isprintable() and len(text) < 1000, text
+            return
+        finally:
+            loading.PROJECT_DIR = saved
+    stack_plan = plan(config)
+    for obj in plan_objects(stack_plan):
+        check_object(obj)
+        check_peers_and_references(obj)
+
+
+def check_peers_and_references(obj: dict[str, Any]) -> None:
+    """What the cluster's outputs reach: NetworkPolicy peers (private ranges, never the world), the HTTPRoute's
+    parent (a namespace the cluster does not own), image references (their grammar)."""
+    import ipaddress
+
+    for block in _find(obj, "ipBlock"):
+        network = ipaddress.ip_network(block["cidr"])
+        assert network.is_private and network.prefixlen >= 8, block
+    for refs in _find(obj, "parentRefs"):
+        for ref in refs:
+            formats.dns_label(ref["name"])
+            formats.own_namespace(ref.get("namespace", "x"))
+    for image in _find(obj, "image"):
+        if isinstance(image, str):
+            formats.image_reference(image)

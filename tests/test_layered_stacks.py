@@ -145,7 +145,7 @@ ERRORS = {
     "an outputs_file of no cluster": (
         "qwen3-32b",
         ["cluster.outputs_file=other.json"],
-        "cluster.outputs_file = 'other.json': its outputs are not a cluster stack's (llmdCluster.",
+        "cluster.outputs_file = 'other.json': its llmdCluster.provider = (missing): field required",
     ),
     # A serving stack naming itself (or any serving stack) as its cluster: one line, not a recursion.
     "a serving stack as its own cluster": (

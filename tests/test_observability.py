@@ -14,7 +14,7 @@ from components.specs import verification
 from components.tier_evictor.evict_tier import Metrics
 from stacks.config import loading
 from stacks.planning.plan import plan
-from tests.helpers import SEEDS, by_kind, manifests, rendered, validate
+from tests.helpers import SEEDS, by_kind, manifests, rendered, validate, with_gmp_project
 
 PRESETS = loading.preset_names()
 ON = ("monitoring.enabled=true",)
@@ -124,9 +124,7 @@ def test_gke_managed_prometheus_gets_the_same_alert_rules_as_gmp_rules(name: str
     """GMP evaluates `Rules` (monitoring.googleapis.com/v1), not PrometheusRule: the same rules, validated
     against GMP's CRD (tests/fixtures/upstream/schemas/gke-managed-prometheus)."""
     # (an autoscaled preset on an existing cluster names the project whose Managed Prometheus KEDA reads)
-    gmp = manifests(
-        rendered(name, (*ON, "monitoring.provider=gke-managed-prometheus", "autoscaling.gcp_project=llmd-e2e"))
-    )
+    gmp = manifests(rendered(name, with_gmp_project(name, (*ON, "monitoring.provider=gke-managed-prometheus"))))
     [prometheus_rule] = by_kind(manifests(rendered(name, ON)), "PrometheusRule")
     [rules] = by_kind(gmp, "Rules")
     assert not by_kind(gmp, "PrometheusRule")

@@ -14,7 +14,16 @@ from stacks.config import loading
 from stacks.planning.plan import plan
 from stacks.review.offline import OFFLINE_HF_TOKEN
 from stacks.review.render import Render, render
-from tests.helpers import by_kind, manifests, rendered, rendered_stack, resources, router_chart, validate
+from tests.helpers import (
+    by_kind,
+    manifests,
+    rendered,
+    rendered_stack,
+    resources,
+    router_chart,
+    validate,
+    with_gmp_project,
+)
 
 PRESETS = loading.preset_names()
 # Every preset, and the stack files beside them (Pulumi.dev.yaml sets its own config over the dev preset).
@@ -25,6 +34,7 @@ TARGETS = [pytest.param(name, False, id=name) for name in PRESETS] + [
 
 
 def _render(name: str, stack: bool, overrides: tuple[str, ...] = ()) -> Render:
+    overrides = with_gmp_project(name, overrides, stack)
     return rendered_stack(name, overrides) if stack else rendered(name, overrides)
 
 
@@ -33,7 +43,6 @@ MONITORING = ("monitoring.enabled=true",)
 GKE_MONITORING = (
     "monitoring.enabled=true",
     "monitoring.provider=gke-managed-prometheus",
-    "autoscaling.gcp_project=llmd-e2e",
 )
 
 

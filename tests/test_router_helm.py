@@ -29,12 +29,12 @@ from stacks.config import loading
 from stacks.config.errors import ConfigError
 from stacks.planning.plan import plan
 from tests.helm import CHART_VERSION, V0, ChartInputs, chart_inputs, helm, template
-from tests.helpers import SEEDS, by_kind, manifests, pods, rendered, resources, validate
+from tests.helpers import SEEDS, by_kind, manifests, pods, rendered, resources, validate, with_gmp_project
 
 PRESETS = loading.preset_names()
 PROMETHEUS = ("monitoring.enabled=true", "monitoring.provider=prometheus-operator")
 # An autoscaled preset on an existing cluster names the project whose Managed Prometheus KEDA reads.
-GMP = ("monitoring.enabled=true", "monitoring.provider=gke-managed-prometheus", "autoscaling.gcp_project=llmd-e2e")
+GMP = ("monitoring.enabled=true", "monitoring.provider=gke-managed-prometheus")
 MONITORING = {"off": (), "prometheus-operator": PROMETHEUS, "gke-managed-prometheus": GMP}
 
 Obj = dict[str, Any]
@@ -55,7 +55,7 @@ def _arg(container: Obj, flag: str) -> str | None:
 @pytest.mark.parametrize("monitoring", MONITORING)
 @pytest.mark.parametrize("name", PRESETS)
 def test_the_chart_renders_the_values_into_objects_the_api_server_accepts(name: str, monitoring: str) -> None:
-    objects = template(chart_inputs(name, MONITORING[monitoring])).objects
+    objects = template(chart_inputs(name, with_gmp_project(name, MONITORING[monitoring]))).objects
     assert by_kind(objects, "Deployment")
     for obj in objects:
         validate(obj)
@@ -115,7 +115,7 @@ def _first_setter() -> dict[Keys, tuple[str, str]]:
     out: dict[Keys, tuple[str, str]] = {}
     for name in PRESETS:
         for monitoring, overrides in MONITORING.items():
-            for path in _leaves(chart_inputs(name, overrides).values):
+            for path in _leaves(chart_inputs(name, with_gmp_project(name, overrides)).values):
                 out.setdefault(path, (name, monitoring))
     return out
 
@@ -127,7 +127,7 @@ SETTERS = _first_setter()
 def test_every_key_the_stack_sets_is_read_by_the_chart(path: Keys) -> None:
     """Changing the value changes the chart's output (or makes the chart refuse it): no key is ignored."""
     name, monitoring = SETTERS[path]
-    inputs = chart_inputs(name, MONITORING[monitoring])
+    inputs = chart_inputs(name, with_gmp_project(name, MONITORING[monitoring]))
     node: Any = inputs.values
     for key in path:
         node = node[key]
@@ -234,7 +234,7 @@ def test_the_charts_monitors_select_its_own_objects(name: str) -> None:
     names = {p["name"] for p in service["spec"]["ports"]}
     assert {e["port"] for e in monitor["spec"]["endpoints"]} <= names
 
-    inputs = chart_inputs(name, GMP)
+    inputs = chart_inputs(name, with_gmp_project(name, GMP))
     objects = template(inputs).objects
     [monitoring] = by_kind(objects, "PodMonitoring")
     deployment, _ = _epp(objects, inputs.release)

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationInfo, field_validator
 
 from components.specs import keda
 from stacks.config import formats
 from stacks.config.fields import Section, check_with
+
+# The HPA compares a metric with its target in thousandths (Quantity.MilliValue): a smaller target reads as 0 and
+# would scale to the most replicas on any load.
+MIN_TARGET = 0.001
 
 
 class AutoscalingConfig(Section):
@@ -20,11 +25,11 @@ class AutoscalingConfig(Section):
     trigger: keda.Mode = "queue"
     """queue (upstream's recommendation: the EPP's flow-control queue), saturation (the pool's saturation)
     or both; the running-requests trigger comes with each, as upstream's recipes set it"""
-    queue_threshold: float = Field(default=keda.Thresholds.queue, gt=0, le=1_000_000)
+    queue_threshold: float = Field(default=keda.Thresholds.queue, ge=MIN_TARGET, le=1_000_000)
     """queued requests per replica the HPA holds (upstream: 1)"""
-    running_threshold: float = Field(default=keda.Thresholds.running, gt=0, le=1_000_000)
+    running_threshold: float = Field(default=keda.Thresholds.running, ge=MIN_TARGET, le=1_000_000)
     """running requests per replica the HPA holds (upstream: 16)"""
-    saturation_threshold: float = Field(default=keda.Thresholds.saturation, gt=0, le=1)
+    saturation_threshold: float = Field(default=keda.Thresholds.saturation, ge=MIN_TARGET, le=1)
     """the pool saturation the HPA holds, 0..1 (upstream: 0.7, 'recommended 0.7-0.8')"""
     min_replicas: int = Field(default=1, ge=1, le=10_000)
     """fewest replicas (at least 1: scaling to zero drops every warm tier)"""
@@ -51,8 +56,15 @@ class AutoscalingConfig(Section):
     @field_validator("prometheus_url")
     @classmethod
     def _url(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")) or any(c.isspace() for c in value):
-            raise ValueError("must be an http:// or https:// URL")
+        url = urlsplit(value)
+        if url.scheme not in ("http", "https") or not url.hostname or any(c.isspace() for c in value):
+            raise ValueError(
+                "must be an http:// or https:// URL with a host, e.g. http://prometheus-operated.monitoring.svc:9090"
+            )
+        try:
+            url.port  # noqa: B018 (a port out of range raises)
+        except ValueError:
+            raise ValueError("must be an http:// or https:// URL with a port of 1..65535") from None
         return value
 
     @property

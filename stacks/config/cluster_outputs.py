@@ -20,7 +20,7 @@ from components.specs import images
 from components.specs.clusters import POOL_LABEL
 from components.specs.gateway import gateway_class_for
 from components.specs.storage import EFS_CLASS, LUSTRE_CLASS
-from stacks.config import StackConfig
+from stacks.config import StackConfig, formats
 from stacks.config.cluster_facts import (
     CLUSTER_OUTPUT,
     ClusterOutputs,
@@ -30,7 +30,7 @@ from stacks.config.cluster_facts import (
     StorageFacts,
 )
 from stacks.config.cluster_section import NodePoolConfig
-from stacks.config.errors import ConfigError
+from stacks.config.errors import HIDDEN, ConfigError
 from stacks.planning.hardware import pool_hardware
 
 OUTPUTS_FILE = "cluster-outputs.json"  # what a cluster stack's offline render writes
@@ -152,17 +152,57 @@ def storage_section(outputs: ClusterOutputs) -> dict[str, Any] | None:
     return out
 
 
+def _shown(value: object) -> str:
+    """A value read from outputs, as one short line (a hostile file may hold a megabyte in one field)."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _dotted(loc: tuple[int | str, ...]) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)
+
+
 def read_outputs(data: object, source: str, field: str = "cluster.stack") -> ClusterOutputs:
-    """Recorded outputs (a file's JSON, or a live stack's `llmdCluster`), checked: one line when they are not
-    a cluster stack's, naming `field` = `source` (the stack, or the file they were read from)."""
+    """Recorded outputs (a file's JSON, or a live stack's `llmdCluster`), parsed with the grammar of the config
+    fields they come from: one line when they are not what a cluster stack exports, naming `field` = `source`
+    (the stack, or the file they were read from) and the field inside them."""
+
+    def refused(where: str, value: object, why: str) -> ConfigError:
+        return ConfigError(field, source, f"its {where} = {value}: {why}")
+
     try:
-        return ClusterOutputs.model_validate(data)
+        outputs = ClusterOutputs.model_validate(data)
     except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top)"
-        raise ConfigError(
-            field, source, f"its outputs are not a cluster stack's ({CLUSTER_OUTPUT}.{where}: {first['msg']})"
-        ) from None
+        first = error.errors(include_url=False)[0]
+        loc = tuple(p for p in first["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        where = (CLUSTER_OUTPUT + _dotted(loc)) if loc else CLUSTER_OUTPUT
+        message = first["msg"].removeprefix("Value error, ")
+        if first["type"] == "extra_forbidden":
+            value, message = HIDDEN, "unknown key"
+        elif first["type"] == "missing":
+            value = "(missing)"
+        elif first["type"] == "value_error" and isinstance(first["input"], dict):  # a check across fields
+            raise ConfigError(field, source, f"its {where}.{message}") from None
+        else:
+            value = _shown(first["input"])
+        raise refused(where, value, message[:1].lower() + message[1:]) from None
+    for key, pool in serving_pools(outputs).items():  # they become the serving stack's described node_pools
+        try:
+            formats.dns_label(key)
+            NodePoolConfig.model_validate(pool)
+        except ValueError as error:  # pydantic's ValidationError is one
+            if not isinstance(error, ValidationError):
+                raise refused(f"{CLUSTER_OUTPUT}.node_pools", _shown(key), f"a pool key {error}") from None
+            first = error.errors(include_url=False)[0]
+            where = f"{CLUSTER_OUTPUT}.node_pools.{key}{_dotted(first['loc'])}"
+            message = first["msg"].removeprefix("Value error, ")
+            raise refused(where, _shown(first["input"]), message[:1].lower() + message[1:]) from None
+        machine = outputs.node_pools[key].machine_type
+        if machine is not None and machine not in MACHINES:
+            raise refused(
+                f"{CLUSTER_OUTPUT}.node_pools.{key}.machine_type", _shown(machine), "not a machine type of the catalog"
+            )
+    return outputs
 
 
 def _section(data: dict[str, Any], name: str) -> dict[str, Any]:

@@ -123,8 +123,12 @@ class ClusterConfig(Section):
         default=None,
         description="the seed's INFRA_PROVIDER: what the platform needs from the pods; default: gke on GKE, else base",
     )
-    kubeconfig: str | None = Field(default=None, description="existing: path to a kubeconfig; default: the ambient one")
-    context: str | None = Field(default=None, description="existing: kubeconfig context; default: the current one")
+    kubeconfig: str | None = Field(
+        default=None, min_length=1, description="existing: path to a kubeconfig; default: the ambient one"
+    )
+    context: str | None = Field(
+        default=None, min_length=1, description="existing: kubeconfig context; default: the current one"
+    )
     stack: Annotated[str, check_with(formats.pulumi_stack_reference)] | None = None
     """stack: the cluster stack, `<organization>/<project>/<stack>` as `pulumi stack ls --all` names it (the
     local backend's organization is `organization`); required with provider stack"""

@@ -61,15 +61,9 @@ def check_stack(config: StackConfig) -> None:
     check_workload(config.workload)
 
 
-# Namespaces every cluster (or the platform) already has: the stack creates its namespace and deletes it
-# on `pulumi destroy`, with everything in it.
-RESERVED_NAMESPACES = ("default", "gmp-system", "gmp-public")
-RESERVED_NAMESPACE_PREFIXES = ("kube-", "gke-", "openshift")
-
-
 def check_namespace(config: StackConfig) -> None:
     name = config.namespace
-    if name in RESERVED_NAMESPACES or name.startswith(RESERVED_NAMESPACE_PREFIXES):
+    if formats.is_reserved_namespace(name):
         raise ConfigError(
             "namespace",
             name,
@@ -81,6 +75,19 @@ def check_namespace(config: StackConfig) -> None:
 def _set_fields(section: BaseModel, names: tuple[str, ...]) -> list[str]:
     """The fields of `names` the stack set (a default is never an error)."""
     return [n for n in names if n in section.model_fields_set]
+
+
+# Label prefixes a created pool's nodes cannot carry: Kubernetes' own (NodeRestriction keeps kubelets from setting
+# them) and the cloud's (GKE refuses cloud.google.com/ and gke.io/ node pool labels; EKS sets eks.amazonaws.com/).
+RESERVED_LABEL_PREFIXES = {
+    "gke": ("kubernetes.io", "k8s.io", "cloud.google.com", "gke.io"),
+    "eks": ("kubernetes.io", "k8s.io", "eks.amazonaws.com", "karpenter.sh"),
+}
+
+
+def _reserved_label(key: str, provider: str) -> bool:
+    prefix = key.rpartition("/")[0]
+    return any(prefix == p or prefix.endswith(f".{p}") for p in RESERVED_LABEL_PREFIXES.get(provider, ()))
 
 
 def check_applies(config: StackConfig) -> None:
@@ -97,6 +104,14 @@ def check_applies(config: StackConfig) -> None:
     if cluster.provider in DESCRIBED and _set_fields(cluster, ("name",)):
         raise ConfigError("cluster.name", cluster.name, "names a created cluster; applies only with gke or eks")
     for key, pool in config.node_pools.items():
+        reserved = [k for k in pool.labels if _reserved_label(k, cluster.provider)]
+        if reserved:
+            raise ConfigError(
+                f"node_pools.{key}.labels",
+                reserved[0],
+                f"a label prefix {cluster.provider} and Kubernetes reserve for themselves (kubelets may not set it,"
+                " the cloud refuses it on a pool): pick a prefix of your own",
+            )
         created_only = ("spot", "reservation", "slices", "tpu_topology")
         for name in _set_fields(pool, created_only) if cluster.provider == "existing" else []:
             raise ConfigError(
@@ -125,6 +140,11 @@ def check_applies(config: StackConfig) -> None:
             )
     if config.images.ecr_credentials and cluster.provider != "eks":
         raise ConfigError("images.ecr_credentials", "(set)", "applies only with cluster.provider eks")
+    for name, section in (("autoscaling", config.autoscaling), ("gateway", config.gateway)):
+        idle = sorted(section.model_fields_set - {"enabled"})
+        if idle and not section.enabled:
+            value = getattr(section, idle[0])
+            raise ConfigError(f"{name}.{idle[0]}", value, f"applies only with {name}.enabled true; it is off")
 
 
 def check_router_names(config: StackConfig) -> None:

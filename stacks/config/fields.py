@@ -72,3 +72,4 @@ ImageReference = Annotated[str, check_with(formats.image_reference)]
 StorageClassName = Annotated[str, check_with(lambda v: v and formats.dns_subdomain(v))]  # empty: the default
 Labels = Annotated[dict[str, str], AfterValidator(formats.labels)]
 Memory = Annotated[ByteSize, size_between(ByteSize(MiB), MAX_NODE_MEMORY)]
+OwnNamespace = Annotated[str, check_with(formats.own_namespace)]  # a namespace a stack creates: not the cluster's

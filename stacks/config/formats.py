@@ -41,6 +41,27 @@ def dns_label(value: str) -> str:
     return value
 
 
+# Namespaces every cluster (or its platform) already has: a stack creates the namespaces it names and deletes them
+# on `pulumi destroy`, with everything in them.
+RESERVED_NAMESPACES = ("default", "gmp-system", "gmp-public")
+RESERVED_NAMESPACE_PREFIXES = ("kube-", "gke-", "openshift")
+
+
+def is_reserved_namespace(value: str) -> bool:
+    return value in RESERVED_NAMESPACES or value.startswith(RESERVED_NAMESPACE_PREFIXES)
+
+
+def own_namespace(value: str) -> str:
+    """A namespace a stack creates (and deletes with it): a DNS label the cluster or its platform does not own."""
+    dns_label(value)
+    if is_reserved_namespace(value):
+        raise ValueError(
+            "a namespace the cluster or its platform owns (default, gmp-*, kube-*, gke-*, openshift*); the stack"
+            " creates its own and deletes it with the stack: pick another"
+        )
+    return value
+
+
 def dns_1035_label(value: str, max_length: int = 63) -> str:
     """A name that starts with a letter (Services, GKE and Helm names)."""
     if len(value) > max_length or not _full(r"[a-z]([-a-z0-9]*[a-z0-9])?", value):
@@ -100,6 +121,25 @@ def oci_chart(value: str) -> str:
     if not value.startswith("oci://") or match is None or match["tag"] or match["digest"] or "/" not in match["name"]:
         raise ValueError("must be a chart in an OCI registry, oci://registry/path, without a tag")
     return value
+
+
+def registry_host(value: str) -> str:
+    """An image registry's host (docker.io, us-docker.pkg.dev, localhost:5000): the OCI reference's domain."""
+    if not _full(_DOMAIN, value) or len(value) > 253:
+        raise ValueError("must be a registry host, e.g. docker.io or registry.k8s.io")
+    return value
+
+
+def ecr_credential_arn(registry: str, arn: str) -> str:
+    """The Secrets Manager secret an ECR pull-through cache rule reads `registry`'s credential from."""
+    if not _full(
+        r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:ecr-pullthroughcache/[A-Za-z0-9/_+=.@-]+", arn
+    ):
+        raise ValueError(
+            f"{registry}: must be a Secrets Manager secret ARN named ecr-pullthroughcache/..., e.g."
+            " arn:aws:secretsmanager:us-east-1:123456789012:secret:ecr-pullthroughcache/docker-hub-AbCdEf"
+        )
+    return arn
 
 
 def ipv4_network(value: str, prefix: int) -> str:

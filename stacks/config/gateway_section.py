@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from components.specs import gateway
 from stacks.config import formats
-from stacks.config.fields import DnsLabel, Section, check_with
+from stacks.config.fields import DnsLabel, OwnNamespace, Section, check_with
 
 # versions.GKE_GATEWAY_CLASSES and versions.EXISTING_CLUSTER_GATEWAY_CLASSES (tests/test_layers_config.py)
 GatewayClass = Literal["gke-l7-regional-external-managed", "gke-l7-rilb", "kgateway", "istio"]
@@ -21,7 +21,7 @@ class GatewayConfig(Section):
     an existing cluster kgateway or istio, installed beforehand (required there: nothing says which)"""
     name: DnsLabel = gateway.DEFAULT_GATEWAY_NAME
     """the Gateway's name; default inference-gateway, GAIE's"""
-    namespace: DnsLabel = gateway.DEFAULT_GATEWAY_NAMESPACE
+    namespace: OwnNamespace = gateway.DEFAULT_GATEWAY_NAMESPACE
     """the Gateway's namespace (and body-based routing's); default llm-d-gateway"""
     body_routing: bool = True
     """the inference extension's body-based routing (BBR, chart versions.BBR_VERSION): the body's `model`

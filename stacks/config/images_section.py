@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 from pydantic import Field, field_validator
 
-from stacks.config.fields import (
-    Section,
-)
+from stacks.config import formats
+from stacks.config.fields import Section
 
 
 class ImagesConfig(Section):
@@ -39,15 +37,7 @@ class ImagesConfig(Section):
     @classmethod
     def _secret_arns(cls, value: dict[str, str]) -> dict[str, str]:
         for registry, arn in value.items():
-            if not re.fullmatch(
-                r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:ecr-pullthroughcache/[A-Za-z0-9/_+=.@-]+",
-                arn,
-                re.ASCII,
-            ):
-                raise ValueError(
-                    f"{registry}: must be a Secrets Manager secret ARN named ecr-pullthroughcache/..., e.g."
-                    " arn:aws:secretsmanager:us-east-1:123456789012:secret:ecr-pullthroughcache/docker-hub-AbCdEf"
-                )
+            formats.ecr_credential_arn(registry, arn)
         return value
 
     @field_validator("mirror", mode="before")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from components.specs.gateway import gateway_class_for
 from stacks.config.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -74,7 +75,8 @@ def _check_cluster_layer(config: StackConfig) -> None:
     gateway = config.gateway
     if gateway.enabled and config.cluster.effective_platform != "gke" and gateway.class_name is None:
         raise ConfigError("gateway.class_name", None, "required off GKE: kgateway or istio, whichever the cluster runs")
-    if gateway.enabled and config.cluster.effective_platform == "gke" and gateway.class_name in ("kgateway", "istio"):
-        raise ConfigError(
-            "gateway.class_name", gateway.class_name, "on GKE one of gke-l7-regional-external-managed, gke-l7-rilb"
-        )
+    if gateway.enabled:
+        try:  # the classes each platform has (components/specs/gateway.py), the one list describe() reads
+            gateway_class_for(config.cluster.effective_platform, gateway.class_name)
+        except ValueError as error:
+            raise ConfigError("gateway.class_name", gateway.class_name, str(error)) from None

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from stacks.config import SECTIONS, StackConfig, yamlfile
+from stacks.config import SECTIONS, StackConfig, files, yamlfile
 from stacks.config.cluster_facts import ClusterOutputs
 from stacks.config.cluster_outputs import (
     check_serving,
@@ -171,15 +172,7 @@ def recorded_outputs(reference: str, outputs_file: str | None) -> ClusterOutputs
     """Offline: the outputs recorded in `outputs_file`, else the repo's own cluster stack (same project,
     `Pulumi.<stack>.yaml`) planned as `pulumi up` would export it."""
     if outputs_file is not None:
-        path = PROJECT_DIR / outputs_file
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as error:
-            why = error.strerror if isinstance(error, OSError) else "not JSON"
-            raise ConfigError(
-                "cluster.outputs_file", outputs_file, f"cannot read the recorded outputs: {why}"
-            ) from None
-        return read_outputs(data, outputs_file, "cluster.outputs_file")
+        return read_outputs(_outputs_json(outputs_file), outputs_file, "cluster.outputs_file")
     _, project, name = reference.split("/")
     if project != PROJECT_NAME or not stack_file_exists(name):
         raise ConfigError(
@@ -193,7 +186,31 @@ def recorded_outputs(reference: str, outputs_file: str | None) -> ClusterOutputs
         raise ConfigError(
             "cluster.stack", reference, f"Pulumi.{name}.yaml is not a cluster stack (it sets no llmd:layer cluster)"
         )
-    return describe(load_named(name), name)
+    try:
+        return describe(load_named(name), name)
+    except ConfigError as error:  # the cluster stack's own field: say which file it is in
+        shown = f"Pulumi.{name}.yaml"
+        where = error.field if error.field.startswith(shown) else f"{shown}: {error.field}"
+        raise ConfigError(where, error.value, error.allowed, hidden=error.hidden) from None
+
+
+def _outputs_json(outputs_file: str) -> object:
+    """The JSON of a recorded outputs file: a regular file inside the project, bounded in size and nesting."""
+
+    def refused(why: str) -> ConfigError:
+        return ConfigError("cluster.outputs_file", outputs_file, f"cannot read the recorded outputs: {why}")
+
+    try:
+        data = json.loads(files.read_bytes(PROJECT_DIR / outputs_file, PROJECT_DIR).decode("utf-8"))
+    except files.UnreadableError as error:
+        raise refused(str(error)) from None
+    except (UnicodeDecodeError, ValueError):
+        raise refused("not JSON") from None
+    except RecursionError:  # the decoder's own limit, far past ours
+        raise refused(f"nested deeper than {files.MAX_DEPTH} levels") from None
+    if files.nesting_depth(data) > files.MAX_DEPTH:
+        raise refused(f"nested deeper than {files.MAX_DEPTH} levels")
+    return data
 
 
 def load_preset(name: str, overrides: list[str] | None = None) -> StackConfig:
@@ -203,7 +220,7 @@ def load_preset(name: str, overrides: list[str] | None = None) -> StackConfig:
 def read_stack_file(name: str) -> dict[str, Any]:
     """The `config:` block of `Pulumi.<name>.yaml`; secure values stay encrypted: each becomes OFFLINE_SECRET."""
     shown = f"Pulumi.{name}.yaml"
-    data = yamlfile.load(PROJECT_DIR / shown, shown) or {}
+    data = yamlfile.load(PROJECT_DIR / shown, shown, PROJECT_DIR) or {}
     if not isinstance(data, dict):
         raise ConfigError(shown, HIDDEN, "must be a mapping (config: ...)", hidden=True)
     config = data.get("config") or {}
@@ -234,7 +251,9 @@ def stack_names(project: Path | None = None) -> list[str]:
 
 
 def stack_file_exists(name: str) -> bool:
-    return (PROJECT_DIR / f"Pulumi.{name}.yaml").is_file()
+    """Whether `Pulumi.<name>.yaml` is there, of any kind (a FIFO or a dangling link is read, and refused, as
+    the stack it names, not taken for a preset of the same name)."""
+    return os.path.lexists(PROJECT_DIR / f"Pulumi.{name}.yaml")
 
 
 def load_named(name: str, overrides: list[str] | None = None) -> StackConfig:

@@ -11,8 +11,8 @@ from components.units import ByteSize, GiB, MiB
 from stacks.config.fields import (
     MAX_STORAGE,
     MIN_BANDWIDTH,
-    DnsLabel,
     ImageReference,
+    OwnNamespace,
     Section,
     StorageClassName,
     size_between,
@@ -106,7 +106,7 @@ class StorageConfig(Section):
     """GCP Managed Lustre settings (storage.backend gcp-lustre)"""
     evictor: EvictorSettings = EvictorSettings()
     """the filesystem tier's evictor (capacity management of the shared claim)"""
-    claim_namespace: DnsLabel = labels.DEFAULT_NAMESPACE
+    claim_namespace: OwnNamespace = labels.DEFAULT_NAMESPACE
     """a cluster stack's Lustre volume: the namespace of the serving stack whose filesystem tier it holds (a
     volume binds one claim); default llm-d-tiered-prefix-cache"""
 
@@ -135,6 +135,14 @@ class ModelCacheConfig(Section):
     image: ImageReference = Field(
         default=versions.MODEL_FETCH_IMAGE, description="the fetch Job's Python image; its script uses the stdlib"
     )
+
+    @field_validator("revision")
+    @classmethod
+    def _a_ref_not_a_path(cls, value: str) -> str:
+        """The fetch Job writes the revision under the model's directory: no part may climb out of it."""
+        if any(part in ("", ".", "..") for part in value.split("/")) or ".." in value or value.endswith(".lock"):
+            raise ValueError("must be a branch, tag or commit (git's ref rules: no '..', no empty part)")
+        return value
 
     @field_validator("mode", mode="before")
     @classmethod

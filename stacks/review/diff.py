@@ -117,10 +117,28 @@ def _tree(revision: str, into: Path, option: str) -> Path:
     result = subprocess.run(["git", "archive", "--format=tar", verify.stdout.strip()], capture_output=True, check=False)
     if result.returncode != 0:
         raise ConfigError(option, revision, "not a revision of this git repository")
-    archive = result.stdout
-    with tarfile.open(fileobj=BytesIO(archive)) as tar:
-        tar.extractall(into, filter="data")
+    into.mkdir(parents=True, exist_ok=True)  # an empty tree archives no member
+    try:
+        with tarfile.open(fileobj=BytesIO(result.stdout)) as tar:
+            tar.extractall(into, filter="data")
+    except tarfile.FilterError as error:  # an absolute link, or one leaving the tree: refused whole
+        member = error.tarinfo.name
+        raise ConfigError(
+            option, revision, f"its tree holds {member!r}, {_filter_reason(error)}; diff extracts no such tree"
+        ) from None
+    except tarfile.TarError as error:
+        raise ConfigError(option, revision, f"its tree cannot be extracted: {error}") from None
     return into
+
+
+def _filter_reason(error: tarfile.FilterError) -> str:
+    if isinstance(error, tarfile.AbsoluteLinkError):
+        return "a link to an absolute path"
+    if isinstance(error, tarfile.LinkOutsideDestinationError):
+        return "a link that leads outside the tree"
+    if isinstance(error, tarfile.AbsolutePathError | tarfile.OutsideDestinationError):
+        return "a path outside the tree"
+    return "a member the safe extraction refuses (a device or a special file)"
 
 
 def _render(tree: Path, name: str, out: Path) -> str | None:
