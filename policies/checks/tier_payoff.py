@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.catalog.accelerators import ACCELERATORS
+from components.catalog.labels import KV_CONNECTOR_LABEL
 from components.catalog.models import MODELS, ModelSpec
 from components.catalog.rates import ACCELERATOR_RATES, STORAGE_RATES
 from components.formulas import payoff
@@ -72,8 +73,7 @@ def tiered_servers(resources: list[Resource]) -> list[TieredServer]:
     for pod in pods(resources):
         for container in pod.containers(init=False):
             model = MODELS.get(served_model(container) or "")
-            argv = args(container)
-            tiered = "--kv-transfer-config" in argv or "--enable-hierarchical-cache" in argv
+            tiered = bool(pod.labels.get(KV_CONNECTOR_LABEL))  # unlabelled: reported by identity-labels
             found = accelerator_of(resources, pod, container) if model and tiered else None
             if model is None or found is None:
                 continue
