@@ -32,15 +32,13 @@ def _b200(monkeypatch: pytest.MonkeyPatch) -> None:
         device_memory=ByteSize(180 * GB),
         device_memory_from="NVIDIA B200 data sheet: 180 GB HBM3e",
         memory_bandwidth=8e12,
+        rates=dataclasses.replace(
+            h100.rates,
+            bf16_peak=rates.Figure(2250 * TFLOPS, "NVIDIA B200 data sheet: 4.5 PFLOPS bf16 with sparsity, half dense"),
+            host_link=rates.HostLink("PCIe Gen5 x16 (slow)", ((1, 1.0e9),), "a link slow enough to fail the payoff"),
+        ),
     )
     monkeypatch.setitem(accelerators.ACCELERATORS, "b200", b200)
-    gpu_rates = rates.ACCELERATOR_RATES["gpu"]
-    b200_rates = dataclasses.replace(
-        gpu_rates,
-        bf16_peak=rates.Figure(2250 * TFLOPS, "NVIDIA B200 data sheet: 4.5 PFLOPS bf16 with sparsity, half dense"),
-        host_link=rates.HostLink("PCIe Gen5 x16 (slow)", ((1, 1.0e9),), "a link slow enough to fail the payoff"),
-    )
-    monkeypatch.setitem(rates.ACCELERATOR_RATES, "b200", b200_rates)
     combo = ("gpu", "vllm", "native", "cpu", "single-host")
     monkeypatch.setitem(support.SUPPORTED, ("b200", *combo[1:]), support.SUPPORTED[combo])
 

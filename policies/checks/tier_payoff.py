@@ -10,7 +10,7 @@ from typing import Any
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.labels import KV_CONNECTOR_LABEL
 from components.catalog.models import MODELS, ModelSpec
-from components.catalog.rates import ACCELERATOR_RATES, STORAGE_RATES
+from components.catalog.rates import STORAGE_RATES
 from components.formulas import payoff
 from components.units import GiB
 from policies.checks.inventory import (
@@ -134,7 +134,7 @@ def tiers_beat_recompute(resources: list[Resource], config: TierPayoffConfig) ->
     configured = config.prefix_tokens
     out = []
     for s in servers:
-        rates = ACCELERATOR_RATES[s.accelerator]
+        rates = ACCELERATORS[s.accelerator].rates
         replica = payoff.Replica(s.model, rates, s.devices, s.group)
         prefix = min(configured, payoff.longest_prefix(s.model))
         seconds = payoff.recompute_seconds_per_token(replica, prefix)
