@@ -13,7 +13,7 @@ import pytest
 
 from components.catalog.accelerators import ACCELERATORS, AcceleratorProfile
 from components.catalog.models import MODELS
-from components.catalog.rates import ACCELERATOR_RATES, HostLink, PrefillEfficiency
+from components.catalog.rates import HostLink, PrefillEfficiency
 from components.formulas import payoff as formulas
 from components.specs import lmcache, sizing
 from components.specs.payoff_table import TierPayoff, seconds
@@ -145,7 +145,7 @@ def test_the_longest_prefix_leaves_room_for_the_suffix() -> None:
 
 
 def _replica(devices_per_pod: int = 2, pods: int = 1) -> formulas.Replica:
-    return formulas.Replica(MODEL, ACCELERATOR_RATES["gpu"], devices_per_pod, pods)
+    return formulas.Replica(MODEL, ACCELERATORS["gpu"].rates, devices_per_pod, pods)
 
 
 def test_causal_attention_counts_half_the_new_tokens_square() -> None:

@@ -280,9 +280,6 @@ def test_the_catalogs_classes_and_pins() -> None:
     assert versions.BBR_VERSION == "v1.5.0"
     assert versions.bbr_image("v1.5.0") == "registry.k8s.io/gateway-api-inference-extension/bbr:v1.5.0"
     assert versions.BBR_CHART_REPOSITORY == "oci://registry.k8s.io/gateway-api-inference-extension/charts/"
-    assert versions.gateway_api_crds_url("v1.3.0") == (
-        "https://github.com/kubernetes-sigs/gateway-api/releases/download/v1.3.0/standard-install.yaml"
-    )
 
 
 # Body-based routing: values, render, hardening -------------------------------------------------------------

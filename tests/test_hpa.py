@@ -32,12 +32,6 @@ def _inputs(**changes: object) -> hpa.ReplayInputs:
 # Proposals
 
 
-def test_desired_is_current_times_metric_over_target_rounded_up() -> None:
-    assert hpa.desired_replicas(4, 15, 10) == 6
-    assert hpa.desired_replicas(4, 10, 10) == 4
-    assert hpa.desired_replicas(4, 10.25, 10) == 5
-
-
 @pytest.mark.parametrize(
     ("total", "expected"),
     [(43.6, 4), (44.4, 5), (36.4, 4), (35.6, 4), (35.2, 4), (34.8, 4), (0.0, 0)],

@@ -18,7 +18,6 @@ from typing import Any
 import promql_parser
 import pytest
 
-from components.catalog import rates
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.models import MODELS
 from components.formulas import payoff as formulas
@@ -94,7 +93,7 @@ def test_the_table_shows_each_prefix_length_and_the_cost_per_token_rises() -> No
 
 
 def _replica_32b() -> formulas.Replica:
-    return formulas.Replica(MODELS["Qwen/Qwen3-32B"], rates.ACCELERATOR_RATES["gpu"], 2)
+    return formulas.Replica(MODELS["Qwen/Qwen3-32B"], ACCELERATORS["gpu"].rates, 2)
 
 
 def test_the_lengths_stop_at_the_models_context() -> None:
@@ -197,9 +196,8 @@ def test_the_geometry_gives_the_model_cards_parameters() -> None:
 
 
 def test_every_catalog_entry_has_its_figures() -> None:
-    assert set(rates.ACCELERATOR_RATES) == set(ACCELERATORS)
     assert all(m.active_non_embedding_params > 0 and m.context_tokens > 0 for m in MODELS.values())
-    for key, r in rates.ACCELERATOR_RATES.items():
+    for key, r in ((key, profile.rates) for key, profile in ACCELERATORS.items()):
         assert r.bf16_peak.source and r.prefill_efficiency.source and r.host_link.source
         # measured on NVIDIA only: every other accelerator's shares of peak say they are assumed
         assert r.prefill_efficiency.assumed == (key != "gpu")
@@ -231,8 +229,9 @@ def test_the_rule_warns_exactly_where_a_tier_cannot_beat_recompute(name: str, mo
         assert any(tier.tier.split(" (")[0] in m and "time to first token" in m for m in messages)
     # The rule reads this stack's servers: on a host link of 1 B/s, every CPU tier is short.
     key = stack_plan.config.cache.accelerator
-    slow = dataclasses.replace(rates.ACCELERATOR_RATES[key].host_link, curve=((1, 1.0),))
-    monkeypatch.setitem(rates.ACCELERATOR_RATES, key, dataclasses.replace(rates.ACCELERATOR_RATES[key], host_link=slow))
+    profile = ACCELERATORS[key]
+    slow = dataclasses.replace(profile.rates, host_link=dataclasses.replace(profile.rates.host_link, curve=((1, 1.0),)))
+    monkeypatch.setitem(ACCELERATORS, key, dataclasses.replace(profile, rates=slow))
     assert any("the CPU tier" in v.message for v in RULE.check(resources, dict(RULE.config)))
 
 

@@ -24,8 +24,9 @@ from typing import Any
 
 import pytest
 
+from components.catalog.accelerators import ACCELERATORS
 from components.catalog.models import MODELS
-from components.catalog.rates import ACCELERATOR_RATES, H200_PREFILL
+from components.catalog.rates import H200_PREFILL
 from components.formulas import payoff
 from components.formulas.payoff import Replica
 from stacks.config import loading
@@ -44,7 +45,7 @@ OUTSIDE = {
     ("Qwen3-0.6B", 2048): "a 2,048-token pass took 33.7 ms, more per token than at 8k: a fixed per-pass cost",
     ("Qwen3-32B", 1024): "the 1,024-token hit took 106.9 ms, longer than the 2,048-token one (61.8 ms)",
 }
-PEAK = ACCELERATOR_RATES["gpu"].bf16_peak.value  # the H200's dense bf16 peak is the H100's, 989.4 TFLOP/s
+PEAK = ACCELERATORS["gpu"].rates.bf16_peak.value  # the H200's dense bf16 peak is the H100's, 989.4 TFLOP/s
 
 
 def _rows() -> list[tuple[str, dict[str, Any]]]:
@@ -57,7 +58,7 @@ def _id(item: tuple[str, dict[str, Any]]) -> str:
 
 def _replica(name: str) -> Replica:
     """The measured setup: one GPU, tensor parallelism 1."""
-    return Replica(MODELS[MODEL_OF[name]], ACCELERATOR_RATES["gpu"], 1)
+    return Replica(MODELS[MODEL_OF[name]], ACCELERATORS["gpu"].rates, 1)
 
 
 def _in_range(name: str, prefix: int) -> bool:
@@ -181,7 +182,7 @@ def test_a_third_model_gets_its_figures_from_the_same_formula() -> None:
     2 x 4096 x 1024 + 3 x 4096 x 12288) = 6,945,767,424 non-embedding parameters; its GEMM share at hidden
     4096 is 0.18 + (0.52 - 0.18) x log(4096/1024) / log(5120/1024) = 0.47286; at 10,000 tokens attention adds
     2 x 36 x 10,000 x 4096 FLOPs per token at 0.67."""
-    replica = Replica(MODELS["Qwen/Qwen3-8B"], ACCELERATOR_RATES["gpu"], 1)
+    replica = Replica(MODELS["Qwen/Qwen3-8B"], ACCELERATORS["gpu"].rates, 1)
     assert replica.model.active_non_embedding_params == 6_945_767_424
     share = 0.18 + 0.34 * math.log(4) / math.log(5)
     assert replica.gemm_share == pytest.approx(share) == pytest.approx(0.47286, abs=1e-5)
@@ -189,7 +190,7 @@ def test_a_third_model_gets_its_figures_from_the_same_formula() -> None:
     assert payoff.recompute_seconds_per_token(replica, 10_000) == pytest.approx(expected)
     assert expected == pytest.approx(34.14e-6, rel=1e-3)  # (29.377e9 + 4.402e9) / 989.4e12
     # the MoE model: its activated experts' weights, the GEMM share of the largest measured hidden size
-    coder = Replica(MODELS["Qwen/Qwen3-Coder-480B-A35B-Instruct"], ACCELERATOR_RATES["gpu"], 1)
+    coder = Replica(MODELS["Qwen/Qwen3-Coder-480B-A35B-Instruct"], ACCELERATORS["gpu"].rates, 1)
     assert coder.gemm_share == 0.52
     assert coder.model.active_non_embedding_params == 62 * (
         2 * 6144 * 12288 + 2 * 6144 * 1024 + 8 * 3 * 6144 * 2560 + 6144 * 160

@@ -271,6 +271,7 @@ def test_every_rule_has_a_test_above() -> None:
         "root-containers", "hardened-containers", "host-namespaces", "host-paths", "token-automount",
         "chart-registries", "network-policies",
         "tiers-beat-recompute",  # tests/test_payoff.py
+        "identity-labels",  # tests/test_identity.py
     }  # fmt: skip
     assert tested == set(RULE)
 

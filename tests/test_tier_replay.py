@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from components.catalog import rates
+from components.catalog.accelerators import ACCELERATORS
 from components.catalog.models import MODELS
 from components.formulas import payoff, stack_distance, tier_grid
 from components.formulas.lru_replay import replay_at
@@ -31,7 +31,7 @@ from components.formulas.tier_replay import (
 )
 
 RATES = ServiceRates(prefill_tokens_per_s=1_000.0, decode_s_per_token=0.01)
-REPLICA = payoff.Replica(MODELS["Qwen/Qwen3-32B"], rates.ACCELERATOR_RATES["gpu"], 2)
+REPLICA = payoff.Replica(MODELS["Qwen/Qwen3-32B"], ACCELERATORS["gpu"].rates, 2)
 SAVINGS = Savings(REPLICA, cpu_bandwidth=20e9, fs_bandwidth=2e9)
 BT = 4  # block tokens in the small traces
 FIELDS = ("hbm_tokens", "cpu_tokens", "fs_tokens", "recomputed_tokens", "cpu_stored_blocks", "fs_stored_blocks")

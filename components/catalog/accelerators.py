@@ -5,6 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from components.catalog import labels, versions
+from components.catalog.rates import (
+    H200_GEMM_SHARE,
+    H200_MEASURED,
+    H200_PREFILL,
+    PCIE5_X16,
+    TFLOPS,
+    TPU_PREFILL,
+    AcceleratorRates,
+    Figure,
+    HostLink,
+    pcie5_scaled,
+)
 from components.catalog.startup_figures import LoadProfile
 from components.units import GB, MB, ByteSize, GiB, MiB
 
@@ -60,6 +72,9 @@ class AcceleratorProfile:
     # One device's memory bandwidth (bytes/s, the data sheet's): a decode step reads every weight once, so
     # a sequence's time per output token is about weights per device / this (the tier replay's queue model).
     memory_bandwidth: float
+    # How fast it computes and loads (components/catalog/rates.py: each figure cited, `assumed` where no
+    # measurement or data sheet gives it): what the payoff table and the `tiers-beat-recompute` rule judge by.
+    rates: AcceleratorRates
 
     @property
     def is_tpu(self) -> bool:
@@ -102,6 +117,11 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
     for p in (
         AcceleratorProfile(
             key="gpu",
+            rates=AcceleratorRates(
+                Figure(989.4 * TFLOPS, "NVIDIA H100 SXM datasheet: 1,979 TFLOPS bf16 with sparsity, half dense"),
+                H200_PREFILL,
+                HostLink("PCIe Gen5 x16", PCIE5_X16, f"{H200_MEASURED}; the H100 has the same link"),
+            ),
             memory_bandwidth=3.35e12,  # H100 SXM5 data sheet: 3.35 TB/s HBM3
             vendor="nvidia",
             variant="gpu",
@@ -116,6 +136,20 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
         ),
         AcceleratorProfile(
             key="amd",
+            rates=AcceleratorRates(
+                Figure(1307.4 * TFLOPS, "AMD Instinct MI300X data sheet: 1,307.4 TFLOPS bf16 dense"),
+                H200_PREFILL.scaled(
+                    0.5 / H200_GEMM_SHARE,
+                    f"the H200 fit x 0.5/{H200_GEMM_SHARE:g}: public MI300X bf16 GEMM results sit near half of peak,"
+                    f" where the H200's ran at {H200_GEMM_SHARE:g} (issue 15)",
+                ),
+                HostLink(
+                    "PCIe Gen5 x16",
+                    PCIE5_X16,
+                    "the NVIDIA H200 curve: the MI300X host interface is the same PCIe Gen5 x16 (data sheet)",
+                    assumed=True,
+                ),
+            ),
             memory_bandwidth=5.3e12,  # MI300X data sheet: 5.3 TB/s
             vendor="amd",
             variant="gpu",
@@ -132,6 +166,20 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
         ),
         AcceleratorProfile(
             key="xpu",
+            rates=AcceleratorRates(
+                Figure(98.3 * TFLOPS, "Intel Arc Pro B60: 197 INT8 TOPS (XMX), bf16 at half the INT8 rate"),
+                H200_PREFILL.scaled(
+                    0.5 / H200_GEMM_SHARE,
+                    f"the H200 fit x 0.5/{H200_GEMM_SHARE:g}: no published prefill measurement for the B60, taken as"
+                    f" half of peak where the H200's GEMMs ran at {H200_GEMM_SHARE:g} (issue 15)",
+                ),
+                HostLink(
+                    "PCIe Gen5 x8",
+                    pcie5_scaled(0.5),
+                    "half the H200 Gen5 x16 curve: the B60 links at PCIe 5.0 x8",
+                    assumed=True,
+                ),
+            ),
             memory_bandwidth=456e9,  # Arc Pro B60: 456 GB/s GDDR6
             vendor="intel",
             variant="xpu",
@@ -156,6 +204,16 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
         ),
         AcceleratorProfile(
             key="tpu-v5p",
+            rates=AcceleratorRates(
+                Figure(459 * TFLOPS, "Google Cloud TPU v5p docs: peak compute per chip (bf16) 459 TFLOPs"),
+                TPU_PREFILL,
+                HostLink(
+                    "PCIe Gen4 x16",
+                    pcie5_scaled(0.5),
+                    "the v5p host link is not published: taken as PCIe Gen4 x16, half the H200 Gen5 x16 curve",
+                    assumed=True,
+                ),
+            ),
             memory_bandwidth=2.765e12,  # Cloud TPU v5p: 2,765 GB/s per chip
             device_memory=ByteSize(95 * GB),
             device_memory_from="Cloud TPU v5p: 95 GB of HBM2e per chip (cloud.google.com/tpu/docs/v5p)",
@@ -168,6 +226,17 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
         ),
         AcceleratorProfile(
             key="tpu-v6",
+            rates=AcceleratorRates(
+                Figure(918 * TFLOPS, "Google Cloud TPU v6e docs: peak compute per chip (bf16) 918 TFLOPs"),
+                TPU_PREFILL,
+                HostLink(
+                    "PCIe Gen5",
+                    PCIE5_X16,
+                    "TPU v6e docs: each chip connects to the host through PCIe Gen5 (width not published: the H200"
+                    " x16 curve)",
+                    assumed=True,
+                ),
+            ),
             memory_bandwidth=1.64e12,  # Cloud TPU v6e: 1,640 GB/s per chip
             device_memory=ByteSize(32 * GB),
             device_memory_from="Cloud TPU v6e: 32 GB of HBM per chip (cloud.google.com/tpu/docs/v6e)",
@@ -180,6 +249,16 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
         ),
         AcceleratorProfile(
             key="tpu-v7",
+            rates=AcceleratorRates(
+                Figure(2307 * TFLOPS, "Google Cloud TPU7x (Ironwood) docs: peak compute per chip (BF16) 2307 TFLOPs"),
+                TPU_PREFILL,
+                HostLink(
+                    "PCIe Gen5 x16",
+                    PCIE5_X16,
+                    "the TPU7x host link is not published: taken as PCIe Gen5 x16, the H200 curve",
+                    assumed=True,
+                ),
+            ),
             memory_bandwidth=7.37e12,  # Cloud TPU7x: 7.37 TB/s per chip
             device_memory=ByteSize(192 * GB),
             device_memory_from="Cloud TPU7x (Ironwood): 192 GB of HBM per chip (cloud.google.com/tpu/docs/tpu7x)",

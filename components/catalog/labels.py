@@ -11,6 +11,12 @@ ROLE_LABEL = "llm-d.ai/role"
 ACCELERATOR_VARIANT_LABEL = "llm-d.ai/accelerator-variant"
 ACCELERATOR_VENDOR_LABEL = "llm-d.ai/accelerator-vendor"
 ENGINE_TYPE_LABEL = "llm-d.ai/engine-type"
+# What a model-server pod is, by key: its accelerator profile (components/catalog/accelerators.py ACCELERATORS)
+# and its connector implementation (components/specs/connectors, `Connector.key`). Ours, not the guide's: the
+# guide's variant and vendor labels do not tell two profiles of one vendor apart (an H100 from a B200). The
+# policy pack reads these (policies/checks/inventory.py), never the device resource a pod requests.
+ACCELERATOR_PROFILE_LABEL = "llm-d.ai/accelerator-profile"
+KV_CONNECTOR_LABEL = "llm-d.ai/kv-connector"
 SUBGUIDE_LABEL = "llm-d.ai/subguide"
 INFERENCE_SERVING_LABEL = "llm-d.ai/inference-serving"
 # The workload a model-server pod belongs to: with guide and role, the only labels its (immutable) selector holds.

@@ -1,5 +1,9 @@
 """How fast things are: accelerator compute and host links, shared-storage read bandwidth.
 
+An accelerator's own rates are a field of its profile (`AcceleratorProfile.rates`, components/catalog/
+accelerators.py); this module holds their types, the measured curves they share (the H200's PCIe Gen5 x16
+host link and prefill fit) and the storage backends' rates.
+
 These figures decide whether an offload tier pays off (a load has to finish faster than the prefill
 it replaces; see `components/specs/payoff_table.py`). Every figure names its source; `assumed` marks the
 ones no measurement or datasheet gives for this hardware, with what the assumption is.
@@ -110,7 +114,7 @@ H200_PREFILL = PrefillEfficiency(
 # (8192 tokens) ran at 680-790 of 989 TFLOP/s (issue 15's measurement).
 H200_GEMM_SHARE = 0.7
 # Host-to-device copies of many blocks on one stream (the low end where a range was measured).
-_PCIE5_X16 = (
+PCIE5_X16 = (
     (64 * KiB, 14.0 * GB),
     (256 * KiB, 36.0 * GB),
     (1 * MiB, 41.0 * GB),
@@ -119,78 +123,15 @@ _PCIE5_X16 = (
 )
 
 
-def _scaled(factor: float) -> tuple[tuple[int, float], ...]:
-    return tuple((size, rate * factor) for size, rate in _PCIE5_X16)
+def pcie5_scaled(factor: float) -> tuple[tuple[int, float], ...]:
+    return tuple((size, rate * factor) for size, rate in PCIE5_X16)
 
 
-_TPU_PREFILL = H200_PREFILL.scaled(
+TPU_PREFILL = H200_PREFILL.scaled(
     0.6 / H200_GEMM_SHARE,
     f"the H200 fit x 0.6/{H200_GEMM_SHARE:g}: typical TPU prefill utilisation 0.6, where the H200's GEMMs ran at"
     f" {H200_GEMM_SHARE:g} (issue 15); no published vLLM TPU prefill figure",
 )
-
-ACCELERATOR_RATES: dict[str, AcceleratorRates] = {
-    "gpu": AcceleratorRates(
-        Figure(989.4 * TFLOPS, "NVIDIA H100 SXM datasheet: 1,979 TFLOPS bf16 with sparsity, half dense"),
-        H200_PREFILL,
-        HostLink("PCIe Gen5 x16", _PCIE5_X16, f"{H200_MEASURED}; the H100 has the same link"),
-    ),
-    "amd": AcceleratorRates(
-        Figure(1307.4 * TFLOPS, "AMD Instinct MI300X data sheet: 1,307.4 TFLOPS bf16 dense"),
-        H200_PREFILL.scaled(
-            0.5 / H200_GEMM_SHARE,
-            f"the H200 fit x 0.5/{H200_GEMM_SHARE:g}: public MI300X bf16 GEMM results sit near half of peak, where"
-            f" the H200's ran at {H200_GEMM_SHARE:g} (issue 15)",
-        ),
-        HostLink(
-            "PCIe Gen5 x16",
-            _PCIE5_X16,
-            "the NVIDIA H200 curve: the MI300X host interface is the same PCIe Gen5 x16 (data sheet)",
-            assumed=True,
-        ),
-    ),
-    "xpu": AcceleratorRates(
-        Figure(98.3 * TFLOPS, "Intel Arc Pro B60: 197 INT8 TOPS (XMX), bf16 at half the INT8 rate"),
-        H200_PREFILL.scaled(
-            0.5 / H200_GEMM_SHARE,
-            f"the H200 fit x 0.5/{H200_GEMM_SHARE:g}: no published prefill measurement for the B60, taken as half"
-            f" of peak where the H200's GEMMs ran at {H200_GEMM_SHARE:g} (issue 15)",
-        ),
-        HostLink(
-            "PCIe Gen5 x8", _scaled(0.5), "half the H200 Gen5 x16 curve: the B60 links at PCIe 5.0 x8", assumed=True
-        ),
-    ),
-    "tpu-v5p": AcceleratorRates(
-        Figure(459 * TFLOPS, "Google Cloud TPU v5p docs: peak compute per chip (bf16) 459 TFLOPs"),
-        _TPU_PREFILL,
-        HostLink(
-            "PCIe Gen4 x16",
-            _scaled(0.5),
-            "the v5p host link is not published: taken as PCIe Gen4 x16, half the H200 Gen5 x16 curve",
-            assumed=True,
-        ),
-    ),
-    "tpu-v6": AcceleratorRates(
-        Figure(918 * TFLOPS, "Google Cloud TPU v6e docs: peak compute per chip (bf16) 918 TFLOPs"),
-        _TPU_PREFILL,
-        HostLink(
-            "PCIe Gen5",
-            _PCIE5_X16,
-            "TPU v6e docs: each chip connects to the host through PCIe Gen5 (width not published: the H200 x16 curve)",
-            assumed=True,
-        ),
-    ),
-    "tpu-v7": AcceleratorRates(
-        Figure(2307 * TFLOPS, "Google Cloud TPU7x (Ironwood) docs: peak compute per chip (BF16) 2307 TFLOPs"),
-        _TPU_PREFILL,
-        HostLink(
-            "PCIe Gen5 x16",
-            _PCIE5_X16,
-            "the TPU7x host link is not published: taken as PCIe Gen5 x16, the H200 curve",
-            assumed=True,
-        ),
-    ),
-}
 
 
 @dataclass(frozen=True)

@@ -119,11 +119,6 @@ CLUSTER_AUTOSCALER_TAGS = {
 GATEWAY_API_VERSION = "v1.3.0"
 
 
-def gateway_api_crds_url(version: str) -> str:
-    """The release asset with the standard channel's CRDs, for a cluster whose platform does not manage them."""
-    return f"https://github.com/kubernetes-sigs/gateway-api/releases/download/{version}/standard-install.yaml"
-
-
 # Body-based routing (BBR): the inference extension's ext_proc server that copies the body's `model` into a
 # header the HTTPRoutes match. Its last release is GAIE v1.5.0 (2026-04-18): GAIE removed BBR from main before
 # v1.6.0 (kubernetes-sigs/gateway-api-inference-extension#2959, "Cleanup BBR from main"; its README: moved to

@@ -77,11 +77,6 @@ KUBERNETES_DEFAULT = Behavior(
 # 1. Proposals -------------------------------------------------------------------------------------------
 
 
-def desired_replicas(current: int, metric: float, target: float) -> int:
-    """ceil(current x metric / target): the HPA's core rule for a per-replica metric and its target."""
-    return math.ceil(current * metric / target)
-
-
 def average_value_proposal(current: int, total: float, target: float, tolerance: float = TOLERANCE) -> int:
     """An external AverageValue metric (`GetExternalPerPodMetricReplicas`): the total over the current
     replicas is the per-replica metric; within the tolerance the count stays."""
@@ -89,7 +84,7 @@ def average_value_proposal(current: int, total: float, target: float, tolerance:
         return math.ceil(total / target)
     if abs(1.0 - total / (target * current)) <= tolerance:
         return current
-    return math.ceil(total / target)  # desired_replicas(current, total / current, target), without the rounding
+    return math.ceil(total / target)  # ceil(current x metric / target), metric = total / current
 
 
 def value_proposal(current: int, ready: int, value: float, target: float, tolerance: float = TOLERANCE) -> int:

@@ -53,7 +53,6 @@ GATEWAY_NAME_LABEL = f"{API_GROUP}/gateway-name"
 
 # The headers BBR sets (GAIE v1.5.0 `pkg/bbr/plugins`): the routes match the first.
 MODEL_HEADER = "X-Gateway-Model-Name"  # bodyfieldtoheader.ModelHeader: the body's `model`, verbatim
-BASE_MODEL_HEADER = "X-Gateway-Base-Model-Name"  # basemodelextractor: a registered base model, else ""
 
 BbrProvider = Literal["gke", "istio", "none"]
 

@@ -102,7 +102,6 @@ ECR_UPSTREAMS: dict[str, tuple[str, str, bool]] = {
     DOCKER_HUB: ("docker-hub", "registry-1.docker.io", True),
     "ghcr.io": ("github", "ghcr.io", True),
 }
-ECR_SECRET_PREFIX = "ecr-pullthroughcache/"
 # What the nodes need to fill the cache on a first pull (AWS: pull-through-cache-iam).
 ECR_PULL_THROUGH_ACTIONS = ["ecr:BatchImportUpstreamImage", "ecr:CreateRepository"]
 

@@ -82,11 +82,6 @@ def with_flow_control(picker_config: Manifest) -> Manifest:
     return out
 
 
-def flow_control_on(picker_config: Manifest) -> bool:
-    """Whether the EPP this config runs exports the metrics the queue and saturation triggers read."""
-    return FLOW_CONTROL_GATE in (picker_config.get("featureGates") or [])
-
-
 Mode = Literal["queue", "saturation", "both"]
 MODES: tuple[Mode, ...] = ("queue", "saturation", "both")
 

@@ -5,16 +5,17 @@ load alert uses.
 The arithmetic is `components/formulas/payoff.py` (shared with the `tiers-beat-recompute` policy); this
 module picks the stack's inputs and shows each number with its formula. Each tier's expected reload
 bandwidth: the CPU tier over the host link at the connector's transfer block, the filesystem tier at
-the backend's per-pod share (then the host link). Figures come from `components/catalog/rates.py`.
+the backend's per-pod share (then the host link). Figures come from the accelerator profile's `rates`
+(`components/catalog/accelerators.py`, their types in `rates.py`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
 from components.catalog.rates import (
-    ACCELERATOR_RATES,
     LUSTRE_MB_PER_TIB_SOURCE,
     STORAGE_RATES,
     TFLOPS,
@@ -45,7 +46,7 @@ class Filesystem:
 @dataclass(frozen=True)
 class PayoffInputs:
     model: ModelSpec
-    accelerator: str  # key of ACCELERATOR_RATES
+    accelerator: AcceleratorProfile  # its rates judge the tiers
     devices_per_pod: int
     pods_per_replica: int  # multi-host: the pods one replica spans
     block_tokens: int  # tokens per block the CPU tier moves to the accelerator
@@ -165,7 +166,7 @@ def _at_length(replica: Replica, prefix: int, tiers: list[TierPayoff]) -> AtLeng
 
 
 def derive(inputs: PayoffInputs) -> Payoff:
-    model, rates = inputs.model, ACCELERATOR_RATES[inputs.accelerator]
+    model, rates = inputs.model, inputs.accelerator.rates
     replica = Replica(model, rates, inputs.devices_per_pod, inputs.pods_per_replica)
     n = inputs.prefix_tokens
     per_token = formulas.recompute_seconds_per_token(replica, n)
@@ -187,9 +188,9 @@ def derive(inputs: PayoffInputs) -> Payoff:
         f"{model.name}: geometry from its config.json ({model.layers} layers, hidden {model.hidden_size},"
         f" {model.attention_heads} heads of {model.head_dim}, {model.kv_heads} KV heads, MLP"
         f" {_mlp(model)}, vocabulary {model.vocab_size:,}, context {model.context_tokens:,})",
-        f"{inputs.accelerator} bf16 peak: {rates.bf16_peak.cited}",
-        f"{inputs.accelerator} prefill shares of peak: {efficiency.cited}",
-        f"{inputs.accelerator} host link {rates.host_link.name}: {rates.host_link.cited}",
+        f"{inputs.accelerator.key} bf16 peak: {rates.bf16_peak.cited}",
+        f"{inputs.accelerator.key} prefill shares of peak: {efficiency.cited}",
+        f"{inputs.accelerator.key} host link {rates.host_link.name}: {rates.host_link.cited}",
         f"transfer block: {CONTIGUOUS_BLOCKS_SOURCE}",
         *([f"filesystem tier: {fs.aggregate_from}; {fs.per_client_from}"] if fs is not None else []),
     ]

@@ -1,11 +1,14 @@
 """What the stack runs, as the rules find it in resource inputs: the model servers and their
-connector configs, the router charts, LMCache's clients and servers, the accelerator a pod holds."""
+connector configs, the router charts, LMCache's clients and servers, the accelerator a pod holds (by the
+profile key it carries); and the rule that every accelerator or connector pod carries its keys."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from components.catalog.accelerators import ACCELERATORS
+from components.catalog.labels import ACCELERATOR_PROFILE_LABEL, KV_CONNECTOR_LABEL
+from policies.checks.rule_types import NoConfig, Violation
 from policies.resources import (
     CHART_TYPE,
     Pod,
@@ -54,19 +57,68 @@ def lmcache_servers(resources: list[Resource]) -> list[tuple[Pod, dict[str, Any]
 
 
 def accelerator_of(resources: list[Resource], pod: Pod, container: dict[str, Any]) -> tuple[str, int] | None:
-    """The catalog accelerator a model-server pod runs on, and how many devices it holds."""
+    """The catalog accelerator a model-server pod runs on, by the profile key it carries
+    (`llm-d.ai/accelerator-profile`), and how many of that profile's devices it holds. None: it carries no
+    profile the catalog knows, or holds none of its devices (`identity_labels` reports both; never guessed
+    from the device resource, which two profiles of one vendor share)."""
+    profile = ACCELERATORS.get(pod.labels.get(ACCELERATOR_PROFILE_LABEL, ""))
+    if profile is None:
+        return None
     limits = ((container.get("resources") or {}).get("limits")) or {}
-    selector = pod.spec.get("nodeSelector") or {}
-    for key, profile in ACCELERATORS.items():
-        if profile.tpu_accelerator and selector.get("cloud.google.com/gke-tpu-accelerator") != profile.tpu_accelerator:
-            continue
-        if profile.device_resource and profile.device_resource in limits:
-            return key, int(limits[profile.device_resource])
-        if profile.dra_device_class:
-            for request in _dra_requests(resources, pod):
-                if request.get("deviceClassName") == profile.dra_device_class:
-                    return key, int(request.get("count") or 1)
+    if profile.device_resource and profile.device_resource in limits:
+        return profile.key, int(limits[profile.device_resource])
+    if profile.dra_device_class:
+        for request in _dra_requests(resources, pod):
+            if request.get("deviceClassName") == profile.dra_device_class:
+                return profile.key, int(request.get("count") or 1)
     return None
+
+
+def _holds_devices(resources: list[Resource], pod: Pod) -> bool:
+    """Whether any container of the pod requests a catalog accelerator's devices (whichever profile's)."""
+    resources_named = {p.device_resource for p in ACCELERATORS.values() if p.device_resource}
+    classes = {p.dra_device_class for p in ACCELERATORS.values() if p.dra_device_class}
+    limits = {k for c in pod.containers() for k in (((c.get("resources") or {}).get("limits")) or {})}
+    return bool(limits & resources_named) or any(
+        r.get("deviceClassName") in classes for r in _dra_requests(resources, pod)
+    )
+
+
+def identity_labels(resources: list[Resource], _: NoConfig) -> list[Violation]:
+    """A pod that holds accelerator devices or runs a connector says what it is: its accelerator profile's key
+    and its connector's key as labels (components/catalog/labels.py), which the rules read instead of guessing
+    from the device resource it requests."""
+    out: dict[tuple[str, str], Violation] = {}
+    for pod in pods(resources):
+        connector = any(kv_transfer_config(c) is not None for c in pod.containers(init=False))
+        if not connector and not _holds_devices(resources, pod):
+            continue
+        profile = pod.labels.get(ACCELERATOR_PROFILE_LABEL)
+        problems = []
+        if profile is None:
+            problems.append(
+                f"its pods hold accelerator devices or a connector but carry no {ACCELERATOR_PROFILE_LABEL} label:"
+                " label them with their accelerator profile's key"
+            )
+        elif profile not in ACCELERATORS:
+            problems.append(
+                f"its pods carry {ACCELERATOR_PROFILE_LABEL}: {profile}, which names no accelerator profile"
+                f" (one of {', '.join(ACCELERATORS)})"
+            )
+        elif not any(accelerator_of(resources, pod, c) for c in pod.containers(init=False)):
+            p = ACCELERATORS[profile]
+            problems.append(
+                f"its pods carry {ACCELERATOR_PROFILE_LABEL}: {profile} but request none of its devices"
+                f" ({p.device_resource or f'DRA {p.dra_device_class}'})"
+            )
+        if not pod.labels.get(KV_CONNECTOR_LABEL):
+            problems.append(
+                f"its pods hold accelerator devices or a connector but carry no {KV_CONNECTOR_LABEL} label: label"
+                " them with their connector's key"
+            )
+        for message in problems:
+            out.setdefault((pod.owner.urn or pod.owner.name, message), Violation(pod.owner, message))
+    return list(out.values())
 
 
 def _dra_requests(resources: list[Resource], pod: Pod) -> list[dict[str, Any]]:

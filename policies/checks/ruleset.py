@@ -25,6 +25,7 @@ from policies.checks.cache_tiers import (
     prefix_caching_only_in_test_mode,
 )
 from policies.checks.cluster_isolation import NetworkPoliciesConfig, cluster_hardening, network_policy_per_pod
+from policies.checks.inventory import identity_labels
 from policies.checks.pod_security import (
     HostPathsConfig,
     PrivilegedConfig,
@@ -47,6 +48,13 @@ from policies.checks.rule_types import NoConfig, Rule
 from policies.checks.tier_payoff import TierPayoffConfig, tiers_beat_recompute
 
 RULES: list[Rule[Any]] = [
+    Rule(
+        "identity-labels",
+        "Accelerator and connector pods carry their profile's and connector's keys",
+        "mandatory",
+        identity_labels,
+        NoConfig,
+    ),
     Rule(
         "router-capacity-within-tier",
         "Router CPU index no larger than the CPU tier",

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.catalog.accelerators import ACCELERATORS
+from components.catalog.labels import KV_CONNECTOR_LABEL
 from components.catalog.models import MODELS, ModelSpec
-from components.catalog.rates import ACCELERATOR_RATES, STORAGE_RATES
+from components.catalog.rates import STORAGE_RATES
 from components.formulas import payoff
 from components.units import GiB
 from policies.checks.inventory import (
@@ -72,8 +73,7 @@ def tiered_servers(resources: list[Resource]) -> list[TieredServer]:
     for pod in pods(resources):
         for container in pod.containers(init=False):
             model = MODELS.get(served_model(container) or "")
-            argv = args(container)
-            tiered = "--kv-transfer-config" in argv or "--enable-hierarchical-cache" in argv
+            tiered = bool(pod.labels.get(KV_CONNECTOR_LABEL))  # unlabelled: reported by identity-labels
             found = accelerator_of(resources, pod, container) if model and tiered else None
             if model is None or found is None:
                 continue
@@ -134,7 +134,7 @@ def tiers_beat_recompute(resources: list[Resource], config: TierPayoffConfig) ->
     configured = config.prefix_tokens
     out = []
     for s in servers:
-        rates = ACCELERATOR_RATES[s.accelerator]
+        rates = ACCELERATORS[s.accelerator].rates
         replica = payoff.Replica(s.model, rates, s.devices, s.group)
         prefix = min(configured, payoff.longest_prefix(s.model))
         seconds = payoff.recompute_seconds_per_token(replica, prefix)

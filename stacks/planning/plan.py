@@ -14,7 +14,6 @@ from components.catalog import labels, versions
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.machines import MACHINES
 from components.catalog.models import ModelSpec
-from components.catalog.rates import ACCELERATOR_RATES
 from components.catalog.support import SUPPORTED, ComboDefaults
 from components.formulas.hbm import HbmBudget
 from components.formulas.payoff import Replica
@@ -177,7 +176,7 @@ def stack_shape(stack_plan: StackPlan) -> workload_sizing.StackShape:
         node_largest=node_largest_tier(config, defaults, tp, replicas, devices),
         fs_configured=config.storage.size if uses_tier_claim(config) else None,
         payoff=stack_plan.payoff,
-        replica=Replica(decode.model, ACCELERATOR_RATES[config.cache.accelerator], devices, decode.group_size),
+        replica=Replica(decode.model, decode.accelerator.rates, devices, decode.group_size),
     )
 
 
@@ -316,7 +315,7 @@ def _router_values(
 def _thresholds(config: StackConfig, stack_payoff: payoff_table.Payoff) -> alerts.Thresholds:
     """The stack's alert thresholds; loads must beat the derived break-even unless the config says otherwise."""
     t = config.monitoring.alerts
-    link = ACCELERATOR_RATES[config.cache.accelerator].host_link
+    link = ACCELERATORS[config.cache.accelerator].rates.host_link
     fastest = max(rate for _, rate in link.curve)
     if t.min_load_bandwidth is not None and t.min_load_bandwidth.bytes > fastest:
         raise ConfigError(
@@ -348,7 +347,7 @@ def _payoff_inputs(
     shared = uses_tier_claim(config)
     return payoff_table.PayoffInputs(
         model=model,
-        accelerator=cache.accelerator,
+        accelerator=ACCELERATORS[cache.accelerator],
         devices_per_pod=devices,
         pods_per_replica=defaults.group_size,
         block_tokens=block_tokens,

@@ -65,10 +65,6 @@ def resolve(server: EngineKey, accelerator: AcceleratorProfile, connector: Conne
     return BY_KEY[connector]
 
 
-def of(choice: Choice) -> Connector:
-    return resolve(choice.server, choice.accelerator, choice.connector)
-
-
 def combinations(connector: Connector) -> list[Combo]:
     """The supported combinations (components/catalog/support.py) this implementation runs."""
     return [combo for combo in SUPPORTED if resolve(combo[1], ACCELERATORS[combo[0]], combo[2]) is connector]  # type: ignore[arg-type]

@@ -93,6 +93,8 @@ class ServerSpec:
             labels.MODEL_LABEL: self.model.short_name,
             labels.ACCELERATOR_VARIANT_LABEL: self.accelerator.variant,
             labels.ACCELERATOR_VENDOR_LABEL: self.accelerator.vendor,
+            labels.ACCELERATOR_PROFILE_LABEL: self.accelerator.key,
+            labels.KV_CONNECTOR_LABEL: self.connector.key,
             labels.ROLE_LABEL: self.role,
             labels.WORKLOAD_LABEL: self.workload_name,
         }
