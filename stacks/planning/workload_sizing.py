@@ -9,6 +9,7 @@ how far the curve lies from replaying each size with its own routing.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,8 @@ from stacks.config.workload_trace import read_project_trace, read_trace
 AUTO_MARGIN = 0.01
 # CPU-tier sizes the curve evaluates below the node's largest (besides none and the configured one).
 CPU_POINTS = 10
+# Without a node pool to bound it, the CPU tier's range runs to this many times the configured size.
+CPU_RANGE = 4
 # Filesystem sizes: a geometric range up to this many times the configured claim, and an unbounded one.
 FS_POINTS = 8
 FS_RANGE = 4
@@ -133,7 +136,7 @@ def cpu_grid(shape: StackShape) -> list[ByteSize]:
     """None, then from half of HBM's KV (an inclusive tier smaller than HBM holds nothing HBM does not) up to
     the node's largest (or four times the configured), and the configured size."""
     step = shape.cpu_step.bytes
-    top = shape.node_largest or shape.configured_cpu * FS_RANGE
+    top = shape.node_largest or shape.configured_cpu * CPU_RANGE
     low = max(step, GiB, shape.hbm.kv_bytes.bytes // 2 if shape.relation == "inclusive" else 0)
     sizes = {0, shape.configured_cpu.bytes, *_geometric(min(low, top.bytes), top.bytes, CPU_POINTS, step)}
     return [ByteSize(b) for b in sorted(sizes)]
@@ -202,7 +205,7 @@ def size_tiers(shape: StackShape, source: WorkloadSource) -> TierCurve:
         fss.index(shape.fs_configured) if shape.fs_configured is not None else 0,
     )
     sized = TierCurve(source.description, shape, tuple(cpus), tuple(fss), result, configured, bt * per_token, None)
-    return TierCurve(**{**sized.__dict__, "choice": choose(sized)})
+    return dataclasses.replace(sized, choice=choose(sized))
 
 
 def filesystem_store_rate(sized: TierCurve, chosen: ByteSize | None) -> StoreRate | None:
