@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from stacks.__main__ import main
+from stacks.config.keys import config_keys
 from stacks.review import docs_pages
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,7 +85,29 @@ def test_every_run_command_shown_is_one_the_cli_accepts(page: Path) -> None:
 
 
 def test_every_key_has_a_type_a_reader_can_write() -> None:
-    from stacks.config.keys import config_keys
-
     for key in config_keys():
         assert key.type and not re.search(r"typing|class|NoneType|\[", key.type), (key.path, key.type)
+
+
+def test_the_readme_lists_every_page_of_docs_and_starts_with_the_two_commands() -> None:
+    readme = (ROOT / "README.md").read_text()
+    for page in (ROOT / "docs").glob("*.md"):
+        assert f"(docs/{page.name})" in readme, page.name
+    first_block = re.search(r"```sh\n(.*?)```", readme, flags=re.DOTALL)
+    assert first_block and [line.split("#")[0].strip() for line in first_block.group(1).splitlines()] == [
+        "./run render dev --out out/dev",
+        "./run test",
+    ]
+    assert len(readme.splitlines()) <= 200
+
+
+def test_operating_covers_every_alert_the_program_defines() -> None:
+    """Each alert rule of components/specs/alerts.py has its section: what it means, what to check, what to do."""
+    source = (ROOT / "components" / "specs" / "alerts.py").read_text()
+    names = re.findall(r'Alert\(\s*"(\w+)"', source)
+    assert len(names) >= 10
+    sections = re.split(r"^### ", (ROOT / "docs" / "operating.md").read_text(), flags=re.MULTILINE)[1:]
+    titles = {s.split()[0]: s for s in sections}
+    for name in names:
+        assert name in titles, name
+        assert all(part in titles[name] for part in ("**Means**", "**Check**", "**Do**")), name
