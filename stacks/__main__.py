@@ -1,4 +1,5 @@
-"""`python -m stacks list | keys | render NAME [--set path=value ...] --out DIR | check NAME | diff --base REV`."""
+"""`python -m stacks list | keys | docs [--out DIR] | render NAME [--set path=value ...] --out DIR | check NAME |
+size NAME | diff --base REV`."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from stacks.config.workload_section import DEFAULT_BLOCK_TOKENS, MAX_BLOCK_TOKEN
 from stacks.planning import workload_sizing
 from stacks.planning.cluster_plan import ClusterPlan, plan_any
 from stacks.planning.plan import StackPlan, plan, stack_shape
-from stacks.review import offline, pool_demand, shared_cluster
+from stacks.review import docs_pages, offline, pool_demand, shared_cluster
 from stacks.review.check import check, stack_policy_config
 from stacks.review.diff import diff_revisions
 from stacks.review.render import render
@@ -29,6 +30,8 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="print the presets, one per line, with their description")
     commands.add_parser("keys", help="print every stack config key with its default and what it does")
+    docs = commands.add_parser("docs", help="rewrite docs/configuration.md and docs/presets.md from the model")
+    docs.add_argument("--out", default=None, help="write the pages into this directory instead (default: docs/)")
     rend = commands.add_parser("render", help="render a preset or stack to manifests.yaml, resources.json, summary.md")
     rend.add_argument("name", help="a preset (stacks/presets/NAME.yaml) or a stack (Pulumi.NAME.yaml)")
     rend.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE")
@@ -122,6 +125,10 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "keys":
             print(keys_text(), end="")
+            return 0
+        if args.command == "docs":
+            for path in docs_pages.write(Path(args.out) if args.out else docs_pages.DOCS):
+                print(f"wrote {path}")
             return 0
         if args.command == "list":
             for name in loading.preset_names():

@@ -1,4 +1,4 @@
-"""The README's examples run as printed."""
+"""The examples of the README and docs/ run as printed."""
 
 from __future__ import annotations
 
@@ -15,14 +15,17 @@ from stacks.config import loading
 from stacks.planning.plan import plan
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text()
-BLOCKS = re.findall(r"```[a-z]*\n(.*?)```", README, flags=re.DOTALL)
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+BLOCKS = [b for page in PAGES for b in re.findall(r"```[a-z]*\n(.*?)```", page.read_text(), flags=re.DOTALL)]
 # A transcript: `$ ./run ...` then the lines it prints.
 TRANSCRIPTS = [b for b in BLOCKS if b.startswith("$ ./run ")]
 
 
-def test_the_readme_has_its_transcripts() -> None:
-    assert len(TRANSCRIPTS) >= 2
+def test_the_pages_have_their_transcripts() -> None:
+    """The README's three moved to docs/ (getting-started, sizing-and-payoff) and still run here."""
+    assert len(TRANSCRIPTS) >= 3
+    shown = "".join((ROOT / "docs" / p).read_text() for p in ("getting-started.md", "sizing-and-payoff.md"))
+    assert all(b in shown for b in TRANSCRIPTS)
 
 
 @pytest.mark.parametrize("block", TRANSCRIPTS, ids=lambda b: b.splitlines()[0][8:60])

@@ -11,7 +11,7 @@ from stacks.config.fields import Section
 
 
 class ImagesConfig(Section):
-    """How images reach the nodes (see README: images pulled fast and once)."""
+    """How images reach the nodes (docs/cold-starts.md: images pulled fast, and once)."""
 
     mirror: Literal["auto", "off"] = Field(
         default="auto",
