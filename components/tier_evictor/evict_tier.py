@@ -119,8 +119,10 @@ class Scan:
         return [c for _, _, c in sorted(self.heap, key=lambda item: -item[0])]
 
 
-def _walk(root: str, root_dev: int, out: Scan) -> Iterator[tuple[tuple[str, ...], os.DirEntry[str]]]:
-    """Every entry under `root`, depth first, one open directory at a time; no symlink is followed."""
+def _walk(root: str, root_dev: int, out: Scan) -> Iterator[tuple[tuple[str, ...], os.stat_result]]:
+    """Every entry under `root` but its directories, with its own stat (a symlink's, never its target's): depth
+    first, one open directory at a time; no symlink is followed, no other file system entered. An entry that
+    vanishes or cannot be read is counted once, here."""
     stack: list[tuple[str, ...]] = [()]
     while stack:
         parts = stack.pop()
@@ -129,19 +131,20 @@ def _walk(root: str, root_dev: int, out: Scan) -> Iterator[tuple[tuple[str, ...]
             with os.scandir(path) as entries:
                 for entry in entries:
                     try:
-                        if entry.is_dir(follow_symlinks=False):
-                            if entry.stat(follow_symlinks=False).st_dev == root_dev:
-                                stack.append((*parts, entry.name))
-                            else:
-                                out.skipped_other += 1  # another file system mounted inside: not ours
-                            continue
+                        st = entry.stat(follow_symlinks=False)
                     except FileNotFoundError:
                         out.vanished += 1
                         continue
                     except PermissionError:
                         out.denied += 1
                         continue
-                    yield (*parts, entry.name), entry
+                    if stat.S_ISDIR(st.st_mode):
+                        if st.st_dev == root_dev:
+                            stack.append((*parts, entry.name))
+                        else:
+                            out.skipped_other += 1  # another file system mounted inside: not ours
+                        continue
+                    yield (*parts, entry.name), st
         except FileNotFoundError:
             out.vanished += 1
         except (PermissionError, NotADirectoryError):
@@ -152,15 +155,7 @@ def scan(root: str, now: float, min_age: float, limit: int, timestamp: str) -> S
     """Stream the tree once: count its files and bytes, keep the `limit` oldest files older than `min_age`."""
     out, started, order = Scan(), time.monotonic(), 0
     root_dev = os.stat(root).st_dev
-    for parts, entry in _walk(root, root_dev, out):
-        try:
-            st = entry.stat(follow_symlinks=False)
-        except FileNotFoundError:
-            out.vanished += 1
-            continue
-        except PermissionError:
-            out.denied += 1
-            continue
+    for parts, st in _walk(root, root_dev, out):
         if not stat.S_ISREG(st.st_mode):
             out.skipped_other += 1
             continue
