@@ -53,27 +53,40 @@ def tier_capacity(config: StackConfig, defaults: ComboDefaults, tp: int, replica
     return _size(config, defaults, tp, replicas, tier)[0].cpu_tier_per_pod
 
 
-def node_largest_tier(
-    config: StackConfig, defaults: ComboDefaults, tp: int, replicas: int, devices: int
-) -> ByteSize | None:
-    """The largest tier the nodes of the stack's pool hold; None without a pool (any node of the cluster),
-    where its host memory is not known, or where not even the smallest tier fits."""
-    cache = config.cache
-    pool = hardware.pool_hardware(config, cache.node_pool) if cache.node_pool else None
-    if pool is None or pool.allocatable is None:
-        return None
-    connector = connector_of(config)
-    pods = replicas * defaults.group_size * connector.roles(choice(config))
-    on_node = min(hardware.pods_per_node(pool, devices), pods)
+def _largest_fitting(
+    config: StackConfig,
+    defaults: ComboDefaults,
+    tp: int,
+    replicas: int,
+    pool: hardware.PoolHardware,
+    on_node: int,
+) -> ByteSize:
+    """`auto`'s tier: the largest whose `on_node` pods (and the per-node daemons) fit a node of `pool`."""
 
     def memory_for(tier: ByteSize) -> tuple[ByteSize, ByteSize]:
         tier_sizing, client = _size(config, defaults, tp, replicas, tier)
         return tier_sizing.pod_memory, _per_node_daemon(config, tier, client)
 
+    step = connector_of(config).auto_tier_step(tp, config.cache.tier.variant)
+    return hardware.largest_fitting_tier(pool, on_node, memory_for, step)
+
+
+def _pods(config: StackConfig, defaults: ComboDefaults, replicas: int) -> int:
+    """The stack's model-server pods: replicas x pods per replica x roles."""
+    return replicas * defaults.group_size * connector_of(config).roles(choice(config))
+
+
+def node_largest_tier(
+    config: StackConfig, defaults: ComboDefaults, tp: int, replicas: int, devices: int
+) -> ByteSize | None:
+    """The largest tier the nodes of the stack's pool hold; None without a pool (any node of the cluster),
+    where its host memory is not known, or where not even the smallest tier fits."""
+    pool = hardware.pool_hardware(config, config.cache.node_pool) if config.cache.node_pool else None
+    if pool is None or pool.allocatable is None:
+        return None
+    on_node = min(hardware.pods_per_node(pool, devices), _pods(config, defaults, replicas))
     try:
-        return hardware.largest_fitting_tier(
-            pool, on_node, memory_for, connector.auto_tier_step(tp, cache.tier.variant)
-        )
+        return _largest_fitting(config, defaults, tp, replicas, pool, on_node)
     except ConfigError:
         return None
 
@@ -97,24 +110,18 @@ def size_on_hardware(
         raise ConfigError(
             "cache.node_pool", cache.node_pool, f"{pool.describe()} carries {pool.accelerator}, not {cache.accelerator}"
         )
-    connector = connector_of(config)
-    pods = replicas * defaults.group_size * connector.roles(choice(config))
+    pods = _pods(config, defaults, replicas)
     on_node = 1
     if pool is not None:
         slots = hardware.pods_per_node(pool, devices)
         hardware.check_capacity(pool, pods, slots)
         on_node = min(slots, pods)  # at most this many of the stack's pods share a node
 
-    def memory_for(tier: ByteSize) -> tuple[ByteSize, ByteSize]:
-        tier_sizing, client = _size(config, defaults, tp, replicas, tier)
-        return tier_sizing.pod_memory, _per_node_daemon(config, tier, client)
-
     largest = None
     if requested == "auto":
         if pool is None:
             raise ConfigError("cache.tier.cpu", "auto", "needs cache.node_pool: the tier is sized to its nodes")
-        step = connector.auto_tier_step(tp, cache.tier.variant)
-        largest = hardware.largest_fitting_tier(pool, on_node, memory_for, step)
+        largest = _largest_fitting(config, defaults, tp, replicas, pool, on_node)
         tier = chosen if chosen is not None else largest
     elif requested is None:
         tier = _default_tier(config, defaults)
