@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from e2e import lifecycle, nodes
+from e2e import lifecycle, nodes, session
 from e2e.engine import PASSPHRASE, Engine, copy_project, language_host_shim
 from e2e.kwok import Cluster, ClusterError
 from e2e.steps import Report, StepError, check_live_matches, render_stack, timed
@@ -31,8 +31,8 @@ ORGANIZATION = "organization"  # the file backend's one organization: `organizat
 POOL = "h100"
 # The label the described pool's nodes carry (the KWOK nodes e2e.nodes makes from the pool get it too).
 POOL_LABELS = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
-BBR_CHART_DIR = lifecycle.FIXTURES / "charts" / "body-based-routing-v1.5.0"
-GATEWAY_API_CRDS = lifecycle.FIXTURES / "schemas" / "gateway-api" / "v1.3.0"
+BBR_CHART_DIR = session.FIXTURES / "charts" / "body-based-routing-v1.5.0"
+GATEWAY_API_CRDS = session.FIXTURES / "schemas" / "gateway-api" / "v1.3.0"
 CRD_TYPE = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 INFERENCE_POOL_CRD = "inferencepools.inference.networking.k8s.io"
 __all__ = ["SERVING", "Serving", "cluster_sections", "flatten", "run_layers", "serving_sections"]
@@ -149,7 +149,7 @@ class _Layered:
     def destroy(self, stack: str) -> str:
         """The stack's destroy (lifecycle's: protection, nothing left); the InferencePool CRDs stay until the
         cluster stack's own destroy removes them."""
-        detail = lifecycle._destroy(self.engines[stack], self.cluster, {"render": self.renders[stack]})
+        detail = lifecycle.destroy_under_protect(self.engines[stack], self.cluster, {"render": self.renders[stack]})
         crds = self.cluster.kubectl("get", "crd", INFERENCE_POOL_CRD, check=False).returncode == 0
         if crds != (stack != CLUSTER_STACK):
             raise StepError(
@@ -219,7 +219,7 @@ def run_layers(workdir: Path, bins: dict[str, Path], keep: bool = False) -> Repo
     if workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
-    cluster = Cluster(lifecycle.cluster_name(NAME), workdir / "cluster", bins)
+    cluster = Cluster(session.cluster_name(NAME), workdir / "cluster", bins)
     shim_dir = workdir / "bin"
     language_host_shim(shim_dir, bins["pulumi"] / "pulumi-language-python-exec")
     project = copy_project(workdir / "project")
@@ -229,11 +229,11 @@ def run_layers(workdir: Path, bins: dict[str, Path], keep: bool = False) -> Repo
     engines = {stack: Engine(project, workdir, path_dirs, stack=stack) for stack in stacks}
     layered = _Layered(cluster, engines, {})
     gaie = workdir / "gaie-crds.yaml"
-    gaie.write_text("".join("---\n" + p.read_text() for p in lifecycle.GAIE_CRDS))
+    gaie.write_text("".join("---\n" + p.read_text() for p in session.GAIE_CRDS))
     bbr = _package_chart(BBR_CHART_DIR, workdir / "charts" / "body-based-routing-v1.5.0.tgz")
     cluster_config = cluster_sections(str(cluster.kubeconfig), str(gaie), str(bbr))
     serving_configs = {
-        s.stack: serving_sections(s, str(lifecycle.ROUTER_CHART), lifecycle.ROUTER_CHART_VERSION) for s in SERVING
+        s.stack: serving_sections(s, str(session.ROUTER_CHART), session.ROUTER_CHART_VERSION) for s in SERVING
     }
     try:
 
@@ -248,7 +248,7 @@ def run_layers(workdir: Path, bins: dict[str, Path], keep: bool = False) -> Repo
         def init() -> str:
             engines[CLUSTER_STACK].init(flatten(cluster_config), {})
             for stack, sections in serving_configs.items():
-                engines[stack].init(flatten(sections), {"llmd:hfToken": lifecycle.HF_TOKEN})
+                engines[stack].init(flatten(sections), {"llmd:hfToken": session.HF_TOKEN})
             return f"stacks {', '.join(stacks)} in one local backend"
 
         timed(report, "stack init (one backend, passphrase secrets)", init)
@@ -272,7 +272,7 @@ def run_layers(workdir: Path, bins: dict[str, Path], keep: bool = False) -> Repo
             cluster.apply(nodes.dra_objects(shapes), server_side=True)
             cluster.apply(nodes.runtime_classes(objects), server_side=True)
             every = [o for r in layered.renders.values() for o in r["objects"]]
-            cluster.apply(lifecycle._crds_for(every), server_side=True)
+            cluster.apply(session.crds_for(every), server_side=True)
             return ", ".join(f"{s.name_prefix} x{s.count}" for s in shapes)
 
         timed(report, "KWOK nodes of the described pool", node_pool)

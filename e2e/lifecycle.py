@@ -8,61 +8,20 @@ with the engine's own output. The work directory keeps the logs (engine.log, the
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from components.catalog import versions
 from components.specs import tier_evictor
-from e2e import lws, nodes, ownership
+from e2e import ownership
 from e2e.changes import CHANGES, Change, apply_change
-from e2e.engine import REPO, Engine, copy_project, language_host_shim
+from e2e.engine import Engine
 from e2e.kwok import Cluster, ClusterError
 from e2e.policy_step import check_pack
-from e2e.steps import Report, StepError, check_live_matches, live_object, render_stack, timed
+from e2e.session import new_session, start
+from e2e.steps import Report, StepError, check_live_matches, live_object, timed
 
-FIXTURES = REPO / "tests" / "fixtures" / "upstream"
-ROUTER_CHART = FIXTURES / "charts" / "llm-d-router-standalone-v0.10.0.tgz"
-ROUTER_CHART_VERSION = "v0.10.0"
-GAIE_CRDS = (
-    FIXTURES
-    / "schemas"
-    / "gateway-api-inference-extension"
-    / "v1.6.0"
-    / "inference.networking.k8s.io_inferencepools.yaml",
-    FIXTURES
-    / "schemas"
-    / "gateway-api-inference-extension"
-    / "v1.6.0"
-    / "inference.networking.x-k8s.io_inferencepoolimports.yaml",
-)
-# CRDs a preset's objects need that the stack does not apply itself, by the API group of its objects.
-_CRD_FIXTURES = {
-    "monitoring.coreos.com": FIXTURES / "schemas" / "prometheus-operator",
-    "monitoring.googleapis.com": FIXTURES / "schemas" / "gke-managed-prometheus",
-    "leaderworkerset.x-k8s.io": FIXTURES / "schemas" / "lws",
-    "keda.sh": FIXTURES / "schemas" / "keda" / f"v{versions.KEDA_VERSION}",
-}
-HF_TOKEN = "hf_e2e_placeholder_not_a_token"
 IMAGE_CHANGE = str(next(c.value for c in CHANGES if c.name == "image"))  # a template change that rolls
-
-
-def _crds_for(objects: list[dict[str, Any]], served: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
-    """The fixture CRDs of the groups the objects use, but those a controller here brings (`served`)."""
-    groups = {o.get("apiVersion", "").split("/")[0] for o in objects} - served
-    docs: list[dict[str, Any]] = []
-    for group, folder in _CRD_FIXTURES.items():
-        if group in groups:
-            for path in sorted(folder.glob("*.yaml")):
-                docs += [d for d in yaml.safe_load_all(path.read_text()) if d]
-    return docs
-
-
-def cluster_name(preset: str) -> str:
-    return f"llmd-{preset}"[:40].rstrip("-")
 
 
 def run_preset(
@@ -74,71 +33,16 @@ def run_preset(
     keep: bool = False,
     overrides: list[str] | None = None,
 ) -> Report:
-    report = Report(preset)
-    if workdir.exists():
-        shutil.rmtree(workdir)
-    workdir.mkdir(parents=True)
-    cluster = Cluster(cluster_name(preset), workdir / "cluster", bins)
-    shim_dir = workdir / "bin"
-    language_host_shim(shim_dir, bins["pulumi"] / "pulumi-language-python-exec")
-    project = copy_project(workdir / "project")
-    engine = Engine(project, workdir, [shim_dir, bins["pulumi"], bins["kubernetes-provider"]])
-    gaie = workdir / "gaie-crds.yaml"
-    gaie.write_text("".join("---\n" + p.read_text() for p in GAIE_CRDS))
-    config = {
-        "llmd:preset": preset,
-        "llmd:cluster.kubeconfig": str(cluster.kubeconfig),
-        "llmd:router.chart_file": str(ROUTER_CHART),
-        "llmd:router.version": ROUTER_CHART_VERSION,
-        "llmd:router.gaie_crds_file": str(gaie),
-        **{f"llmd:{k}": v for k, _, v in (o.partition("=") for o in overrides or [])},
-    }
-    state: dict[str, Any] = {}
+    session = new_session(preset, workdir, bins, overrides)
+    report, cluster, engine, project, state = (
+        session.report,
+        session.cluster,
+        session.engine,
+        session.project,
+        session.state,
+    )
     try:
-        timed(
-            report,
-            "stack init (local backend, passphrase secrets)",
-            lambda: engine.init(config, {"llmd:hfToken": HF_TOKEN}),
-        )
-
-        def render() -> str:
-            state["render"] = render_stack(project, engine.stack, workdir / "render")
-            return f"{len(state['render']['objects'])} objects"
-
-        timed(report, "offline render of the same stack", render)
-
-        def control_plane() -> str:
-            cluster.create()
-            from stacks.config import loading
-
-            state["pools"] = loading.load_named(preset, list(overrides or []))
-            shapes = nodes.node_shapes(state["pools"], state["render"]["objects"])
-            node_docs = nodes.node_objects(shapes)
-            cluster.apply(node_docs)
-            cluster.wait_nodes_ready(len(node_docs))
-            devices = nodes.dra_objects(shapes)
-            cluster.apply(devices, server_side=True)
-            cluster.apply(nodes.runtime_classes(state["render"]["objects"]), server_side=True)
-            objects = state["render"]["objects"]
-            needs_lws = any(o["kind"] == "LeaderWorkerSet" for o in objects)
-            crds = _crds_for(objects, frozenset({lws.GROUP}) if needs_lws else frozenset())
-            cluster.apply(crds, server_side=True)
-            pools = ", ".join(f"{s.name_prefix} x{s.count}" for s in shapes)
-            slices = state["dra"] = sum(d["kind"] == "ResourceSlice" for d in devices)
-            detail = f"kwok, {len(node_docs)} nodes ({pools}), {len(crds)} CRDs" + (
-                f", {slices} ResourceSlices (DRA)" if slices else ""
-            )
-            if needs_lws:
-                if "lws" not in bins:
-                    raise StepError(
-                        "its LeaderWorkerSet needs the LWS controller, built with `--all` (or by naming it)"
-                    )
-                controller = lws.Controller(bins["lws"] / "lws-controller", workdir / "lws", cluster.kubeconfig)
-                state["lws"] = controller
-                detail += "; " + controller.start(lambda docs, side: cluster.apply(docs, server_side=side))
-            return detail
-
-        timed(report, "local control plane", control_plane)
+        start(session, bins)
 
         def preview() -> str:
             result = engine.run("preview", "--diff")
@@ -191,18 +95,11 @@ def run_preset(
         if policy:
             timed(report, "policy pack passes", lambda: check_pack(engine, project, state["render"]["resources"]))
         if not keep:
-            timed(report, "destroy under protect", lambda: _destroy(engine, cluster, state))
+            timed(report, "destroy under protect", lambda: destroy_under_protect(engine, cluster, state))
     except (StepError, ClusterError):
         pass
     finally:
-        if keep:
-            if "lws" in state:
-                report.say(f"kept: lws-controller, pid {state['lws'].pid()}")
-            report.say(f"kept: kubectl --kubeconfig {cluster.kubeconfig}; stop it with `./run e2e --stop {preset}`")
-        else:
-            if "lws" in state:
-                state["lws"].stop()
-            cluster.delete()
+        session.close(keep)
     return report
 
 
@@ -219,13 +116,13 @@ def _check_claims(cluster: Cluster) -> str:
     return f"{len(claims)} claim(s), {len(results)} devices allocated from {', '.join(pools)}"
 
 
-def _protected(resources_json: str) -> list[str]:
+def protected_resources(resources_json: str) -> list[str]:
     return [f"{r['type']} {r['name']}" for r in json.loads(resources_json) if (r.get("options") or {}).get("protect")]
 
 
-def _destroy(engine: Engine, cluster: Cluster, state: dict[str, Any]) -> str:
+def destroy_under_protect(engine: Engine, cluster: Cluster, state: dict[str, Any]) -> str:
     """`pulumi destroy` stops on protected state; with `llmd:protect` false it removes everything."""
-    protected = _protected(state["render"]["resources"])
+    protected = protected_resources(state["render"]["resources"])
     detail = "nothing protected in this stack"
     if protected:
         result = engine.run("destroy", "--yes", "--skip-preview")

@@ -11,8 +11,8 @@ import pytest
 from e2e import layers
 from e2e.__main__ import DEFAULT, selection
 from e2e.layers import CLUSTER_STACK, POOL, SERVING, cluster_sections, flatten, serving_sections
-from e2e.lifecycle import GAIE_CRDS, ROUTER_CHART, ROUTER_CHART_VERSION
 from e2e.nodes import device_requests
+from e2e.session import GAIE_CRDS, ROUTER_CHART, ROUTER_CHART_VERSION
 from stacks.config import loading
 from stacks.config.cluster_outputs import describe
 from stacks.planning.plan import plan
