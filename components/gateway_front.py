@@ -10,7 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.catalog import versions
-from components.k8s_objects import child_options, declare_all
+from components.k8s_objects import child_options, declare_all, force_field_ownership
 from components.manifest import Manifest
 from components.specs import bbr
 
@@ -44,7 +44,7 @@ class GatewayFront(pulumi.ComponentResource):
                 ),
                 opts=pulumi.ResourceOptions.merge(
                     child_options(self, opts, *objects, *policies),
-                    pulumi.ResourceOptions(transforms=[_harden]),
+                    pulumi.ResourceOptions(transforms=[_harden, force_field_ownership]),
                 ),
             )
         self.register_outputs({})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -86,3 +87,21 @@ def child_options(
     """
     inherited = opts.depends_on if opts and isinstance(opts.depends_on, list) else []
     return pulumi.ResourceOptions(parent=parent, depends_on=[*inherited, *also])
+
+
+# pulumi-kubernetes: apply the object with `force`, taking over the fields another field manager holds.
+PATCH_FORCE_ANNOTATION = "pulumi.com/patchForce"
+
+
+def force_field_ownership(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+    """Every object of a chart applied with `force`: this stack is its only owner. Measured under the real
+    engine (`./run e2e --faults`): an update killed while the chart's objects were being created leaves them
+    on the API server, owned by that run's field manager; the next `pulumi up` creates them again under a new
+    one and the API server refuses the EPP Deployment on its `env[].valueFrom.fieldRef` (an atomic field the
+    server defaults), so the stack could not converge without a hand-made `kubectl` edit."""
+    if not args.type_.startswith("kubernetes:") or args.type_.startswith("kubernetes:helm.sh/"):
+        return None
+    props: dict[str, Any] = copy.deepcopy(dict(args.props))
+    metadata = props.setdefault("metadata", {})
+    metadata["annotations"] = {**(metadata.get("annotations") or {}), PATCH_FORCE_ANNOTATION: "true"}
+    return pulumi.ResourceTransformResult(props=props, opts=args.opts)

@@ -14,7 +14,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.catalog import labels, versions
-from components.k8s_objects import child_options, declare_all
+from components.k8s_objects import child_options, declare_all, force_field_ownership
 from components.specs.router_values import VALUES_CHECKSUM_ANNOTATION, router_endpoint, values_checksum
 from components.specs.security import harden_chart_object
 
@@ -80,7 +80,11 @@ class Router(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(
                 child_options(self, opts),
                 pulumi.ResourceOptions(
-                    transforms=[harden_chart_pods, roll_on_values_change(values_checksum(args.values))]
+                    transforms=[
+                        harden_chart_pods,
+                        roll_on_values_change(values_checksum(args.values)),
+                        force_field_ownership,
+                    ]
                 ),
             ),
         )

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from components.catalog.labels import router_name
+from components.k8s_objects import force_field_ownership
 from components.router import harden_chart_pods
 from components.specs import verification
 from components.specs.router_values import router_endpoint
@@ -353,7 +354,11 @@ def test_the_charts_pods_are_hardened_by_the_routers_transform(name: str, chart:
 
 def test_the_router_chart_is_declared_with_the_hardening_transform() -> None:
     (chart,) = [r for r in resources(rendered("gpu-vllm-native-cpu")) if r["type"] == "kubernetes:helm.sh/v4:Chart"]
-    assert chart["options"]["transforms"] == [harden_chart_pods.__name__, "roll_epp_on_values_change"]
+    assert chart["options"]["transforms"] == [
+        harden_chart_pods.__name__,
+        "roll_epp_on_values_change",
+        force_field_ownership.__name__,
+    ]
 
 
 def test_a_values_change_rolls_the_epp_through_its_pod_templates_digest() -> None:
