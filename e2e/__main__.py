@@ -1,8 +1,11 @@
-"""`./run e2e [PRESET ...] [--all] [--layers] [--no-changes] [--build-only]`: the real engine on a local control plane.
+"""`./run e2e [PRESET ...] [--all] [--layers] [--no-changes] [--faults [--fault NAME ...]] [--build-only]`: the real
+engine on a local control plane.
 
 Builds the tools first where the cache lacks them (`e2e.tools`), then runs each preset's lifecycle
 (`e2e.lifecycle`) and, with no preset named or with `--layers`, the layered run (`e2e.layers`: a cluster
-stack and two serving stacks on it). Exit status 1 when a tool cannot be built or a run fails.
+stack and two serving stacks on it); with `--faults`, each named preset deployed and put through the faults
+of `e2e.faults` instead (all of them, or those `--fault` names). Exit status 1 when a tool cannot be built
+or a run fails.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from e2e import layers, lifecycle, tools
+from e2e import faults, layers, lifecycle, session, tools
 from e2e.engine import REPO
 
 # Presets whose Kubernetes layer needs no cloud account: an existing cluster.
@@ -78,6 +81,14 @@ def refusal(args: argparse.Namespace, presets: list[str], run_layers: bool) -> s
         return f"--workdir = '{args.workdir}': not a directory (logs, state and each run's files go there)"
     if workdir in (Path(workdir.anchor), Path.home().resolve()) or REPO.resolve().is_relative_to(workdir):
         return f"--workdir = '{args.workdir}': each run removes its directory in it; name one of its own (out/e2e)"
+    if args.faults and (args.layers or args.all or not args.presets):
+        return "--faults: name the presets to put through the faults (without --layers or --all), e.g. `--faults dev`"
+    if args.faults and args.keep:
+        return "--keep: a faults run destroys what its faults leave; run the preset without --faults to keep it"
+    unknown = [f for f in args.fault if f not in faults.FAULTS]
+    if unknown or (args.fault and not args.faults):
+        why = f"allowed: {', '.join(faults.FAULTS)}" if unknown else "only with --faults"
+        return f"--fault = {(unknown or args.fault)[0]!r}: {why}"
     if args.set and run_layers:
         return (
             f"--set = {args.set[0]!r}: the layered run deploys the repo's stack files as they are; name presets"
@@ -101,6 +112,19 @@ def main(argv: list[str]) -> int:
         help="the layered run: a cluster stack and two serving stacks on it (alone, unless presets are named)",
     )
     parser.add_argument("--no-changes", action="store_true", help="skip the config-change comparisons")
+    parser.add_argument(
+        "--faults",
+        action="store_true",
+        help="put each named preset through the faults (interrupted updates, a restarted API server, a lost node,"
+        " a server that never starts, an interrupted destroy) and print what happened",
+    )
+    parser.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help=f"with --faults, only these (default: every one): {', '.join(faults.FAULTS)}",
+    )
     parser.add_argument("--build-only", action="store_true", help="build the tools and stop")
     parser.add_argument(
         "--set",
@@ -114,6 +138,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--workdir", type=Path, default=REPO / "out" / "e2e", help="logs and state (default out/e2e)")
     args = parser.parse_args(argv)
     presets, run_layers = selection(args.presets, args.all, args.layers)
+    run_layers = run_layers and not args.faults
     presets = _local_presets() if presets is None else presets
     refused = refusal(args, presets if not args.stop else [], run_layers and not args.stop)
     if refused is not None:
@@ -131,9 +156,14 @@ def main(argv: list[str]) -> int:
         from e2e.lws import stop_recorded
 
         stop_recorded(args.workdir / args.stop / "lws" / "lws-controller.pid")
-        Cluster(lifecycle.cluster_name(args.stop), args.workdir / args.stop / "cluster", bins).delete()
+        Cluster(session.cluster_name(args.stop), args.workdir / args.stop / "cluster", bins).delete()
         return 0
     started, reports = time.monotonic(), []
+    if args.faults:
+        names = args.fault or list(faults.FAULTS)
+        for preset in presets:
+            reports.append(faults.run_faults(preset, args.workdir / f"{preset}-faults", bins, names, args.set))
+        presets = []
     for preset in presets:
         changes = not args.no_changes and (bool(args.presets) or preset in CHANGE_PRESETS)
         reports.append(

@@ -8,10 +8,12 @@ provisioned for them. Nothing is pulled or run in a container: a pod's image is 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Iterable
@@ -51,7 +53,7 @@ def stage_documents(source: Path) -> tuple[list[dict[str, Any]], list[dict[str, 
                 if not doc:
                     continue
                 (stages if doc.get("kind") == "Stage" else objects).append(doc)
-    return terminal_before_delete(stages), objects
+    return with_missing_images(terminal_before_delete(stages)), objects
 
 
 _TERMINAL = ["Succeeded", "Failed"]
@@ -88,6 +90,75 @@ def terminal_before_delete(stages: list[dict[str, Any]]) -> list[dict[str, Any]]
     if any(s["metadata"]["name"] == "pod-delete" for s in stages):
         out.append(copy.deepcopy(POD_TERMINATE))
     return out
+
+
+# The registry KWOK stands in for has no image whose tag ends so: a pod that runs one never starts, as a
+# kubelet leaves a pod whose image does not exist (ErrImagePull, then ImagePullBackOff), Pending and unready.
+MISSING_IMAGE_SUFFIX = "-e2e-not-found"
+_RUNS_MISSING_IMAGE = f'.spec.containers.[] | select( .image | endswith("{MISSING_IMAGE_SUFFIX}") ) | .name'
+POD_IMAGE_NOT_FOUND = {
+    "apiVersion": "kwok.x-k8s.io/v1alpha1",
+    "kind": "Stage",
+    "metadata": {"name": "pod-image-not-found"},
+    "spec": {
+        "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+        "selector": {
+            "matchExpressions": [
+                {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
+                {"key": ".spec.nodeName", "operator": "Exists"},
+                {"key": '.status.conditions.[] | select( .type == "Ready" ) | .status', "operator": "DoesNotExist"},
+                {"key": _RUNS_MISSING_IMAGE, "operator": "Exists"},
+            ]
+        },
+        "next": {
+            "statusTemplate": (
+                "{{ $now := Now }}\n"
+                "phase: Pending\n"
+                "conditions:\n"
+                "- {type: Initialized, status: 'True', lastTransitionTime: {{ $now | Quote }}}\n"
+                "- {type: Ready, status: 'False', reason: ContainersNotReady, lastTransitionTime: {{ $now | Quote }}}\n"
+                "- {type: ContainersReady, status: 'False', reason: ContainersNotReady,"
+                " lastTransitionTime: {{ $now | Quote }}}\n"
+                "containerStatuses:\n"
+                "{{ range .spec.containers }}\n"
+                "- name: {{ .name | Quote }}\n"
+                "  image: {{ .image | Quote }}\n"
+                "  ready: false\n"
+                "  restartCount: 0\n"
+                "  state:\n"
+                "    waiting:\n"
+                "      reason: ImagePullBackOff\n"
+                '      message: {{ printf "Back-off pulling image %q: not found" .image | Quote }}\n'
+                "{{ end }}\n"
+            )
+        },
+    },
+}
+
+
+def with_missing_images(stages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """KWOK's stages, with a pod that runs a missing image (`MISSING_IMAGE_SUFFIX`) kept Pending and unready
+    (`POD_IMAGE_NOT_FOUND`) instead of made Ready."""
+    out = []
+    for stage in stages:
+        if stage["metadata"]["name"] == "pod-ready":
+            stage = copy.deepcopy(stage)
+            stage["spec"]["selector"]["matchExpressions"].append(
+                {"key": _RUNS_MISSING_IMAGE, "operator": "DoesNotExist"}
+            )
+        out.append(stage)
+    if any(s["metadata"]["name"] == "pod-ready" for s in stages):
+        out.append(copy.deepcopy(POD_IMAGE_NOT_FOUND))
+    return out
+
+
+def process_running(pid: int) -> bool:
+    """Alive and not a zombie (kwokctl's processes outlive it, and nothing here may reap them)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 @dataclass
@@ -174,6 +245,64 @@ class Cluster:
     def delete(self) -> None:
         if (self.workdir / "kwok").exists():
             self.kwokctl("delete", "cluster", check=False, timeout=120)
+
+    def _component_dir(self) -> Path:
+        return self.workdir / "kwok" / "clusters" / self.name
+
+    def component_commands(self) -> dict[str, list[str]]:
+        """Each running control-plane process's command line, by its name (its pid file's)."""
+        commands = {}
+        for pid_file in sorted((self._component_dir() / "pids").glob("*.pid")):
+            pid = int(pid_file.read_text().strip())
+            if process_running(pid):
+                commands[pid_file.stem] = [
+                    a for a in Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0") if a
+                ]
+        return commands
+
+    def restart_exited(self, commands: dict[str, list[str]]) -> list[str]:
+        """Start again each process of `commands` that has exited, as the kubelet restarts a static pod: the
+        controller manager and the scheduler exit when they cannot renew their leader lease. Their names."""
+        restarted = []
+        for name, argv in commands.items():
+            pid = int((self._component_dir() / "pids" / f"{name}.pid").read_text().strip())
+            if not process_running(pid):
+                self.start_component(name, argv)
+                restarted.append(name)
+        return restarted
+
+    def stop_component(self, name: str, grace: float = 20) -> list[str]:
+        """Stop one control-plane process as a restart of its host does (SIGTERM, then SIGKILL after `grace`
+        seconds) and return the command line it ran, for `start_component`: kwokctl starts and stops only the
+        whole cluster."""
+        pid_file = self._component_dir() / "pids" / f"{name}.pid"
+        pid = int(pid_file.read_text().strip())
+        argv = [a for a in Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0") if a]
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 30.0)):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+            deadline = time.monotonic() + wait
+            while process_running(pid) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            if not process_running(pid):
+                return argv
+        raise ClusterError(f"{name} (pid {pid}) did not stop on SIGKILL")
+
+    def start_component(self, name: str, argv: list[str]) -> None:
+        """Start it again as kwokctl does (its directory, its log appended, its pid file), then wait until the
+        API server answers."""
+        folder = self._component_dir()
+        with (folder / "logs" / f"{name}.log").open("ab") as log:
+            process = subprocess.Popen(
+                argv, cwd=folder, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True
+            )
+        (folder / "pids" / f"{name}.pid").write_text(str(process.pid))
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.kubectl("get", "--raw", "/readyz", check=False).returncode == 0:
+                return
+            time.sleep(0.5)
+        raise ClusterError(f"{name} restarted, but the API server was not ready within 120 s")
 
     def objects(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
         scope = ["-n", namespace] if namespace else ["-A"]

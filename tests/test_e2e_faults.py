@@ -1,0 +1,175 @@
+"""The faults run's own logic, without an engine: how it reads what the engine said, how it recovers, what it
+counts as orphaned, the KWOK stage that keeps a pod with a missing image unready, and its arguments."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import pulumi
+import pytest
+
+from components.k8s_objects import PATCH_FORCE_ANNOTATION, force_field_ownership
+from e2e import faults, kwok
+from e2e.engine import Engine, Result
+from e2e.steps import StepError
+
+LOCKED_OUTPUT = (
+    "error: the stack is currently locked by 1 lock(s). Either wait for the other process(es) to end or delete"
+    " the lock file with `pulumi cancel`.\n"
+)
+PENDING_OUTPUT = (
+    "Diagnostics:\n  pulumi:pulumi:Stack (llmd-e2e):\n    error: the current deployment has 1 resource(s) with"
+    " pending operations:\n      * urn:pulumi:e2e::llmd::kubernetes:apps/v1:Deployment::d, interrupted while"
+    " creating\n    error: update failed\n"
+)
+
+
+class ScriptedEngine:
+    """Answers each `pulumi` command with the next scripted result for its verb; records the commands."""
+
+    def __init__(self, script: dict[str, list[Result]]) -> None:
+        self.script, self.commands = script, list[tuple[str, ...]]()
+
+    def run(self, *args: str, check: bool = False, timeout: float = 0) -> Result:
+        self.commands.append(args)
+        result = self.script[args[0]].pop(0)
+        if check and not result.ok:
+            raise AssertionError(f"a checked command failed: {args}")
+        return result
+
+
+def _result(code: int, stdout: str = "") -> Result:
+    return Result([], code, stdout, "")
+
+
+def test_converge_cancels_a_stale_lock_then_clears_pending_creates_then_converges() -> None:
+    engine = ScriptedEngine(
+        {
+            "up": [_result(255, LOCKED_OUTPUT), _result(255, PENDING_OUTPUT), _result(0, "Resources:\n 3 created")],
+            "cancel": [_result(0)],
+            "refresh": [_result(0)],
+        }
+    )
+    said, steps = faults.converge(cast(Engine, engine))
+    assert said.startswith("error: the stack is currently locked")
+    assert steps == ["cancel --yes", "refresh --clear-pending-creates --yes --skip-preview"]
+    assert [c[0] for c in engine.commands] == ["up", "cancel", "up", "refresh", "up"]
+
+
+def test_converge_stops_on_a_failure_the_readme_has_no_step_for() -> None:
+    engine = ScriptedEngine({"up": [_result(255, "error: Server-Side Apply field conflict detected")]})
+    with pytest.raises(StepError, match="did not converge"):
+        faults.converge(cast(Engine, engine))
+    assert engine.commands == [("up", "--yes", "--skip-preview")]
+
+
+def test_converge_on_a_clean_run_needs_no_step() -> None:
+    said, steps = faults.converge(cast(Engine, ScriptedEngine({"up": [_result(0, "Resources:\n 30 unchanged")]})))
+    assert (said, steps) == ("converged", [])
+
+
+def test_gist_is_the_first_error_or_the_pending_operations_warning() -> None:
+    assert faults.gist(_result(255, PENDING_OUTPUT)).startswith("error: the current deployment has 1 resource(s)")
+    warned = "    pulumi:pulumi:Stack llmd-e2e  warning: Attempting to deploy or update resources with 1 pending"
+    assert faults.gist(_result(0, warned + " operations from previous deployment.\n")).startswith("Attempting")
+    assert faults.gist(_result(1, "error: update failed\n")) == "exit 1"
+    urn = "urn:pulumi:e2e::llmd::llmd:cache_stack:CacheStack$kubernetes:apps/v1:Deployment::llmd-model-server-decode"
+    said = faults.gist(_result(1, f'error: update of resource "{urn}" failed: Get "https://127.0.0.1"\n'))
+    assert said == 'error: update of resource llmd-model-server-decode failed: Get "https://127.0.0.1"'
+
+
+def _object(kind: str, name: str, namespace: str = "ns", manager: str = "pulumi-kubernetes-1a2b") -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "metadata": {"name": name, "namespace": namespace, "managedFields": [{"manager": manager}]},
+    }
+
+
+def test_an_object_pulumi_applied_that_the_state_lacks_is_an_orphan_and_others_are_not() -> None:
+    state = [
+        {"type": "kubernetes:apps/v1:Deployment", "outputs": _object("Deployment", "server")},
+        {"type": "kubernetes:helm.sh/v4:Chart", "outputs": {"kind": "Chart", "metadata": {"name": "chart"}}},
+        {"type": "pulumi:providers:kubernetes", "outputs": {}},
+    ]
+    held = faults.state_objects(state)
+    assert held == [("Deployment", "ns", "server")]
+    live = [
+        _object("Deployment", "server"),
+        _object("Deployment", "left-by-a-killed-run"),
+        _object("ReplicaSet", "server-abc", manager="kube-controller-manager"),  # a controller's, not ours
+        _object("Deployment", "server", namespace="other"),  # same name, another namespace
+    ]
+    orphans, twice = faults.strays(live, held)
+    assert orphans == ["Deployment/ns/left-by-a-killed-run", "Deployment/other/server"]
+    assert twice == []
+    assert faults.strays([], held + held)[1] == ["Deployment/ns/server"]
+
+
+def test_the_rollout_promise_is_replicas_less_max_unavailable() -> None:
+    def deployment(replicas: int, unavailable: int) -> dict[str, Any]:
+        rolling = {"maxSurge": 0, "maxUnavailable": unavailable}
+        return {"spec": {"replicas": replicas, "strategy": {"rollingUpdate": rolling}}}
+
+    assert faults._promised(deployment(4, 1)) == 3
+    assert faults._promised(deployment(1, 1)) == 0
+    assert faults._promised(deployment(2, 3)) == 0
+
+
+def test_a_pod_with_a_missing_image_is_kept_unready_and_only_such_a_pod() -> None:
+    ready = {
+        "metadata": {"name": "pod-ready"},
+        "spec": {"selector": {"matchExpressions": [{"key": ".status.phase", "operator": "In", "values": ["Pending"]}]}},
+    }
+    stages = kwok.with_missing_images([ready])
+    by_name = {s["metadata"]["name"]: s for s in stages}
+    assert set(by_name) == {"pod-ready", "pod-image-not-found"}
+    assert ready["spec"]["selector"]["matchExpressions"][-1]["key"] == ".status.phase"  # the input is not changed
+    ready_expr = by_name["pod-ready"]["spec"]["selector"]["matchExpressions"][-1]
+    missing_expr = by_name["pod-image-not-found"]["spec"]["selector"]["matchExpressions"][-1]
+    # One query, complementary operators: a pod matches exactly one of the two stages.
+    assert ready_expr["key"] == missing_expr["key"]
+    assert kwok.MISSING_IMAGE_SUFFIX in ready_expr["key"]
+    assert (ready_expr["operator"], missing_expr["operator"]) == ("DoesNotExist", "Exists")
+    template = by_name["pod-image-not-found"]["spec"]["next"]["statusTemplate"]
+    assert "reason: ImagePullBackOff" in template
+    assert "type: Ready, status: 'False'" in template
+    assert kwok.with_missing_images([]) == []  # no pod-ready stage, nothing to split
+
+
+def test_a_charts_objects_are_applied_with_force_and_keep_their_annotations() -> None:
+    deployment = {"kind": "Deployment", "metadata": {"name": "epp", "annotations": {"a": "b"}}}
+    args = pulumi.ResourceTransformArgs(
+        True, "kubernetes:apps/v1:Deployment", "epp", deployment, pulumi.ResourceOptions()
+    )
+    result = force_field_ownership(args)
+    assert result is not None
+    assert dict(result.props)["metadata"]["annotations"] == {"a": "b", PATCH_FORCE_ANNOTATION: "true"}
+    assert deployment["metadata"]["annotations"] == {"a": "b"}
+    chart = pulumi.ResourceTransformArgs(True, "kubernetes:helm.sh/v4:Chart", "c", {}, pulumi.ResourceOptions())
+    assert force_field_ownership(chart) is None
+
+
+FAULTS_REFUSED = [
+    (["--faults"], "--faults: name the presets"),
+    (["--faults", "--layers", "dev"], "--faults: name the presets"),
+    (["--faults", "dev", "--keep"], "--keep: a faults run destroys"),
+    (["--faults", "dev", "--fault", "nope"], "--fault = 'nope': allowed: sigint-crds"),
+    (["dev", "--fault", "never-ready"], "--fault = 'never-ready': only with --faults"),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), FAULTS_REFUSED)
+def test_faults_arguments_are_refused_in_one_line_before_any_build(
+    argv: list[str], message: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import e2e.__main__ as e2e_main
+    from e2e import tools
+
+    def no_build(*_: object, **__: object) -> None:
+        raise AssertionError("the build started before the arguments were checked")
+
+    monkeypatch.setattr(tools, "ensure_all", no_build)
+    assert e2e_main.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {message}"), err
+    assert err.count("\n") == 1
