@@ -38,6 +38,7 @@ IMAGE_KEY = "llmd:cache.image"
 # What the README tells the user to run, by what the engine says (its own words, matched here).
 LOCKED = "the stack is currently locked"
 PENDING_CREATES = "interrupted while creating"
+BROKEN_CHECKPOINT = "failed to load checkpoint: EOF"
 CANCEL = ("cancel", "--yes")
 CLEAR_PENDING = ("refresh", "--clear-pending-creates", "--yes", "--skip-preview")
 
@@ -55,7 +56,7 @@ class Row:
     detail: str = ""
 
     def cells(self) -> list[str]:
-        steps = "; ".join(f"`pulumi {s}`" for s in self.hand_steps) or "none"
+        steps = "; ".join(f"`{s}`" for s in self.hand_steps) or "none"
         return [self.fault, self.observed, steps, f"{self.seconds:.0f} s", str(self.orphans), self.detail]
 
 
@@ -166,25 +167,71 @@ def gist(result: Result) -> str:
     return "converged" if result.ok else f"exit {result.code}"
 
 
+def pending_operations(engine: Engine) -> list[str]:
+    """The operations the state lists as in flight (`pulumi stack export`): what a killed run left."""
+    result = engine.run("stack", "export")
+    if not result.ok:
+        return []  # a state that cannot be read: the next `up` says why
+    deployment = json.loads(result.stdout).get("deployment") or {}
+    return [
+        f"{op.get('type')} {str((op.get('resource') or {}).get('urn', '')).rsplit('::', 1)[-1]}"
+        for op in deployment.get("pending_operations") or []
+    ]
+
+
+def _empty_blob_attributes(backend: Path) -> list[Path]:
+    """The file backend's attribute files (`<stack>.json.attrs`, beside each checkpoint) that a kill left empty."""
+    return [p for p in (backend / ".pulumi" / "stacks").rglob("*.json.attrs") if p.stat().st_size == 0]
+
+
 def converge(engine: Engine) -> tuple[str, list[str]]:
-    """`pulumi up` as the README says to after a fault: a stale lock is cancelled, pending creates cleared,
-    then `up` again. Returns what the first `up` said and the commands it took."""
+    """`pulumi up` as the README says to after a fault: a stale lock is cancelled, pending creates cleared, a
+    checkpoint's attribute file a kill left empty removed, then `up` again. Returns what the first `up` said
+    and the commands it took."""
     said, steps = "", list[str]()
-    for _ in range(4):
+    for _ in range(5):
         result = engine.run("up", "--yes", "--skip-preview")
         said = said or gist(result)
-        if result.ok:
+        if result.ok and not pending_operations(engine):
             return said, steps
         text = result.stdout + result.stderr
+        if result.ok:  # converged, but the state still lists the killed run's operations: every `up` warns
+            engine.run(*CLEAR_PENDING, check=True)
+            steps.append(f"pulumi {' '.join(CLEAR_PENDING)}")
+            continue
         if LOCKED in text:
             engine.run(*CANCEL, check=True)
-            steps.append(" ".join(CANCEL))
+            steps.append(f"pulumi {' '.join(CANCEL)}")
         elif PENDING_CREATES in text:
             engine.run(*CLEAR_PENDING, check=True)
-            steps.append(" ".join(CLEAR_PENDING))
+            steps.append(f"pulumi {' '.join(CLEAR_PENDING)}")
+        elif BROKEN_CHECKPOINT in text and (emptied := _empty_blob_attributes(engine.workdir / "state")):
+            for path in emptied:
+                path.unlink()
+            steps.append(f"rm {' '.join(str(p.relative_to(engine.workdir / 'state')) for p in emptied)} (empty)")
         else:
             raise StepError(f"`pulumi up` after the fault did not converge:\n{result.tail(30)}")
     raise StepError(f"`pulumi up` did not converge after {', '.join(steps)}")
+
+
+_DIAGNOSTIC_BLOCK = re.compile(r"^  (\S+) \((.+)\):$")
+
+
+def failed_resources(output: str) -> dict[str, list[str]]:
+    """The resources the engine's Diagnostics report an error for (the stack's own block aside): each one's
+    lines, by its name."""
+    section = output.split("\nDiagnostics:\n", 1)[-1].split("\nOutputs:", 1)[0]
+    blocks: dict[str, list[str]] = {}
+    current = ""
+    for line in section.splitlines():
+        header = _DIAGNOSTIC_BLOCK.match(line)
+        if header:
+            current = "" if header.group(1) == "pulumi:pulumi:Stack" else header.group(2)
+            if current:
+                blocks[current] = []
+        elif current and line.strip():
+            blocks[current].append(line.strip())
+    return {name: lines for name, lines in blocks.items() if any(x.startswith("error:") for x in lines)}
 
 
 def _identity(obj: dict[str, Any]) -> tuple[str, str, str]:
@@ -239,6 +286,9 @@ def check_converged(session: Session, tag: str) -> tuple[int, str]:
     result = session.engine.run("preview", "--expect-no-changes", "--diff")
     if not result.ok:
         raise StepError(f"a preview after recovery plans changes:\n{result.tail(30)}")
+    pending = pending_operations(session.engine)
+    if pending:
+        raise StepError(f"the state still lists {len(pending)} pending operation(s): {', '.join(pending[:5])}")
     orphans, twice = strays(_live_objects(session), state_objects(session.engine.state()))
     if twice:
         raise StepError(f"the state holds objects twice: {', '.join(twice[:10])}")
@@ -437,13 +487,12 @@ def never_ready(session: Session) -> Row:
     failed_after = time.monotonic() - started
     if result.ok:
         raise StepError(f"`pulumi up` succeeded though {name}'s image does not exist")
-    text = result.stdout + result.stderr
-    errors = [
-        line.strip() for line in text.split("Diagnostics:", 1)[-1].splitlines() if line.strip().startswith("error:")
-    ]
-    naming = [e for e in errors if name in e]
-    if not naming:
-        raise StepError(f"no error names {name}:\n{result.tail(20)}")
+    failing = failed_resources(result.stdout + result.stderr)
+    if len(failing) != 1 or not next(iter(failing)).endswith(name):
+        raise StepError(f"the resources that failed are {sorted(failing)}, not {name} alone:\n{result.tail(20)}")
+    message = " ".join(next(iter(failing.values())))
+    if name not in message or "ImagePullBackOff" not in message:
+        raise StepError(f"the failure does not name {name} and its pod's reason: {message[:300]}")
     if not budget <= failed_after <= budget + 120:
         raise StepError(f"`pulumi up` failed after {failed_after:.0f} s; {name}'s derived budget is {budget} s")
     engine.remove_config(IMAGE_KEY)
@@ -454,7 +503,7 @@ def never_ready(session: Session) -> Row:
     orphans, detail = check_converged(session, "fixed")
     return Row(
         f"{name} never ready (image not found)",
-        f"failed after {failed_after:.0f} s (budget {budget} s): {naming[0][:160]}; fixed, then {said}",
+        f"failed after {failed_after:.0f} s (budget {budget} s), one resource: {message[:200]}; fixed, then {said}",
         steps,
         seconds,
         orphans,
@@ -493,6 +542,46 @@ def interrupted_destroy(session: Session) -> Row:
     )
 
 
+MOVED_NAMESPACE = "llm-d-e2e-moved"
+
+
+def interrupted_move(session: Session) -> Row:
+    """The stack moved to another namespace with protection on, killed at its first change: the protected
+    claim stays where it is; the move undone in the config, `up` converges."""
+    engine, render = session.engine, session.state["render"]
+    claims = [o for o in render["objects"] if o["kind"] == "PersistentVolumeClaim"]
+    if not protected_resources(render["resources"]):
+        return Row("namespace move interrupted (protect on)", "nothing protected in this stack", detail="not run")
+    engine.set_config("llmd:namespace", MOVED_NAMESPACE)
+    started = time.monotonic()
+    run = run_interrupted(
+        engine,
+        ("up", "--yes", "--skip-preview"),
+        lambda line: any(op in line for op in (" creating", " deleting", " replacing")),
+        lambda pid: os.killpg(pid, signal.SIGKILL),
+    )
+    gone = [o["metadata"]["name"] for o in claims if live_object(session.cluster, o) is None]
+    if gone:
+        raise StepError(f"protected claims deleted by an interrupted move: {', '.join(gone)}")
+    first = (
+        "killed at its first change"
+        if run.triggered
+        else f"refused before any change: {gist(Result([], run.code, run.output, ''))}"
+    )
+    engine.remove_config("llmd:namespace")
+    said, steps = converge(engine)
+    seconds = time.monotonic() - started
+    orphans, detail = check_converged(session, "move")
+    return Row(
+        "namespace move interrupted (protect on)",
+        f"{first}; {len(claims)} protected claim(s) kept; the move undone, `up` then {said}",
+        steps,
+        seconds,
+        orphans,
+        detail,
+    )
+
+
 def _interruption(sig: str, point: str) -> Callable[[Session], Row]:
     return lambda session: interrupted_up(session, sig, point)
 
@@ -502,6 +591,7 @@ FAULTS: dict[str, Callable[[Session], Row]] = {
     "apiserver-restart": apiserver_restart,
     "lost-node": lost_node,
     "destroy-interrupted": interrupted_destroy,
+    "move-interrupted": interrupted_move,
     "never-ready": never_ready,
 }
 
