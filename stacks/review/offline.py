@@ -93,10 +93,11 @@ def _options(request: Any, applied: pulumi.ResourceOptions) -> dict[str, Any]:
     return {k: v for k, v in options.items() if v}
 
 
-def _transformed(request: Any, inputs: Any, transforms: list[pulumi.ResourceTransform]) -> pulumi.ResourceOptions:
-    """The engine runs the stack's resource transforms on every registration and applies the options they
-    return; the mock monitor only records them, so the recorder runs them here. Options only: the stack's
-    one transform (stacks/deploy/protection.py) leaves every input as it is."""
+def _transformed(
+    request: Any, inputs: Any, transforms: list[pulumi.ResourceTransform]
+) -> tuple[pulumi.ResourceOptions, Any]:
+    """The engine runs the stack's resource transforms on every registration and applies the options and the
+    inputs they return; the mock monitor only records them, so the recorder runs them here."""
     timeouts = request.customTimeouts
     opts = pulumi.ResourceOptions(
         protect=request.protect,
@@ -106,9 +107,10 @@ def _transformed(request: Any, inputs: Any, transforms: list[pulumi.ResourceTran
         result = transform(pulumi.ResourceTransformArgs(request.custom, request.type, request.name, inputs, opts))
         if inspect.isawaitable(result):
             raise TypeError(f"{transform.__name__}: the offline recorder runs synchronous stack transforms only")
-        if result is not None and result.opts is not None:
-            opts = result.opts
-    return opts
+        if result is not None:
+            opts = result.opts if result.opts is not None else opts
+            inputs = result.props if result.props is not None else inputs
+    return opts, inputs
 
 
 def _mask(value: Any) -> Any:
@@ -212,7 +214,7 @@ class _RecordingMonitor(MockMonitor):
             _close_worker_loop()
         if request.type == "pulumi:pulumi:Stack":
             return response
-        inputs = deserialize_inputs(request)
+        applied, inputs = _transformed(request, deserialize_inputs(request), self.get_registered_transforms())
         secrets: list[str] = []
         cleaned = _clean(inputs, "", secrets)
         self.recorded.append(
@@ -226,7 +228,7 @@ class _RecordingMonitor(MockMonitor):
                 remote=request.remote,
                 inputs=cleaned,
                 secret_paths=sorted(secrets),
-                options=_options(request, _transformed(request, inputs, self.get_registered_transforms())),
+                options=_options(request, applied),
             )
         )
         return response
