@@ -141,3 +141,20 @@ def test_autoscaling_min_replicas_above_what_the_pool_holds_names_min_replicas()
     assert _refused("gpu-vllm-native-fs-autoscale", ["autoscaling.min_replicas=3"]).startswith(
         "cache.replicas = 2: the initial count must lie within autoscaling's 3..8 replicas"
     )
+
+
+# -- a label the program owns on a created pool --------------------------------------------------------------
+@pytest.mark.parametrize(("name", "value"), [("gke-h100-lustre", "system"), ("eks-h100-efs", "h100")])
+def test_a_created_pools_own_label_set_by_hand_is_refused(name: str, value: str) -> None:
+    """The program labels a created pool's nodes llm-d.ai/node-pool=<key> and the model servers select it; a
+    value of the user's (`system`: the system pool's) would take its place."""
+    assert _refused_config(name, [f"node_pools.h100.labels={{llm-d.ai/node-pool: {value}}}"]) == (
+        "node_pools.h100.labels = 'llm-d.ai/node-pool': the label a created pool's nodes carry with its key"
+        " (llm-d.ai/node-pool=h100), which the model servers select: another value would send them to another"
+        " pool; leave it out"
+    )
+    loading.load_named(name, ["node_pools.h100.labels={team: llm}"])  # a label of the user's own
+
+
+def test_a_described_pool_may_be_selected_by_the_pool_label_its_nodes_carry() -> None:
+    loading.load_named("existing-mi300", ["node_pools.mi300.labels={llm-d.ai/node-pool: mi300}"])

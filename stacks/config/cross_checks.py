@@ -11,6 +11,7 @@ from components.catalog.machines import MACHINES
 from components.catalog.models import MODELS
 from components.catalog.support import SUPPORTED, ComboDefaults, supported_for
 from components.formulas import payoff
+from components.specs.clusters import POOL_LABEL
 from components.units import ByteSize, GiB, MiB
 from stacks.config import StackConfig, formats
 from stacks.config.errors import HIDDEN, ConfigError
@@ -114,6 +115,13 @@ def check_applies(config: StackConfig) -> None:
                 reserved[0],
                 f"a label prefix {cluster.provider} and Kubernetes reserve for themselves (kubelets may not set it,"
                 " the cloud refuses it on a pool): pick a prefix of your own",
+            )
+        if POOL_LABEL in pool.labels and cluster.provider in ("gke", "eks"):  # the program labels created nodes
+            raise ConfigError(
+                f"node_pools.{key}.labels",
+                POOL_LABEL,
+                f"the label a created pool's nodes carry with its key ({POOL_LABEL}={key}), which the model"
+                " servers select: another value would send them to another pool; leave it out",
             )
         created_only = ("spot", "reservation", "slices", "tpu_topology")
         for name in _set_fields(pool, created_only) if cluster.provider == "existing" else []:
