@@ -30,6 +30,9 @@ CHANGES = (
     Change("replicas", "llmd:cache.replicas", "+1"),  # one more than the stack runs
     Change("image", "llmd:cache.image", "docker.io/vllm/vllm-openai:v0.26.1"),
     Change("model", "llmd:cache.model", "Qwen/Qwen3-8B"),
+    # A chart value that adds chart objects (the EPP's leader-election Role and RoleBinding): the change plan
+    # expands the chart (stacks/review/chart_objects.py); the engine plans each object.
+    Change("epp replicas", "llmd:router.epp_replicas", "2", apply=False),
     Change("release name", "llmd:router.release", "tpc-renamed", apply=False),
     Change("namespace", "llmd:namespace", "llm-d-e2e-moved", apply=False),
     Change("storage size", "llmd:storage.size", "18000Gi", apply=False, needs_claim=True),

@@ -756,3 +756,286 @@ def check_peers_and_references(obj: dict[str, Any]) -> None:
     for image in _find(obj, "image"):
         if isinstance(image, str):
             formats.image_reference(image)
+
+
+# ---- stack graphs (issue 29 item 3): layers that name each other, in loops of any length ----
+
+_GRAPH_KINDS = ("cluster naming a cluster", "serving", "cluster")
+
+
+@st.composite
+def stack_graphs(draw: st.DrawFn) -> dict[str, tuple[str, str]]:
+    """Up to five stack files, each a cluster stack naming another as its cluster (which no valid cluster stack
+    does), a serving stack naming one, or a cluster stack of its own; the repo's gke-cluster is a target too."""
+    names = [f"s{i}" for i in range(draw(st.integers(min_value=1, max_value=5)))]
+    return {
+        name: (draw(st.sampled_from(_GRAPH_KINDS)), draw(st.sampled_from([*names, "gke-cluster", "absent"])))
+        for name in names
+    }
+
+
+def _graph_file(kind: str, target: str) -> str:
+    if kind == "cluster":
+        return (FILE_ROOT / "Pulumi.gke-cluster.yaml").read_text()
+    layer = "  llmd:layer: cluster\n" if kind == "cluster naming a cluster" else "  llmd:namespace: n\n"
+    return f"config:\n{layer}  llmd:cluster:\n    provider: stack\n    stack: organization/llmd/{target}\n"
+
+
+def _expected_cycle(graph: dict[str, tuple[str, str]], start: str) -> list[str] | None:
+    """The loop `load_named(start)` walks into, following each stack's cluster.stack through cluster stacks."""
+
+    def is_cluster(name: str) -> bool:
+        return name == "gke-cluster" or (name in graph and graph[name][0] != "serving")
+
+    chain, current = [start], start
+    while current in graph and graph[current][0] != "cluster":
+        target = graph[current][1]
+        if not is_cluster(target):
+            return None  # refused first: not a cluster stack (or no such file)
+        if target in chain:
+            return [*chain[chain.index(target) :], target]
+        chain.append(target)
+        current = target
+    return None
+
+
+FILE_ROOT = loading.PROJECT_DIR
+
+
+@settings(settings.get_profile(PROFILE), max_examples=60)
+@given(stack_graphs())
+@example({"s0": ("cluster naming a cluster", "s0")})
+@example({"s0": ("serving", "s1"), "s1": ("cluster naming a cluster", "s2"), "s2": ("cluster naming a cluster", "s1")})
+def test_any_stack_graph_loads_or_is_one_line_and_a_loop_names_its_stacks_in_order(
+    graph: dict[str, tuple[str, str]],
+) -> None:
+    import tempfile
+    import time
+    from pathlib import Path as FilePath
+
+    with tempfile.TemporaryDirectory() as tmp:
+        project = FilePath(tmp)
+        for path in FILE_ROOT.glob("Pulumi*.yaml"):
+            (project / path.name).write_text(path.read_text())
+        for name, (kind, target) in graph.items():
+            (project / f"Pulumi.{name}.yaml").write_text(_graph_file(kind, target))
+        saved, loading.PROJECT_DIR = loading.PROJECT_DIR, project
+        try:
+            for name in graph:
+                started = time.monotonic()
+                try:
+                    loading.load_named(name)
+                    text = None
+                except ConfigError as error:
+                    text = str(error)
+                    assert text.startswith("invalid stack config: ") and text.isprintable(), text
+                assert time.monotonic() - started < 5, f"{name} took seconds to load"
+                assert loading._LOADING == []
+                loop = _expected_cycle(graph, name)
+                if loop is not None:
+                    assert text is not None and f"form a cycle ({' -> '.join(loop)})" in text, (name, text)
+                else:
+                    assert text is None or "form a cycle" not in text, (name, text)
+        finally:
+            loading.PROJECT_DIR = saved
+
+
+# ---- files that are not files (issue 29 item 2): as a stack file and as a recorded outputs file ----
+
+FILE_KINDS = (
+    "fifo",
+    "outside link",
+    "dev-zero link",
+    "directory",
+    "deep json",
+    "link loop",
+    "dangling",
+    "huge",
+    "good",
+)
+
+
+def _make(kind: str, path: Any, project: Any) -> None:
+    import json
+
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "outside link":
+        path.symlink_to("/etc/hostname")
+    elif kind == "dev-zero link":
+        path.symlink_to("/dev/zero")
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "deep json":
+        path.write_text("[" * 100_000 + "]" * 100_000)
+    elif kind == "link loop":
+        path.symlink_to(path.name)
+    elif kind == "dangling":
+        path.symlink_to(project / "nowhere")
+    elif kind == "huge":
+        path.write_text(" " * (2 * 1024 * 1024))
+    else:
+        path.write_text(json.dumps(_described_outputs()) if path.suffix == ".json" else _GOOD_FILE)
+
+
+class _HungError(Exception):
+    pass
+
+
+@settings(settings.get_profile(PROFILE), max_examples=40)
+@given(st.sampled_from(FILE_KINDS), st.sampled_from(["stack file", "outputs file"]), st.integers(0, 2))
+def test_a_file_of_any_kind_is_read_or_refused_in_one_line_without_hanging(kind: str, role: str, depth: int) -> None:
+    """`depth`: the file sits that many directories down in the project (a stack file there is reached
+    through a link from `Pulumi.x.yaml`)."""
+    import signal
+    import tempfile
+    from pathlib import Path as FilePath
+
+    def hung(signum: int, frame: Any) -> None:
+        raise _HungError
+
+    with tempfile.TemporaryDirectory() as tmp:
+        project = FilePath(tmp)
+        for path in FILE_ROOT.glob("Pulumi*.yaml"):
+            (project / path.name).write_text(path.read_text())
+        sub = project.joinpath(*[f"d{i}" for i in range(depth)])
+        sub.mkdir(parents=True, exist_ok=True)
+        if role == "stack file":
+            if depth:
+                _make(kind, sub / "x.yaml", project)
+                (project / "Pulumi.x.yaml").symlink_to(sub / "x.yaml")
+            else:
+                _make(kind, project / "Pulumi.x.yaml", project)
+            name, overrides = "x", []
+        else:
+            target = sub / "o.json"
+            _make(kind, target, project)
+            name, overrides = "qwen3-8b", [f"cluster.outputs_file={target.relative_to(project)}"]
+        saved, loading.PROJECT_DIR = loading.PROJECT_DIR, project
+        previous = signal.signal(signal.SIGALRM, hung)
+        signal.alarm(10)
+        try:
+            loading.load_named(name, overrides)
+            assert kind == "good", f"{kind} {role} was read"
+        except ConfigError as error:
+            text = str(error)
+            assert text.startswith("invalid stack config: ") and text.isprintable() and len(text) < 1000, text
+            assert kind != "good", text
+        except _HungError:
+            pytest.fail(f"a {kind} as the {role} hung the load")
+        finally:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, previous)
+            loading.PROJECT_DIR = saved
+
+
+# ---- the tools' arguments (issue 29 item 4): checked before anything is built, deployed or rendered ----
+
+_E2E_NAMES = ["dev", "existing-mi300", "gke-h100-lustre", "eks-h100-efs", "qwen3-8b", "gke-cluster", "layers"]
+_E2E_NAMES += ["../../etc", "", "no-such-preset", "dev\n"]
+_E2E_SETS = ["cache.replicas=2", "cache.replicas=1:30", "nonsense", "router.release=UPPER", "cache.tier.cpu=1TiB"]
+_E2E_WORKDIRS = ["/etc/hostname", "/", "~", ".", "out/e2e", "out", "/tmp/e2e-fuzz", "tests"]
+
+
+@functools_cache
+def _local_e2e_presets() -> list[str]:
+    import e2e.__main__ as e2e_main
+
+    return list(e2e_main._local_presets())
+
+
+class _WouldBuildError(Exception):
+    pass
+
+
+@st.composite
+def e2e_arguments(draw: st.DrawFn) -> list[str]:
+    argv = draw(st.lists(st.sampled_from(_E2E_NAMES), max_size=3))
+    # `--all` or `--stop` beside named presets drops the names unchecked (e2e/__main__.py `selection` and
+    # `main`, another engineer's module): reported, not generated here
+    flags = ("--layers", "--no-changes", "--build-only", "--keep") if argv else ("--all", "--layers", "--keep")
+    for flag in flags:
+        if draw(st.booleans()) and draw(st.booleans()):
+            argv.append(flag)
+    for value in draw(st.lists(st.sampled_from(_E2E_SETS), max_size=2)):
+        argv += ["--set", value]
+    if not argv and draw(st.booleans()):
+        argv += ["--stop", draw(st.sampled_from(_E2E_NAMES))]
+    if draw(st.booleans()):
+        argv += ["--workdir", draw(st.sampled_from(_E2E_WORKDIRS))]
+    return argv
+
+
+@settings(settings.get_profile(PROFILE), max_examples=15)
+@given(argv=e2e_arguments())
+@example(argv=["no-such-preset"])
+@example(argv=["--layers", "--set", "cache.replicas=2"])
+@example(argv=["--workdir", "/etc/hostname", "dev"])
+def test_e2e_arguments_are_refused_in_one_line_before_any_build(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The tools' build is the first thing `./run e2e` does once its arguments pass: stubbed here to stop the
+    run, so an argument list either ends in one line (exit 2) or reaches it with arguments `refusal` allows."""
+    import e2e.__main__ as e2e_main
+
+    def build(**_: Any) -> None:
+        raise _WouldBuildError
+
+    local = _local_e2e_presets()  # read once, before it stands in for the module's own
+    monkeypatch.setattr("e2e.tools.ensure_all", build)
+    monkeypatch.setattr(e2e_main, "_local_presets", lambda: local)
+    try:
+        code = e2e_main.main(argv)
+    except _WouldBuildError:
+        named = [a for a in argv if not a.startswith("--")]
+        values = {argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("--set", "--stop", "--workdir")}
+        assert all(n in local or n in values for n in named), argv
+        return
+    except SystemExit as exit_:  # argparse's own usage line
+        assert exit_.code == 2, argv
+        return
+    finally:
+        capsys.readouterr()
+    assert code == 2, argv
+
+
+_REVISIONS = ["HEAD", "HEAD~1", "-x", "--output=/tmp/x", "../../etc", "", "no-such-rev", "HEAD:tests", "HEAD^{tree}"]
+_DIFF_NAMES = ["dev", "gke-cluster", "no-such", "../../etc", ""]
+
+
+class _WouldRenderError(Exception):
+    pass
+
+
+@settings(settings.get_profile(PROFILE), max_examples=25)
+@given(
+    base=st.sampled_from(_REVISIONS),
+    head=st.one_of(st.none(), st.sampled_from(_REVISIONS)),
+    names=st.lists(st.sampled_from(_DIFF_NAMES), max_size=2),
+)
+def test_diff_arguments_are_refused_in_one_line_before_any_render(
+    base: str, head: str | None, names: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`diff` renders (runs a revision's code) only once both revisions extract safely and every name is known."""
+    from stacks import __main__ as stacks_main
+    from stacks.review import diff
+
+    def render_all(*_: Any) -> None:
+        raise _WouldRenderError
+
+    monkeypatch.setattr(diff, "_render_all", render_all)
+    capsys.readouterr()  # what an earlier example printed
+    argv = ["diff", "--base", base, *(["--head", head] if head is not None else []), "--", *names]
+    try:
+        code = stacks_main.main(argv)
+    except _WouldRenderError:
+        assert all(n in {"dev", "gke-cluster"} for n in names), argv
+        trees = ("HEAD", "HEAD~1", "HEAD^{tree}", "HEAD:tests")
+        assert base in trees and head in (None, *trees), argv
+        return
+    except SystemExit as exit_:
+        assert exit_.code == 2, argv
+        return
+    err = capsys.readouterr().err
+    assert code == 2, argv
+    assert err.startswith("error: ") and err.count("\n") == 1, err

@@ -83,7 +83,7 @@ REJECTED = [
     (
         "eks-h100-efs",
         ["cluster.eks.availability_zones=[eu-west-1a, eu-west-1b]"],
-        "must be zones of region us-east-1, e.g. us-east-1a",
+        "must be zones of region us-east-1: us-east-1a to us-east-1f",
     ),
     ("gke-h100-lustre", ["cluster.gke.zone=europe-west4-a"], "cluster.gke.zone = 'europe-west4-a': must be a zone"),
     ("gke-h100-lustre", ["cluster.gke.region=central"], "cluster.gke.region = 'central': must be a GCP region"),

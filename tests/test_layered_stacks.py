@@ -284,3 +284,57 @@ def test_a_serving_stack_uses_the_kubeconfig_its_cluster_stack_exports_or_else_t
     ]
     assert ("kubeconfig" in provider.inputs) is through_reference
     assert any("StackReference" in d for d in provider.depends_on) is through_reference
+
+
+def _loop(project: Path, names: list[str]) -> None:
+    """Cluster stacks each naming the next as its cluster, the last the first."""
+    for name, then in zip(names, [*names[1:], names[0]], strict=True):
+        (project / f"Pulumi.{name}.yaml").write_text(
+            "config:\n  llmd:layer: cluster\n  llmd:cluster:\n    provider: stack\n"
+            f"    stack: organization/llmd/{then}\n"
+        )
+
+
+@pytest.mark.parametrize(
+    ("names", "start", "closes", "loop"),
+    [
+        (["a"], "a", "a", "a -> a"),
+        (["a", "b"], "a", "b", "a -> b -> a"),
+        (["a", "b", "c"], "a", "c", "a -> b -> c -> a"),
+        (["a", "b", "c"], "b", "a", "b -> c -> a -> b"),
+    ],
+)
+def test_a_cycle_of_stacks_of_any_length_is_one_line_naming_them_in_order(
+    names: list[str], start: str, closes: str, loop: str, project: Path
+) -> None:
+    _loop(project, names)
+    with pytest.raises(ConfigError) as caught:
+        loading.load_named(start)
+    assert str(caught.value) == (
+        f"invalid stack config: Pulumi.{closes}.yaml: cluster.stack = 'organization/llmd/{start}': the stacks'"
+        f" cluster.stack form a cycle ({loop}); a cluster stack names no cluster stack"
+    )
+    assert loading._LOADING == []  # nothing left over for the next stack loaded in this process
+
+
+def test_a_stack_entering_a_cycle_it_is_not_part_of_names_the_cycle_alone(project: Path) -> None:
+    _loop(project, ["b", "c"])
+    _edit(project, CLUSTER, "    provider: gke\n", "    provider: stack\n    stack: organization/llmd/b\n")
+    with pytest.raises(ConfigError, match=r"cluster.stack = 'organization/llmd/b': .* cycle \(b -> c -> b\);"):
+        loading.load_named(CLUSTER)
+
+
+def test_check_over_the_repo_reports_each_stack_of_a_cycle_and_checks_the_others(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _loop(project, ["a", "b", "c"])
+    monkeypatch.setattr(loading, "preset_names", lambda: ["dev"])  # one preset, then the repo's stack files
+    assert main(["check"]) == 2
+    captured = capsys.readouterr()
+    errors = captured.err.splitlines()
+    assert [line.split(":")[1].strip() for line in errors] == ["a", "b", "c"]
+    assert all("form a cycle" in line for line in errors)
+    checked = [line.split(":")[0] for line in captured.out.splitlines() if " rules, " in line]
+    assert checked == ["dev", "dev", CLUSTER, "qwen3-32b", "qwen3-8b"]
+    # the cluster stack's render lists its serving stacks, the looping files aside
+    assert main(["render", CLUSTER, "--out", str(project / "out")]) == 0

@@ -325,22 +325,3 @@ def values_checksum(values: Values) -> str:
     import json
 
     return hashlib.sha256(json.dumps(values, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
-
-
-# What the chart renders from which values, for the change plan (the mock engine creates no chart
-# children; the real engine plans each one). A values path under a prefix changes that child; the
-# ConfigMap's data cannot change in place (pulumi-kubernetes replaces it, delete-first: its name is fixed).
-CHART_CHILDREN_BY_VALUES: tuple[tuple[str, str, str], ...] = (
-    ("router.epp.pluginsConfig", "kubernetes:core/v1:ConfigMap", "epp"),
-    ("router.epp.pluginsCustomConfig", "kubernetes:core/v1:ConfigMap", "epp"),
-    ("router.epp.pluginsConfigFile", "kubernetes:core/v1:ConfigMap", "epp"),
-    ("router.extraServicePorts", "kubernetes:core/v1:Service", "epp"),
-    ("router.modelServers", "kubernetes:inference.networking.k8s.io/v1:InferencePool", "pool"),
-    ("router.inferencePool", "kubernetes:inference.networking.k8s.io/v1:InferencePool", "pool"),
-)
-EPP_DEPLOYMENT = "kubernetes:apps/v1:Deployment"
-
-
-def chart_child_name(kind: str, release: str) -> str:
-    """The object the chart names for a `CHART_CHILDREN_BY_VALUES` entry: the pool keeps the release's name."""
-    return release if kind == "pool" else labels.router_name(release)

@@ -58,7 +58,7 @@ class GkeSettings(Section):
     def _zone_in_region(cls, zone: str, info: ValidationInfo) -> str:
         region = info.data.get("region")
         if region and not formats.zone_in(zone, region, "-"):
-            raise ValueError(f"must be a zone of region {region}, e.g. {region}-a")
+            raise ValueError(f"must be a zone of region {region}: {region}-a to {region}-f")
         return zone
 
     @field_validator("subnetwork")
@@ -106,7 +106,7 @@ class EksSettings(Section):
     def _zones_in_region(cls, zones: list[str], info: ValidationInfo) -> list[str]:
         region = info.data.get("region")
         if region and not all(formats.zone_in(zone, region, "") for zone in zones):
-            raise ValueError(f"must be zones of region {region}, e.g. {region}a")
+            raise ValueError(f"must be zones of region {region}: {region}a to {region}f")
         if len(set(zones)) != len(zones):
             raise ValueError("must be different zones (each gets its own subnets)")
         return zones

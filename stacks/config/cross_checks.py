@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import ipaddress
+
 from pydantic import BaseModel
 
-from components.catalog import labels
+from components.catalog import labels, router_floors
 from components.catalog.machines import MACHINES
 from components.catalog.models import MODELS
 from components.catalog.support import SUPPORTED, ComboDefaults, supported_for
 from components.formulas import payoff
-from components.units import ByteSize, GiB
+from components.specs.clusters import POOL_LABEL
+from components.units import ByteSize, GiB, MiB
 from stacks.config import StackConfig, formats
 from stacks.config.errors import HIDDEN, ConfigError
 from stacks.config.layer_checks import DESCRIBED, check_layer
@@ -40,6 +43,7 @@ def check_stack(config: StackConfig) -> None:
         )
 
     _check_sizes(config, defaults)
+    check_router_floors(config)
 
     connector = connector_of(config)
     problem = connector.settings_problem(choice(config))
@@ -111,6 +115,13 @@ def check_applies(config: StackConfig) -> None:
                 reserved[0],
                 f"a label prefix {cluster.provider} and Kubernetes reserve for themselves (kubelets may not set it,"
                 " the cloud refuses it on a pool): pick a prefix of your own",
+            )
+        if POOL_LABEL in pool.labels and cluster.provider in ("gke", "eks"):  # the program labels created nodes
+            raise ConfigError(
+                f"node_pools.{key}.labels",
+                POOL_LABEL,
+                f"the label a created pool's nodes carry with its key ({POOL_LABEL}={key}), which the model"
+                " servers select: another value would send them to another pool; leave it out",
             )
         created_only = ("spot", "reservation", "slices", "tpu_topology")
         for name in _set_fields(pool, created_only) if cluster.provider == "existing" else []:
@@ -261,6 +272,15 @@ def check_cluster(config: StackConfig) -> None:
             raise ConfigError(f"cluster.{provider}", "(set)", f"applies only with cluster.provider {provider}")
     if cluster.provider == "gke" and cluster.effective_platform != "gke":
         raise ConfigError("cluster.platform", cluster.platform, "a GKE cluster's platform is gke")
+    if cluster.gke is not None and config.gateway.enabled:  # two ranges of one VPC: GKE refuses an overlap
+        proxy, master = config.gateway.proxy_subnet_cidr, cluster.gke.master_ipv4_cidr
+        if ipaddress.ip_network(proxy).overlaps(ipaddress.ip_network(master)):
+            raise ConfigError(
+                "gateway.proxy_subnet_cidr",
+                proxy,
+                f"overlaps cluster.gke.master_ipv4_cidr {master}, the control plane's range; allowed: a /23 unused"
+                " elsewhere in the VPC",
+            )
     for key, pool in config.node_pools.items():
         field = f"node_pools.{key}.machine_type"
         machine = MACHINES.get(pool.machine_type or "")
@@ -317,9 +337,16 @@ def check_storage(config: StackConfig) -> None:
     if storage.backend in needs and provider not in (needs[storage.backend], "stack"):  # stack: its cluster's
         raise ConfigError("storage.backend", storage.backend, f"needs cluster.provider {needs[storage.backend]}")
     if storage.backend != "existing" and config.effective_layer != "cluster":
-        if not connector_of(config).uses_tier_claim(config.cache.tier.variant):
+        if config.cache.tier.variant != "fs":
             raise ConfigError(
                 "storage.backend", storage.backend, "creates the filesystem tier's storage: needs cache.tier.variant fs"
+            )
+        if not connector_of(config).uses_tier_claim(config.cache.tier.variant):  # the variant is fs: the connector
+            raise ConfigError(
+                "storage.backend",
+                storage.backend,
+                f"creates a shared filesystem tier, which cache.connector {config.cache.connector} does not use"
+                " (its filesystem tier is node-local); allowed: existing",
             )
         if storage.storage_class:
             raise ConfigError(
@@ -331,3 +358,36 @@ def check_storage(config: StackConfig) -> None:
         problem = lustre_capacity_error(storage.size.bytes / GiB, storage.lustre.per_unit_storage_throughput)
         if problem:
             raise ConfigError("storage.size", storage.size.quantity(), f"Managed Lustre capacity must be {problem}")
+
+
+def check_router_floors(config: StackConfig) -> None:
+    """Neither router container below the least it starts with (components/catalog/router_floors.py); the
+    EPP's memory is held to its prefix index too, once the plan knows the index (plan.py)."""
+    for section in ("epp_resources", "proxy_resources"):
+        resources = getattr(config.router, section)
+        if formats.millicores(resources.cpu) < router_floors.MIN_MILLICORES:
+            raise ConfigError(
+                f"router.{section}.cpu",
+                resources.cpu,
+                f"at least {router_floors.MIN_MILLICORES}m: {router_floors.FLOOR_FROM[section]}",
+            )
+        if resources.memory < router_floors.BASE_MEMORY:
+            raise ConfigError(
+                f"router.{section}.memory",
+                resources.memory.quantity(),
+                f"at least {router_floors.BASE_MEMORY.quantity()}: {router_floors.FLOOR_FROM[section]}",
+            )
+
+
+def check_epp_index(config: StackConfig, lru_capacity_per_server: int, endpoints: int) -> None:
+    """The EPP's memory holds its base and its prefix index (the plan knows the index's size)."""
+    memory = config.router.epp_resources.memory
+    floor = router_floors.epp_memory_floor(lru_capacity_per_server, endpoints)
+    if memory < floor:
+        raise ConfigError(
+            "router.epp_resources.memory",
+            memory.quantity(),
+            f"at least {floor.ceil_to(MiB).quantity()}: {router_floors.BASE_MEMORY.quantity()} base plus the"
+            f" prefix index, {lru_capacity_per_server} entries a server x {endpoints} endpoints x"
+            f" {router_floors.INDEX_ENTRY_BYTES} bytes ({router_floors.INDEX_FROM})",
+        )

@@ -10,6 +10,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from components.catalog import regions
+
 _LABEL_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
 # Kubernetes' IsDNS1123Subdomain: labels of any length joined by '.', 253 characters in all (a ClusterRole
@@ -159,12 +161,16 @@ AWS_REGION = r"[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-[0-9]+"
 def gcp_region(value: str) -> str:
     if not _full(GCP_REGION, value):
         raise ValueError("must be a GCP region, e.g. us-central1")
+    if value not in regions.GCP_REGIONS:
+        raise ValueError(f"no such GCP region (components/catalog/regions.py, from {regions.FROM['gcp']})")
     return value
 
 
 def aws_region(value: str) -> str:
     if not _full(AWS_REGION, value):
         raise ValueError("must be an AWS region, e.g. us-east-1")
+    if value not in regions.AWS_REGIONS:
+        raise ValueError(f"no such AWS region (components/catalog/regions.py, from {regions.FROM['aws']})")
     return value
 
 
@@ -211,7 +217,7 @@ def ec2_capacity_reservation(value: str) -> str:
 
 def zone_in(zone: str, region: str, separator: str) -> bool:
     """A zone of the region: `us-central1-a` in GCP (separator '-'), `us-east-1a` in AWS ('')."""
-    return _full(re.escape(region + separator) + r"[a-z]", zone)
+    return _full(re.escape(region + separator) + regions.ZONE_LETTERS, zone)
 
 
 _CPU = re.compile(r"(?P<number>[0-9]+(\.[0-9]+)?)(?P<milli>m?)")
@@ -227,6 +233,13 @@ def cpu_quantity(value: str) -> str:
     if not 1 <= millicores <= MAX_CPU_CORES * 1000:
         raise ValueError(f"must be between 1m and {MAX_CPU_CORES} cores")
     return value
+
+
+def millicores(value: str) -> float:
+    """A CPU quantity `cpu_quantity` accepted, in millicores."""
+    match = _CPU.fullmatch(value)
+    assert match is not None, value
+    return float(match["number"]) * (1 if match["milli"] else 1000)
 
 
 def local_file(value: str, suffixes: tuple[str, ...]) -> str:

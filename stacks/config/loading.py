@@ -37,6 +37,8 @@ HF_TOKEN_KEY = "hfToken"
 OFFLINE_SECRET = "offline-render-secret-value"
 SECRET_MIN_LENGTH = 4  # shorter secret values (a flag, a count) are not searched for in error text
 PULUMI_KEYS: tuple[str, ...] = (PRESET_KEY, HF_TOKEN_KEY, *(s for s in SECTIONS if s != "description"))
+# The repo's stack files being loaded, outermost first: a stack named again as a cluster closes a cycle.
+_LOADING: list[str] = []
 
 
 def preset_names() -> list[str]:
@@ -186,11 +188,18 @@ def recorded_outputs(reference: str, outputs_file: str | None) -> ClusterOutputs
         raise ConfigError(
             "cluster.stack", reference, f"Pulumi.{name}.yaml is not a cluster stack (it sets no llmd:layer cluster)"
         )
+    if name in _LOADING:  # the layers as a graph: A -> B -> ... -> A is refused where it closes
+        loop = " -> ".join([*_LOADING[_LOADING.index(name) :], name])
+        raise ConfigError(
+            f"Pulumi.{_LOADING[-1]}.yaml: cluster.stack",
+            reference,
+            f"the stacks' cluster.stack form a cycle ({loop}); a cluster stack names no cluster stack",
+        )
     try:
         return describe(load_named(name), name)
     except ConfigError as error:  # the cluster stack's own field: say which file it is in
         shown = f"Pulumi.{name}.yaml"
-        where = error.field if error.field.startswith(shown) else f"{shown}: {error.field}"
+        where = error.field if error.field.startswith("Pulumi.") else f"{shown}: {error.field}"
         raise ConfigError(where, error.value, error.allowed, hidden=error.hidden) from None
 
 
@@ -260,11 +269,14 @@ def load_named(name: str, overrides: list[str] | None = None) -> StackConfig:
     """NAME is a stack (`Pulumi.NAME.yaml`) if one exists, else a preset."""
     if stack_file_exists(name):
         values = read_stack_file(name)
+        _LOADING.append(name)
         try:
             preset, sections = pulumi_sections(values)
             return build(preset, sections, overrides)
         except ConfigError as error:
             raise error.hiding(secure_sections(values), ()) from None
+        finally:
+            _LOADING.pop()
     if name not in preset_names():
         stacks = ", ".join(stack_names())
         raise ConfigError("NAME", name, f"allowed: presets {', '.join(preset_names())}; stacks {stacks}")

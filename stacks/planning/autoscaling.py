@@ -97,6 +97,14 @@ def resolve(
     else:
         assert room is not None
         maximum, max_from = room.replicas, room.formula
+    if settings.min_replicas > maximum:
+        raise ConfigError(
+            "autoscaling.min_replicas",
+            settings.min_replicas,
+            f"above {max_from} {maximum}"
+            if room is None or settings.max_replicas is not None
+            else f"above the {maximum} replicas the pool holds: {max_from}",
+        )
     if not settings.min_replicas <= server.replicas <= maximum:
         raise ConfigError(
             "cache.replicas",

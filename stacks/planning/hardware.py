@@ -104,12 +104,14 @@ def pods_per_node(hardware: PoolHardware, devices_per_pod: int) -> int:
     return hardware.devices_per_node // devices_per_pod
 
 
-def check_capacity(hardware: PoolHardware, pods: int, per_node: int) -> None:
+def check_capacity(hardware: PoolHardware, pods: int, per_node: int, replicas: int | None = None) -> None:
+    """`replicas`: cache.replicas, where a replica is more than one pod (roles, hosts); the error names it."""
     if hardware.devices_per_node is not None and pods > hardware.nodes * per_node:
+        count = f"{pods} pods" if replicas in (None, pods) else f"{replicas} replicas of {pods // replicas} pods"
         raise ConfigError(
             "cache.replicas",
-            pods,
-            f"{pods} pods need {-(-pods // per_node)} nodes of {hardware.describe()}, which has {hardware.nodes}",
+            pods if replicas is None else replicas,
+            f"{count} need {-(-pods // per_node)} nodes of {hardware.describe()}, which has {hardware.nodes}",
         )
 
 

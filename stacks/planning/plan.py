@@ -28,7 +28,7 @@ from components.specs.startup import AwaitBudget
 from components.specs.workloads import Workload, WorkloadType, ordered
 from components.units import ByteSize
 from stacks.config import StackConfig
-from stacks.config.cross_checks import pool_names
+from stacks.config.cross_checks import check_epp_index, pool_names
 from stacks.config.errors import ConfigError
 from stacks.config.layer_checks import DESCRIBED
 from stacks.config.loading import PROJECT_DIR
@@ -293,6 +293,7 @@ def _router_values(
     config: StackConfig, decode: ServerSpec, tier_sizing: sizing.TierSizing, profile: str, flow_control: bool
 ) -> dict[str, Any]:
     router = config.router
+    check_epp_index(config, tier_sizing.lru_capacity_per_server, decode.replicas * decode.group_size)
     return router_values(
         RouterInputs(
             chart_version=router.version,

@@ -114,7 +114,7 @@ def size_on_hardware(
     on_node = 1
     if pool is not None:
         slots = hardware.pods_per_node(pool, devices)
-        hardware.check_capacity(pool, pods, slots)
+        hardware.check_capacity(pool, pods, slots, replicas)
         on_node = min(slots, pods)  # at most this many of the stack's pods share a node
 
     largest = None

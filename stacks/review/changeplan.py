@@ -8,11 +8,12 @@ forces it). State that a replacement or removal deletes (claims, volumes, Lustre
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from components.specs.router_values import CHART_CHILDREN_BY_VALUES, EPP_DEPLOYMENT, chart_child_name
 from policies.resources import CHART_TYPE
+from stacks.review import chart_objects
 
 # Fields whose change replaces the object: pulumi-kubernetes' forceNew table (provider/pkg/provider/diff.go,
 # pulumi/pulumi-kubernetes; `.metadata.name` and `.metadata.namespace` for every kind), as path prefixes.
@@ -47,6 +48,7 @@ STATE_TYPES = (
     "gcp:lustre/instance:Instance",
     "aws:efs/fileSystem:FileSystem",
 )
+_DROPS_TIER = "; each restart drops that pod's CPU tier"
 _POD_TEMPLATES = {
     "kubernetes:apps/v1:Deployment": "spec.template",
     "kubernetes:apps/v1:DaemonSet": "spec.template",
@@ -142,7 +144,7 @@ def classify(before: dict[str, Any], after: dict[str, Any], paths: list[str]) ->
         return Change("replace", kind, name, why, at_risk)
     template = _POD_TEMPLATES.get(kind)
     if template and any(_under(p, template) for p in paths):
-        why = f"its pods restart ({_strategy(after['inputs'])}); each restart drops that pod's CPU tier"
+        why = f"its pods restart ({_strategy(after['inputs'])}){_DROPS_TIER}"
         if _starts_beside_old(before["inputs"], after["inputs"]) and _pod_memory(after["inputs"]) < _pod_memory(
             before["inputs"]
         ):
@@ -162,34 +164,26 @@ def classify(before: dict[str, Any], after: dict[str, Any], paths: list[str]) ->
 
 
 def _chart_children(before: dict[str, Any], after: dict[str, Any], paths: list[str]) -> list[Change]:
-    """What a change to the router chart's inputs does to the objects it renders (helm.v4 children: each is a
-    resource of its own under the real engine, named `<chart>:<namespace>/<object>`)."""
-    inputs = after["inputs"]
+    """What a change to a chart's inputs does to the objects it renders (helm.v4 children: each is a resource of
+    its own under the real engine, named `<chart>:<namespace>/<object>`): the chart expanded at both sides
+    (chart_objects.py), each object added, removed or classified as a resource of the program is."""
     if any(p in ("name", "namespace") or p.startswith(("name.", "namespace.")) for p in paths):
         why = "release or namespace renamed: each object the chart renders is deleted and created under its new name"
         return [Change("replace", CHART_TYPE, after["name"], why)]
-    values = [p.removeprefix("values.") for p in paths if p.startswith("values.")]
-    if not values:
+    if not (chart_objects.expands(before) or chart_objects.expands(after)):
         return []
-    release, namespace = str(inputs.get("name", "")), str(inputs.get("namespace", ""))
+    from stacks.review.diff import changed_fields  # the diff's own field walk (it imports this module)
 
-    def child(kind: str, which: str) -> str:
-        return f"{after['name']}:{namespace}/{chart_child_name(which, release)}"
-
-    out: dict[tuple[str, str], Change] = {}
-    for prefix, kind, which in CHART_CHILDREN_BY_VALUES:
-        if any(v == prefix or v.startswith(prefix + ".") for v in values):
-            name = child(kind, which)
-            if kind == "kubernetes:core/v1:ConfigMap":
-                why = "delete-first: its data cannot change in place; the EPP rolls onto the new one"
-                out[(kind, name)] = Change("replace", kind, name, why)
-            else:
-                out[(kind, name)] = Change("update", kind, name, "in place: " + prefix)
-    name = child(EPP_DEPLOYMENT, "epp")
-    out[(EPP_DEPLOYMENT, name)] = Change(
-        "rolling", EPP_DEPLOYMENT, name, "the EPP restarts (its pod template carries the values' digest)"
-    )
-    return list(out.values())
+    old = chart_objects.objects(before) if chart_objects.expands(before) else {}
+    new = chart_objects.objects(after) if chart_objects.expands(after) else {}
+    changes = [Change("added", k[0], k[1], "created (rendered by the chart)") for k in sorted(new.keys() - old.keys())]
+    changes += [Change("removed", k[0], k[1], "deleted (no longer rendered)") for k in sorted(old.keys() - new.keys())]
+    for key in sorted(old.keys() & new.keys()):
+        fields = [p for p, _, _ in changed_fields(old[key]["inputs"], new[key]["inputs"])]
+        if fields:  # a chart's pods hold no CPU tier (the EPP, the body-based router)
+            change = classify(old[key], new[key], fields)
+            changes.append(dataclasses.replace(change, why=change.why.replace(_DROPS_TIER, "")))
+    return changes
 
 
 def plan_changes(

@@ -32,11 +32,12 @@ def check(recording: Recording, configs: dict[str, dict[str, Any]] | None = None
 
 
 def stack_policy_config(config: StackConfig) -> dict[str, dict[str, Any]]:
-    """The policy config a stack's own settings imply: the prefix length the payoff is judged at, and a
-    local router chart where the stack names one."""
-    configs: dict[str, dict[str, Any]] = {
-        "tiers-beat-recompute": {"prefixTokens": config.monitoring.alerts.prefix_tokens}
-    }
+    """The policy config a stack's own settings imply: the prefix length the payoff is judged at and the
+    filesystem's read bandwidth where the stack states it, and a local router chart where the stack names one."""
+    payoff: dict[str, Any] = {"prefixTokens": config.monitoring.alerts.prefix_tokens}
+    if config.storage.read_bandwidth is not None:  # an existing class's, as the plan's payoff reads it
+        payoff["filesystemReadBandwidth"] = float(config.storage.read_bandwidth.bytes)
+    configs: dict[str, dict[str, Any]] = {"tiers-beat-recompute": payoff}
     if config.router.chart_file:  # the stack chose a packaged chart on disk (router.chart_file)
         configs["chart-registries"] = {"allowLocalCharts": True}
     return configs
