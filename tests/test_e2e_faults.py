@@ -191,6 +191,8 @@ def test_a_charts_objects_are_applied_with_force_and_keep_their_annotations() ->
 
 
 FAULTS_REFUSED = [
+    (["gke-h100-lustre", "--all"], "PRESET = 'gke-h100-lustre': --all runs every preset"),
+    (["dev", "--stop", "dev"], "PRESET = 'dev': --stop stops the cluster a --keep run left"),
     (["--faults"], "--faults: name the presets"),
     (["--faults", "--layers", "dev"], "--faults: name the presets"),
     (["--faults", "dev", "--keep"], "--keep: a faults run destroys"),
@@ -200,7 +202,7 @@ FAULTS_REFUSED = [
 
 
 @pytest.mark.parametrize(("argv", "message"), FAULTS_REFUSED)
-def test_faults_arguments_are_refused_in_one_line_before_any_build(
+def test_faults_and_mode_arguments_are_refused_in_one_line_before_any_build(
     argv: list[str], message: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import e2e.__main__ as e2e_main
