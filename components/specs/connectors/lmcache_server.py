@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from components.catalog import versions
 from components.manifest import Manifest
-from components.specs import lmcache, monitoring, network, sizing
+from components.specs import lmcache, monitoring, sizing
 from components.specs.connectors.interface import (
     Choice,
     Connector,
@@ -17,6 +17,7 @@ from components.specs.connectors.interface import (
     RouterProfile,
     SizingInputs,
 )
+from components.specs.network import Rule, StackTraffic, policy
 from components.specs.servers.lmcache_mp import lmcache_mp_manifests
 from components.specs.startup import AwaitBudget
 from components.specs.workloads import NAMESPACE, Await, Workload
@@ -67,7 +68,7 @@ class LMCacheServer(Connector):
         raise NotImplementedError("written by servers/lmcache_mp.py with the role's NIXL side")
 
     def monitors(self, provider: str, namespace: str) -> list[Manifest]:
-        return [monitoring.lmcache_server_monitor(provider, namespace)]
+        return [monitoring.pod_monitor(provider, lmcache.NAME, namespace, lmcache.LABELS, "metrics", "30s")]
 
     def daemons(self, inputs: DaemonInputs) -> list[Workload]:
         lm, l1 = inputs.choice.lmcache, inputs.sizing.cpu_tier_per_pod
@@ -92,7 +93,7 @@ class LMCacheServer(Connector):
                 needs=(NAMESPACE,),
                 rolls="node-by-node",
                 awaited=Await(AwaitBudget(lmcache.NAME, cold, inputs.nodes), "DaemonSet", "beside"),
-                ingress=network.lmcache_server_policy,
+                ingress=server_policy,
                 holds_cpu_tier=True,
             )
         ]
@@ -106,6 +107,15 @@ class LMCacheServer(Connector):
                 f"must be a multiple of the model server's {block}-token KV block, or LMCache chunks split blocks",
             )
         return None
+
+
+def server_policy(traffic: StackTraffic) -> Manifest:
+    """The server admits the model servers on its ZMQ and HTTP ports, the scraper on metrics."""
+    rules = [
+        Rule([traffic.model_servers], [lmcache.SERVER_PORT, lmcache.HTTP_PORT]),
+        Rule([traffic.scraper], [lmcache.METRICS_PORT]),
+    ]
+    return policy(lmcache.NAME, traffic.namespace, {"matchLabels": dict(lmcache.LABELS)}, rules)
 
 
 LMCACHE_SERVER = LMCacheServer()

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from components.catalog import versions
 from components.manifest import Manifest
-from components.specs import monitoring, mooncake, network, sizing
+from components.specs import monitoring, mooncake, sizing
 from components.specs.connectors.interface import Connector, DaemonInputs, SizingInputs, Variant
+from components.specs.network import NAMESPACE_NAME_LABEL, Peer, Rule, StackTraffic, policy
 from components.specs.servers.base import empty_dir, env_var
 from components.specs.startup import AwaitBudget
 from components.specs.workloads import Await, Workload
@@ -91,10 +92,11 @@ class MooncakeStore(Connector):
         ]
 
     def monitors(self, provider: str, namespace: str) -> list[Manifest]:
-        return [monitoring.mooncake_master_monitor(provider)]
+        return [master_monitor(provider)]
 
-    def server_peers(self) -> tuple[network.Peer, ...]:
-        return (network.mooncake_client_peer(),)
+    def server_peers(self) -> tuple[Peer, ...]:
+        """The Mooncake Client's pool, which exchanges KV with the model servers."""
+        return (Peer(mooncake.CLIENT_LABELS, {NAMESPACE_NAME_LABEL: mooncake.NAMESPACE}),)
 
     def daemons(self, inputs: DaemonInputs) -> list[Workload]:
         """The master (a Deployment in its own namespace) and, with the fs variant, the per-node client."""
@@ -104,7 +106,7 @@ class MooncakeStore(Connector):
             [mooncake.namespace(), *mooncake.master_manifests()],
             rolls="default",
             awaited=Await(AwaitBudget(mooncake.MASTER, master_cold, 1), "Deployment", "beside"),
-            ingress=network.mooncake_master_policy,
+            ingress=master_policy,
             ingress_at=1,  # after the `mooncake` namespace
         )
         client = inputs.client
@@ -119,10 +121,53 @@ class MooncakeStore(Connector):
                 needs=(mooncake.MASTER_WORKLOAD.key,),
                 rolls="node-by-node",
                 awaited=Await(AwaitBudget(mooncake.CLIENT, cold, inputs.nodes), "DaemonSet", "beside"),
-                ingress=network.mooncake_client_policy,
+                ingress=client_policy,
                 holds_cpu_tier=True,
             ),
         ]
+
+
+def master_policy(traffic: StackTraffic) -> Manifest:
+    """The master admits its clients (model servers, Mooncake Clients) on RPC and metadata, the scraper on
+    metrics."""
+    servers, clients = traffic.model_servers.elsewhere(traffic.namespace), Peer(mooncake.CLIENT_LABELS)
+    return policy(
+        mooncake.MASTER,
+        mooncake.NAMESPACE,
+        {"matchLabels": dict(mooncake.MASTER_LABELS)},
+        [
+            Rule([servers, clients], [mooncake.RPC_PORT, mooncake.METADATA_PORT]),
+            Rule([traffic.scraper], [mooncake.METRICS_PORT]),
+        ],
+    )
+
+
+def client_policy(traffic: StackTraffic) -> Manifest:
+    """A Mooncake Client admits the pool's members on every port (the transfer engine's)."""
+    servers, clients = traffic.model_servers.elsewhere(traffic.namespace), Peer(mooncake.CLIENT_LABELS)
+    return policy(
+        mooncake.CLIENT,
+        mooncake.NAMESPACE,
+        {"matchLabels": dict(mooncake.CLIENT_LABELS)},
+        [Rule([servers, clients, Peer(mooncake.MASTER_LABELS)], None)],
+    )
+
+
+def master_monitor(provider: str) -> Manifest:
+    """The master's metrics port (9003); GKE scrapes it with a PodMonitoring in namespace `mooncake`."""
+    if provider == "gke-managed-prometheus":
+        return monitoring.pod_monitor(
+            provider, mooncake.MASTER, mooncake.NAMESPACE, mooncake.MASTER_LABELS, "metrics", "15s"
+        )
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": {"name": mooncake.MASTER, "namespace": mooncake.NAMESPACE, "labels": mooncake.MASTER_LABELS},
+        "spec": {
+            "selector": {"matchLabels": mooncake.MASTER_LABELS},
+            "endpoints": [{"port": "metrics", "path": "/metrics", "interval": "15s"}],
+        },
+    }
 
 
 MOONCAKE_STORE = MooncakeStore()
