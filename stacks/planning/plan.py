@@ -187,8 +187,8 @@ def _plan(config: StackConfig, chosen_tier: ByteSize | None = None, store_rate: 
     tp = cache.tensor_parallelism or defaults.tensor_parallelism
     replicas = cache.replicas or defaults.replicas
     devices = defaults.devices if defaults.devices is not None else tp
-    tier_sizing, client_sizing, fit, tier = size_on_hardware(config, defaults, tp, replicas, devices, chosen_tier)
-    decode = _decode_server(config, defaults, tier_sizing, client_sizing, tp, replicas, devices)
+    tier_sizing, fit, tier = size_on_hardware(config, defaults, tp, replicas, devices, chosen_tier)
+    decode = _decode_server(config, defaults, tier_sizing, tp, replicas, devices)
     hbm = hbm_fit.hbm_budget(decode)
     hbm_fit.check_fits(config, defaults, hbm)
     servers = [dataclasses.replace(decode, role="prefill"), decode] if decode.disaggregated else [decode]
@@ -212,7 +212,7 @@ def _plan(config: StackConfig, chosen_tier: ByteSize | None = None, store_rate: 
     )
     if shared is not None and shared.managed:
         stack_alerts = [*stack_alerts, *alerts.shared_tier_alerts(shared.capacity.scan_seconds)]
-    serving = Serving(config, servers, tier_sizing, client_sizing, exports, stack_alerts, most, shared)
+    serving = Serving(config, servers, tier_sizing, exports, stack_alerts, most, shared)
     planned = workloads(serving)
     if auto is not None:  # KEDA owns the replica count; cache.replicas is the initial one
         pool = config.router.release if profile != "pd" else None
@@ -247,7 +247,6 @@ def _decode_server(
     config: StackConfig,
     defaults: ComboDefaults,
     tier_sizing: sizing.TierSizing,
-    client_sizing: sizing.MooncakeClientSizing | None,
     tp: int,
     replicas: int,
     devices: int,
@@ -277,7 +276,6 @@ def _decode_server(
         image=image,
         sizing=tier_sizing,
         scheduling=_scheduling(config),
-        mooncake_client=client_sizing,
         guide=connector.guide(chosen),
         disaggregated=disaggregated,
         test_mode=config.lmcache.test_mode,

@@ -25,9 +25,7 @@ def _default_tier(config: StackConfig, defaults: ComboDefaults) -> ByteSize:
     return defaults.cpu_tier
 
 
-def _size(
-    config: StackConfig, defaults: ComboDefaults, tp: int, replicas: int, tier: ByteSize
-) -> tuple[sizing.TierSizing, sizing.MooncakeClientSizing | None]:
+def _size(config: StackConfig, defaults: ComboDefaults, tp: int, replicas: int, tier: ByteSize) -> sizing.TierSizing:
     cache = config.cache
     inputs = SizingInputs(
         model=MODELS[cache.model or defaults.model],
@@ -42,15 +40,15 @@ def _size(
     return connector_of(config).size(inputs)
 
 
-def _per_node_daemon(config: StackConfig, tier: ByteSize, client: sizing.MooncakeClientSizing | None) -> ByteSize:
+def _per_node_daemon(config: StackConfig, tier_sizing: sizing.TierSizing) -> ByteSize:
     """Memory the per-node DaemonSets (the cache's, the image pre-pull) take beside the model servers on each node."""
     prepulled = prepull.MEMORY if config.images.prepull else ByteSize(0)
-    return connector_of(config).per_node_memory(tier, client) + prepulled
+    return connector_of(config).per_node_memory(tier_sizing) + prepulled
 
 
 def tier_capacity(config: StackConfig, defaults: ComboDefaults, tp: int, replicas: int, tier: ByteSize) -> ByteSize:
     """What a `cache.tier.cpu` of `tier` holds for one pod (MooncakeStore: the pool every pod loads from)."""
-    return _size(config, defaults, tp, replicas, tier)[0].cpu_tier_per_pod
+    return _size(config, defaults, tp, replicas, tier).cpu_tier_per_pod
 
 
 def _largest_fitting(
@@ -64,8 +62,8 @@ def _largest_fitting(
     """`auto`'s tier: the largest whose `on_node` pods (and the per-node daemons) fit a node of `pool`."""
 
     def memory_for(tier: ByteSize) -> tuple[ByteSize, ByteSize]:
-        tier_sizing, client = _size(config, defaults, tp, replicas, tier)
-        return tier_sizing.pod_memory, _per_node_daemon(config, tier, client)
+        tier_sizing = _size(config, defaults, tp, replicas, tier)
+        return tier_sizing.pod_memory, _per_node_daemon(config, tier_sizing)
 
     step = connector_of(config).auto_tier_step(tp, config.cache.tier.variant)
     return hardware.largest_fitting_tier(pool, on_node, memory_for, step)
@@ -98,7 +96,7 @@ def size_on_hardware(
     replicas: int,
     devices: int,
     chosen: ByteSize | None = None,
-) -> tuple[sizing.TierSizing, sizing.MooncakeClientSizing | None, hardware.Fit | None, ByteSize]:
+) -> tuple[sizing.TierSizing, hardware.Fit | None, ByteSize]:
     """Size the tier (the combination's default, the stack's, or `auto`: the largest that fits, or `chosen`,
     what the workload's curve picked below it), then check the stack against its node pool: devices per
     node, nodes, and memory per node. Returns the sizing, Mooncake's client, the fit and the tier as sized
@@ -127,15 +125,15 @@ def size_on_hardware(
         tier = _default_tier(config, defaults)
     else:
         tier = requested
-    tier_sizing, client = _size(config, defaults, tp, replicas, tier)
+    tier_sizing = _size(config, defaults, tp, replicas, tier)
     fit = None
     if pool is not None:
         fit = hardware.check_memory(
-            pool, tier_sizing.pod_memory, on_node, _per_node_daemon(config, tier, client), tier.human()
+            pool, tier_sizing.pod_memory, on_node, _per_node_daemon(config, tier_sizing), tier.human()
         )
         fit = dataclasses.replace(fit, largest_tier=largest)
     else:  # no pool to fit: the pod must still fit some node of the accelerator
         node = hardware.any_node(cache.accelerator)
         hardware.pods_per_node(node, devices)
-        hardware.check_memory(node, tier_sizing.pod_memory, 1, _per_node_daemon(config, tier, client), tier.human())
-    return tier_sizing, client, fit, tier
+        hardware.check_memory(node, tier_sizing.pod_memory, 1, _per_node_daemon(config, tier_sizing), tier.human())
+    return tier_sizing, fit, tier

@@ -40,7 +40,6 @@ class Serving:
     config: StackConfig
     servers: list[ServerSpec]
     sizing: tier_sizing.TierSizing
-    client: tier_sizing.MooncakeClientSizing | None
     exports: alerts.Exports
     alerts: list[alerts.Alert]
     autoscaled_to: int | None = None  # KEDA's most replicas (None: a fixed count)
@@ -186,7 +185,6 @@ def _daemons(s: Serving, decode_workload: Manifest) -> list[Workload]:
             choice=choice(config),
             namespace=config.namespace,
             sizing=s.sizing,
-            client=s.client,
             nodes=s.nodes,
             cold_start=cold_starts.daemon_cold_start,
         )

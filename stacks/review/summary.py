@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from components.formulas.payoff import SUFFIX_TOKENS
 from components.specs import images, lmcache, model_cache, mooncake, prepull, storage
 from components.specs.clusters import PoolSpec
+from components.specs.connectors.mooncake_store import client_of
 from components.specs.payoff_table import gbps, seconds
 from components.units import GiB, MiB
 from stacks.planning.hardware import Fit
@@ -369,7 +370,7 @@ def _rollout_lines(stack_plan: StackPlan) -> list[str]:
             f"image pre-pull DaemonSet `{prepull.NAME}`: every node at once (maxUnavailable 100%); a changed image"
             " is on every node of the pool before the model servers roll"
         )
-    client = stack_plan.model_server.mooncake_client
+    client = client_of(stack_plan.sizing)
     if stack_plan.manifests(mooncake.CLIENT_WORKLOAD) and client is not None:
         lines.append(
             f"Mooncake client DaemonSet: one node at a time; each restart drops that node's {client.dram.human()} pool"

@@ -25,7 +25,7 @@ from components.specs.network import Peer
 from components.specs.servers.base import files_storage_mount, files_storage_volume
 from components.specs.servers.limits import GuideLimits, fraction_text, limit_args, limits
 from components.specs.servers.vllm import vllm_manifests
-from components.specs.sizing import MooncakeClientSizing, TierSizing
+from components.specs.sizing import TierSizing
 from components.specs.startup import ColdStart
 from components.specs.workloads import Workload
 from components.units import ByteSize, GiB
@@ -96,8 +96,7 @@ class DaemonInputs:
 
     choice: Choice
     namespace: str
-    sizing: TierSizing
-    client: MooncakeClientSizing | None
+    sizing: TierSizing  # the connector's own sizes within (`sizing.sizes_of`)
     nodes: int  # nodes a per-node daemon rolls over
     cold_start: Callable[[str, int], ColdStart]  # a daemon's cold start: (image, bytes it pins)
 
@@ -125,7 +124,8 @@ class Connector:
     # `combinations(connector)` reads it back per implementation).
 
     # -- sizing ----------------------------------------------------------------------------------------
-    def size(self, inputs: SizingInputs) -> tuple[TierSizing, MooncakeClientSizing | None]:
+    def size(self, inputs: SizingInputs) -> TierSizing:
+        """The pod's sizes, with the connector's own as a typed `Sizes` record of its module."""
         raise NotImplementedError
 
     def segment_ranks(self, tensor_parallelism: int, variant: Variant) -> int | None:
@@ -136,9 +136,9 @@ class Connector:
         """The step `cache.tier.cpu: auto` searches in."""
         return ByteSize(GiB) * (self.segment_ranks(tensor_parallelism, variant) or 1)
 
-    def per_node_memory(self, tier: ByteSize, client: MooncakeClientSizing | None) -> ByteSize:
+    def per_node_memory(self, sizing: TierSizing) -> ByteSize:
         """Memory the connector's per-node daemon takes beside the model servers on each node."""
-        return client.memory_request if client is not None else ByteSize(0)
+        return ByteSize(0)
 
     def uses_tier_claim(self, variant: Variant) -> bool:
         """The filesystem tier on the shared ReadWriteMany claim."""

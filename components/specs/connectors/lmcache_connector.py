@@ -3,13 +3,14 @@ a local-disk tier on the shared claim; its sizes come from LMCACHE_* environment
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from components.catalog import labels
 from components.catalog.accelerators import AcceleratorProfile
+from components.catalog.models import ModelSpec
 from components.formulas.payoff import LMCACHE_CHUNK_TOKENS
 from components.manifest import Manifest
-from components.specs import sizing
 from components.specs.connectors.interface import (
     FILES_STORAGE,
     XPU_DTYPE_ARGS,
@@ -22,12 +23,59 @@ from components.specs.connectors.interface import (
 )
 from components.specs.servers.base import empty_dir, env_var
 from components.specs.servers.limits import GuideLimits, limit_args, limits
+from components.specs.sizing import SHM_HEADROOM, Derivation, Sizes, TierSizing, sized, sizes_of
+from components.units import ByteSize, GiB
 
 if TYPE_CHECKING:
     from components.specs.servers.base import ServerSpec
 
 LMCACHE_METRICS_DIR = "/tmp/lmcache_prometheus"
 XPU_MAX_MODEL_LEN = 20_480  # the Intel XPU LMCache overlay's
+
+
+def gib_text(size: ByteSize) -> str:
+    """GiB as LMCache reads them: a float, "100.0"."""
+    value = f"{size.bytes / GiB:g}"
+    return value if "." in value or "e" in value else value + ".0"
+
+
+@dataclass(frozen=True)
+class LMCacheSizes(Sizes):
+    cpu_per_rank: ByteSize  # `LMCACHE_MAX_LOCAL_CPU_SIZE`
+    disk_per_rank: ByteSize | None  # `LMCACHE_MAX_LOCAL_DISK_SIZE`, with the filesystem tier
+
+
+def size_tiers(
+    model: ModelSpec,
+    accelerator: AcceleratorProfile,
+    tensor_parallelism: int,
+    cpu_tier_per_pod: ByteSize,
+    disk_per_pod: ByteSize | None,
+) -> TierSizing:
+    """LMCache sizes its CPU (and local disk) cache per tensor-parallel rank, in GiB."""
+    per_rank = ByteSize(cpu_tier_per_pod.bytes // tensor_parallelism)
+    steps = [
+        Derivation(
+            "`LMCACHE_MAX_LOCAL_CPU_SIZE` (GiB per rank)",
+            gib_text(per_rank),
+            f"CPU tier {cpu_tier_per_pod.human()} per pod / {tensor_parallelism} ranks",
+        )
+    ]
+    disk = None
+    if disk_per_pod is not None:
+        disk = ByteSize(disk_per_pod.bytes // tensor_parallelism)
+        steps.append(
+            Derivation(
+                "`LMCACHE_MAX_LOCAL_DISK_SIZE` (GiB per rank)",
+                gib_text(disk),
+                f"disk tier {disk_per_pod.human()} per pod / {tensor_parallelism} ranks",
+            )
+        )
+    shm = SHM_HEADROOM
+    return sized(
+        model, accelerator, tensor_parallelism, cpu_tier_per_pod,
+        [("CPU tier", cpu_tier_per_pod), ("/dev/shm", shm)], shm, LMCacheSizes(per_rank, disk), steps,
+    )  # fmt: skip
 
 
 def lmcache_connector() -> dict[str, Any]:
@@ -39,10 +87,10 @@ class LMCacheInProcess(Connector):
     key = "lmcache-connector"
     lmcache_metrics = True
 
-    def size(self, inputs: SizingInputs) -> tuple[sizing.TierSizing, sizing.MooncakeClientSizing | None]:
+    def size(self, inputs: SizingInputs) -> TierSizing:
         i = inputs
         disk = i.disk if i.variant == "fs" else None
-        return sizing.size_lmcache(i.model, i.accelerator, i.tensor_parallelism, i.tier, disk), None
+        return size_tiers(i.model, i.accelerator, i.tensor_parallelism, i.tier, disk)
 
     def transfer_block(self, choice: Choice) -> tuple[int, str]:
         return LMCACHE_CHUNK_TOKENS, "LMCache chunk"
@@ -76,17 +124,18 @@ class LMCacheInProcess(Connector):
         return [*model, f"--port={labels.MODEL_SERVER_PORT}", tp, *kv, "--max-num-seqs=1024", *own]
 
     def env(self, spec: ServerSpec) -> list[Manifest]:
-        knobs = spec.sizing.knobs
+        sizes = sizes_of(LMCacheSizes, spec.sizing)
         env = [
-            env_var("LMCACHE_MAX_LOCAL_CPU_SIZE", knobs["LMCACHE_MAX_LOCAL_CPU_SIZE"]),
+            env_var("LMCACHE_MAX_LOCAL_CPU_SIZE", gib_text(sizes.cpu_per_rank)),
             env_var("PYTHONHASHSEED", "123"),
             env_var("PROMETHEUS_MULTIPROC_DIR", LMCACHE_METRICS_DIR),
         ]
         if spec.filesystem_tier:
+            assert sizes.disk_per_rank is not None, "the filesystem tier sizes the local disk"
             env += [
                 env_var("LMCACHE_LOCAL_DISK", f"file://{FILES_STORAGE}/kv-cache/"),
                 env_var("LMCACHE_EXTRA_CONFIG", '{"use_odirect":true}'),
-                env_var("LMCACHE_MAX_LOCAL_DISK_SIZE", knobs["LMCACHE_MAX_LOCAL_DISK_SIZE"]),
+                env_var("LMCACHE_MAX_LOCAL_DISK_SIZE", gib_text(sizes.disk_per_rank)),
             ]
         return env
 

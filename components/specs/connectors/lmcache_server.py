@@ -4,11 +4,14 @@ role, over NIXL)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from components.catalog import versions
+from components.catalog.accelerators import AcceleratorProfile
+from components.catalog.models import ModelSpec
 from components.manifest import Manifest
-from components.specs import lmcache, monitoring, sizing
+from components.specs import lmcache, monitoring
 from components.specs.connectors.interface import (
     Choice,
     Connector,
@@ -19,6 +22,7 @@ from components.specs.connectors.interface import (
 )
 from components.specs.network import Rule, StackTraffic, policy
 from components.specs.servers.lmcache_mp import lmcache_mp_manifests
+from components.specs.sizing import SHM_HEADROOM, Derivation, Sizes, TierSizing, sized
 from components.specs.startup import AwaitBudget
 from components.specs.workloads import NAMESPACE, Await, Workload
 from components.units import ByteSize
@@ -30,18 +34,48 @@ if TYPE_CHECKING:
 LMCACHE_GUIDES = {"prefix-reuse": "lmcache", "pd": "lmcache-pd"}
 
 
+def size_client_pods(
+    model: ModelSpec, accelerator: AcceleratorProfile, tensor_parallelism: int, l1_per_node: ByteSize
+) -> TierSizing:
+    """vLLM pods of the LMCache server: the CPU tier is the server's L1 on each node, shared by its pods.
+
+    The pods hold no tier themselves; the router scores token blocks and does not count the tier.
+    """
+    server_request, server_limit = lmcache.server_memory(l1_per_node)
+    pods = sized(
+        model,
+        accelerator,
+        tensor_parallelism,
+        l1_per_node,
+        [("/dev/shm", SHM_HEADROOM)],
+        SHM_HEADROOM,
+        Sizes(),
+        [
+            Derivation(
+                "LMCache server L1 per node (`--l1-size-gb`)", l1_per_node.human(), "stack config `cache.tier.cpu`"
+            ),
+            Derivation(
+                "LMCache server memory request / limit",
+                f"{server_request.quantity()} / {server_limit.quantity()}",
+                lmcache.server_memory_formula(),
+            ),
+        ],
+    )
+    return dataclasses.replace(pods, router_counts_tier=False)
+
+
 class LMCacheServer(Connector):
     key = "lmcache-server"
     cpu_scope = "pooled"  # the node's L1, shared by the pods on it (modelled as one pool for all pods)
     lmcache_metrics = True
     reads_lmcache_section = True
 
-    def size(self, inputs: SizingInputs) -> tuple[sizing.TierSizing, sizing.MooncakeClientSizing | None]:
+    def size(self, inputs: SizingInputs) -> TierSizing:
         i = inputs
-        return sizing.size_lmcache_server_client(i.model, i.accelerator, i.tensor_parallelism, i.tier), None
+        return size_client_pods(i.model, i.accelerator, i.tensor_parallelism, i.tier)
 
-    def per_node_memory(self, tier: ByteSize, client: sizing.MooncakeClientSizing | None) -> ByteSize:
-        return lmcache.server_memory(tier)[0]
+    def per_node_memory(self, sizing: TierSizing) -> ByteSize:
+        return lmcache.server_memory(sizing.cpu_tier_per_pod)[0]
 
     def transfer_block(self, choice: Choice) -> tuple[int, str]:
         return choice.lmcache.chunk_size, "LMCache chunk, `lmcache.chunk_size`"

@@ -4,22 +4,43 @@ per-node standalone client with node-local SSD; KV moves over RDMA between the p
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from components.catalog import versions
+from components.catalog.accelerators import AcceleratorProfile
+from components.catalog.models import ModelSpec
 from components.manifest import Manifest
-from components.specs import monitoring, mooncake, sizing
+from components.specs import monitoring, mooncake
 from components.specs.connectors.interface import Connector, DaemonInputs, SizingInputs, Variant
+from components.specs.mooncake import MOONCAKE_CLIENT_SHM, MooncakeClientSizing, mooncake_client, mooncake_text
 from components.specs.network import NAMESPACE_NAME_LABEL, Peer, Rule, StackTraffic, policy
 from components.specs.servers.base import empty_dir, env_var
+from components.specs.sizing import SHM_HEADROOM, Derivation, Sizes, TierSizing, sized, sizes_of
 from components.specs.startup import AwaitBudget
 from components.specs.workloads import Await, Workload
+from components.units import ByteSize, GiB
 
 if TYPE_CHECKING:
     from components.specs.servers.base import ServerSpec
 
 MOONCAKE_CONFIG_MAP = "mooncake-store-config"
 MOONCAKE_CONFIG_DIR = "/etc/mooncake"
+# Each rank's private transfer buffer (`local_buffer_size`).
+MOONCAKE_LOCAL_BUFFER = ByteSize(4 * GiB)
+
+
+@dataclass(frozen=True)
+class MooncakeSizes(Sizes):
+    segment: ByteSize | None  # `global_segment_size` per rank (embedded); None: the clients hold the pool
+    local_buffer: ByteSize  # `local_buffer_size`
+    client: MooncakeClientSizing | None  # the per-node Mooncake Client (standalone)
+
+
+def client_of(sizing: TierSizing) -> MooncakeClientSizing | None:
+    """The per-node Mooncake Client a tier was sized with (None: embedded, or another connector's tier)."""
+    return sizing.sizes.client if isinstance(sizing.sizes, MooncakeSizes) else None
 
 
 def mooncake_store_connector(standalone: bool) -> dict[str, Any]:
@@ -29,19 +50,95 @@ def mooncake_store_connector(standalone: bool) -> dict[str, Any]:
     return config
 
 
+def size_embedded(
+    model: ModelSpec, accelerator: AcceleratorProfile, tensor_parallelism: int, replicas: int, tier_per_pod: ByteSize
+) -> TierSizing:
+    """Each rank contributes `global_segment_size` to one pool all pods read, so a server can hit the whole pool."""
+    segment = ByteSize(tier_per_pod.bytes // tensor_parallelism)
+    pool = tier_per_pod * replicas
+    buffers = MOONCAKE_LOCAL_BUFFER * tensor_parallelism
+    return sized(
+        model,
+        accelerator,
+        tensor_parallelism,
+        pool,
+        [("segments", tier_per_pod), ("local buffers", buffers), ("/dev/shm", SHM_HEADROOM)],
+        SHM_HEADROOM,
+        MooncakeSizes(segment, MOONCAKE_LOCAL_BUFFER, None),
+        [
+            Derivation(
+                "`global_segment_size` (per rank)",
+                mooncake_text(segment),
+                f"{tier_per_pod.human()} per pod / {tensor_parallelism} ranks",
+            ),
+            Derivation(
+                "MooncakeStore pool (one for all pods)",
+                pool.human(),
+                f"{tier_per_pod.human()} x {replicas} pods; any server loads from the whole pool, so the"
+                " router's per-server capacity is the pool",
+            ),
+        ],
+    )
+
+
+def size_standalone(
+    model: ModelSpec,
+    accelerator: AcceleratorProfile,
+    tensor_parallelism: int,
+    replicas: int,
+    client_dram: ByteSize,
+    client_ssd: ByteSize,
+) -> TierSizing:
+    """The Mooncake Client DaemonSet owns the DRAM + SSD pool, one per node the model servers run on."""
+    nodes = math.ceil(replicas * tensor_parallelism / accelerator.devices_per_node)
+    client = mooncake_client(client_dram, client_ssd, nodes)
+    pool = client_dram * nodes
+    buffers = MOONCAKE_LOCAL_BUFFER * tensor_parallelism
+    return sized(
+        model,
+        accelerator,
+        tensor_parallelism,
+        pool,
+        [("local buffers", buffers), ("/dev/shm", SHM_HEADROOM)],
+        SHM_HEADROOM,
+        MooncakeSizes(None, MOONCAKE_LOCAL_BUFFER, client),
+        [
+            Derivation(
+                "Mooncake Client nodes",
+                str(nodes),
+                f"ceil({replicas} pods x {tensor_parallelism} devices / {accelerator.devices_per_node} per node)",
+            ),
+            Derivation(
+                "MooncakeStore DRAM pool (one for all pods)",
+                pool.human(),
+                f"{client_dram.human()} per client x {nodes} nodes; any server loads from the whole pool",
+            ),
+            Derivation("Mooncake Client SSD per node", client_ssd.human(), "stack config `cache.tier.disk`"),
+            Derivation(
+                "Mooncake Client memory request / limit",
+                f"{client.memory_request.quantity()} / {client.memory_limit.quantity()}",
+                f"DRAM {client_dram.human()} + /dev/shm {MOONCAKE_CLIENT_SHM.human()};"
+                f" limit + {MOONCAKE_CLIENT_SHM.human()}",
+            ),
+        ],
+    )
+
+
 class MooncakeStore(Connector):
     key = "mooncake-store"
     cpu_scope = "pooled"  # one pool of every rank's segment (or the Mooncake Clients'); any pod loads from it
     peer_traffic = True  # the pods read each other's segments
 
-    def size(self, inputs: SizingInputs) -> tuple[sizing.TierSizing, sizing.MooncakeClientSizing | None]:
+    def size(self, inputs: SizingInputs) -> TierSizing:
         i = inputs
         if i.variant == "fs":
             assert i.disk is not None, "MooncakeStore fs defaults its SSD size"
-            return sizing.size_mooncake_standalone(
-                i.model, i.accelerator, i.tensor_parallelism, i.replicas, i.tier, i.disk
-            )
-        return sizing.size_mooncake_embedded(i.model, i.accelerator, i.tensor_parallelism, i.replicas, i.tier), None
+            return size_standalone(i.model, i.accelerator, i.tensor_parallelism, i.replicas, i.tier, i.disk)
+        return size_embedded(i.model, i.accelerator, i.tensor_parallelism, i.replicas, i.tier)
+
+    def per_node_memory(self, sizing: TierSizing) -> ByteSize:
+        client = client_of(sizing)
+        return client.memory_request if client is not None else ByteSize(0)
 
     def segment_ranks(self, tensor_parallelism: int, variant: Variant) -> int | None:
         return tensor_parallelism if variant == "cpu" else 1  # embedded: one segment per rank
@@ -70,14 +167,14 @@ class MooncakeStore(Connector):
         return {"rdma/ib": "1"}  # MooncakeStore moves KV over RDMA
 
     def extra_manifests(self, spec: ServerSpec) -> list[Manifest]:
-        knobs = spec.sizing.knobs
+        sizes = sizes_of(MooncakeSizes, spec.sizing)
         standalone = spec.filesystem_tier
         config = {
             "mode": "standalone-store" if standalone else "embedded",
             "metadata_server": "P2PHANDSHAKE",
             "master_server_address": mooncake.MASTER_ADDRESS,
-            "global_segment_size": 0 if standalone else knobs["global_segment_size"],
-            "local_buffer_size": knobs["local_buffer_size"],
+            "global_segment_size": 0 if standalone or sizes.segment is None else mooncake_text(sizes.segment),
+            "local_buffer_size": mooncake_text(sizes.local_buffer),
             "protocol": "rdma",
             "device_name": "",
             "enable_offload": standalone,
@@ -109,7 +206,7 @@ class MooncakeStore(Connector):
             ingress=master_policy,
             ingress_at=1,  # after the `mooncake` namespace
         )
-        client = inputs.client
+        client = client_of(inputs.sizing)
         if client is None:
             return [master]
         cold = inputs.cold_start(versions.MOONCAKE_IMAGE, client.dram.bytes)

@@ -4,10 +4,12 @@ TieringOffloadingSpec (on the shared claim)."""
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from components.catalog.accelerators import AcceleratorProfile
+from components.catalog.models import ModelSpec
 from components.manifest import Manifest
-from components.specs import sizing
 from components.specs.connectors.interface import (
     FILES_STORAGE,
     Choice,
@@ -17,6 +19,8 @@ from components.specs.connectors.interface import (
     vllm_layout,
 )
 from components.specs.servers.base import empty_dir, env_var
+from components.specs.sizing import SHM_HEADROOM, Derivation, Sizes, TierSizing, sized, sizes_of
+from components.units import ByteSize, GiB
 
 if TYPE_CHECKING:
     from components.specs.servers.base import ServerSpec
@@ -30,9 +34,42 @@ ROCM_SWAP_KERNEL = "/usr/local/lib/python3.12/dist-packages/vllm/v1/kv_offload/c
 ROCM_SWAP_THRESHOLD = ("28 * 1024", "40 * 1024")
 
 
-def offloading_connector(tier: sizing.TierSizing, filesystem_tier: bool) -> dict[str, Any]:
+@dataclass(frozen=True)
+class NativeSizes(Sizes):
+    cpu_bytes_to_use: ByteSize  # the CPU tier per pod, in /dev/shm
+
+
+def size_cpu_tier(
+    model: ModelSpec, accelerator: AcceleratorProfile, tensor_parallelism: int, cpu_tier_per_pod: ByteSize
+) -> TierSizing:
+    """vLLM's OffloadingConnector keeps its CPU tier in /dev/shm, which is charged to the pod's memory cgroup."""
+    shm = (cpu_tier_per_pod + SHM_HEADROOM).ceil_to(GiB)
+    return sized(
+        model,
+        accelerator,
+        tensor_parallelism,
+        cpu_tier_per_pod,
+        [("/dev/shm", shm)],
+        shm,
+        NativeSizes(cpu_tier_per_pod),
+        [
+            Derivation(
+                "CPU tier per pod (`cpu_bytes_to_use`)",
+                f"{cpu_tier_per_pod.bytes} ({cpu_tier_per_pod.human()})",
+                "stack config `cache.tier.cpu`",
+            ),
+            Derivation(
+                "`/dev/shm` sizeLimit",
+                shm.quantity(),
+                f"CPU tier {cpu_tier_per_pod.human()} + headroom {SHM_HEADROOM.human()}, rounded up to GiB",
+            ),
+        ],
+    )
+
+
+def offloading_connector(tier: TierSizing, filesystem_tier: bool) -> dict[str, Any]:
     """vLLM's native OffloadingConnector; with a filesystem tier, through TieringOffloadingSpec."""
-    cpu_bytes = int(tier.knobs["cpu_bytes_to_use"])
+    cpu_bytes = sizes_of(NativeSizes, tier).cpu_bytes_to_use.bytes
     extra: dict[str, Any] = {"cpu_bytes_to_use": cpu_bytes}
     if filesystem_tier:
         extra = {
@@ -55,9 +92,9 @@ class Native(Connector):
     key = "native"
     vllm_offload_metrics = True
 
-    def size(self, inputs: SizingInputs) -> tuple[sizing.TierSizing, sizing.MooncakeClientSizing | None]:
+    def size(self, inputs: SizingInputs) -> TierSizing:
         i = inputs
-        return sizing.size_native_cpu_tier(i.model, i.accelerator, i.tensor_parallelism, i.tier), None
+        return size_cpu_tier(i.model, i.accelerator, i.tensor_parallelism, i.tier)
 
     def transfer_block(self, choice: Choice) -> tuple[int, str]:
         if choice.filesystem_tier:

@@ -12,7 +12,7 @@ from components.manifest import Manifest
 from components.specs import model_cache
 from components.specs.model_cache import TIER_SUBPATH, ModelCache
 from components.specs.security import LUSTRE_PERMISSIONS_CONTAINER
-from components.specs.sizing import MooncakeClientSizing, TierSizing
+from components.specs.sizing import TierSizing
 from components.specs.startup import probe_failure_threshold
 
 if TYPE_CHECKING:  # the connectors build on this module; the spec only carries the resolved one
@@ -58,7 +58,6 @@ class ServerSpec:
     image: str
     sizing: TierSizing
     scheduling: Scheduling = Scheduling()
-    mooncake_client: MooncakeClientSizing | None = None
     role: str = "decode"
     guide: str = labels.GUIDE  # the `llm-d.ai/guide` value the router selects
     disaggregated: bool = False  # P/D: a prefill and a decode role
