@@ -205,3 +205,69 @@ def test_no_module_of_the_program_is_over_400_lines() -> None:
     """Small modules with one job each (issue #22's bound)."""
     long = {str(p.relative_to(ROOT)): n for p in SOURCES if (n := len(p.read_text().splitlines())) > 400}
     assert long == {}
+
+
+def import_graph(paths: list[Path]) -> dict[str, set[str]]:
+    """Module -> the modules of ours it imports, every import counted (those under `if TYPE_CHECKING:` too:
+    a circle the type checker needs is a circle of the design)."""
+    graph: dict[str, set[str]] = {_module(path): set() for path in paths}
+    for path in paths:
+        module = _module(path)
+        graph[module] = {m for m in imports(path) if m in graph and m != module}
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            target = next(edges, None)
+            if target is not None:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(graph[target]))))
+                elif target in on_stack:
+                    low[node] = min(low[node], index[target])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    circles.append(sorted(component))
+    return circles
+
+
+def test_no_import_circle_in_the_program() -> None:
+    """No module reaches itself through imports, counting those for the type checker only (issue #31)."""
+    assert import_circles(import_graph(SOURCES)) == []
+
+
+def test_the_circle_check_sees_a_circle_through_a_type_checking_import(tmp_path: Path) -> None:
+    second = tmp_path / "second.py"
+    second.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from components.specs import alerts\n")
+    assert imports(second) == {"components.specs.alerts"}
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}
+    assert import_circles(graph) == [["a", "b", "c"]]
+    assert import_circles({"a": {"b"}, "b": set()}) == []

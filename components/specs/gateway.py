@@ -32,7 +32,7 @@ from typing import Literal
 from components.catalog import labels, versions
 from components.manifest import Manifest
 from components.specs import network
-from components.specs.workloads import WorkloadType
+from components.specs.workload_type import WorkloadType
 
 API_GROUP = "gateway.networking.k8s.io"
 API_VERSION = f"{API_GROUP}/v1"

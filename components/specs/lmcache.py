@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from components.catalog import versions
 from components.manifest import Manifest
 from components.specs import security
-from components.specs.workloads import WorkloadType
+from components.specs.workload_type import WorkloadType
 from components.units import ByteSize, GiB
 
 SERVER_WORKLOAD = WorkloadType("llmd:lmcache_server:LMCacheServer", "lmcache-server")

@@ -22,7 +22,7 @@ from components.catalog import labels
 from components.manifest import Manifest
 from components.specs.security import MODEL_FETCH_CONTAINER, harden
 from components.specs.startup import timeout_annotation
-from components.specs.workloads import WorkloadType
+from components.specs.workload_type import WorkloadType
 
 WORKLOAD = WorkloadType("llmd:model_cache:ModelCache", "model-cache")  # a dedicated claim, the fetch script and its Job
 

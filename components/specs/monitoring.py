@@ -6,7 +6,7 @@ from __future__ import annotations
 from components.catalog import labels
 from components.manifest import Manifest
 from components.specs import tier_evictor
-from components.specs.workloads import WorkloadType
+from components.specs.workload_type import WorkloadType
 
 WORKLOAD = WorkloadType("llmd:monitoring:Monitoring", "monitoring")  # monitors, alert rules, dashboard
 

@@ -9,7 +9,7 @@ import yaml
 from components.catalog import versions
 from components.manifest import Manifest
 from components.specs import security
-from components.specs.workloads import WorkloadType
+from components.specs.workload_type import WorkloadType
 from components.units import ByteSize, GiB
 
 MASTER_WORKLOAD = WorkloadType("llmd:mooncake:MooncakeMaster", "mooncake-master")

@@ -8,7 +8,7 @@ from pathlib import Path
 from components.catalog import labels
 from components.manifest import Manifest
 from components.specs import security
-from components.specs.workloads import WorkloadType
+from components.specs.workload_type import WorkloadType
 
 WORKLOAD = WorkloadType("llmd:verification:VerificationJob", "verification")
 

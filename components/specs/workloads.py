@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Literal
 
 from components.manifest import Manifest
 from components.specs.startup import AwaitBudget
+from components.specs.workload_type import WorkloadType as WorkloadType  # its record, named here too
 
 if TYPE_CHECKING:  # the network spec imports nothing of this module; its traffic type is only annotated here
     from components.specs.network import StackTraffic
-    from components.specs.servers import ServerSpec
+    from components.specs.servers.base import ServerSpec
 
 # What a workload may need besides other workloads: the stack's own objects (created before any
 # workload) and CLUSTER, what the model servers need from outside the stack (their node pool, the tier's
@@ -43,15 +44,6 @@ Rolls = Literal["strategy", "node-by-node", "all-nodes", "default", "none"]
 # servers load from (their images, their weights), the model servers, what runs beside and after them.
 Phase = Literal["warm", "serve", "beside"]
 PHASES: tuple[Phase, ...] = ("warm", "serve", "beside")
-
-
-@dataclass(frozen=True)
-class WorkloadType:
-    """The component type token (part of every URN under it: changing one needs an alias) and the
-    default key (the component's name is `<stack>-<key>`)."""
-
-    token: str
-    key: str
 
 
 @dataclass(frozen=True)

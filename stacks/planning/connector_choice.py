@@ -14,7 +14,6 @@ def choice(config: StackConfig) -> Choice:
     return Choice(
         accelerator=ACCELERATORS[cache.accelerator],
         server=cache.server,
-        connector=cache.connector,
         variant=cache.tier.variant,
         host_type=cache.host_type,
         lmcache=LMCacheChoice(**config.lmcache.model_dump()),

@@ -5,7 +5,6 @@ registry mirror, NetworkPolicies. Each is one loop over `StackPlan.workloads`; n
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
 from components.catalog import labels
 from components.manifest import Manifest
@@ -23,11 +22,10 @@ from components.specs.workloads import PHASES, Workload
 from stacks.config import StackConfig
 from stacks.config.errors import ConfigError
 from stacks.planning import autoscaling, hardware, rollout_choice
+from stacks.planning.connector_choice import connector_of
 from stacks.planning.gateway_route import gateway_peers
 from stacks.planning.mirror import chart_images, cluster_mirror, router_values_through
-
-if TYPE_CHECKING:
-    from stacks.planning.plan import StackPlan
+from stacks.planning.stack_plan import StackPlan
 
 _ROLLED_KINDS = ("Deployment", "DaemonSet", "LeaderWorkerSet")
 
@@ -145,6 +143,7 @@ def through_mirror(stack_plan: StackPlan) -> StackPlan:
 
 def _traffic(stack_plan: StackPlan) -> network.StackTraffic:
     config, server, values = stack_plan.config, stack_plan.model_server, stack_plan.router_values
+    connector = connector_of(config)
     scraper = config.network_policies.scraper
     default_namespaces, default_pods = network.SCRAPERS[config.monitoring.provider]
     keys = stack_plan.workloads.keys()
@@ -156,13 +155,13 @@ def _traffic(stack_plan: StackPlan) -> network.StackTraffic:
             network.ServingRole(r.spec.role, r.spec.pod_labels, network.container_ports(r.manifests[-1]))
             for r in stack_plan.roles
         ],
-        peer_traffic=server.disaggregated or server.host_type == "multi-host" or server.connector.peer_traffic,
+        peer_traffic=server.disaggregated or server.host_type == "multi-host" or connector.peer_traffic,
         scraper=network.Peer(
             scraper.pod_labels if scraper.pod_labels is not None else default_pods,
             scraper.namespace_labels if scraper.namespace_labels is not None else default_namespaces,
         ),
         verification={"app.kubernetes.io/name": verification.NAME} if verification.WORKLOAD.key in keys else None,
-        server_peers=server.connector.server_peers(),
+        server_peers=connector.server_peers(),
         gateway=gateway_peers(config),
     )
 

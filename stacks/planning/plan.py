@@ -7,7 +7,6 @@ consistency checks that need derived objects (selector, ports) all happen here.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
 from components.catalog import labels, versions
@@ -15,82 +14,30 @@ from components.catalog.accelerators import ACCELERATORS
 from components.catalog.machines import MACHINES
 from components.catalog.models import ModelSpec
 from components.catalog.support import SUPPORTED, ComboDefaults
-from components.formulas.hbm import HbmBudget
 from components.formulas.payoff import Replica
 from components.formulas.shared_tier_capacity import StoreRate
-from components.manifest import Manifest
-from components.specs import alerts, model_cache, payoff_table, sizing
+from components.specs import alerts, payoff_table, sizing
 from components.specs.clusters import PoolSpec
 from components.specs.router_values import RouterInputs, inference_pool, router_values
 from components.specs.servers import ServerSpec
 from components.specs.servers.base import Scheduling, router_selector
-from components.specs.startup import AwaitBudget
-from components.specs.workloads import Workload, WorkloadType, ordered
+from components.specs.workloads import ordered
 from components.units import ByteSize
 from stacks.config import StackConfig
 from stacks.config.cross_checks import pool_names
 from stacks.config.errors import ConfigError
 from stacks.config.layer_checks import DESCRIBED
 from stacks.config.loading import PROJECT_DIR
-from stacks.planning import autoscaling, cold_starts, hardware, hbm_fit, rollout_choice, workload_sizing
+from stacks.planning import autoscaling, cold_starts, hardware, hbm_fit, workload_sizing
 from stacks.planning.connector_choice import choice, connector_of
 from stacks.planning.gateway_route import route_workload
-from stacks.planning.mirror import Mirror, mirror_registry
+from stacks.planning.mirror import mirror_registry
 from stacks.planning.passes import through_mirror, with_await_budgets, with_network_policies, with_rollouts
-from stacks.planning.tier_capacity import EVICTOR_METRICS, SharedTier, shared_tier
+from stacks.planning.stack_plan import Role as Role  # the records, named here too
+from stacks.planning.stack_plan import StackPlan as StackPlan
+from stacks.planning.tier_capacity import EVICTOR_METRICS, shared_tier
 from stacks.planning.tier_fit import node_largest_tier, size_on_hardware, tier_capacity
 from stacks.planning.workload_builders import Serving, resolve_model_cache, uses_tier_claim, workloads
-
-
-@dataclass(frozen=True)
-class Role:
-    """A model-server role: its server and its workload's manifests."""
-
-    spec: ServerSpec
-    manifests: list[Manifest]
-
-
-@dataclass(frozen=True)
-class StackPlan:
-    config: StackConfig
-    sizing: sizing.TierSizing
-    workloads: dict[str, Workload]  # in declaration order; the model-server roles among them (decode last)
-    model_cache: model_cache.ModelCache | None  # where the model servers load their weights from
-    router_values: dict[str, Any]
-    inference_pool: dict[str, Any] | None  # what the router chart creates, mirrored for checks and the summary
-    alerts: list[alerts.Alert]
-    metrics_to_watch: list[str]
-    fit: hardware.Fit | None  # the stack against its node pool (None: no pool described)
-    pools: list[PoolSpec]  # node pools to create
-    payoff: payoff_table.Payoff  # break-even load bandwidth and each tier's expected reload
-    hbm: HbmBudget  # what one replica's accelerators hold for KV (stacks/planning/hbm_fit.py)
-    tier: ByteSize  # `cache.tier.cpu` as sized: the stack's, the combination's or what `auto` chose
-    budgets: list[AwaitBudget] = dataclasses.field(default_factory=list)  # what Pulumi waits for, and why
-    rollout: rollout_choice.Rollout | None = None  # how a template change rolls the model servers
-    mirror: Mirror | None = None  # the created cluster's registry mirror, which every image goes through
-    router_policies: list[Manifest] = dataclasses.field(default_factory=list)  # the router pods' NetworkPolicy
-    autoscaling: autoscaling.Autoscaling | None = None  # KEDA's bounds, scale-down and replay (None: off)
-    shared_tier: SharedTier | None = None  # the filesystem tier's claim, its store rate and its evictor
-    tier_curve: workload_sizing.TierCurve | None = None  # the tiers replayed on the stack's workload
-
-    @property
-    def roles(self) -> list[Role]:
-        """The model-server roles, the decode role last."""
-        return [Role(w.server, w.manifests) for w in self.workloads.values() if w.server is not None]
-
-    @property
-    def model_server(self) -> ServerSpec:
-        return self.roles[-1].spec
-
-    @property
-    def model_server_manifests(self) -> list[Manifest]:
-        return self.roles[-1].manifests
-
-    def manifests(self, kind: WorkloadType) -> list[Manifest]:
-        """The manifests of the workload of this type (the decode role's for the model servers); none when
-        the stack has no such workload."""
-        found = self.workloads.get(kind.key)
-        return found.manifests if found is not None else []
 
 
 def combo_defaults(config: StackConfig) -> ComboDefaults:
@@ -163,7 +110,7 @@ def stack_shape(stack_plan: StackPlan) -> workload_sizing.StackShape:
     config = stack_plan.config
     defaults, decode = combo_defaults(config), stack_plan.model_server
     tp, replicas, devices = decode.tensor_parallelism, decode.replicas, decode.devices
-    connector = decode.connector
+    connector = connector_of(config)
     return workload_sizing.StackShape(
         model=decode.model,
         hbm=stack_plan.hbm,
@@ -194,7 +141,8 @@ def _plan(config: StackConfig, chosen_tier: ByteSize | None = None, store_rate: 
     servers = [dataclasses.replace(decode, role="prefill"), decode] if decode.disaggregated else [decode]
     stack_payoff = payoff_table.derive(_payoff_inputs(config, defaults, tier_sizing.model, devices, replicas))
     auto = autoscaling.resolve(config, decode, len(servers), fit, stack_payoff)
-    profile = decode.connector.router_profile(choice(config), auto.max_replicas if auto else replicas)
+    connector = connector_of(config)
+    profile = connector.router_profile(choice(config), auto.max_replicas if auto else replicas)
     values = _router_values(config, decode, tier_sizing, profile, flow_control=auto is not None)
     check_router_reaches_model_servers(values, servers)
     if auto is not None and profile == "default":
@@ -204,7 +152,7 @@ def _plan(config: StackConfig, chosen_tier: ByteSize | None = None, store_rate: 
             "one replica routes with the chart's default plugins, which export no flow-control queue to scale on;"
             " allow at least 2",
         )
-    exports = decode.connector.exports(choice(config), profile)
+    exports = connector.exports(choice(config), profile)
     stack_alerts = alerts.alerts(exports, _thresholds(config, stack_payoff))
     most = auto.max_replicas if auto else None
     shared = shared_tier(

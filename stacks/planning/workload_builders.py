@@ -257,7 +257,7 @@ def _monitoring(s: Serving, needs: tuple[str, ...]) -> Workload:
     config, decode = s.config, s.decode
     provider, namespace = config.monitoring.provider, config.namespace
     out = [monitoring.model_server_monitor(provider, namespace, router_selector(decode), decode.role)]
-    out += decode.connector.monitors(provider, namespace)
+    out += connector_of(config).monitors(provider, namespace)
     if s.shared_tier is not None and s.shared_tier.managed:
         out.append(monitoring.tier_evictor_monitor(provider, namespace))
     if provider == "prometheus-operator":

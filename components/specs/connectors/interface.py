@@ -1,5 +1,6 @@
-"""What every connector implementation answers: one typed interface (`Connector`), with the defaults
-most of them share, and the plain records the stack passes in (the specs never read `StackConfig`).
+"""What every connector implementation answers: one typed interface (`Connector`), with neutral defaults,
+and the plain records the stack passes in (the specs never read `StackConfig`). It imports records only; what
+the vLLM connectors share (their manifests, argument layout, the shared tier's volumes) is `vllm_family.py`.
 
 A connector is what moves KV between the accelerator and the tiers below it; here it also decides what
 follows from it: the tier's sizing, the model server's kv-transfer config, env, volumes and devices,
@@ -13,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from components.catalog import labels
 from components.catalog.accelerators import AcceleratorProfile
@@ -22,25 +23,17 @@ from components.formulas.tier_replay import Relation, Scope
 from components.manifest import Manifest
 from components.specs.alerts import Exports
 from components.specs.network import Peer
-from components.specs.servers.base import files_storage_mount, files_storage_volume
-from components.specs.servers.limits import GuideLimits, fraction_text, limit_args, limits
-from components.specs.servers.vllm import vllm_manifests
+from components.specs.servers.base import EngineKey as EngineKey  # the config's Literals, named here too
+from components.specs.servers.base import GuideLimits, ServerSpec
+from components.specs.servers.base import HostType as HostType
+from components.specs.servers.base import Variant as Variant
 from components.specs.sizing import TierSizing
 from components.specs.startup import ColdStart
 from components.specs.workloads import Workload
 from components.units import ByteSize, GiB
 
-if TYPE_CHECKING:
-    from components.specs.connectors import ConnectorKey
-    from components.specs.servers.base import ServerSpec
-
 FILES_STORAGE = labels.FILES_STORAGE_MOUNT
 
-# The config's Literals (stacks/config.py types its fields with them; `cache.connector`'s, ConnectorKey,
-# sits beside the registry in __init__.py).
-EngineKey = Literal["vllm", "sglang"]
-Variant = Literal["cpu", "fs"]
-HostType = Literal["single-host", "multi-host"]
 RouterProfile = Literal["tiered", "pd", "token-routing", "default"]
 Problem = tuple[str, object, str]  # a config field, its value and what is wrong (stacks raises it)
 
@@ -68,7 +61,6 @@ class Choice:
 
     accelerator: AcceleratorProfile
     server: EngineKey
-    connector: ConnectorKey
     variant: Variant
     host_type: HostType
     lmcache: LMCacheChoice
@@ -170,8 +162,8 @@ class Connector:
         return {}
 
     def manifests(self, spec: ServerSpec) -> list[Manifest]:
-        """One model-server role's objects (before hardening)."""
-        return vllm_manifests(spec)
+        """One model-server role's objects (before hardening): its family's builder."""
+        raise NotImplementedError
 
     def kv_transfer_config(self, spec: ServerSpec) -> dict[str, Any]:
         raise NotImplementedError
@@ -180,16 +172,12 @@ class Connector:
         return to_json(self.kv_transfer_config(spec))
 
     def guide_limits(self, spec: ServerSpec) -> GuideLimits:
-        """The device-memory share and context its guide's flags write (the Intel XPU overlays' utilization)."""
-        if spec.accelerator.intel_xpu_flags:
-            return GuideLimits(
-                memory_fraction=(XPU_MEMORY_FRACTION, "the Intel XPU overlays' `--gpu-memory-utilization`")
-            )
+        """The device-memory share and context its guide's flags write (none: the stack's or the engine's)."""
         return GuideLimits()
 
     def vllm_args(self, spec: ServerSpec, model: list[str], tp: str, kv: list[str]) -> list[str]:
-        """vLLM's arguments around the model, tensor parallelism and kv-transfer flags."""
-        return vllm_layout(spec, model, tp, kv, [])
+        """vLLM's arguments around the model, tensor parallelism and kv-transfer flags (the vLLM family's)."""
+        raise NotImplementedError
 
     def command(self, spec: ServerSpec, args: list[str]) -> tuple[list[str], list[str]]:
         return ["vllm", "serve"], args
@@ -198,8 +186,8 @@ class Connector:
         return []
 
     def volumes(self, spec: ServerSpec) -> tuple[list[Manifest], list[Manifest]]:
-        """Volumes and mounts the connector adds to the pod's own: the shared tier's claim."""
-        return shared_tier_volumes(spec)
+        """Volumes and mounts the connector adds to the pod's own."""
+        return [], []
 
     def devices(self, spec: ServerSpec) -> Manifest:
         """Extended resources besides the accelerator's."""
@@ -234,38 +222,6 @@ class Connector:
     def settings_problem(self, choice: Choice) -> Problem | None:
         """A cross-field check of the connector's own settings."""
         return None
-
-
-# Intel XPU serving flags of the guide's overlays.
-XPU_DTYPE_ARGS = ["--dtype", "bfloat16", "--block-size", "64"]
-XPU_TAIL_ARGS = ["--max-num-seqs", "128"]
-XPU_LOG_ARGS = ["--uvicorn-log-level", "warning"]
-XPU_MEMORY_FRACTION = 0.85
-
-
-def vllm_layout(spec: ServerSpec, model: list[str], tp: str, kv: list[str], extra: list[str]) -> list[str]:
-    """vLLM's arguments in the guide's order: the Intel XPU overlays' or upstream's."""
-    if spec.accelerator.intel_xpu_flags:
-        return [
-            *model,
-            *XPU_DTYPE_ARGS,
-            tp,
-            "--gpu-memory-utilization",
-            fraction_text(limits(spec).memory_fraction),
-            *kv,
-            *extra,
-            *XPU_TAIL_ARGS,
-            *XPU_LOG_ARGS,
-            *limit_args(spec),
-        ]
-    return [*model, f"--port={labels.MODEL_SERVER_PORT}", tp, *kv, *extra, *limit_args(spec)]
-
-
-def shared_tier_volumes(spec: ServerSpec) -> tuple[list[Manifest], list[Manifest]]:
-    """The filesystem tier's shared claim and its mount, where the pod has the tier."""
-    if not spec.filesystem_tier:
-        return [], []
-    return [files_storage_volume()], [files_storage_mount(spec)]
 
 
 def to_json(config: dict[str, Any]) -> str:

@@ -11,14 +11,12 @@ from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
 from components.formulas.payoff import LMCACHE_CHUNK_TOKENS
 from components.manifest import Manifest
-from components.specs.connectors.interface import (
-    FILES_STORAGE,
+from components.specs.connectors.interface import FILES_STORAGE, Choice, SizingInputs
+from components.specs.connectors.vllm_family import (
     XPU_DTYPE_ARGS,
     XPU_LOG_ARGS,
     XPU_TAIL_ARGS,
-    Choice,
-    Connector,
-    SizingInputs,
+    VllmConnector,
     shared_tier_volumes,
 )
 from components.specs.servers.base import empty_dir, env_var
@@ -83,7 +81,7 @@ def lmcache_connector() -> dict[str, Any]:
     return {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}
 
 
-class LMCacheInProcess(Connector):
+class LMCacheInProcess(VllmConnector):
     key = "lmcache-connector"
     lmcache_metrics = True
 

@@ -12,14 +12,8 @@ from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
 from components.manifest import Manifest
 from components.specs import lmcache, monitoring
-from components.specs.connectors.interface import (
-    Choice,
-    Connector,
-    DaemonInputs,
-    Problem,
-    RouterProfile,
-    SizingInputs,
-)
+from components.specs.connectors.interface import Choice, DaemonInputs, Problem, RouterProfile, SizingInputs
+from components.specs.connectors.vllm_family import VllmConnector
 from components.specs.network import Rule, StackTraffic, policy
 from components.specs.servers.lmcache_mp import lmcache_mp_manifests
 from components.specs.sizing import SHM_HEADROOM, Derivation, Sizes, TierSizing, sized
@@ -64,7 +58,7 @@ def size_client_pods(
     return dataclasses.replace(pods, router_counts_tier=False)
 
 
-class LMCacheServer(Connector):
+class LMCacheServer(VllmConnector):
     key = "lmcache-server"
     cpu_scope = "pooled"  # the node's L1, shared by the pods on it (modelled as one pool for all pods)
     lmcache_metrics = True

@@ -13,7 +13,8 @@ from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
 from components.manifest import Manifest
 from components.specs import monitoring, mooncake
-from components.specs.connectors.interface import Connector, DaemonInputs, SizingInputs, Variant
+from components.specs.connectors.interface import DaemonInputs, SizingInputs, Variant
+from components.specs.connectors.vllm_family import VllmConnector
 from components.specs.mooncake import MOONCAKE_CLIENT_SHM, MooncakeClientSizing, mooncake_client, mooncake_text
 from components.specs.network import NAMESPACE_NAME_LABEL, Peer, Rule, StackTraffic, policy
 from components.specs.servers.base import empty_dir, env_var
@@ -124,7 +125,7 @@ def size_standalone(
     )
 
 
-class MooncakeStore(Connector):
+class MooncakeStore(VllmConnector):
     key = "mooncake-store"
     cpu_scope = "pooled"  # one pool of every rank's segment (or the Mooncake Clients'); any pod loads from it
     peer_traffic = True  # the pods read each other's segments

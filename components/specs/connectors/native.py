@@ -10,14 +10,8 @@ from typing import TYPE_CHECKING, Any
 from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
 from components.manifest import Manifest
-from components.specs.connectors.interface import (
-    FILES_STORAGE,
-    Choice,
-    Connector,
-    SizingInputs,
-    shared_tier_volumes,
-    vllm_layout,
-)
+from components.specs.connectors.interface import FILES_STORAGE, Choice, SizingInputs
+from components.specs.connectors.vllm_family import VllmConnector, shared_tier_volumes, vllm_layout
 from components.specs.servers.base import empty_dir, env_var
 from components.specs.sizing import SHM_HEADROOM, Derivation, Sizes, TierSizing, sized, sizes_of
 from components.units import ByteSize, GiB
@@ -88,7 +82,7 @@ def offloading_connector(tier: TierSizing, filesystem_tier: bool) -> dict[str, A
     return {"kv_connector": "OffloadingConnector", "kv_role": "kv_both", "kv_connector_extra_config": extra}
 
 
-class Native(Connector):
+class Native(VllmConnector):
     key = "native"
     vllm_offload_metrics = True
 

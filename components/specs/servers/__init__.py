@@ -5,7 +5,7 @@ from __future__ import annotations
 from components.manifest import Manifest
 from components.specs.security import harden_all
 from components.specs.servers.base import ServerSpec
-from components.specs.workloads import WorkloadType
+from components.specs.workload_type import WorkloadType
 
 # One per role: the decode role keeps the bare key, the prefill role is `model-server-prefill`.
 MODEL_SERVER = WorkloadType("llmd:model_server:ModelServer", "model-server")
