@@ -25,7 +25,7 @@ class VerificationSpec:
     model: str
     router_url: str
     selector: dict[str, str]
-    check: str  # native | sglang | external (see the script's GATES)
+    check: str  # a key of the script's GATES: the connector's `verification_check`
     shared_tier: bool
     requests: int
 

@@ -16,6 +16,7 @@ from components.specs import sizing as tier_sizing
 from components.specs import storage as storage_spec
 from components.specs import verification as verification_spec
 from components.specs.connectors import DaemonInputs
+from components.specs.metric_family import MetricFamily
 from components.specs.router_values import router_endpoint
 from components.specs.servers import MODEL_SERVER, ServerSpec, model_server_manifests
 from components.specs.servers.base import FILES_STORAGE_CLAIM, files_storage_claim, router_selector
@@ -40,7 +41,7 @@ class Serving:
     config: StackConfig
     servers: list[ServerSpec]
     sizing: tier_sizing.TierSizing
-    exports: alerts.Exports
+    exports: tuple[MetricFamily, ...]  # what the model servers export
     alerts: list[alerts.Alert]
     autoscaled_to: int | None = None  # KEDA's most replicas (None: a fixed count)
     shared_tier: tier_capacity.SharedTier | None = None  # the filesystem tier's claim and its evictor
@@ -270,7 +271,7 @@ def _monitoring(s: Serving, needs: tuple[str, ...]) -> Workload:
 
 
 def _verification(s: Serving, needs: tuple[str, ...]) -> Workload:
-    config, decode, exports = s.config, s.decode, s.exports
+    config, decode, connector = s.config, s.decode, connector_of(s.config)
     manifests = verification_spec.verification_manifests(
         verification_spec.VerificationSpec(
             namespace=config.namespace,
@@ -278,8 +279,8 @@ def _verification(s: Serving, needs: tuple[str, ...]) -> Workload:
             model=decode.model.name,
             router_url=router_endpoint(config.router.release, config.namespace),
             selector=router_selector(decode),
-            check="sglang" if exports.sglang else "native" if exports.vllm_offload else "external",
-            shared_tier=exports.vllm_offload and config.cache.tier.variant == "fs",
+            check=connector.verification_check,
+            shared_tier=connector.verifies_shared_tier(choice(config)),
             requests=config.verification.requests,
         )
     )

@@ -21,7 +21,7 @@ from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
 from components.formulas.tier_replay import Relation, Scope
 from components.manifest import Manifest
-from components.specs.alerts import Exports
+from components.specs.metric_family import MetricFamily
 from components.specs.network import Peer
 from components.specs.servers.base import EngineKey as EngineKey  # the config's Literals, named here too
 from components.specs.servers.base import GuideLimits, ServerSpec
@@ -98,8 +98,10 @@ class Connector:
 
     key: ClassVar[str]  # the implementation's name (not always the config's `cache.connector`)
     engine: ClassVar[EngineKey] = "vllm"
-    vllm_offload_metrics: ClassVar[bool] = False  # vllm:kv_offload_* (the native OffloadingConnector)
-    lmcache_metrics: ClassVar[bool] = False  # lmcache:* from the pods or the server
+    metric_families: ClassVar[tuple[MetricFamily, ...]] = ()  # the connector's own (its module defines them)
+    # The verification Job's gate: a key of GATES in components/verification/verify_offload.py (the script runs
+    # in the Job's pod and imports nothing of ours; tests/test_verify_script.py holds every connector's to it).
+    verification_check: ClassVar[str] = "external"
     peer_traffic: ClassVar[bool] = False  # model-server pods talk to each other (besides P/D and multi-host)
     reads_lmcache_section: ClassVar[bool] = False  # the config's `lmcache` section applies
     # How the tier replay (components/formulas/tier_replay.py) models its CPU tier: `inclusive` when it
@@ -198,14 +200,13 @@ class Connector:
         return []
 
     # -- the rest of the stack -------------------------------------------------------------------------
-    def exports(self, choice: Choice, profile: RouterProfile) -> Exports:
-        return Exports(
-            vllm=self.engine == "vllm",
-            vllm_offload=self.vllm_offload_metrics,
-            sglang=self.engine == "sglang",
-            lmcache=self.lmcache_metrics,
-            router_cpu_index=profile == "tiered",
-        )
+    def exports(self, choice: Choice, profile: RouterProfile) -> tuple[MetricFamily, ...]:
+        """The metric families its pods export, in rank order (metric_family.in_order)."""
+        return self.metric_families
+
+    def verifies_shared_tier(self, choice: Choice) -> bool:
+        """The verification Job also checks that a second pod loads what the first stored on the shared tier."""
+        return False
 
     def monitors(self, provider: str, namespace: str) -> list[Manifest]:
         """Scrape objects for the connector's own daemons."""

@@ -19,6 +19,7 @@ from components.specs.connectors.vllm_family import (
     VllmConnector,
     shared_tier_volumes,
 )
+from components.specs.metric_family import Alert, MetricFamily, Panel, Thresholds
 from components.specs.servers.base import empty_dir, env_var
 from components.specs.servers.limits import GuideLimits, limit_args, limits
 from components.specs.sizing import SHM_HEADROOM, Derivation, Sizes, TierSizing, sized, sizes_of
@@ -81,9 +82,47 @@ def lmcache_connector() -> dict[str, Any]:
     return {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}
 
 
+def lmcache_alerts(t: Thresholds) -> list[Alert]:
+    """LMCache's retrieve hit rate."""
+    return [
+        Alert(
+            "LMCacheHitRateNearZero",
+            f"max by (pod) (lmcache:retrieve_hit_rate) < {t.lmcache_hit_rate_floor}"
+            " and on (pod) max by (pod) (lmcache:local_cache_usage) > 0",
+            "30m",
+            "LMCache on {{ $labels.pod }} holds KV but retrieves almost none of it",
+            "Check that every process sets the same PYTHONHASHSEED, that prompts exceed one LMCache chunk, and"
+            " (LMCache server) that the pod talks to the server on its own node.",
+        )
+    ]
+
+
+def lmcache_panels(window: str) -> list[Panel]:
+    return [
+        (
+            "LMCache retrieve hit rate and usage",
+            "percentunit",
+            [
+                ("hit rate {{pod}}", "max by (pod) (lmcache:retrieve_hit_rate)"),
+                ("usage {{pod}}", "max by (pod) (lmcache:local_cache_usage)"),
+            ],
+        )
+    ]
+
+
+# lmcache:*, from the pods (in-process) or the server.
+LMCACHE_METRICS = MetricFamily(
+    "lmcache",
+    50,
+    lmcache_alerts,
+    panels=lmcache_panels,
+    watch=("lmcache:retrieve_hit_rate, lmcache:local_cache_usage",),
+)
+
+
 class LMCacheInProcess(VllmConnector):
     key = "lmcache-connector"
-    lmcache_metrics = True
+    metric_families = (LMCACHE_METRICS,)
 
     def size(self, inputs: SizingInputs) -> TierSizing:
         i = inputs

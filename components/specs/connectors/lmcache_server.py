@@ -13,6 +13,7 @@ from components.catalog.models import ModelSpec
 from components.manifest import Manifest
 from components.specs import lmcache, monitoring
 from components.specs.connectors.interface import Choice, DaemonInputs, Problem, RouterProfile, SizingInputs
+from components.specs.connectors.lmcache_connector import LMCACHE_METRICS
 from components.specs.connectors.vllm_family import VllmConnector
 from components.specs.network import Rule, StackTraffic, policy
 from components.specs.servers.lmcache_mp import lmcache_mp_manifests
@@ -61,7 +62,7 @@ def size_client_pods(
 class LMCacheServer(VllmConnector):
     key = "lmcache-server"
     cpu_scope = "pooled"  # the node's L1, shared by the pods on it (modelled as one pool for all pods)
-    lmcache_metrics = True
+    metric_families = (LMCACHE_METRICS,)
     reads_lmcache_section = True
 
     def size(self, inputs: SizingInputs) -> TierSizing:

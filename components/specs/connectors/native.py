@@ -12,6 +12,8 @@ from components.catalog.models import ModelSpec
 from components.manifest import Manifest
 from components.specs.connectors.interface import FILES_STORAGE, Choice, SizingInputs
 from components.specs.connectors.vllm_family import VllmConnector, shared_tier_volumes, vllm_layout
+from components.specs.metric_family import Alert, MetricFamily, Panel, Thresholds
+from components.specs.promql import rate, ratio
 from components.specs.servers.base import empty_dir, env_var
 from components.specs.sizing import SHM_HEADROOM, Derivation, Sizes, TierSizing, sized, sizes_of
 from components.units import ByteSize, GiB
@@ -82,9 +84,89 @@ def offloading_connector(tier: TierSizing, filesystem_tier: bool) -> dict[str, A
     return {"kv_connector": "OffloadingConnector", "kv_role": "kv_both", "kv_connector_extra_config": extra}
 
 
+def offload_transfer_alerts(t: Thresholds) -> list[Alert]:
+    """The native OffloadingConnector's stores, loads and CPU-block allocations."""
+    w = t.window
+    store = rate("vllm:kv_offload_store_bytes_total", w)
+    load = rate("vllm:kv_offload_load_bytes_total", w)
+    return [
+        Alert(
+            "TieredCacheStoresWithoutLoads",
+            f"{store} > 0 and on (pod) {load} < {t.loads_per_store} * {store}",
+            "1h",
+            "{{ $labels.pod }} writes KV blocks to the offload tier but almost never loads them",
+            "Evicted blocks are written but not reused: the tier costs memory and copy time without saving"
+            " prefill. Either the workload rarely repeats prefixes or the tier is too small for the working set.",
+            severity="info",
+        ),
+        Alert(
+            "TieredCacheLoadTooSlow",
+            f"{load} / {rate('vllm:kv_offload_load_time_total', w)} < {t.min_load_bandwidth_bytes}"
+            f" and on (pod) {rate('vllm:kv_offload_load_time_total', w)} > 0",
+            "30m",
+            "CPU-to-accelerator loads on {{ $labels.pod }} are slower than the prefill they replace",
+            "TTFT can be worse than the HBM-only baseline. Check load speed per device"
+            " (vllm:kv_offload_load_bytes_total / vllm:kv_offload_load_time_total, both summed over the pod's"
+            " ranks), and on filesystem paths the storage backend's read throughput.",
+        ),
+        Alert(
+            "TieredCacheStoreAllocationFailures",
+            f"{rate('vllm:kv_offload_allocation_failure_total', '5m')} > 0",
+            "15m",
+            "Stores on {{ $labels.pod }} cannot get CPU blocks (the log shows `cannot store chunks`)",
+            "The CPU tier has no free or evictable blocks, usually because in-flight transfers hold them under"
+            " high concurrency; vllm:kv_offload_cpu_cache_usage_perc near 1.0 confirms it. Increase"
+            " cpu_bytes_to_use.",
+        ),
+    ]
+
+
+def offload_panels(window: str) -> list[Panel]:
+    return [
+        (
+            "Store and load volume",
+            "Bps",
+            [
+                ("stored {{pod}}", rate("vllm:kv_offload_store_bytes_total", window)),
+                ("loaded {{pod}}", rate("vllm:kv_offload_load_bytes_total", window)),
+            ],
+        ),
+        (
+            "Load speed per device (CPU to accelerator)",
+            "Bps",
+            [("{{pod}}", ratio("vllm:kv_offload_load_bytes_total", "vllm:kv_offload_load_time_total", window))],
+        ),
+        (
+            "Store allocation failures",
+            "ops",
+            [("{{pod}}", rate("vllm:kv_offload_allocation_failure_total", window))],
+        ),
+        (
+            "CPU tier pinned by in-flight transfers",
+            "percentunit",
+            [("{{pod}}", "max by (pod) (vllm:kv_offload_cpu_cache_usage_perc)")],
+        ),
+    ]
+
+
+# vllm:kv_offload_*: the OffloadingConnector's stores, loads and CPU-block allocations.
+OFFLOAD_METRICS = MetricFamily(
+    "vllm-offload",
+    20,
+    offload_transfer_alerts,
+    panels=offload_panels,
+    watch=(
+        "vllm:kv_offload_store_bytes_total, vllm:kv_offload_load_bytes_total (store and load volume)",
+        "vllm:kv_offload_load_bytes_total / vllm:kv_offload_load_time_total (load speed per device)",
+        "vllm:kv_offload_allocation_failure_total (store allocation failures)",
+    ),
+)
+
+
 class Native(VllmConnector):
     key = "native"
-    vllm_offload_metrics = True
+    metric_families = (OFFLOAD_METRICS,)
+    verification_check = "native"
 
     def size(self, inputs: SizingInputs) -> TierSizing:
         i = inputs
@@ -94,6 +176,9 @@ class Native(VllmConnector):
         if choice.filesystem_tier:
             return TIERING_BLOCK_TOKENS, "TieringOffloadingSpec `block_size`"
         return super().transfer_block(choice)
+
+    def verifies_shared_tier(self, choice: Choice) -> bool:
+        return choice.filesystem_tier
 
     def kv_transfer_config(self, spec: ServerSpec) -> dict[str, Any]:
         return offloading_connector(spec.sizing, spec.filesystem_tier)

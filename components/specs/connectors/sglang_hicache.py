@@ -10,6 +10,8 @@ from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
 from components.manifest import Manifest
 from components.specs.connectors.interface import Choice, Connector, SizingInputs
+from components.specs.metric_family import Alert, MetricFamily, Panel, Thresholds
+from components.specs.promql import rate
 from components.specs.servers.limits import GuideLimits
 from components.specs.servers.sglang import MEMORY_FRACTION, PAGE_TOKENS, SGLANG_SHM, HiCacheSizes, sglang_manifests
 from components.specs.sizing import Derivation, TierSizing, sized
@@ -43,9 +45,70 @@ def size_host_pool(
     )
 
 
+def hicache_alerts(t: Thresholds) -> list[Alert]:
+    """SGLang HiCache's host tier."""
+    w = t.window
+    return [
+        Alert(
+            "HiCacheHostTierUnused",
+            "sum by (pod) (sglang:hicache_host_used_tokens) == 0"
+            f" and on (pod) {rate('sglang:evicted_tokens_total', w)} > 0",
+            "30m",
+            "SGLang on {{ $labels.pod }} evicts from HBM but its HiCache host tier holds nothing",
+            "With --hicache-write-policy write_through every computed block is copied to host memory; an empty"
+            " host tier means HiCache is off. Check the --hicache-* flags.",
+        ),
+        Alert(
+            "HiCacheHostTierFullWithoutHits",
+            "sum by (pod) (sglang:hicache_host_used_tokens) / sum by (pod) (sglang:hicache_host_total_tokens) > 0.9"
+            f' and on (pod) sum by (pod) (rate(sglang:cached_tokens_total{{cache_source="host"}}[{w}])) == 0',
+            "1h",
+            "The HiCache host tier of {{ $labels.pod }} is full but serves no hits",
+            "Blocks are stored but never reused: the workload rarely repeats prefixes, or requests for a prefix"
+            " reach a different pod (check the router's prefix scoring).",
+            severity="info",
+        ),
+    ]
+
+
+def hicache_panels(window: str) -> list[Panel]:
+    return [
+        (
+            "HiCache host tier occupancy",
+            "percentunit",
+            [
+                (
+                    "{{pod}}",
+                    "sum by (pod) (sglang:hicache_host_used_tokens) / sum by (pod) (sglang:hicache_host_total_tokens)",
+                )
+            ],
+        ),
+        (
+            "Cached tokens by tier",
+            "short",
+            [("{{cache_source}} {{pod}}", rate("sglang:cached_tokens_total", window, by="pod, cache_source"))],
+        ),
+    ]
+
+
+# sglang:hicache_* and the cached tokens by tier.
+HICACHE_METRICS = MetricFamily(
+    "sglang-hicache",
+    40,
+    hicache_alerts,
+    panels=hicache_panels,
+    watch=(
+        "sglang:hicache_host_used_tokens / sglang:hicache_host_total_tokens (host tier occupancy)",
+        'sglang:cached_tokens_total{cache_source="host"} (host-tier hits)',
+    ),
+)
+
+
 class HiCache(Connector):
     key = "sglang-hicache"
     engine = "sglang"
+    metric_families = (HICACHE_METRICS,)
+    verification_check = "sglang"
 
     def size(self, inputs: SizingInputs) -> TierSizing:
         i = inputs

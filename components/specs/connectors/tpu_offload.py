@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
 from components.manifest import Manifest
-from components.specs.connectors.interface import Choice, Connector, SizingInputs
+from components.specs.connectors.interface import Choice, SizingInputs
+from components.specs.connectors.vllm_family import VllmConnector
 from components.specs.servers.limits import GuideLimits
 from components.specs.servers.tpu import (
     MULTIHOST_MAX_MODEL_LEN,
@@ -66,7 +67,7 @@ def size_chunks(
     )  # fmt: skip
 
 
-class TPUOffload(Connector):
+class TPUOffload(VllmConnector):
     key = "tpu-offload"
 
     def size(self, inputs: SizingInputs) -> TierSizing:
