@@ -5,7 +5,11 @@ ours; the catalog (pure data) only the ground floor; the formulas (components/fo
 over the catalog's figures that the specs and the policy pack share, e.g. the payoff) the catalog and the
 ground floor; specs (pure functions) the formulas, the catalog and the ground floor, never Pulumi; the
 components (they declare resources) anything below; the policy pack the formulas, the catalog and the
-ground floor; stacks/ (the plan and the program) decides, on top. e2e/ (the harness that runs the real
+ground floor. stacks/ decides, on four floors of its own: the config (stacks/config/: the model, its checks,
+the cluster stack's exports) reads the specs' records and nothing of the plan; the planning (stacks/planning/,
+pure, no Pulumi) the config; the deploy floor (stacks/deploy/: the Pulumi program and composition) the
+planning and the components; the review (stacks/review/: render, check, diff, summary) the deploy floor and
+the policy pack; the CLI (stacks/__main__.py) anything of stacks/. e2e/ (the harness that runs the real
 engine) sits above everything and nothing of the program imports it.
 """
 
@@ -68,6 +72,10 @@ def _floor(module: str) -> str:
         ("components.specs", "specs"),
         ("components", "components"),
         ("policies", "policies"),
+        ("stacks.config", "stacks.config"),
+        ("stacks.planning", "stacks.planning"),
+        ("stacks.deploy", "stacks.deploy"),
+        ("stacks.review", "stacks.review"),
         ("stacks", "stacks"),
         ("e2e", "e2e"),
     ):
@@ -77,6 +85,8 @@ def _floor(module: str) -> str:
 
 
 # What each floor may import (besides its own floor, for the floors above the catalog).
+_BELOW_STACKS = ("ground", "catalog", "formulas", "specs", "components", "pulumi")
+_STACKS = ("stacks.config", "stacks.planning", "stacks.deploy", "stacks.review")
 ALLOWED = {
     "ground": set(),
     "catalog": {"ground", "catalog"},
@@ -84,9 +94,13 @@ ALLOWED = {
     "specs": {"ground", "catalog", "formulas", "specs"},
     "components": {"ground", "catalog", "formulas", "specs", "components", "pulumi"},
     "policies": {"ground", "catalog", "formulas", "policies", "pulumi"},
-    "stacks": {"ground", "catalog", "formulas", "specs", "components", "policies", "stacks", "pulumi"},
-    "program": {"stacks", "pulumi"},
-    "e2e": {"ground", "catalog", "formulas", "specs", "components", "policies", "stacks", "e2e", "pulumi"},
+    "stacks.config": {"ground", "catalog", "formulas", "specs", "stacks.config"},
+    "stacks.planning": {"ground", "catalog", "formulas", "specs", "stacks.config", "stacks.planning"},
+    "stacks.deploy": {*_BELOW_STACKS, "stacks.config", "stacks.planning", "stacks.deploy"},
+    "stacks.review": {*_BELOW_STACKS, "policies", *_STACKS[:3], "stacks.review"},
+    "stacks": {*_BELOW_STACKS, "policies", *_STACKS, "stacks"},
+    "program": {*_STACKS, "stacks", "pulumi"},
+    "e2e": {*_BELOW_STACKS, "policies", *_STACKS, "stacks", "e2e"},
 }
 
 
@@ -124,8 +138,14 @@ def test_the_layer_check_catches_an_arrow_up() -> None:
     assert not violations("policies.checks.ruleset", {"components.formulas.payoff"})
     assert not violations("components.specs.payoff_table", {"components.formulas.payoff"})
     assert violations("components.router", {"stacks.config"})
-    assert not violations("stacks.planning.plan", {"components.specs.sizing", "policies.checks.ruleset"})
+    assert not violations("stacks.planning.plan", {"components.specs.sizing", "stacks.config.loading"})
     assert violations("stacks.planning.plan", {"e2e.nodes"})
+    assert violations("stacks.config.loading", {"stacks.planning.hardware"})
+    assert violations("stacks.planning.plan", {"stacks.deploy.compose"})
+    assert violations("stacks.planning.plan", {"pulumi"})
+    assert violations("stacks.deploy.compose", {"stacks.review.render"})
+    assert not violations("stacks.review.offline", {"stacks.deploy.compose", "policies.resources"})
+    assert not violations("stacks.deploy.compose", {"components.cache_stack", "pulumi_kubernetes"})
     assert not violations("e2e.nodes", {"stacks.planning.hardware"})
 
 

@@ -31,7 +31,7 @@ from stacks.config.cluster_facts import (
 )
 from stacks.config.cluster_section import NodePoolConfig
 from stacks.config.errors import HIDDEN, ConfigError
-from stacks.planning.hardware import pool_hardware
+from stacks.config.pool_hardware import pool_hardware
 
 OUTPUTS_FILE = "cluster-outputs.json"  # what a cluster stack's offline render writes
 # The label a serving stack puts on its namespace so the cluster's Gateway admits its HTTPRoute: the Gateway

@@ -11,10 +11,10 @@ from components.catalog.support import SUPPORTED, ComboDefaults, supported_for
 from components.formulas import payoff
 from components.units import ByteSize, GiB
 from stacks.config import StackConfig, formats
+from stacks.config.connector_choice import choice, connector_of
 from stacks.config.errors import HIDDEN, ConfigError
 from stacks.config.layer_checks import DESCRIBED, check_layer
 from stacks.config.workload_section import check_workload
-from stacks.planning.connector_choice import choice, connector_of
 
 
 def check_stack(config: StackConfig) -> None:

@@ -21,10 +21,10 @@ from stacks.config.cluster_outputs import (
     storage_section,
 )
 from stacks.config.cluster_section import ClusterConfig
+from stacks.config.connector_choice import connector_of
 from stacks.config.cross_checks import check_stack
 from stacks.config.errors import HIDDEN, ConfigError, from_validation_error
 from stacks.config.workload_trace import project_trace_path
-from stacks.planning.connector_choice import connector_of
 
 PRESETS_DIR = Path(__file__).parents[1] / "presets"
 PROJECT_DIR = Path(__file__).parents[2]

@@ -20,9 +20,9 @@ from components.specs.router_values import router_pod_labels
 from components.specs.startup import AwaitBudget, with_await_budget
 from components.specs.workloads import PHASES, Workload
 from stacks.config import StackConfig
+from stacks.config.connector_choice import connector_of
 from stacks.config.errors import ConfigError
 from stacks.planning import autoscaling, hardware, rollout_choice
-from stacks.planning.connector_choice import connector_of
 from stacks.planning.gateway_route import gateway_peers
 from stacks.planning.mirror import chart_images, cluster_mirror, router_values_through
 from stacks.planning.stack_plan import StackPlan

@@ -24,12 +24,12 @@ from components.specs.servers.base import Scheduling, router_selector
 from components.specs.workloads import ordered
 from components.units import ByteSize
 from stacks.config import StackConfig
+from stacks.config.connector_choice import choice, connector_of
 from stacks.config.cross_checks import pool_names
 from stacks.config.errors import ConfigError
 from stacks.config.layer_checks import DESCRIBED
 from stacks.config.loading import PROJECT_DIR
 from stacks.planning import autoscaling, cold_starts, hardware, hbm_fit, workload_sizing
-from stacks.planning.connector_choice import choice, connector_of
 from stacks.planning.gateway_route import route_workload
 from stacks.planning.mirror import mirror_registry
 from stacks.planning.passes import through_mirror, with_await_budgets, with_network_policies, with_rollouts

@@ -18,9 +18,9 @@ from components.specs.startup import AwaitBudget
 from components.specs.workloads import NAMESPACE, Await, Workload
 from components.units import GiB
 from stacks.config import StackConfig
+from stacks.config.connector_choice import choice, connector_of
 from stacks.config.errors import ConfigError
 from stacks.planning import cold_starts
-from stacks.planning.connector_choice import choice, connector_of
 
 EFS_DEFAULT_BUDGET = 9000 * GiB
 EVICTOR_METRICS = [

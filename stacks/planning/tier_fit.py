@@ -12,9 +12,9 @@ from components.specs import prepull, sizing
 from components.specs.connectors import SizingInputs
 from components.units import ByteSize
 from stacks.config import StackConfig
+from stacks.config.connector_choice import choice, connector_of
 from stacks.config.errors import ConfigError
 from stacks.planning import hardware
-from stacks.planning.connector_choice import choice, connector_of
 
 
 def _default_tier(config: StackConfig, defaults: ComboDefaults) -> ByteSize:

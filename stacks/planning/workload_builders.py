@@ -25,9 +25,9 @@ from components.specs.storage import EFS_CLASS, LUSTRE_CLASS
 from components.specs.workloads import CLUSTER, HF_TOKEN, NAMESPACE, ROUTER, Await, Workload, ordered
 from components.units import ByteSize, GiB
 from stacks.config import StackConfig
+from stacks.config.connector_choice import choice, connector_of
 from stacks.config.errors import ConfigError
 from stacks.planning import cold_starts, hardware, tier_capacity
-from stacks.planning.connector_choice import choice, connector_of
 from stacks.planning.prepull_placement import prepull_manifests, serving_placement
 
 SERVING = (NAMESPACE, HF_TOKEN, CLUSTER)  # what every model server needs from the stack itself
