@@ -284,3 +284,13 @@ def test_a_serving_stack_uses_the_kubeconfig_its_cluster_stack_exports_or_else_t
     ]
     assert ("kubeconfig" in provider.inputs) is through_reference
     assert any("StackReference" in d for d in provider.depends_on) is through_reference
+
+
+def test_what_the_program_fills_in_at_load_is_not_a_config_key() -> None:
+    """A serving stack's cluster outputs come from its cluster stack: read at load, never set, not a key."""
+    from stacks.config.keys import config_keys
+
+    assert not [k.path for k in config_keys() if k.path.startswith("cluster.outputs.") or k.path == "cluster.outputs"]
+    assert loading.load_named("qwen3-8b").cluster.outputs is not None
+    with pytest.raises(ConfigError, match=r"cluster\.outputs"):
+        loading.load_named("qwen3-8b", ["cluster.outputs.platform=gke"])

@@ -218,7 +218,6 @@ def serving_data(data: dict[str, Any], outputs: ClusterOutputs, reference: str) 
     for key, value in (
         ("node_pools", data.get("node_pools")),
         ("cluster.platform", cluster.get("platform")),
-        ("cluster.outputs", cluster.get("outputs")),
     ):
         if value is not None:
             raise ConfigError(key, value, f"a serving stack's comes from its cluster stack {reference}; set it there")

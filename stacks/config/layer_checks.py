@@ -26,7 +26,7 @@ def check_layer(config: StackConfig) -> None:
                 "layer", layer, "a serving stack runs on a cluster stack's cluster: set cluster.provider stack"
             )
         raise ConfigError("cluster.provider", "stack", f"serves on a cluster stack's cluster; layer {layer} cannot")
-    for name in ("stack", "outputs_file", "outputs"):
+    for name in ("stack", "outputs_file"):
         if cluster.provider != "stack" and name in cluster.model_fields_set:
             raise ConfigError(f"cluster.{name}", getattr(cluster, name), "applies only with cluster.provider stack")
     if layer == "cluster":

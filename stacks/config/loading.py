@@ -125,12 +125,13 @@ def build(
         return config
     outputs = read_cluster(reference[0]) if read_cluster is not None else recorded_outputs(*reference)
     data = serving_data(data, outputs, reference[0])
-    data["cluster"]["outputs"] = outputs.exported()  # the plan reads the mirror and the Gateway from it
     config = _validated(data)
     uses_tier = connector_of(config).uses_tier_claim(config.cache.tier.variant)
     section = storage_section(outputs) if uses_tier else None
     if section is not None:  # the filesystem tier on the cluster's file system
         config = _validated(deep_merge(data, {"storage": section}))
+    # the plan reads the mirror and the Gateway from them
+    config = config.model_copy(update={"cluster": config.cluster.with_outputs(outputs)})
     check_stack(config)
     check_serving(config, outputs, reference[0], uses_tier)
     _check_trace_file(config)
