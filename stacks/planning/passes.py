@@ -20,7 +20,6 @@ from components.specs.router_values import router_pod_labels
 from components.specs.startup import AwaitBudget, with_await_budget
 from components.specs.workloads import PHASES, Workload
 from stacks.config import StackConfig
-from stacks.config.connector_choice import connector_of
 from stacks.config.errors import ConfigError
 from stacks.planning import autoscaling, hardware, rollout_choice
 from stacks.planning.gateway_route import gateway_peers
@@ -143,7 +142,7 @@ def through_mirror(stack_plan: StackPlan) -> StackPlan:
 
 def _traffic(stack_plan: StackPlan) -> network.StackTraffic:
     config, server, values = stack_plan.config, stack_plan.model_server, stack_plan.router_values
-    connector = connector_of(config)
+    connector = stack_plan.stack.connector
     scraper = config.network_policies.scraper
     default_namespaces, default_pods = network.SCRAPERS[config.monitoring.provider]
     keys = stack_plan.workloads.keys()

@@ -18,6 +18,7 @@ from components.units import ByteSize
 from stacks.config import StackConfig
 from stacks.planning import autoscaling, hardware, rollout_choice, workload_sizing
 from stacks.planning.mirror import Mirror
+from stacks.planning.resolution import Resolved
 from stacks.planning.tier_capacity import SharedTier
 
 
@@ -31,7 +32,7 @@ class Role:
 
 @dataclass(frozen=True)
 class StackPlan:
-    config: StackConfig
+    stack: Resolved  # the stack resolved once: the config, its connector, defaults, accelerator, model
     sizing: sizing.TierSizing
     workloads: dict[str, Workload]  # in declaration order; the model-server roles among them (decode last)
     model_cache: model_cache.ModelCache | None  # where the model servers load their weights from
@@ -51,6 +52,10 @@ class StackPlan:
     autoscaling: autoscaling.Autoscaling | None = None  # KEDA's bounds, scale-down and replay (None: off)
     shared_tier: SharedTier | None = None  # the filesystem tier's claim, its store rate and its evictor
     tier_curve: workload_sizing.TierCurve | None = None  # the tiers replayed on the stack's workload
+
+    @property
+    def config(self) -> StackConfig:
+        return self.stack.config
 
     @property
     def roles(self) -> list[Role]:
