@@ -23,8 +23,8 @@ from components.units import ByteSize
 from stacks.config import StackConfig
 from stacks.config.cross_checks import pool_names
 from stacks.config.errors import ConfigError
-from stacks.config.layer_checks import DESCRIBED
 from stacks.config.loading import PROJECT_DIR
+from stacks.config.providers import provider_of
 from stacks.planning import autoscaling, cold_starts, hardware, hbm_fit, workload_sizing
 from stacks.planning.gateway_route import route_workload
 from stacks.planning.mirror import mirror_registry
@@ -41,7 +41,7 @@ def _scheduling(config: StackConfig) -> Scheduling:
     if config.cache.node_pool is None:
         return Scheduling()
     pool = config.node_pools[config.cache.node_pool]
-    if config.cluster.provider not in DESCRIBED:  # created pools label their nodes with their key
+    if provider_of(config).creates:  # created pools label their nodes with their key
         return Scheduling(node_selector={hardware.POOL_LABEL: config.cache.node_pool})
     tolerations = [
         {
@@ -292,7 +292,7 @@ def _payoff_inputs(stack: Resolved) -> payoff_table.PayoffInputs:
 
 def pool_specs(config: StackConfig) -> list[PoolSpec]:
     """The node pools to create (none on an existing cluster); TPU multi-host pools, one per slice."""
-    if config.cluster.provider in DESCRIBED:
+    if not provider_of(config).creates:
         return []
     out = []
     for key, pool in sorted(config.node_pools.items()):

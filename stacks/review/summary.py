@@ -10,6 +10,7 @@ from components.specs.clusters import PoolSpec
 from components.specs.connectors.mooncake_store import client_of
 from components.specs.payoff_table import gbps, seconds
 from components.units import GiB, MiB
+from stacks.config.providers import provider_of
 from stacks.planning.hardware import Fit
 from stacks.planning.plan import StackPlan
 from stacks.planning.prepull_placement import serving_placement
@@ -312,12 +313,7 @@ def _images_source(stack_plan: StackPlan) -> str:
             f"through Artifact Registry remote repositories {repos} in {mirror.region}, streamed on the"
             " accelerator pools (GKE image streaming serves only Artifact Registry images)"
         )
-    if config.cluster.provider in ("gke", "eks") and config.images.mirror == "off":
-        return "from the upstream registries (`images.mirror: off`)"
-    if config.cluster.provider == "eks":
-        return "from the upstream registries, pulled whole by each node (set `cluster.eks.account_id` for ECR rules)"
-    provider = config.cluster.provider
-    return f"from the upstream registries, pulled whole by each node (no mirror for `cluster.provider: {provider}`)"
+    return provider_of(config).unmirrored(config)
 
 
 def _pool_rows(pools: list[PoolSpec]) -> list[tuple[str, str]]:
@@ -382,7 +378,7 @@ def _network_row(stack_plan: StackPlan, recording: Recording) -> tuple[str, str]
     if not stack_plan.config.network_policies.enabled:
         return ("network policies", "off: every pod accepts traffic from anywhere in the cluster")
     count = sum(1 for r in recording.resources if r.type.endswith(":NetworkPolicy"))
-    enforced = _ENFORCED_BY.get(stack_plan.config.cluster.provider)
+    enforced = provider_of(stack_plan.config).network_policy_enforcer
     where = (
         f"Enforced by the created cluster's {enforced}"
         if enforced
@@ -394,7 +390,3 @@ def _network_row(stack_plan: StackPlan, recording: Recording) -> tuple[str, str]
         "network policies",
         f"{count} NetworkPolicies (ingress; egress open): each pod admits only the traffic serving needs. {where}",
     )
-
-
-# What enforces NetworkPolicies on the clusters the stack creates (components/specs/clusters.py turns them on).
-_ENFORCED_BY = {"gke": "Dataplane V2", "eks": "VPC CNI network policy agent (`enableNetworkPolicy`)"}
