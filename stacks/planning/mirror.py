@@ -17,6 +17,7 @@ from components.specs import images
 from stacks.config import StackConfig
 from stacks.config.cluster_facts import MirrorFacts
 from stacks.config.cluster_outputs import mirror_facts
+from stacks.config.providers import provider_of
 
 
 @dataclass(frozen=True)
@@ -41,10 +42,9 @@ class Mirror:
 
 def mirror_registry(config: StackConfig) -> tuple[str, str] | None:
     """(region, project) of the Artifact Registry mirror: created GKE clusters, unless `images.mirror: off`."""
-    gke = config.cluster.gke
-    if config.images.mirror == "off" or config.cluster.provider != "gke" or gke is None:
-        return None
-    return gke.region, gke.project
+    provider = provider_of(config)
+    facts = provider.mirror(config, set()) if provider.image_streaming else None
+    return (facts.region, facts.project) if facts is not None else None
 
 
 def cluster_mirror(config: StackConfig, registries: set[str]) -> Mirror | None:

@@ -39,6 +39,8 @@ class ClusterProvider:
     reservation: Callable[[str], str] | None = None  # the format check of a pool's capacity reservation
     storage_backends: tuple[str, ...] = ()  # `storage.backend`s it creates (besides `existing`)
     network_policy_enforcer: str | None = None  # what enforces NetworkPolicies on a cluster it creates
+    image_streaming: bool = False  # its created pools stream images from its mirror (GKE: Artifact Registry)
+    proxy_subnet: bool = False  # its Gateway's load balancer proxies come from a proxy-only subnet
     ecr_credentials: bool = False  # takes `images.ecr_credentials` (ECR pull-through rules)
     # The registry mirror a created cluster gets for these registries (None: pulled from upstream).
     mirror: Callable[[StackConfig, set[str]], MirrorFacts | None] = _no_mirror

@@ -34,6 +34,8 @@ GKE = ClusterProvider(
     reservation=formats.gke_reservation,
     storage_backends=("gcp-lustre",),
     network_policy_enforcer="Dataplane V2",
+    image_streaming=True,
+    proxy_subnet=True,
     mirror=mirror,
     unmirrored=unmirrored,
 )
