@@ -17,7 +17,6 @@ from components.specs.connectors.interface import (
     Connector,
     DaemonInputs,
     EngineKey,
-    LMCacheChoice,
     SizingInputs,
     to_json,
 )
@@ -36,7 +35,6 @@ __all__ = [
     "Connector",
     "ConnectorKey",
     "DaemonInputs",
-    "LMCacheChoice",
     "SizingInputs",
     "combinations",
     "resolve",

@@ -21,6 +21,7 @@ from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
 from components.formulas.tier_replay import Relation, Scope
 from components.manifest import Manifest
+from components.specs.lmcache import LMCacheSettings
 from components.specs.metric_family import MetricFamily
 from components.specs.network import Peer
 from components.specs.servers.base import EngineKey as EngineKey  # the config's Literals, named here too
@@ -39,23 +40,6 @@ Problem = tuple[str, object, str]  # a config field, its value and what is wrong
 
 
 @dataclass(frozen=True)
-class LMCacheChoice:
-    """The config's `lmcache` section, as the LMCache server connector reads it."""
-
-    version: str
-    mode: str
-    test_mode: bool
-    chunk_size: int
-    hash_algorithm: str
-    isolated_ipc: bool
-    eviction_policy: str
-    eviction_trigger_watermark: float
-    eviction_ratio: float
-    max_workers: int
-    privileged: bool
-
-
-@dataclass(frozen=True)
 class Choice:
     """What the stack chose, resolved to catalog records: everything a connector's decisions read."""
 
@@ -63,7 +47,7 @@ class Choice:
     server: EngineKey
     variant: Variant
     host_type: HostType
-    lmcache: LMCacheChoice
+    lmcache: LMCacheSettings
 
     @property
     def filesystem_tier(self) -> bool:

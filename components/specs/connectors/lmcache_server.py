@@ -101,20 +101,8 @@ class LMCacheServer(VllmConnector):
 
     def daemons(self, inputs: DaemonInputs) -> list[Workload]:
         lm, l1 = inputs.choice.lmcache, inputs.sizing.cpu_tier_per_pod
-        settings = lmcache.LMCacheServerSettings(
-            version=lm.version,
-            namespace=inputs.namespace,
-            l1_size=l1,
-            chunk_size=lm.chunk_size,
-            hash_algorithm=lm.hash_algorithm,
-            isolated_ipc=lm.isolated_ipc,
-            eviction_policy=lm.eviction_policy,
-            eviction_trigger_watermark=lm.eviction_trigger_watermark,
-            eviction_ratio=lm.eviction_ratio,
-            max_workers=lm.max_workers,
-            privileged=lm.privileged,
-        )
-        cold = inputs.cold_start(versions.lmcache_image(lm.version), l1.bytes)
+        settings = lmcache.LMCacheServerSettings(lm, inputs.namespace, l1)
+        cold = inputs.cold_start(settings.image, l1.bytes)
         return [
             Workload(
                 lmcache.SERVER_WORKLOAD,
