@@ -194,22 +194,20 @@ def server_manifests(settings: LMCacheServerSettings) -> list[Manifest]:
                 ],
             },
         },
-        security.harden(
-            {
-                "apiVersion": "apps/v1",
-                "kind": "DaemonSet",
-                "metadata": meta,
-                "spec": {
-                    "selector": {"matchLabels": LABELS},
-                    "template": {
-                        "metadata": {"labels": LABELS},
-                        "spec": {
-                            "runtimeClassName": "nvidia",
-                            "nodeSelector": {"nvidia.com/gpu.present": "true"},  # GPU nodes only
-                            "containers": [_server_container(settings)],
-                        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": meta,
+            "spec": {
+                "selector": {"matchLabels": LABELS},
+                "template": {
+                    "metadata": {"labels": LABELS},
+                    "spec": {
+                        "runtimeClassName": "nvidia",
+                        "nodeSelector": {"nvidia.com/gpu.present": "true"},  # GPU nodes only
+                        "containers": [_server_container(settings)],
                     },
                 },
-            }
-        ),
+            },
+        },
     ]

@@ -193,10 +193,9 @@ def _job_spec(spec: FetchSpec) -> Manifest:
         ],
     }
     template = {"metadata": {"labels": dict(LABELS)}, "spec": pod}
-    job_spec: Manifest = harden({"kind": "Job", "spec": {"backoffLimit": FETCH_BACKOFF_LIMIT, "template": template}})[
-        "spec"
-    ]
-    return job_spec
+    # Hardened here as well as by the plan's pass (idempotent): the Job's name hashes this spec, as rendered.
+    job_spec: Manifest = harden({"kind": "Job", "spec": {"backoffLimit": FETCH_BACKOFF_LIMIT, "template": template}})
+    return dict(job_spec["spec"])
 
 
 def fetch_manifests(spec: FetchSpec) -> list[Manifest]:

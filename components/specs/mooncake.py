@@ -96,7 +96,7 @@ def namespace() -> Manifest:
 
 
 def master_manifests() -> list[Manifest]:
-    return security.harden_all(_master_manifests())
+    return _master_manifests()
 
 
 def _master_container() -> Manifest:
@@ -189,7 +189,7 @@ def _master_deployment() -> Manifest:
 def client_manifests(sizing: MooncakeClientSizing) -> list[Manifest]:
     """One client per node: it registers `dram` of CPU memory and `ssd` of local disk with the master. The plan
     places it beside the model servers (`prepull.placed`)."""
-    return security.harden_all(_client_manifests(sizing))
+    return _client_manifests(sizing)
 
 
 def _client_container(sizing: MooncakeClientSizing) -> Manifest:

@@ -69,6 +69,7 @@ class Workload:
     ingress: Callable[[StackTraffic], Manifest] | None = None
     ingress_at: int = 0
     server: ServerSpec | None = None  # a model-server role
+    api_access: bool = False  # its pods call the Kubernetes API: hardening leaves them their token
     holds_cpu_tier: bool = False  # a per-node daemon holding the CPU tier: a model-server restart keeps it
     key_suffix: str = ""  # a second workload of the same type: `<key>-<suffix>` (the prefill role)
     outputs: Mapping[str, str] = dataclasses.field(default_factory=dict)  # registered beside its objects

@@ -8,7 +8,7 @@ import dataclasses
 
 from components.catalog import labels
 from components.manifest import Manifest
-from components.specs import images, network, verification
+from components.specs import images, network, security, verification
 from components.specs.rollout import (
     pod_disruption_budget,
     with_all_nodes_update,
@@ -162,6 +162,19 @@ def _traffic(stack_plan: StackPlan) -> network.StackTraffic:
         verification={"app.kubernetes.io/name": verification.NAME} if verification.WORKLOAD.key in keys else None,
         server_peers=connector.server_peers(),
         gateway=gateway_peers(config),
+    )
+
+
+def hardened(stack_plan: StackPlan) -> StackPlan:
+    """Every pod template of every workload locked down (components/specs/security.py `harden`: no privilege
+    escalation, every capability dropped, non-root unless an exemption names the container, a service-account
+    token only where the workload calls the API); the builders leave it to this one pass."""
+    return dataclasses.replace(
+        stack_plan,
+        workloads={
+            key: w.with_manifests([security.harden(m, api_access=w.api_access) for m in w.manifests])
+            for key, w in stack_plan.workloads.items()
+        },
     )
 
 

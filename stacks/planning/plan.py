@@ -28,7 +28,7 @@ from stacks.config.providers import provider_of
 from stacks.planning import autoscaling, cold_starts, hardware, hbm_fit, workload_sizing
 from stacks.planning.gateway_route import route_workload
 from stacks.planning.mirror import mirror_registry
-from stacks.planning.passes import through_mirror, with_await_budgets, with_network_policies, with_rollouts
+from stacks.planning.passes import hardened, through_mirror, with_await_budgets, with_network_policies, with_rollouts
 from stacks.planning.resolution import Resolved, resolve
 from stacks.planning.stack_plan import Role as Role  # the records, named here too
 from stacks.planning.stack_plan import StackPlan as StackPlan
@@ -173,7 +173,7 @@ def _plan(stack: Resolved, chosen_tier: ByteSize | None = None, store_rate: Stor
         autoscaling=auto,
         shared_tier=shared,
     )
-    return with_network_policies(through_mirror(with_await_budgets(with_rollouts(stack_plan))))
+    return with_network_policies(through_mirror(with_await_budgets(with_rollouts(hardened(stack_plan)))))
 
 
 def _decode_server(stack: Resolved, tier_sizing: sizing.TierSizing) -> ServerSpec:

@@ -293,4 +293,5 @@ def _verification(s: Serving, needs: tuple[str, ...]) -> Workload:
         needs=needs,
         awaited=Await(AwaitBudget(job["metadata"]["name"], cold, 1), "Job", "beside"),
         ingress=functools.partial(_closed, verification_spec.NAME, pods),
+        api_access=True,  # it lists the model-server pods
     )
