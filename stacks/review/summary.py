@@ -223,7 +223,7 @@ def _core_rows(stack_plan: StackPlan, recording: Recording) -> list[tuple[str, s
         (
             "GAIE CRDs",
             config.router.gaie_version
-            + (", applied by the cluster stack" if config.cluster.provider == "stack" else ""),
+            + (", applied by the cluster stack" if provider_of(config).reads_cluster_stack else ""),
         ),
         *gateway_rows(config, server.model.name),
     ]
