@@ -51,8 +51,6 @@ KNOWN = {
     "stacks/config/layer_checks.py": 1,
     # the raw data's provider before validation
     "stacks/config/loading.py": 1,
-    # the created cluster, its mirror and kubeconfig: the Pulumi side of the providers (one floor above them)
-    "stacks/deploy/compose.py": 6,
     # the mirror's cloud picks its image reference
     "stacks/planning/mirror.py": 1,
     # Run:ai streaming is vLLM's (an engine field)

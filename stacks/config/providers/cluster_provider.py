@@ -1,8 +1,8 @@
 """What every cluster provider (`cluster.provider`) answers, as one record: whether it creates the cluster and
 its pools, the cloud's limits on names and node labels, the storage it creates, its registry mirror, what a
 cluster stack on it exports, and its summary rows. Each provider is one module of this package on this record;
-the registry (`__init__.py`) resolves the stack's. The Pulumi side of a created cluster is
-`stacks/deploy/compose.py`'s (one floor up)."""
+the registry (`__init__.py`) resolves the stack's. The Pulumi side of a created cluster
+is its cloud's side one floor up (`stacks/deploy/gke_side.py`, `eks_side.py`)."""
 
 from __future__ import annotations
 
