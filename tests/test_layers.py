@@ -32,7 +32,7 @@ def _module(path: Path) -> str:
 
 
 def _resolve(name: str) -> str:
-    """A dotted name to the module it lives in (`components.specs.alerts.Exports` -> the alerts module)."""
+    """A dotted name to the module it lives in (`components.specs.alerts.Alert` -> the alerts module)."""
     parts = name.split(".")
     while parts:
         base = ROOT.joinpath(*parts)

@@ -51,14 +51,8 @@ KNOWN = {
     "stacks/config/layer_checks.py": 1,
     # the raw data's provider before validation
     "stacks/config/loading.py": 1,
-    # the mirror's cloud picks its image reference
+    # the mirror's cloud, read once (Mirror.artifact_registry)
     "stacks/planning/mirror.py": 1,
-    # Run:ai streaming is vLLM's (an engine field)
-    "stacks/planning/workload_builders.py": 1,
-    # GKE image streaming in the cold-start table (a provider field)
-    "stacks/review/cold_start_table.py": 1,
-    # the ECR mirror's rows (the mirror's cloud)
-    "stacks/review/summary.py": 1,
 }
 
 

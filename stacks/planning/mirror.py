@@ -31,11 +31,16 @@ class Mirror:
     direct: dict[str, str] = dataclasses.field(default_factory=dict)  # registry -> why it is pulled directly
     credentials: dict[str, str] = dataclasses.field(default_factory=dict)  # ECR: registry -> secret ARN
 
+    @property
+    def artifact_registry(self) -> bool:
+        """Artifact Registry remote repositories (GKE, whose pools stream their images); else ECR rules."""
+        return self.cloud == "gke"
+
     def image(self, image: str) -> str:
         registry, path = images.split_image(image)
         if registry not in self.registries:  # a serving stack's image from a registry its cluster caches not
             return image
-        if self.cloud == "gke":
+        if self.artifact_registry:
             return images.mirrored(image, self.region, self.project)
         return f"{images.ecr_prefix(registry, self.region, self.project)}/{path}"
 

@@ -133,7 +133,7 @@ def resolve_model_cache(stack: Resolved, model: ModelSpec, image: str) -> model_
         shared_with_tier=mode == "shared",
         model=model.name,
         compile_key=model_cache.compile_key(config.cache.accelerator, image, model.name),
-        load_format="runai_streamer" if stack.connector.engine == "vllm" and streams_weights(image) else None,
+        load_format="runai_streamer" if stack.connector.weight_streaming and streams_weights(image) else None,
         compile_cache=settings.compile_cache,
     )
 

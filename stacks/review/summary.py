@@ -301,7 +301,7 @@ def _images_row(stack_plan: StackPlan) -> str:
 
 def _images_source(stack_plan: StackPlan) -> str:
     mirror, config = stack_plan.mirror, stack_plan.config
-    if mirror is not None and mirror.cloud == "eks":
+    if mirror is not None and not mirror.artifact_registry:
         rules = ", ".join(f"`{images.ECR_UPSTREAMS[r][0]}/` ({r})" for r in mirror.registries)
         none = "no ECR pull-through cache rule"
         cached = f"through ECR pull-through cache rules {rules} in {mirror.region}" if rules else none

@@ -82,6 +82,7 @@ class Connector:
 
     key: ClassVar[str]  # the implementation's name (not always the config's `cache.connector`)
     engine: ClassVar[EngineKey] = "vllm"
+    weight_streaming: ClassVar[bool] = False  # its engine loads weights with the Run:ai streamer (where the image can)
     metric_families: ClassVar[tuple[MetricFamily, ...]] = ()  # the connector's own (its module defines them)
     # The verification Job's gate: a key of GATES in components/verification/verify_offload.py (the script runs
     # in the Job's pod and imports nothing of ours; tests/test_verify_script.py holds every connector's to it).

@@ -129,6 +129,8 @@ ROUTER_CPU_INDEX = MetricFamily("router-cpu-index", 30, router_cpu_index_alerts)
 class VllmConnector(Connector):
     """A connector of vLLM on an accelerator's vLLM image: the family's defaults."""
 
+    weight_streaming = True
+
     def manifests(self, spec: ServerSpec) -> list[Manifest]:
         return vllm_manifests(spec)
 
