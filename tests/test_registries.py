@@ -3,10 +3,11 @@ provider's, a platform's, an accelerator vendor's, an engine's, an accelerator's
 (issue #31). Read from the syntax tree: a comparison (`==`, `!=`, `in`, `not in`) with such a name as a string
 constant on either side. A storage backend's `existing` is the backend's own value, not a provider's.
 
-The registries: the catalog (`components/catalog/`), the connector registry and modules
-(`components/specs/connectors/`), the cluster providers (`stacks/config/providers/`). What still compares a
-name elsewhere is listed in KNOWN with its count per file, each with where it should go; the list may only
-shrink (a new comparison, or one more in a listed file, fails)."""
+The registries: the catalog (`components/catalog/`, with the platforms' records in `platforms.py`), the
+connector registry and modules (`components/specs/connectors/`), the cluster providers
+(`stacks/config/providers/`). What still compares a name elsewhere is listed in KNOWN with its count per
+file, each with where it should go; the list may only shrink (a new comparison, or one more in a listed file,
+fails)."""
 
 from __future__ import annotations
 
@@ -35,20 +36,14 @@ NAMES = frozenset(
 KNOWN = {
     # the NVIDIA device plugin on EKS's GPU pools (a provider and vendor field of the pool's machine)
     "components/specs/clusters.py": 2,
-    # the Gateway class by platform (a platform record)
-    "components/specs/gateway.py": 1,
     # the SGLang exemption, by the engine label its pods carry (an engine record's exemption)
     "components/specs/security.py": 1,
-    # GKE's NCCL plugins off on NVIDIA pods, GKE's Lustre mount opened to the pod's group (platform fields)
-    "components/specs/servers/base.py": 3,
     # the serving layer from cluster.provider (the config model cannot import the provider records, they read it)
     "stacks/config/__init__.py": 1,
     # the mirror's cloud (MirrorFacts.cloud: the contract's own Literal)
     "stacks/config/cluster_facts.py": 3,
     # cluster.platform's default (the model again)
     "stacks/config/cluster_section.py": 1,
-    # the Gateway class needs naming off GKE (a platform record)
-    "stacks/config/layer_checks.py": 1,
     # the raw data's provider before validation
     "stacks/config/loading.py": 1,
     # the mirror's cloud, read once (Mirror.artifact_registry)

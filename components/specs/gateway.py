@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from components.catalog import labels, versions
+from components.catalog.platforms import PLATFORMS
 from components.manifest import Manifest
 from components.specs import network
 from components.specs.workload_type import WorkloadType
@@ -115,7 +116,7 @@ def gateway_class_for(platform: str, override: str | None = None) -> GatewayClas
     (`versions.GKE_DEFAULT_GATEWAY_CLASS` unless `override` names the other GKE class); anywhere else the
     configured controller, kgateway or Istio, which must be named: nothing on an existing cluster says which
     controller its operators installed."""
-    if platform == "gke":
+    if PLATFORMS[platform].managed_gateway:
         name = override or versions.GKE_DEFAULT_GATEWAY_CLASS
         if name not in versions.GKE_GATEWAY_CLASSES:
             raise ValueError(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from components.catalog.platforms import PLATFORMS
 from components.specs.gateway import gateway_class_for
 from stacks.config.errors import ConfigError
 from stacks.config.providers import provider_of
@@ -73,7 +74,8 @@ def _check_cluster_layer(config: StackConfig) -> None:
             " stack on an existing class describes it itself",
         )
     gateway = config.gateway
-    if gateway.enabled and config.cluster.effective_platform != "gke" and gateway.class_name is None:
+    managed = PLATFORMS[config.cluster.effective_platform].managed_gateway
+    if gateway.enabled and not managed and gateway.class_name is None:
         raise ConfigError("gateway.class_name", None, "required off GKE: kgateway or istio, whichever the cluster runs")
     if gateway.enabled:
         try:  # the classes each platform has (components/specs/gateway.py), the one list describe() reads

@@ -8,6 +8,7 @@ from typing import Any, Literal, Protocol
 from components.catalog import labels, versions
 from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
+from components.catalog.platforms import PLATFORMS
 from components.manifest import Manifest
 from components.specs import model_cache
 from components.specs.model_cache import TIER_SUBPATH, ModelCache
@@ -231,7 +232,7 @@ def field_env(name: str, path: str) -> Manifest:
 
 def platform_env(spec: ServerSpec) -> list[Manifest]:
     """GKE's NCCL tuner and net plugins misbehave in these pods; the guide's gke overlays turn them off."""
-    if spec.platform == "gke" and spec.accelerator.vendor == "nvidia":
+    if spec.accelerator.vendor in PLATFORMS[spec.platform].nccl_plugins_off:
         return [env_var("NCCL_TUNER_PLUGIN", "none"), env_var("NCCL_NET_PLUGIN", "")]
     return []
 
@@ -261,7 +262,7 @@ def files_storage_mount(spec: ServerSpec) -> Manifest:
 
 def lustre_permissions_init(spec: ServerSpec) -> list[Manifest]:
     """On GKE the Lustre mount is root-owned; the guide's gke overlays open it to the pod's group first."""
-    if not (spec.platform == "gke" and spec.filesystem_tier):
+    if not (PLATFORMS[spec.platform].root_owned_lustre and spec.filesystem_tier):
         return []
     return [
         {
