@@ -219,7 +219,3 @@ def harden_chart_object(manifest: Manifest) -> Manifest:
     template = (manifest.get("spec") or {}).get("template") or {}
     api_access = bool((template.get("spec") or {}).get("serviceAccountName"))
     return harden(manifest, api_access=api_access)
-
-
-def harden_all(manifests: list[Manifest]) -> list[Manifest]:
-    return [harden(m) for m in manifests]
