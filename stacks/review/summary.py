@@ -230,8 +230,7 @@ def _core_rows(stack_plan: StackPlan, recording: Recording) -> list[tuple[str, s
 
 
 def _optional_rows(stack_plan: StackPlan) -> list[tuple[str, str]]:
-    """What some stacks add: the filesystem claim, Mooncake, P/D roles, the LMCache server, a tokenizer."""
-    config = stack_plan.config
+    """What some stacks add: the filesystem claim, P/D roles, the connector's daemons' rows, a tokenizer."""
     rows: list[tuple[str, str]] = []
     if stack_plan.manifests(storage.WORKLOAD):
         claim = stack_plan.manifests(storage.WORKLOAD)[0]
@@ -245,11 +244,6 @@ def _optional_rows(stack_plan: StackPlan) -> list[tuple[str, str]]:
         )
     rows.append(("model cache", _model_cache_row(stack_plan)))
     rows.append(("images", _images_row(stack_plan)))
-    if stack_plan.manifests(mooncake.MASTER_WORKLOAD):
-        client = (
-            "and the Mooncake Client DaemonSet" if stack_plan.manifests(mooncake.CLIENT_WORKLOAD) else "(embedded pool)"
-        )
-        rows.append(("MooncakeStore", f"Mooncake Master in namespace `mooncake` {client}"))
     if len(stack_plan.roles) > 1:
         rows.append(
             (
@@ -257,15 +251,8 @@ def _optional_rows(stack_plan: StackPlan) -> list[tuple[str, str]]:
                 ", ".join(f"`{r.manifests[-1]['metadata']['name']}` ({r.spec.role})" for r in stack_plan.roles),
             )
         )
-    if stack_plan.manifests(lmcache.SERVER_WORKLOAD):
-        lm = config.lmcache
-        rows.append(
-            (
-                "LMCache server",
-                f"DaemonSet `lmcache-engine` {lm.version} on every GPU node, mode {lm.mode},"
-                f" isolated IPC {lm.isolated_ipc}, test mode {lm.test_mode}",
-            )
-        )
+    stack = stack_plan.stack
+    rows += stack.connector.summary_rows(stack.choice, stack_plan.sizing)  # its daemons' (Mooncake has no P/D)
     router_values = stack_plan.router_values["router"]
     if "tokenizer" in router_values:
         rows.append(("router tokenizer", f"sidecar for {router_values['tokenizer']['modelName']} (token-producer)"))

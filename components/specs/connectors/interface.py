@@ -205,6 +205,10 @@ class Connector:
         """The connector's own workloads (per-node daemons and what they need)."""
         return []
 
+    def summary_rows(self, choice: Choice, sizing: TierSizing) -> list[tuple[str, str]]:
+        """The render summary's rows for the connector's own daemons (after the model servers' roles)."""
+        return []
+
     def settings_problem(self, choice: Choice) -> Problem | None:
         """A cross-field check of the connector's own settings."""
         return None

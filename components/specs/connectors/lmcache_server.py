@@ -115,6 +115,16 @@ class LMCacheServer(VllmConnector):
             )
         ]
 
+    def summary_rows(self, choice: Choice, sizing: TierSizing) -> list[tuple[str, str]]:
+        lm = choice.lmcache
+        return [
+            (
+                "LMCache server",
+                f"DaemonSet `{lmcache.NAME}` {lm.version} on every GPU node, mode {lm.mode},"
+                f" isolated IPC {lm.isolated_ipc}, test mode {lm.test_mode}",
+            )
+        ]
+
     def settings_problem(self, choice: Choice) -> Problem | None:
         block = choice.accelerator.kv_block_tokens
         if choice.lmcache.chunk_size % block:

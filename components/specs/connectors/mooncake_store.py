@@ -13,7 +13,7 @@ from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
 from components.manifest import Manifest
 from components.specs import monitoring, mooncake
-from components.specs.connectors.interface import DaemonInputs, SizingInputs, Variant
+from components.specs.connectors.interface import Choice, DaemonInputs, SizingInputs, Variant
 from components.specs.connectors.vllm_family import VllmConnector
 from components.specs.mooncake import MOONCAKE_CLIENT_SHM, MooncakeClientSizing, mooncake_client, mooncake_text
 from components.specs.network import NAMESPACE_NAME_LABEL, Peer, Rule, StackTraffic, policy
@@ -188,6 +188,10 @@ class MooncakeStore(VllmConnector):
                 "data": {"mooncake_config.json": json.dumps(config, separators=(",", ":"))},
             }
         ]
+
+    def summary_rows(self, choice: Choice, sizing: TierSizing) -> list[tuple[str, str]]:
+        client = "and the Mooncake Client DaemonSet" if client_of(sizing) is not None else "(embedded pool)"
+        return [("MooncakeStore", f"Mooncake Master in namespace `{mooncake.NAMESPACE}` {client}")]
 
     def monitors(self, provider: str, namespace: str) -> list[Manifest]:
         return [master_monitor(provider)]
