@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Literal
 from components.catalog import labels
 from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
-from components.formulas.tier_replay import Relation, Scope
+from components.formulas.tier_shape import Relation, Scope
 from components.manifest import Manifest
 from components.specs.lmcache import LMCacheSettings
 from components.specs.metric_family import MetricFamily
