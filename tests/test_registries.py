@@ -34,10 +34,6 @@ NAMES = frozenset(
 
 # What still compares a name outside the registries, by file, and where it belongs.
 KNOWN = {
-    # the NVIDIA device plugin on EKS's GPU pools (a provider and vendor field of the pool's machine)
-    "components/specs/clusters.py": 2,
-    # the SGLang exemption, by the engine label its pods carry (an engine record's exemption)
-    "components/specs/security.py": 1,
     # the serving layer from cluster.provider (the config model cannot import the provider records, they read it)
     "stacks/config/__init__.py": 1,
     # the mirror's cloud (MirrorFacts.cloud: the contract's own Literal)
