@@ -14,6 +14,7 @@ from policies.checks.ruleset import RULES
 from stacks.config import loading
 from stacks.config.errors import MISSING, ConfigError
 from stacks.config.keys import keys_text
+from stacks.config.providers import provider_of
 from stacks.config.workload_section import DEFAULT_BLOCK_TOKENS, MAX_BLOCK_TOKENS
 from stacks.planning import workload_sizing
 from stacks.planning.cluster_plan import ClusterPlan, plan_any
@@ -61,7 +62,7 @@ def servings_of(cluster_stack: str) -> list[tuple[str, str, str]]:
         try:
             config = loading.load_named(name)
             reference = config.cluster.stack or ""
-            if config.cluster.provider == "stack" and reference.rsplit("/", 1)[-1] == cluster_stack:
+            if provider_of(config).reads_cluster_stack and reference.rsplit("/", 1)[-1] == cluster_stack:
                 out.append((name, config.namespace, plan(config).sizing.model.name))
         except ConfigError:
             continue  # reported when that stack itself is rendered or checked

@@ -15,8 +15,11 @@ from components.catalog.accelerators import ACCELERATORS, AcceleratorProfile
 from components.catalog.models import MODELS
 from components.catalog.rates import HostLink, PrefillEfficiency
 from components.formulas import payoff as formulas
-from components.specs import lmcache, sizing
+from components.specs import lmcache, mooncake, sizing
+from components.specs.connectors import lmcache_connector, mooncake_store, native, sglang_hicache, tpu_offload
 from components.specs.payoff_table import TierPayoff, seconds
+from components.specs.servers.sglang import HiCacheSizes
+from components.specs.servers.tpu import TPUOffloadSizes
 from components.units import GB, ByteSize, GiB
 
 MODEL = MODELS["Qwen/Qwen3-32B"]
@@ -31,17 +34,17 @@ def _runtime(ranks: int, accelerator: AcceleratorProfile = GPU) -> int:
 
 
 def test_dev_shm_is_the_tier_and_headroom_rounded_up_to_a_gib() -> None:
-    exact = sizing.size_native_cpu_tier(MODEL, GPU, 2, ByteSize(100 * GiB))
+    exact = native.size_cpu_tier(MODEL, GPU, 2, ByteSize(100 * GiB))
     assert exact.shm_size_limit == ByteSize(108 * GiB)
-    over = sizing.size_native_cpu_tier(MODEL, GPU, 2, ByteSize(100 * GiB + 1))
+    over = native.size_cpu_tier(MODEL, GPU, 2, ByteSize(100 * GiB + 1))
     assert over.shm_size_limit == ByteSize(109 * GiB)
     assert over.pod_memory == ByteSize(_runtime(2) + 109 * GiB)
 
 
 def test_pod_memory_rounds_up_to_a_gib_and_no_further() -> None:
-    exact = sizing.size_lmcache(MODEL, GPU, 2, ByteSize(100 * GiB), None)
+    exact = lmcache_connector.size_tiers(MODEL, GPU, 2, ByteSize(100 * GiB), None)
     assert exact.pod_memory == ByteSize(_runtime(2) + 100 * GiB + sizing.SHM_HEADROOM.bytes)
-    over = sizing.size_lmcache(MODEL, GPU, 2, ByteSize(100 * GiB + 1), None)
+    over = lmcache_connector.size_tiers(MODEL, GPU, 2, ByteSize(100 * GiB + 1), None)
     assert over.pod_memory == exact.pod_memory + ByteSize(GiB)
 
 
@@ -49,51 +52,47 @@ def test_pod_memory_rounds_up_to_a_gib_and_no_further() -> None:
 
 
 def test_lmcache_splits_the_tier_over_ranks_rounding_down() -> None:
-    knobs = sizing.size_lmcache(MODEL, GPU, 2, ByteSize(3), ByteSize(5)).knobs
-    assert knobs == {
-        "LMCACHE_MAX_LOCAL_CPU_SIZE": sizing.gib_text(ByteSize(1)),
-        "LMCACHE_MAX_LOCAL_DISK_SIZE": sizing.gib_text(ByteSize(2)),
-    }
-    assert sizing.size_lmcache(MODEL, GPU, 2, ByteSize(4), None).knobs["LMCACHE_MAX_LOCAL_CPU_SIZE"] == sizing.gib_text(
-        ByteSize(2)
-    )
+    sized = lmcache_connector.size_tiers(MODEL, GPU, 2, ByteSize(3), ByteSize(5))
+    assert sized.sizes == lmcache_connector.LMCacheSizes(cpu_per_rank=ByteSize(1), disk_per_rank=ByteSize(2))
+    alone = lmcache_connector.size_tiers(MODEL, GPU, 2, ByteSize(4), None)
+    assert alone.sizes == lmcache_connector.LMCacheSizes(ByteSize(2), None)
 
 
 @pytest.mark.parametrize(("tier", "per_rank_gb"), [(400 * GB - 2, 199), (400 * GB, 200), (400 * GB + 2, 200)])
 def test_hicache_holds_whole_gb_per_rank_rounding_down(tier: int, per_rank_gb: int) -> None:
-    sized = sizing.size_hicache(MODEL, GPU, 2, ByteSize(tier))
-    assert sized.knobs == {"hicache-size": str(per_rank_gb)}
+    sized = sglang_hicache.size_host_pool(MODEL, GPU, 2, ByteSize(tier))
+    assert sized.sizes == HiCacheSizes(per_rank_gb)
     assert sized.cpu_tier_per_pod == ByteSize(per_rank_gb * GB * 2)
 
 
 @pytest.mark.parametrize(("extra", "chunks"), [(-1, 9), (0, 10), (1, 10)])
 def test_tpu_chunks_are_whole_blocks_rounding_down(extra: int, chunks: int) -> None:
     block = MODEL.kv_bytes_per_token.bytes * TPU.kv_block_tokens
-    sized = sizing.size_tpu(MODEL, TPU, 8, ByteSize(block * 10 + extra))
-    assert sized.knobs == {"TPU_OFFLOAD_NUM_CPU_CHUNKS": str(chunks)}
+    sized = tpu_offload.size_chunks(MODEL, TPU, 8, ByteSize(block * 10 + extra))
+    assert sized.sizes == TPUOffloadSizes(chunks)
     assert sized.cpu_tier_per_pod == ByteSize(block * chunks)
 
 
 def test_a_multi_host_tpu_replica_splits_its_tier_and_ranks_and_adds_dev_shm() -> None:
     block = MODEL.kv_bytes_per_token.bytes * TPU.kv_block_tokens
-    one = sizing.size_tpu(MODEL, TPU, 8, ByteSize(block * 10), hosts=1)
+    one = tpu_offload.size_chunks(MODEL, TPU, 8, ByteSize(block * 10), hosts=1)
     assert one.shm_size_limit is None
     assert one.pod_memory == ByteSize(_runtime(8, TPU) + block * 10).ceil_to(GiB)
-    two = sizing.size_tpu(MODEL, TPU, 8, ByteSize(block * 10), hosts=2)
+    two = tpu_offload.size_chunks(MODEL, TPU, 8, ByteSize(block * 10), hosts=2)
     assert two.shm_size_limit == sizing.SHM_HEADROOM
     assert two.pod_memory == ByteSize(_runtime(4, TPU) + block * 5 + sizing.SHM_HEADROOM.bytes).ceil_to(GiB)
 
 
 def test_mooncake_segments_are_the_pods_tier_over_its_ranks() -> None:
-    sized = sizing.size_mooncake_embedded(MODEL, GPU, 2, 3, ByteSize(80 * GiB))
-    assert sized.knobs["global_segment_size"] == "40GB"
+    sized = mooncake_store.size_embedded(MODEL, GPU, 2, 3, ByteSize(80 * GiB))
+    assert sizing.sizes_of(mooncake_store.MooncakeSizes, sized).segment == ByteSize(40 * GiB)
     assert sized.cpu_tier_per_pod == ByteSize(240 * GiB)
 
 
 def test_mooncake_sizes_are_whole_gib() -> None:
-    assert sizing.mooncake_text(ByteSize(40 * GiB)) == "40GB"
+    assert mooncake.mooncake_text(ByteSize(40 * GiB)) == "40GB"
     with pytest.raises(ValueError, match="not a whole number of GiB"):
-        sizing.mooncake_text(ByteSize(40 * GiB + 1))
+        mooncake.mooncake_text(ByteSize(40 * GiB + 1))
 
 
 # ---- sizing: the Mooncake Client, one per node
@@ -101,14 +100,17 @@ def test_mooncake_sizes_are_whole_gib() -> None:
 
 @pytest.mark.parametrize(("replicas", "nodes"), [(2, 1), (3, 2), (4, 2), (5, 3)])
 def test_mooncake_clients_are_the_nodes_the_pods_need_rounding_up(replicas: int, nodes: int) -> None:
-    _, client = sizing.size_mooncake_standalone(MODEL, GPU, 4, replicas, ByteSize(80 * GiB), ByteSize(GiB))
+    client = mooncake_store.client_of(
+        mooncake_store.size_standalone(MODEL, GPU, 4, replicas, ByteSize(80 * GiB), ByteSize(GiB))
+    )
+    assert client is not None
     assert client.nodes == nodes == math.ceil(replicas * 4 / GPU.devices_per_node)
 
 
 def test_the_mooncake_clients_request_rounds_up_and_its_limit_adds_the_shm() -> None:
-    exact = sizing.mooncake_client(ByteSize(80 * GiB), ByteSize(GiB), 1)
+    exact = mooncake.mooncake_client(ByteSize(80 * GiB), ByteSize(GiB), 1)
     assert (exact.memory_request, exact.memory_limit) == (ByteSize(82 * GiB), ByteSize(84 * GiB))
-    over = sizing.mooncake_client(ByteSize(80 * GiB + 1), ByteSize(GiB), 1)
+    over = mooncake.mooncake_client(ByteSize(80 * GiB + 1), ByteSize(GiB), 1)
     assert (over.memory_request, over.memory_limit) == (ByteSize(83 * GiB), ByteSize(85 * GiB))
 
 

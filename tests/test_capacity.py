@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 
 from components.specs import lmcache, prepull
+from components.specs.connectors.mooncake_store import client_of
 from components.units import ByteSize, GiB, MiB
 from stacks.config import StackConfig, loading
 from stacks.config.errors import ConfigError
@@ -138,7 +139,7 @@ def _described(preset: str, prepulled: bool, host: str = "256GiB", nodes: int = 
 def test_the_fit_counts_each_per_node_daemon_and_the_prepull(preset: str, prepulled: bool) -> None:
     stack = plan(_described(preset, prepulled, "1024GiB"))
     assert stack.fit is not None
-    client = stack.model_server.mooncake_client
+    client = client_of(stack.sizing)
     daemon = ByteSize(0)
     if client is not None:
         daemon = client.memory_request

@@ -11,6 +11,7 @@ import pytest
 from components.catalog.machines import MACHINES
 from components.specs import clusters, lmcache, storage
 from components.specs.clusters import PoolSpec
+from components.specs.connectors.mooncake_store import client_of
 from components.units import ByteSize, GiB, MiB
 from stacks.config import StackConfig, loading
 from stacks.config.errors import ConfigError
@@ -308,7 +309,7 @@ def _on_described_pool(preset: str, host_memory: str) -> StackConfig:
 def test_the_fit_check_counts_the_per_node_daemon(preset: str, tight_host: str) -> None:
     """The LMCache server and the Mooncake Client run once per node beside the model servers."""
     stack = plan(_on_described_pool(preset, "256GiB"))
-    client = stack.model_server.mooncake_client
+    client = client_of(stack.sizing)
     daemon = client.memory_request if client else lmcache.server_memory(stack.sizing.cpu_tier_per_pod)[0]
     assert daemon.bytes >= 20 * GiB
     assert stack.fit is not None

@@ -20,7 +20,7 @@ from components.specs.connectors import ConnectorKey, interface
 from components.specs.connectors.interface import Connector
 from stacks.config import loading
 from stacks.config.cache_section import CacheConfig
-from stacks.planning.connector_choice import connector_of
+from stacks.config.connector_choice import connector_of
 from stacks.planning.plan import plan
 
 

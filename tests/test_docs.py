@@ -102,8 +102,9 @@ def test_the_readme_lists_every_page_of_docs_and_starts_with_the_two_commands() 
 
 
 def test_operating_covers_every_alert_the_program_defines() -> None:
-    """Each alert rule of components/specs/alerts.py has its section: what it means, what to check, what to do."""
-    source = (ROOT / "components" / "specs" / "alerts.py").read_text()
+    """Each alert rule of components/specs/ (alerts.py and each metric family's, in the connectors' modules) has
+    its section: what it means, what to check, what to do."""
+    source = "".join(path.read_text() for path in sorted((ROOT / "components" / "specs").rglob("*.py")))
     names = re.findall(r'Alert\(\s*"(\w+)"', source)
     assert len(names) >= 10
     sections = re.split(r"^### ", (ROOT / "docs" / "operating.md").read_text(), flags=re.MULTILINE)[1:]

@@ -1,6 +1,7 @@
-"""The Gateway layer (issue #24): the Gateway, an HTTPRoute per serving stack and the ReferenceGrants against the
-Gateway API CRDs kept as fixtures (strict), body-based routing's header and chart (rendered by the pinned Helm
-from the chart's sources at its release), its hardening and NetworkPolicy, and the class per platform."""
+"""The Gateway layer (issue #24): the Gateway and an HTTPRoute per serving stack (beside its pool: no
+ReferenceGrant) against the Gateway API CRDs kept as fixtures (strict), body-based routing's header and chart
+(rendered by the pinned Helm from the chart's sources at its release), its hardening and NetworkPolicy, and the
+class per platform."""
 
 from __future__ import annotations
 
@@ -165,8 +166,8 @@ def test_a_pool_port_is_set_only_when_named() -> None:
 
 
 def test_gke_routes_carry_no_timeouts() -> None:
-    layer = gw.gateway_layer(GKE, [QWEN32], PARENT)
-    assert all("timeouts" not in rule for rule in layer.routes[0]["spec"]["rules"])
+    route = gw.http_route(QWEN32, PARENT, gw.ROUTE_REQUEST_TIMEOUT if GKE.route_timeouts else None)
+    assert all("timeouts" not in rule for rule in route["spec"]["rules"])
 
 
 def test_a_serving_route_rejects_what_the_route_could_not_carry() -> None:
@@ -179,75 +180,27 @@ def test_a_serving_route_rejects_what_the_route_could_not_carry() -> None:
     gw.ServingRoute("s", "ns", tuple(f"m{i}" for i in range(16)), "pool")
 
 
-# ReferenceGrant --------------------------------------------------------------------------------------------
+# Across namespaces ------------------------------------------------------------------------------------------
 
 
 def test_a_route_beside_its_pool_needs_no_reference_grant() -> None:
     """The route crosses into the Gateway's namespace through parentRefs (allowedRoutes governs that); its
-    backendRef stays in its own namespace."""
-    route = gw.http_route(QWEN32, PARENT)
-    assert route["metadata"]["namespace"] != PARENT.namespace
-    assert gw.reference_grant(route) is None
-    layer = gw.gateway_layer(ISTIO, [QWEN32, QWEN8], PARENT)
-    assert layer.grants == []
-    assert [o["kind"] for o in layer.objects()] == ["Gateway", "HTTPRoute", "HTTPRoute"]
+    backendRef stays in its own namespace, so no ReferenceGrant is needed."""
+    for serving in (QWEN32, QWEN8):
+        route = gw.http_route(serving, PARENT)
+        validate(route)
+        assert route["metadata"]["namespace"] == serving.namespace != PARENT.namespace
+        assert all("namespace" not in ref for rule in route["spec"]["rules"] for ref in rule["backendRefs"])
 
 
-def test_a_route_beside_the_gateway_gets_a_grant_in_each_pools_namespace() -> None:
-    layer = gw.gateway_layer(ISTIO, [QWEN32, QWEN8], PARENT, routes_beside_gateway=True)
-    for obj in layer.objects():
-        validate(obj)
-    assert {r["metadata"]["namespace"] for r in layer.routes} == {"llm-d-gateway"}
-    refs = [rule["backendRefs"][0] for r in layer.routes for rule in r["spec"]["rules"]]
-    assert {(ref["namespace"], ref["name"]) for ref in refs} == {
-        ("serving-qwen3-32b", "tiered-prefix-cache"),
-        ("serving-qwen3-8b", "qwen3-8b-router"),
-    }
-    assert layer.grants == [
-        {
-            "apiVersion": "gateway.networking.k8s.io/v1beta1",
-            "kind": "ReferenceGrant",
-            "metadata": {
-                "name": "qwen3-32b-from-llm-d-gateway",
-                "namespace": "serving-qwen3-32b",
-                "labels": {"llm-d.ai/guide": "tiered-prefix-cache"},
-            },
-            "spec": {
-                "from": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": "llm-d-gateway"}],
-                "to": [
-                    {"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": "tiered-prefix-cache"}
-                ],
-            },
-        },
-        {
-            "apiVersion": "gateway.networking.k8s.io/v1beta1",
-            "kind": "ReferenceGrant",
-            "metadata": {
-                "name": "qwen3-8b-from-llm-d-gateway",
-                "namespace": "serving-qwen3-8b",
-                "labels": {"llm-d.ai/guide": "tiered-prefix-cache"},
-            },
-            "spec": {
-                "from": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": "llm-d-gateway"}],
-                "to": [{"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": "qwen3-8b-router"}],
-            },
-        },
-    ]
-    # The Gateway admits routes of its own namespace then, and no other.
-    selector = layer.gateway["spec"]["listeners"][0]["allowedRoutes"]["namespaces"]["selector"]
-    assert selector["matchExpressions"][0]["values"] == ["llm-d-gateway"]
-
-
-def test_the_layer_admits_exactly_the_serving_namespaces_and_refuses_a_model_served_twice() -> None:
-    layer = gw.gateway_layer(GKE, [QWEN8, QWEN32], PARENT)
-    for obj in layer.objects():
-        validate(obj)
-    selector = layer.gateway["spec"]["listeners"][0]["allowedRoutes"]["namespaces"]["selector"]
+def test_the_gateway_admits_exactly_the_serving_namespaces() -> None:
+    gateway = gw.gateway(
+        PARENT.name, PARENT.namespace, GKE.name, route_namespaces=["serving-qwen3-8b", "serving-qwen3-32b"]
+    )
+    validate(gateway)
+    selector = gateway["spec"]["listeners"][0]["allowedRoutes"]["namespaces"]["selector"]
     assert selector["matchExpressions"][0]["values"] == ["serving-qwen3-32b", "serving-qwen3-8b"]
-    assert layer.gateway["spec"]["gatewayClassName"] == "gke-l7-regional-external-managed"
-    twin = gw.ServingRoute("other", "serving-other", ("Qwen/Qwen3-32B",), "other")
-    with pytest.raises(ValueError, match="served by both qwen3-32b and other"):
-        gw.gateway_layer(GKE, [QWEN32, twin], PARENT)
+    assert gateway["spec"]["gatewayClassName"] == "gke-l7-regional-external-managed"
 
 
 # Gateway classes -------------------------------------------------------------------------------------------

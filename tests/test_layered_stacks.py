@@ -338,3 +338,13 @@ def test_check_over_the_repo_reports_each_stack_of_a_cycle_and_checks_the_others
     assert checked == ["dev", "dev", CLUSTER, "qwen3-32b", "qwen3-8b"]
     # the cluster stack's render lists its serving stacks, the looping files aside
     assert main(["render", CLUSTER, "--out", str(project / "out")]) == 0
+
+
+def test_what_the_program_fills_in_at_load_is_not_a_config_key() -> None:
+    """A serving stack's cluster outputs come from its cluster stack: read at load, never set, not a key."""
+    from stacks.config.keys import config_keys
+
+    assert not [k.path for k in config_keys() if k.path.startswith("cluster.outputs.") or k.path == "cluster.outputs"]
+    assert loading.load_named("qwen3-8b").cluster.outputs is not None
+    with pytest.raises(ConfigError, match=r"cluster\.outputs"):
+        loading.load_named("qwen3-8b", ["cluster.outputs.platform=gke"])

@@ -5,7 +5,11 @@ ours; the catalog (pure data) only the ground floor; the formulas (components/fo
 over the catalog's figures that the specs and the policy pack share, e.g. the payoff) the catalog and the
 ground floor; specs (pure functions) the formulas, the catalog and the ground floor, never Pulumi; the
 components (they declare resources) anything below; the policy pack the formulas, the catalog and the
-ground floor; stacks/ (the plan and the program) decides, on top. e2e/ (the harness that runs the real
+ground floor. stacks/ decides, on four floors of its own: the config (stacks/config/: the model, its checks,
+the cluster stack's exports) reads the specs' records and nothing of the plan; the planning (stacks/planning/,
+pure, no Pulumi) the config; the deploy floor (stacks/deploy/: the Pulumi program and composition) the
+planning and the components; the review (stacks/review/: render, check, diff, summary) the deploy floor and
+the policy pack; the CLI (stacks/__main__.py) anything of stacks/. e2e/ (the harness that runs the real
 engine) sits above everything and nothing of the program imports it.
 """
 
@@ -13,8 +17,6 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 OURS = ("components", "stacks", "policies", "e2e")
@@ -30,7 +32,7 @@ def _module(path: Path) -> str:
 
 
 def _resolve(name: str) -> str:
-    """A dotted name to the module it lives in (`components.specs.alerts.Exports` -> the alerts module)."""
+    """A dotted name to the module it lives in (`components.specs.alerts.Alert` -> the alerts module)."""
     parts = name.split(".")
     while parts:
         base = ROOT.joinpath(*parts)
@@ -68,6 +70,10 @@ def _floor(module: str) -> str:
         ("components.specs", "specs"),
         ("components", "components"),
         ("policies", "policies"),
+        ("stacks.config", "stacks.config"),
+        ("stacks.planning", "stacks.planning"),
+        ("stacks.deploy", "stacks.deploy"),
+        ("stacks.review", "stacks.review"),
         ("stacks", "stacks"),
         ("e2e", "e2e"),
     ):
@@ -77,6 +83,8 @@ def _floor(module: str) -> str:
 
 
 # What each floor may import (besides its own floor, for the floors above the catalog).
+_BELOW_STACKS = ("ground", "catalog", "formulas", "specs", "components", "pulumi")
+_STACKS = ("stacks.config", "stacks.planning", "stacks.deploy", "stacks.review")
 ALLOWED = {
     "ground": set(),
     "catalog": {"ground", "catalog"},
@@ -84,9 +92,13 @@ ALLOWED = {
     "specs": {"ground", "catalog", "formulas", "specs"},
     "components": {"ground", "catalog", "formulas", "specs", "components", "pulumi"},
     "policies": {"ground", "catalog", "formulas", "policies", "pulumi"},
-    "stacks": {"ground", "catalog", "formulas", "specs", "components", "policies", "stacks", "pulumi"},
-    "program": {"stacks", "pulumi"},
-    "e2e": {"ground", "catalog", "formulas", "specs", "components", "policies", "stacks", "e2e", "pulumi"},
+    "stacks.config": {"ground", "catalog", "formulas", "specs", "stacks.config"},
+    "stacks.planning": {"ground", "catalog", "formulas", "specs", "stacks.config", "stacks.planning"},
+    "stacks.deploy": {*_BELOW_STACKS, "stacks.config", "stacks.planning", "stacks.deploy"},
+    "stacks.review": {*_BELOW_STACKS, "policies", *_STACKS[:3], "stacks.review"},
+    "stacks": {*_BELOW_STACKS, "policies", *_STACKS, "stacks"},
+    "program": {*_STACKS, "stacks", "pulumi"},
+    "e2e": {*_BELOW_STACKS, "policies", *_STACKS, "stacks", "e2e"},
 }
 
 
@@ -107,9 +119,9 @@ SOURCES = sorted(
 )
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_every_import_points_down_a_floor(path: Path) -> None:
-    assert violations(_module(path), imports(path)) == []
+def test_every_import_points_down_a_floor() -> None:
+    """One test over every source file: each arrow that points up or sideways, listed."""
+    assert [v for path in SOURCES for v in violations(_module(path), imports(path))] == []
 
 
 def test_the_layer_check_catches_an_arrow_up() -> None:
@@ -124,8 +136,14 @@ def test_the_layer_check_catches_an_arrow_up() -> None:
     assert not violations("policies.checks.ruleset", {"components.formulas.payoff"})
     assert not violations("components.specs.payoff_table", {"components.formulas.payoff"})
     assert violations("components.router", {"stacks.config"})
-    assert not violations("stacks.planning.plan", {"components.specs.sizing", "policies.checks.ruleset"})
+    assert not violations("stacks.planning.plan", {"components.specs.sizing", "stacks.config.loading"})
     assert violations("stacks.planning.plan", {"e2e.nodes"})
+    assert violations("stacks.config.loading", {"stacks.planning.hardware"})
+    assert violations("stacks.planning.plan", {"stacks.deploy.compose"})
+    assert violations("stacks.planning.plan", {"pulumi"})
+    assert violations("stacks.deploy.compose", {"stacks.review.render"})
+    assert not violations("stacks.review.offline", {"stacks.deploy.compose", "policies.resources"})
+    assert not violations("stacks.deploy.compose", {"components.cache_stack", "pulumi_kubernetes"})
     assert not violations("e2e.nodes", {"stacks.planning.hardware"})
 
 
@@ -205,3 +223,69 @@ def test_no_module_of_the_program_is_over_400_lines() -> None:
     """Small modules with one job each (issue #22's bound)."""
     long = {str(p.relative_to(ROOT)): n for p in SOURCES if (n := len(p.read_text().splitlines())) > 400}
     assert long == {}
+
+
+def import_graph(paths: list[Path]) -> dict[str, set[str]]:
+    """Module -> the modules of ours it imports, every import counted (those under `if TYPE_CHECKING:` too:
+    a circle the type checker needs is a circle of the design)."""
+    graph: dict[str, set[str]] = {_module(path): set() for path in paths}
+    for path in paths:
+        module = _module(path)
+        graph[module] = {m for m in imports(path) if m in graph and m != module}
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            target = next(edges, None)
+            if target is not None:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(graph[target]))))
+                elif target in on_stack:
+                    low[node] = min(low[node], index[target])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    circles.append(sorted(component))
+    return circles
+
+
+def test_no_import_circle_in_the_program() -> None:
+    """No module reaches itself through imports, counting those for the type checker only (issue #31)."""
+    assert import_circles(import_graph(SOURCES)) == []
+
+
+def test_the_circle_check_sees_a_circle_through_a_type_checking_import(tmp_path: Path) -> None:
+    second = tmp_path / "second.py"
+    second.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from components.specs import alerts\n")
+    assert imports(second) == {"components.specs.alerts"}
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}
+    assert import_circles(graph) == [["a", "b", "c"]]
+    assert import_circles({"a": {"b"}, "b": set()}) == []

@@ -4,7 +4,10 @@ import pytest
 
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.models import MODELS
-from components.specs.sizing import SHM_HEADROOM, router_lru_capacity, size_lmcache, size_native_cpu_tier
+from components.specs.connectors.lmcache_connector import size_tiers as size_lmcache
+from components.specs.connectors.native import NativeSizes
+from components.specs.connectors.native import size_cpu_tier as size_native_cpu_tier
+from components.specs.sizing import SHM_HEADROOM, router_lru_capacity, sizes_of
 from components.units import GB, ByteSize, GiB, KiB
 
 QWEN3_32B = MODELS["Qwen/Qwen3-32B"]
@@ -42,7 +45,7 @@ def test_capacity_rounds_down_so_the_router_never_overestimates() -> None:
 
 def test_native_sizing_of_the_default_deployment() -> None:
     sizing = size_native_cpu_tier(QWEN3_32B, ACCELERATORS["gpu"], 2, ByteSize(300 * GiB))
-    assert sizing.knobs["cpu_bytes_to_use"] == "322122547200"
+    assert sizes_of(NativeSizes, sizing).cpu_bytes_to_use == ByteSize(322122547200)
     assert sizing.lru_capacity_per_server == 19200
     # The tier lives in /dev/shm, so /dev/shm holds it and the pod's memory holds /dev/shm.
     assert sizing.shm_size_limit is not None

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from components.specs.connectors import IMPLEMENTATIONS
 from components.verification import verify_offload as verify
 
 FIXTURES = Path(__file__).parent / "fixtures" / "metrics"
@@ -17,6 +18,14 @@ FIXTURES = Path(__file__).parent / "fixtures" / "metrics"
 
 def _metrics(name: str) -> dict[str, float]:
     return verify.parse_metrics((FIXTURES / name).read_text())
+
+
+def test_every_connector_names_a_gate_of_the_script() -> None:
+    """The connector names its gate once (`verification_check`); the script, which imports nothing of ours,
+    defines them."""
+    checks = {c.key: c.verification_check for c in IMPLEMENTATIONS}
+    assert set(checks.values()) == set(verify.GATES)
+    assert (checks["native"], checks["sglang-hicache"], checks["lmcache-connector"]) == ("native", "sglang", "external")
 
 
 def test_parse_sums_samples_over_label_sets() -> None:

@@ -20,5 +20,9 @@ LARGE_DEVICE = 70 * GiB
 LARGE_DEVICE_BATCH = (8192, 1024)  # max_num_batched_tokens, max_num_seqs
 SMALL_DEVICE_BATCH = (2048, 256)
 
+# Engines whose guide image runs as its root user (the pods carry `labels.ENGINE_TYPE_LABEL`; SGLang's JIT
+# caches under $HOME have no writable mount): components/specs/security.py exempts them.
+ROOT_ENGINES = frozenset({"sglang"})
+
 # Bytes of one logit: the sampler holds the vocabulary's logits in float32 for every sequence of a batch.
 LOGIT_BYTES = 4

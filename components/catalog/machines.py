@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from components.catalog.accelerators import ACCELERATORS
 from components.units import GB, ByteSize, GiB
 
 
@@ -21,6 +22,12 @@ class MachineType:
     gke_accelerator: str | None = None  # guest accelerator type (GPU) on GKE
     tpu_topology: str | None = None  # the single-host slice topology
     efa: bool = False
+
+    @property
+    def needs_nvidia_device_plugin(self) -> bool:
+        """Its nodes advertise `nvidia.com/gpu` only through the NVIDIA device plugin: EKS GPU nodes (GKE installs
+        its own plugin with the driver)."""
+        return self.cloud == "eks" and ACCELERATORS[self.accelerator].vendor == "nvidia"
 
 
 MACHINES: dict[str, MachineType] = {

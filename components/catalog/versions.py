@@ -114,8 +114,8 @@ CLUSTER_AUTOSCALER_TAGS = {
 # Gateway API: the standard channel's CRDs (Gateway, HTTPRoute, ReferenceGrant, GatewayClass). v1.3.0 is the
 # release the inference extension validates its own manifests against (GAIE v1.6.0 `hack/verify-manifests.sh`,
 # GATEWAY_API_VERSION) and the one tests/fixtures/upstream/schemas/gateway-api/ holds; the newest upstream
-# release is v1.6.1 (2026-07-16). The objects the program builds use v1 fields only (ReferenceGrant: v1beta1,
-# the only version v1.3.0 serves). GKE installs and manages these CRDs itself (`gateway_api_config`).
+# release is v1.6.1 (2026-07-16). The objects the program builds use v1 fields only (it builds no ReferenceGrant:
+# each route sits beside its pool). GKE installs and manages these CRDs itself (`gateway_api_config`).
 GATEWAY_API_VERSION = "v1.3.0"
 
 

@@ -16,7 +16,7 @@ from components.formulas.payoff import Replica, prefill_seconds, reload_seconds
 from components.formulas.stack_distance import COLD
 
 if TYPE_CHECKING:
-    from components.formulas.tier_replay import Savings, Tiers
+    from components.formulas.tier_shape import Savings, Tiers
 
 Ints = npt.NDArray[np.int64]
 Floats = npt.NDArray[np.float64]

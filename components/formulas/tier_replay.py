@@ -51,49 +51,22 @@ import math
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
-from components.formulas.payoff import Replica
 from components.formulas.replica_routing import Router, ServiceRates, prefix_tokens
 from components.formulas.requests import Request
 from components.formulas.stack_distance import StackDistances
 from components.formulas.tier_grid import Floats, Grid, Ints, Pending
-
-Relation = Literal["inclusive", "exclusive"]
-Scope = Literal["replica", "pooled"]
+from components.formulas.tier_shape import Relation as Relation  # the records, named here too
+from components.formulas.tier_shape import Savings as Savings
+from components.formulas.tier_shape import Scope as Scope
+from components.formulas.tier_shape import Tiers as Tiers
 
 
 def capacity_blocks(capacity_bytes: float, block_tokens: int, kv_bytes_per_token: float) -> int:
     """A tier's bytes as whole blocks of the workload's `block_tokens`."""
     return math.floor(capacity_bytes / (block_tokens * kv_bytes_per_token))
-
-
-@dataclass(frozen=True)
-class Tiers:
-    """The stack replayed: its replicas and HBM, and how its CPU tier relates to HBM and to the replicas."""
-
-    block_tokens: int
-    replicas: int
-    hbm_blocks: int
-    relation: Relation = "inclusive"
-    cpu_scope: Scope = "replica"
-
-    def __post_init__(self) -> None:
-        if self.block_tokens < 1 or self.replicas < 1 or self.hbm_blocks < 0:
-            raise ValueError(f"block_tokens and replicas >= 1, hbm_blocks >= 0: {self}")
-        if self.relation == "exclusive" and self.cpu_scope == "pooled":
-            raise ValueError("an exclusive CPU pool fed by several HBMs' evictions is no LRU of one stream")
-
-
-@dataclass(frozen=True)
-class Savings:
-    """What a hit saves: the replica's prefill (payoff's model) and each tier's reload bandwidth per pod."""
-
-    replica: Replica
-    cpu_bandwidth: float  # bytes/s per pod
-    fs_bandwidth: float  # bytes/s per pod
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ from typing import Any
 
 import yaml
 
-from components.catalog.accelerators import ACCELERATORS
 from components.catalog.machines import MachineType
 from components.specs.node_autoscaling import NodeBounds, eks_scaling_config, gke_autoscaling
 
@@ -331,7 +330,7 @@ def eks_accelerator_node_group_args(
 def nvidia_device_plugin_pools(pools: list[PoolSpec]) -> list[PoolSpec]:
     """The created pools whose nodes need the NVIDIA device plugin to advertise `nvidia.com/gpu` (EKS
     GPU nodes; GKE installs its own plugin with the driver)."""
-    return [p for p in pools if p.machine.cloud == "eks" and ACCELERATORS[p.machine.accelerator].vendor == "nvidia"]
+    return [p for p in pools if p.machine.needs_nvidia_device_plugin]
 
 
 def nvidia_device_plugin_values(pools: list[PoolSpec]) -> Args:

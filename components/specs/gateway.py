@@ -17,8 +17,8 @@ admits it through `allowedRoutes.namespaces` (here `Selector` on the serving nam
 `backendRefs` entry in another namespace than the route's is refused ("RefNotPermitted") unless a
 ReferenceGrant in the backend's namespace allows the route's namespace and kind. With the route in the serving
 stack's namespace, the backendRef to its InferencePool is same-namespace and needs no ReferenceGrant: the one
-namespace boundary is crossed by the parentRef. `reference_grant` returns the grant only for the other layout,
-routes kept beside the Gateway (`http_route(..., route_namespace=<the gateway's>)`), and None otherwise.
+namespace boundary is crossed by the parentRef (routes kept beside the Gateway would each need a grant; the
+program never builds them).
 
 BBR itself (its values, hardening and NetworkPolicy): `components/specs/bbr.py`.
 """
@@ -26,17 +26,17 @@ BBR itself (its values, hardening and NetworkPolicy): `components/specs/bbr.py`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from components.catalog import labels, versions
+from components.catalog.platforms import PLATFORMS
 from components.manifest import Manifest
 from components.specs import network
-from components.specs.workloads import WorkloadType
+from components.specs.workload_type import WorkloadType
 
 API_GROUP = "gateway.networking.k8s.io"
 API_VERSION = f"{API_GROUP}/v1"
-REFERENCE_GRANT_API_VERSION = f"{API_GROUP}/v1beta1"  # the only version Gateway API v1.3.0 serves
 POOL_GROUP, POOL_KIND = "inference.networking.k8s.io", "InferencePool"
 
 DEFAULT_GATEWAY_NAME = "inference-gateway"  # the chart's `inferenceGateway.name` default and GAIE's manifests
@@ -116,7 +116,7 @@ def gateway_class_for(platform: str, override: str | None = None) -> GatewayClas
     (`versions.GKE_DEFAULT_GATEWAY_CLASS` unless `override` names the other GKE class); anywhere else the
     configured controller, kgateway or Istio, which must be named: nothing on an existing cluster says which
     controller its operators installed."""
-    if platform == "gke":
+    if PLATFORMS[platform].managed_gateway:
         name = override or versions.GKE_DEFAULT_GATEWAY_CLASS
         if name not in versions.GKE_GATEWAY_CLASSES:
             raise ValueError(
@@ -243,10 +243,9 @@ def route_name(serving: ServingRoute) -> str:
     return serving.stack
 
 
-def pool_backend_ref(serving: ServingRoute, route_namespace: str) -> Manifest:
+def pool_backend_ref(serving: ServingRoute) -> Manifest:
+    """The stack's InferencePool, in the route's own namespace."""
     out: Manifest = {"group": POOL_GROUP, "kind": POOL_KIND, "name": serving.pool}
-    if route_namespace != serving.namespace:
-        out["namespace"] = serving.namespace
     if serving.port is not None:
         out["port"] = serving.port
     return out
@@ -264,15 +263,13 @@ def http_route(
     serving: ServingRoute,
     parent: GatewayRef = GatewayRef(),
     request_timeout: str | None = ROUTE_REQUEST_TIMEOUT,
-    route_namespace: str | None = None,
 ) -> Manifest:
-    """The serving stack's HTTPRoute: in its own namespace (`route_namespace` None), attached to the Gateway,
-    one rule per model matching `X-Gateway-Model-Name` exactly, each to the stack's InferencePool.
+    """The serving stack's HTTPRoute: in its own namespace, attached to the Gateway, one rule per model matching
+    `X-Gateway-Model-Name` exactly, each to the stack's InferencePool.
     `request_timeout` None: no `timeouts` (GKE's classes, `GatewayClassChoice.route_timeouts`)."""
-    where = route_namespace or serving.namespace
     rules: list[Manifest] = []
     for model in serving.models:
-        rule: Manifest = {"matches": [model_match(model)], "backendRefs": [pool_backend_ref(serving, where)]}
+        rule: Manifest = {"matches": [model_match(model)], "backendRefs": [pool_backend_ref(serving)]}
         if request_timeout is not None:
             rule["timeouts"] = {"request": request_timeout}
         rules.append(rule)
@@ -281,86 +278,8 @@ def http_route(
         "kind": "HTTPRoute",
         "metadata": {
             "name": route_name(serving),
-            "namespace": where,
+            "namespace": serving.namespace,
             "labels": {labels.GUIDE_LABEL: labels.GUIDE},
         },
         "spec": {"parentRefs": [parent.parent_ref()], "rules": rules},
     }
-
-
-def reference_grant(route: Manifest) -> Manifest | None:
-    """The ReferenceGrant an HTTPRoute needs, in its backends' namespace, or None.
-
-    Only `backendRefs` that name another namespace need one (the spec: "a ReferenceGrant is required to allow
-    that otherwise"); a `parentRefs` to a Gateway elsewhere is governed by the Gateway's `allowedRoutes` and
-    needs none. A route in its serving stack's namespace (what `http_route` builds by default) returns None.
-    The grant names the pools it opens, not every InferencePool of the namespace.
-    """
-    if route["kind"] != "HTTPRoute":
-        raise ValueError(f"a ReferenceGrant here is for an HTTPRoute, not a {route['kind']}")
-    route_ns = route["metadata"]["namespace"]
-    crossing = [
-        ref
-        for rule in route["spec"]["rules"]
-        for ref in rule.get("backendRefs") or []
-        if ref.get("namespace", route_ns) != route_ns
-    ]
-    if not crossing:
-        return None
-    targets = {(ref["namespace"], ref.get("group", ""), ref.get("kind", "Service"), ref["name"]) for ref in crossing}
-    namespaces = {t[0] for t in targets}
-    if len(namespaces) != 1:
-        raise ValueError(
-            f"route {route['metadata']['name']} reaches backends in several namespaces: {sorted(namespaces)}"
-        )
-    (target_ns,) = namespaces
-    return {
-        "apiVersion": REFERENCE_GRANT_API_VERSION,
-        "kind": "ReferenceGrant",
-        "metadata": {
-            "name": f"{route['metadata']['name']}-from-{route_ns}",
-            "namespace": target_ns,
-            "labels": {labels.GUIDE_LABEL: labels.GUIDE},
-        },
-        "spec": {
-            "from": [{"group": API_GROUP, "kind": "HTTPRoute", "namespace": route_ns}],
-            "to": [{"group": g, "kind": k, "name": n} for _, g, k, n in sorted(targets)],
-        },
-    }
-
-
-@dataclass(frozen=True)
-class GatewayLayer:
-    """Every Gateway object of one layer: the Gateway, a route per serving stack and the grants they need."""
-
-    gateway: Manifest
-    routes: list[Manifest] = field(default_factory=list)
-    grants: list[Manifest] = field(default_factory=list)
-
-    def objects(self) -> list[Manifest]:
-        return [self.gateway, *self.routes, *self.grants]
-
-
-def gateway_layer(
-    choice: GatewayClassChoice,
-    servings: Sequence[ServingRoute],
-    parent: GatewayRef = GatewayRef(),
-    routes_beside_gateway: bool = False,
-) -> GatewayLayer:
-    """The Gateway admitting exactly the routes' namespaces, an HTTPRoute per serving stack (in its own
-    namespace, or beside the Gateway with `routes_beside_gateway`) and the ReferenceGrants those need.
-    A model served by two stacks would make the route ambiguous, and is refused."""
-    seen: dict[str, str] = {}
-    for serving in servings:
-        for model in serving.models:
-            if model in seen:
-                raise ValueError(f"model {model} is served by both {seen[model]} and {serving.stack}")
-            seen[model] = serving.stack
-    timeout = ROUTE_REQUEST_TIMEOUT if choice.route_timeouts else None
-    where = parent.namespace if routes_beside_gateway else None
-    routes = [http_route(s, parent, timeout, where) for s in servings]
-    namespaces = sorted({r["metadata"]["namespace"] for r in routes}) or [parent.namespace]
-    grants = [g for g in (reference_grant(r) for r in routes) if g is not None]
-    return GatewayLayer(
-        gateway(parent.name, parent.namespace, choice.name, route_namespaces=namespaces), routes, grants
-    )

@@ -44,7 +44,7 @@ from components.catalog import versions
 from components.formulas import hpa
 from components.manifest import Manifest
 from components.specs import promql, security
-from components.specs.workloads import WorkloadType
+from components.specs.workload_type import WorkloadType
 
 API_VERSION = "keda.sh/v1alpha1"
 # A ScaledObject per model-server role (and the TriggerAuthentication its metrics source needs).

@@ -1,7 +1,8 @@
 """The LMCache server (one per GPU node) and the connector configs its clients use, from one source.
 
 The server's flags and the `lmcache.mp.*` settings of every client are built from the same
-`LMCacheServerSettings`, so `lmcache.mp.isolated_ipc` always agrees with `--isolated-ipc`, the host
+`LMCacheServerSettings` (the config's `lmcache` section as one record, `LMCacheSettings`, with where the
+server runs and its L1), so `lmcache.mp.isolated_ipc` always agrees with `--isolated-ipc`, the host
 is the Service's in-cluster name, and server and clients share one image tag.
 """
 
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from components.catalog import versions
 from components.manifest import Manifest
 from components.specs import security
-from components.specs.workloads import WorkloadType
+from components.specs.workload_type import WorkloadType
 from components.units import ByteSize, GiB
 
 SERVER_WORKLOAD = WorkloadType("llmd:lmcache_server:LMCacheServer", "lmcache-server")
@@ -30,10 +31,12 @@ SERVER_LIMIT_FACTOR = (3, 2)  # limit = request x 3/2: room for transfer buffers
 
 
 @dataclass(frozen=True)
-class LMCacheServerSettings:
+class LMCacheSettings:
+    """The config's `lmcache` section, as the LMCache connectors and the server read it (one record)."""
+
     version: str
-    namespace: str
-    l1_size: ByteSize
+    mode: str
+    test_mode: bool
     chunk_size: int
     hash_algorithm: str
     isolated_ipc: bool
@@ -43,9 +46,18 @@ class LMCacheServerSettings:
     max_workers: int
     privileged: bool
 
+
+@dataclass(frozen=True)
+class LMCacheServerSettings:
+    """The server as deployed: the stack's settings, its namespace and its L1 (`cache.tier.cpu`)."""
+
+    lmcache: LMCacheSettings
+    namespace: str
+    l1_size: ByteSize
+
     @property
     def image(self) -> str:
-        return versions.lmcache_image(self.version)
+        return versions.lmcache_image(self.lmcache.version)
 
     @property
     def host(self) -> str:
@@ -82,7 +94,7 @@ def mp_connector(settings: LMCacheServerSettings) -> Manifest:
         "kv_connector_extra_config": {
             "lmcache.mp.host": settings.host,
             "lmcache.mp.port": SERVER_PORT,
-            "lmcache.mp.isolated_ipc": settings.isolated_ipc,
+            "lmcache.mp.isolated_ipc": settings.lmcache.isolated_ipc,
         },
     }
 
@@ -108,17 +120,17 @@ def server_args(settings: LMCacheServerSettings) -> list[str]:
         f"--port={SERVER_PORT}",
         f"--http-port={HTTP_PORT}",
         f"--l1-size-gb={settings.l1_size.bytes / GiB:g}",
-        f"--chunk-size={settings.chunk_size}",
-        f"--max-workers={settings.max_workers}",
-        f"--hash-algorithm={settings.hash_algorithm}",
+        f"--chunk-size={settings.lmcache.chunk_size}",
+        f"--max-workers={settings.lmcache.max_workers}",
+        f"--hash-algorithm={settings.lmcache.hash_algorithm}",
     ]
-    if settings.isolated_ipc:
+    if settings.lmcache.isolated_ipc:
         args.append("--isolated-ipc")  # KV over driver-level CUDA IPC; no hostIPC
     return [
         *args,
-        f"--eviction-policy={settings.eviction_policy}",
-        f"--eviction-trigger-watermark={_fraction(settings.eviction_trigger_watermark)}",
-        f"--eviction-ratio={_fraction(settings.eviction_ratio)}",
+        f"--eviction-policy={settings.lmcache.eviction_policy}",
+        f"--eviction-trigger-watermark={_fraction(settings.lmcache.eviction_trigger_watermark)}",
+        f"--eviction-ratio={_fraction(settings.lmcache.eviction_ratio)}",
         f"--prometheus-port={METRICS_PORT}",
     ]
 
@@ -151,7 +163,7 @@ def _server_container(settings: LMCacheServerSettings) -> Manifest:
             "limits": {"memory": settings.memory_limit.quantity()},
         },
     }
-    if settings.privileged:  # where `nvidia-smi -L` fails in the pod (NVML cannot see the devices)
+    if settings.lmcache.privileged:  # where `nvidia-smi -L` fails in the pod (NVML cannot see the devices)
         container["securityContext"] = {"privileged": True}
     return container
 
@@ -182,22 +194,20 @@ def server_manifests(settings: LMCacheServerSettings) -> list[Manifest]:
                 ],
             },
         },
-        security.harden(
-            {
-                "apiVersion": "apps/v1",
-                "kind": "DaemonSet",
-                "metadata": meta,
-                "spec": {
-                    "selector": {"matchLabels": LABELS},
-                    "template": {
-                        "metadata": {"labels": LABELS},
-                        "spec": {
-                            "runtimeClassName": "nvidia",
-                            "nodeSelector": {"nvidia.com/gpu.present": "true"},  # GPU nodes only
-                            "containers": [_server_container(settings)],
-                        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": meta,
+            "spec": {
+                "selector": {"matchLabels": LABELS},
+                "template": {
+                    "metadata": {"labels": LABELS},
+                    "spec": {
+                        "runtimeClassName": "nvidia",
+                        "nodeSelector": {"nvidia.com/gpu.present": "true"},  # GPU nodes only
+                        "containers": [_server_container(settings)],
                     },
                 },
-            }
-        ),
+            },
+        },
     ]

@@ -22,7 +22,7 @@ from components.catalog import labels
 from components.manifest import Manifest
 from components.specs.security import MODEL_FETCH_CONTAINER, harden
 from components.specs.startup import timeout_annotation
-from components.specs.workloads import WorkloadType
+from components.specs.workload_type import WorkloadType
 
 WORKLOAD = WorkloadType("llmd:model_cache:ModelCache", "model-cache")  # a dedicated claim, the fetch script and its Job
 
@@ -193,10 +193,9 @@ def _job_spec(spec: FetchSpec) -> Manifest:
         ],
     }
     template = {"metadata": {"labels": dict(LABELS)}, "spec": pod}
-    job_spec: Manifest = harden({"kind": "Job", "spec": {"backoffLimit": FETCH_BACKOFF_LIMIT, "template": template}})[
-        "spec"
-    ]
-    return job_spec
+    # Hardened here as well as by the plan's pass (idempotent): the Job's name hashes this spec, as rendered.
+    job_spec: Manifest = harden({"kind": "Job", "spec": {"backoffLimit": FETCH_BACKOFF_LIMIT, "template": template}})
+    return dict(job_spec["spec"])
 
 
 def fetch_manifests(spec: FetchSpec) -> list[Manifest]:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import yaml
 
 from components.catalog import versions
 from components.manifest import Manifest
 from components.specs import security
-from components.specs.sizing import MOONCAKE_CLIENT_SHM, MooncakeClientSizing, mooncake_text
-from components.specs.workloads import WorkloadType
+from components.specs.workload_type import WorkloadType
+from components.units import ByteSize, GiB
 
 MASTER_WORKLOAD = WorkloadType("llmd:mooncake:MooncakeMaster", "mooncake-master")
 CLIENT_WORKLOAD = WorkloadType("llmd:mooncake:MooncakeClient", "mooncake-client")
@@ -20,6 +22,29 @@ RPC_PORT, METADATA_PORT, METRICS_PORT, CLIENT_PORT = 50051, 8080, 9003, 50052
 OFFLOAD_DIR = "/data/mooncake-offload"
 HOST_OFFLOAD_DIR = "/mnt/mooncake-offload"  # the client's SSD tier on its node (the one hostPath of the stack)
 MASTER_ADDRESS = f"{MASTER}.{NAMESPACE}.svc.cluster.local:{RPC_PORT}"
+# Mooncake Client: /dev/shm, and the memory limit's margin over the request (the guide's 82Gi / 84Gi).
+MOONCAKE_CLIENT_SHM = ByteSize(2 * GiB)
+
+
+def mooncake_text(size: ByteSize) -> str:
+    """Mooncake's size strings ("80GB", read as GiB); sizes must be whole GiB."""
+    if size.bytes % GiB:
+        raise ValueError(f"{size.human()} is not a whole number of GiB, which Mooncake sizes must be")
+    return f"{size.bytes // GiB}GB"
+
+
+@dataclass(frozen=True)
+class MooncakeClientSizing:
+    nodes: int
+    dram: ByteSize
+    ssd: ByteSize
+    memory_request: ByteSize
+    memory_limit: ByteSize
+
+
+def mooncake_client(dram: ByteSize, ssd: ByteSize, nodes: int) -> MooncakeClientSizing:
+    request = (dram + MOONCAKE_CLIENT_SHM).ceil_to(GiB)
+    return MooncakeClientSizing(nodes, dram, ssd, request, request + MOONCAKE_CLIENT_SHM)
 
 
 def _labels(name: str, component: str) -> dict[str, str]:
@@ -71,7 +96,7 @@ def namespace() -> Manifest:
 
 
 def master_manifests() -> list[Manifest]:
-    return security.harden_all(_master_manifests())
+    return _master_manifests()
 
 
 def _master_container() -> Manifest:
@@ -164,7 +189,7 @@ def _master_deployment() -> Manifest:
 def client_manifests(sizing: MooncakeClientSizing) -> list[Manifest]:
     """One client per node: it registers `dram` of CPU memory and `ssd` of local disk with the master. The plan
     places it beside the model servers (`prepull.placed`)."""
-    return security.harden_all(_client_manifests(sizing))
+    return _client_manifests(sizing)
 
 
 def _client_container(sizing: MooncakeClientSizing) -> Manifest:

@@ -3,7 +3,7 @@
 Ingress only: egress stays open, so DNS, the Hugging Face download and the Mooncake and LMCache
 clients keep working. Kubelet probes come from the node and are never subject to a NetworkPolicy.
 Every port is read from where it is defined: the router's `targetPorts`, the workloads' own
-`containerPort`s, the LMCache and Mooncake modules' constants, the chart's ports in `labels`.
+`containerPort`s, the chart's ports in `labels`; a connector's daemons' policies sit in its module.
 
 Traffic between model-server pods (P/D with NIXL, the Ray group of a multi-host replica, the
 Mooncake transfer engine) uses ports the engines pick at run time, so peers admit each other on
@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 from components.catalog import labels
 from components.manifest import Manifest
-from components.specs import lmcache, mooncake
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set on every namespace by the API server (1.22+)
 # The scrapers' own pod labels: prometheus-operator labels every Prometheus pod it runs;
@@ -154,45 +153,6 @@ def router_policy(traffic: StackTraffic, name: str) -> Manifest:
     if traffic.gateway:  # behind a cluster stack's Gateway, its data plane asks the EPP which server to use
         rules.append(Rule(list(traffic.gateway), [labels.EPP_EXT_PROC_PORT]))
     return policy(name, traffic.namespace, {"matchLabels": dict(traffic.router_pods)}, rules)
-
-
-def lmcache_server_policy(traffic: StackTraffic) -> Manifest:
-    rules = [
-        Rule([traffic.model_servers], [lmcache.SERVER_PORT, lmcache.HTTP_PORT]),
-        Rule([traffic.scraper], [lmcache.METRICS_PORT]),
-    ]
-    return policy(lmcache.NAME, traffic.namespace, {"matchLabels": dict(lmcache.LABELS)}, rules)
-
-
-def mooncake_client_peer() -> Peer:
-    """The Mooncake Client's pool, which exchanges KV with the model servers."""
-    return Peer(mooncake.CLIENT_LABELS, {NAMESPACE_NAME_LABEL: mooncake.NAMESPACE})
-
-
-def mooncake_master_policy(traffic: StackTraffic) -> Manifest:
-    """The master admits its clients (model servers, Mooncake Clients) on RPC and metadata, the scraper on
-    metrics."""
-    servers, clients = traffic.model_servers.elsewhere(traffic.namespace), Peer(mooncake.CLIENT_LABELS)
-    return policy(
-        mooncake.MASTER,
-        mooncake.NAMESPACE,
-        {"matchLabels": dict(mooncake.MASTER_LABELS)},
-        [
-            Rule([servers, clients], [mooncake.RPC_PORT, mooncake.METADATA_PORT]),
-            Rule([traffic.scraper], [mooncake.METRICS_PORT]),
-        ],
-    )
-
-
-def mooncake_client_policy(traffic: StackTraffic) -> Manifest:
-    """A Mooncake Client admits the pool's members on every port (the transfer engine's)."""
-    servers, clients = traffic.model_servers.elsewhere(traffic.namespace), Peer(mooncake.CLIENT_LABELS)
-    return policy(
-        mooncake.CLIENT,
-        mooncake.NAMESPACE,
-        {"matchLabels": dict(mooncake.CLIENT_LABELS)},
-        [Rule([servers, clients, Peer(mooncake.MASTER_LABELS)], None)],
-    )
 
 
 def closed_policy(namespace: str, name: str, pod_labels: dict[str, str]) -> Manifest:

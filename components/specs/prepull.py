@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 
 from components.catalog import labels, versions
 from components.manifest import Manifest
-from components.specs.security import harden
-from components.specs.workloads import WorkloadType
+from components.specs.workload_type import WorkloadType
 from components.units import ByteSize, MiB
 
 WORKLOAD = WorkloadType("llmd:image_prepull:ImagePrepull", "image-prepull")
@@ -137,4 +136,4 @@ def prepull_manifests(spec: PrepullSpec) -> list[Manifest]:
             "template": {"metadata": {"labels": dict(LABELS)}, "spec": pod},
         },
     }
-    return [harden(placed(daemon_set, spec.placement))]
+    return [placed(daemon_set, spec.placement)]

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from components.catalog import labels
+from components.catalog.engines import ROOT_ENGINES
 from components.manifest import Manifest
 
 # A UID with no passwd entry in the images: HOME is then `/`, where the pods mount their writable
@@ -134,7 +135,7 @@ EXEMPTIONS: tuple[Exemption, ...] = (
         "sglang",
         "the guide runs SGLang as the image's root user; its JIT caches under $HOME (/.cache, /.triton) have no"
         " writable mount",
-        lambda s: s.labels.get(labels.ENGINE_TYPE_LABEL) == "sglang",
+        lambda s: s.labels.get(labels.ENGINE_TYPE_LABEL) in ROOT_ENGINES,
         root=True,
     ),
     Exemption(
@@ -219,7 +220,3 @@ def harden_chart_object(manifest: Manifest) -> Manifest:
     template = (manifest.get("spec") or {}).get("template") or {}
     api_access = bool((template.get("spec") or {}).get("serviceAccountName"))
     return harden(manifest, api_access=api_access)
-
-
-def harden_all(manifests: list[Manifest]) -> list[Manifest]:
-    return [harden(m) for m in manifests]

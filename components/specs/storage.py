@@ -10,7 +10,7 @@ from typing import Any
 
 from components.catalog import labels
 from components.manifest import Manifest
-from components.specs.workloads import WorkloadType
+from components.specs.workload_type import WorkloadType
 
 WORKLOAD = WorkloadType("llmd:storage:SharedStorage", "storage")  # the filesystem tier's shared claim
 

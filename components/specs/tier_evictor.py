@@ -29,8 +29,7 @@ from pathlib import Path
 
 from components.catalog import labels
 from components.manifest import Manifest
-from components.specs import security
-from components.specs.workloads import WorkloadType
+from components.specs.workload_type import WorkloadType
 
 WORKLOAD = WorkloadType("llmd:tier_evictor:TierEvictor", "tier-evictor")
 
@@ -124,17 +123,15 @@ def evictor_manifests(spec: EvictorSpec) -> list[Manifest]:
             "metadata": {**meta, "name": f"{NAME}-script"},
             "data": {SCRIPT.name: SCRIPT.read_text(encoding="utf-8")},
         },
-        security.harden(
-            {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "metadata": {**meta, "name": NAME},
-                "spec": {
-                    "replicas": 1,
-                    "strategy": {"type": "Recreate"},
-                    "selector": {"matchLabels": dict(LABELS)},
-                    "template": {"metadata": {"labels": dict(LABELS)}, "spec": pod},
-                },
-            }
-        ),
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {**meta, "name": NAME},
+            "spec": {
+                "replicas": 1,
+                "strategy": {"type": "Recreate"},
+                "selector": {"matchLabels": dict(LABELS)},
+                "template": {"metadata": {"labels": dict(LABELS)}, "spec": pod},
+            },
+        },
     ]

@@ -7,8 +7,7 @@ from pathlib import Path
 
 from components.catalog import labels
 from components.manifest import Manifest
-from components.specs import security
-from components.specs.workloads import WorkloadType
+from components.specs.workload_type import WorkloadType
 
 WORKLOAD = WorkloadType("llmd:verification:VerificationJob", "verification")
 
@@ -25,7 +24,7 @@ class VerificationSpec:
     model: str
     router_url: str
     selector: dict[str, str]
-    check: str  # native | sglang | external (see the script's GATES)
+    check: str  # a key of the script's GATES: the connector's `verification_check`
     shared_tier: bool
     requests: int
 
@@ -79,25 +78,22 @@ def verification_manifests(spec: VerificationSpec) -> list[Manifest]:
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": NAME},
             "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": spec.namespace}],
         },
-        security.harden(
-            {
-                "apiVersion": "batch/v1",
-                "kind": "Job",
-                "metadata": {**meta, "name": NAME},
-                "spec": {
-                    "backoffLimit": 1,
-                    "activeDeadlineSeconds": 3600,
-                    "template": {
-                        "metadata": {"labels": LABELS},
-                        "spec": {
-                            "serviceAccountName": NAME,
-                            "restartPolicy": "Never",
-                            "containers": [_container(spec)],
-                            "volumes": [{"name": "script", "configMap": {"name": f"{NAME}-script"}}],
-                        },
+        {  # its pods list the model-server pods (the Role above): the workload keeps their token (`api_access`)
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {**meta, "name": NAME},
+            "spec": {
+                "backoffLimit": 1,
+                "activeDeadlineSeconds": 3600,
+                "template": {
+                    "metadata": {"labels": LABELS},
+                    "spec": {
+                        "serviceAccountName": NAME,
+                        "restartPolicy": "Never",
+                        "containers": [_container(spec)],
+                        "volumes": [{"name": "script", "configMap": {"name": f"{NAME}-script"}}],
                     },
                 },
             },
-            api_access=True,  # it lists the model-server pods (the Role above)
-        ),
+        },
     ]

@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Literal
 
 from components.manifest import Manifest
 from components.specs.startup import AwaitBudget
+from components.specs.workload_type import WorkloadType as WorkloadType  # its record, named here too
 
 if TYPE_CHECKING:  # the network spec imports nothing of this module; its traffic type is only annotated here
     from components.specs.network import StackTraffic
-    from components.specs.servers import ServerSpec
+    from components.specs.servers.base import ServerSpec
 
 # What a workload may need besides other workloads: the stack's own objects (created before any
 # workload) and CLUSTER, what the model servers need from outside the stack (their node pool, the tier's
@@ -46,15 +47,6 @@ PHASES: tuple[Phase, ...] = ("warm", "serve", "beside")
 
 
 @dataclass(frozen=True)
-class WorkloadType:
-    """The component type token (part of every URN under it: changing one needs an alias) and the
-    default key (the component's name is `<stack>-<key>`)."""
-
-    token: str
-    key: str
-
-
-@dataclass(frozen=True)
 class Await:
     """What Pulumi waits for: the objects of `kind` with `budget` (None: the manifests carry their budget
     already), on a readiness condition where the kind has no built-in await."""
@@ -77,6 +69,7 @@ class Workload:
     ingress: Callable[[StackTraffic], Manifest] | None = None
     ingress_at: int = 0
     server: ServerSpec | None = None  # a model-server role
+    api_access: bool = False  # its pods call the Kubernetes API: hardening leaves them their token
     holds_cpu_tier: bool = False  # a per-node daemon holding the CPU tier: a model-server restart keeps it
     key_suffix: str = ""  # a second workload of the same type: `<key>-<suffix>` (the prefill role)
     outputs: Mapping[str, str] = dataclasses.field(default_factory=dict)  # registered beside its objects

@@ -31,7 +31,8 @@ from stacks.config.cluster_facts import (
 )
 from stacks.config.cluster_section import NodePoolConfig
 from stacks.config.errors import HIDDEN, ConfigError
-from stacks.planning.hardware import pool_hardware
+from stacks.config.pool_hardware import pool_hardware
+from stacks.config.providers import provider_of
 
 OUTPUTS_FILE = "cluster-outputs.json"  # what a cluster stack's offline render writes
 # The label a serving stack puts on its namespace so the cluster's Gateway admits its HTTPRoute: the Gateway
@@ -40,34 +41,14 @@ GATEWAY_ROUTES_LABEL = "llm-d.ai/gateway"
 
 
 def mirror_facts(config: StackConfig, registries: set[str]) -> MirrorFacts | None:
-    """The pull-through caches a created cluster gets for `registries`: Artifact Registry remote repositories
-    on GKE, ECR pull-through rules on EKS (for the account; a registry ECR cannot cache is pulled directly);
-    none on an existing cluster or with `images.mirror: off`."""
-    cluster = config.cluster
-    if config.images.mirror == "off":
-        return None
-    if cluster.provider == "gke" and cluster.gke is not None:
-        return MirrorFacts(
-            cloud="gke", region=cluster.gke.region, project=cluster.gke.project, registries=sorted(registries)
-        )
-    eks = cluster.eks
-    if cluster.provider != "eks" or eks is None or not eks.account_id:
-        return None
-    credentials = {str(k): v for k, v in config.images.ecr_credentials.items()}
-    reasons = {r: images.ecr_cached(r, credentials) for r in sorted(registries)}
-    return MirrorFacts(
-        cloud="eks",
-        region=eks.region,
-        project=eks.account_id,
-        registries=[r for r, why in reasons.items() if why is None],
-        direct={r: why for r, why in reasons.items() if why is not None},
-        credentials={r: a for r, a in credentials.items() if r in registries},
-    )
+    """The pull-through caches a created cluster gets for `registries` (its provider's: Artifact Registry remote
+    repositories on GKE, ECR pull-through rules on EKS); none on an existing cluster or with `images.mirror: off`."""
+    return provider_of(config).mirror(config, registries)
 
 
 def _pool_facts(config: StackConfig, key: str, pool: NodePoolConfig) -> PoolFacts:
     """The pool's hardware as the fit checks read it (`hardware.pool_hardware`), and what selects its nodes."""
-    created = config.cluster.provider in ("gke", "eks")
+    created = provider_of(config).creates
     machine = MACHINES.get(pool.machine_type or "")
     hardware = pool_hardware(config, key)
     return PoolFacts(
@@ -129,7 +110,7 @@ def describe(config: StackConfig, stack: str) -> ClusterOutputs:
             else None
         ),
         keda=config.autoscaling.enabled,
-        kubeconfig_exported=config.cluster.provider != "existing" or config.cluster.kubeconfig is not None,
+        kubeconfig_exported=provider_of(config).exports_kubeconfig(config),
     )
 
 
@@ -218,7 +199,6 @@ def serving_data(data: dict[str, Any], outputs: ClusterOutputs, reference: str) 
     for key, value in (
         ("node_pools", data.get("node_pools")),
         ("cluster.platform", cluster.get("platform")),
-        ("cluster.outputs", cluster.get("outputs")),
     ):
         if value is not None:
             raise ConfigError(key, value, f"a serving stack's comes from its cluster stack {reference}; set it there")

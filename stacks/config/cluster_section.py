@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, PrivateAttr, ValidationInfo, field_validator
 
 from components.catalog import versions
 from components.catalog.accelerators import ACCELERATORS
@@ -135,15 +135,26 @@ class ClusterConfig(Section):
     outputs_file: Annotated[str, check_with(formats.relative_json_path)] | None = None
     """stack: the cluster stack's outputs recorded as JSON (its render's cluster-outputs.json, or `pulumi stack
     output llmdCluster --json`), read offline; default: the repo's own Pulumi.<stack>.yaml, planned"""
-    outputs: ClusterOutputs | None = None
-    """stack: the cluster stack's outputs, filled in when the stack loads (live under `pulumi up`, recorded
-    offline); never set it (unset on every other stack)"""
+    # A serving stack's cluster stack outputs, filled in at load (live under `pulumi up`, recorded offline): what
+    # the program reads, not a key (a private attribute: not in the schema, `./run keys` or the docs).
+    _outputs: ClusterOutputs | None = PrivateAttr(default=None)
     gke: GkeSettings | None = None
     """settings of the GKE cluster to create; required with provider gke"""
     eks: EksSettings | None = None
     """settings of the EKS cluster and VPC to create; required with provider eks"""
 
     _name_is_dns_label = field_validator("name")(formats.dns_1035_label)
+
+    @property
+    def outputs(self) -> ClusterOutputs | None:
+        """The cluster stack's `llmdCluster`, on a serving stack (None on every other)."""
+        return self._outputs
+
+    def with_outputs(self, outputs: ClusterOutputs) -> ClusterConfig:
+        """This section with the cluster stack's outputs the program read at load."""
+        copied = self.model_copy()
+        copied._outputs = outputs
+        return copied
 
     @property
     def effective_platform(self) -> str:

@@ -14,10 +14,11 @@ from components.formulas import payoff
 from components.specs.clusters import POOL_LABEL
 from components.units import ByteSize, GiB, MiB
 from stacks.config import StackConfig, formats
+from stacks.config.connector_choice import choice, connector_of
 from stacks.config.errors import HIDDEN, ConfigError
-from stacks.config.layer_checks import DESCRIBED, check_layer
+from stacks.config.layer_checks import check_layer
+from stacks.config.providers import PROVIDERS, provider_of
 from stacks.config.workload_section import check_workload
-from stacks.planning.connector_choice import choice, connector_of
 
 
 def check_stack(config: StackConfig) -> None:
@@ -81,23 +82,11 @@ def _set_fields(section: BaseModel, names: tuple[str, ...]) -> list[str]:
     return [n for n in names if n in section.model_fields_set]
 
 
-# Label prefixes a created pool's nodes cannot carry: Kubernetes' own (NodeRestriction keeps kubelets from setting
-# them) and the cloud's (GKE refuses cloud.google.com/ and gke.io/ node pool labels; EKS sets eks.amazonaws.com/).
-RESERVED_LABEL_PREFIXES = {
-    "gke": ("kubernetes.io", "k8s.io", "cloud.google.com", "gke.io"),
-    "eks": ("kubernetes.io", "k8s.io", "eks.amazonaws.com", "karpenter.sh"),
-}
-
-
-def _reserved_label(key: str, provider: str) -> bool:
-    prefix = key.rpartition("/")[0]
-    return any(prefix == p or prefix.endswith(f".{p}") for p in RESERVED_LABEL_PREFIXES.get(provider, ()))
-
-
 def check_applies(config: StackConfig) -> None:
     """A setting that does nothing on the chosen platform is an error, not a silent no-op."""
     cluster, storage, model_cache = config.cluster, config.storage, config.model_cache
-    if cluster.provider != "existing":
+    provider = provider_of(config)
+    if not provider.takes_kubeconfig:
         for name in _set_fields(cluster, ("kubeconfig", "context")):
             raise ConfigError(
                 f"cluster.{name}",
@@ -105,10 +94,10 @@ def check_applies(config: StackConfig) -> None:
                 f"applies only with cluster.provider existing, not {cluster.provider}",
                 hidden=True,
             )
-    if cluster.provider in DESCRIBED and _set_fields(cluster, ("name",)):
+    if not provider.creates and _set_fields(cluster, ("name",)):
         raise ConfigError("cluster.name", cluster.name, "names a created cluster; applies only with gke or eks")
     for key, pool in config.node_pools.items():
-        reserved = [k for k in pool.labels if _reserved_label(k, cluster.provider)]
+        reserved = [k for k in pool.labels if provider.reserved_label(k)]
         if reserved:
             raise ConfigError(
                 f"node_pools.{key}.labels",
@@ -116,7 +105,7 @@ def check_applies(config: StackConfig) -> None:
                 f"a label prefix {cluster.provider} and Kubernetes reserve for themselves (kubelets may not set it,"
                 " the cloud refuses it on a pool): pick a prefix of your own",
             )
-        if POOL_LABEL in pool.labels and cluster.provider in ("gke", "eks"):  # the program labels created nodes
+        if POOL_LABEL in pool.labels and provider.creates:  # the program labels the nodes of the pools it creates
             raise ConfigError(
                 f"node_pools.{key}.labels",
                 POOL_LABEL,
@@ -124,12 +113,12 @@ def check_applies(config: StackConfig) -> None:
                 " servers select: another value would send them to another pool; leave it out",
             )
         created_only = ("spot", "reservation", "slices", "tpu_topology")
-        for name in _set_fields(pool, created_only) if cluster.provider == "existing" else []:
+        for name in _set_fields(pool, created_only) if provider.describes_pools else []:
             raise ConfigError(
                 f"node_pools.{key}.{name}", getattr(pool, name), "applies only to pools created on gke or eks"
             )
         described = ("accelerator", "accelerators_per_node", "host_memory")
-        for name in _set_fields(pool, described) if cluster.provider not in DESCRIBED else []:
+        for name in _set_fields(pool, described) if provider.creates else []:
             value = getattr(pool, name)
             raise ConfigError(
                 f"node_pools.{key}.{name}",
@@ -149,7 +138,7 @@ def check_applies(config: StackConfig) -> None:
             raise ConfigError(
                 f"model_cache.{name}", str(getattr(model_cache, name)), "applies only with model_cache.mode dedicated"
             )
-    if config.images.ecr_credentials and cluster.provider != "eks":
+    if config.images.ecr_credentials and not provider.ecr_credentials:
         raise ConfigError("images.ecr_credentials", "(set)", "applies only with cluster.provider eks")
     for name, section in (("autoscaling", config.autoscaling), ("gateway", config.gateway)):
         idle = sorted(section.model_fields_set - {"enabled"})
@@ -225,8 +214,8 @@ def _machines_on(cloud: str) -> str:
     return ", ".join(sorted(m.key for m in MACHINES.values() if m.cloud == cloud))
 
 
-# Cloud-side name limits: GKE clusters and node pools 40 characters, EKS node groups 63.
-NAME_LIMITS = {"gke": 40, "eks": 63}
+# Cloud-side name limits of node pools, by provider (each provider's `name_limit`).
+NAME_LIMITS = {p.key: p.name_limit for p in PROVIDERS.values() if p.name_limit is not None}
 SYSTEM_POOL = "system"  # the pool every created cluster has for the router and system pods
 
 
@@ -244,11 +233,14 @@ def check_names(config: StackConfig) -> None:
             formats.dns_label(key)
         except ValueError as error:
             raise ConfigError(f"node_pools.{key}", key, f"a pool key {error}") from None
-    if cluster.provider in DESCRIBED:
+    provider = provider_of(config)
+    if provider.name_limit is None:
         return
-    limit = NAME_LIMITS[cluster.provider]
-    if cluster.provider == "gke" and len(cluster.name) > limit:
-        raise ConfigError("cluster.name", cluster.name, f"a GKE cluster name has at most {limit} characters")
+    limit = provider.name_limit
+    if provider.cluster_name_limit is not None and len(cluster.name) > provider.cluster_name_limit:
+        raise ConfigError(
+            "cluster.name", cluster.name, f"a {provider.name} cluster name has at most {limit} characters"
+        )
     system = f"{cluster.name}-{SYSTEM_POOL}"
     if len(system) > limit:
         raise ConfigError("cluster.name", cluster.name, f"its system pool name {system} exceeds {limit} characters")
@@ -263,15 +255,20 @@ def check_names(config: StackConfig) -> None:
 
 
 def check_cluster(config: StackConfig) -> None:
-    cluster = config.cluster
+    cluster, provider = config.cluster, provider_of(config)
     check_names(config)
-    for provider, value in (("gke", cluster.gke), ("eks", cluster.eks)):
-        if cluster.provider == provider and value is None:
-            raise ConfigError(f"cluster.{provider}", None, f"required with cluster.provider {provider}")
-        if cluster.provider != provider and value is not None:
-            raise ConfigError(f"cluster.{provider}", "(set)", f"applies only with cluster.provider {provider}")
-    if cluster.provider == "gke" and cluster.effective_platform != "gke":
-        raise ConfigError("cluster.platform", cluster.platform, "a GKE cluster's platform is gke")
+    for other in PROVIDERS.values():
+        if other.settings is None:
+            continue
+        value = getattr(cluster, other.settings)
+        if other is provider and value is None:
+            raise ConfigError(f"cluster.{other.settings}", None, f"required with cluster.provider {other.key}")
+        if other is not provider and value is not None:
+            raise ConfigError(f"cluster.{other.settings}", "(set)", f"applies only with cluster.provider {other.key}")
+    if provider.platform is not None and cluster.effective_platform != provider.platform:
+        raise ConfigError(
+            "cluster.platform", cluster.platform, f"a {provider.name} cluster's platform is {provider.platform}"
+        )
     if cluster.gke is not None and config.gateway.enabled:  # two ranges of one VPC: GKE refuses an overlap
         proxy, master = config.gateway.proxy_subnet_cidr, cluster.gke.master_ipv4_cidr
         if ipaddress.ip_network(proxy).overlaps(ipaddress.ip_network(master)):
@@ -284,7 +281,7 @@ def check_cluster(config: StackConfig) -> None:
     for key, pool in config.node_pools.items():
         field = f"node_pools.{key}.machine_type"
         machine = MACHINES.get(pool.machine_type or "")
-        if cluster.provider in DESCRIBED:
+        if not provider.creates:
             if machine is not None:
                 raise ConfigError(
                     field,
@@ -299,13 +296,12 @@ def check_cluster(config: StackConfig) -> None:
             )
         if pool.slices > 1 and machine.tpu_topology is None:
             raise ConfigError(f"node_pools.{key}.slices", pool.slices, "only TPU pools come in slices")
-        if pool.reservation is not None:
-            check = formats.gke_reservation if cluster.provider == "gke" else formats.ec2_capacity_reservation
+        if pool.reservation is not None and provider.reservation is not None:
             try:
-                check(pool.reservation)
+                provider.reservation(pool.reservation)
             except ValueError as error:
                 raise ConfigError(f"node_pools.{key}.reservation", pool.reservation, str(error)) from None
-    if cluster.provider not in DESCRIBED and config.effective_layer != "cluster" and config.cache.node_pool is None:
+    if provider.creates and config.effective_layer != "cluster" and config.cache.node_pool is None:
         allowed = ", ".join(sorted(config.node_pools)) or "describe one in node_pools"
         raise ConfigError("cache.node_pool", None, f"required on a created cluster; allowed: {allowed}")
 
@@ -332,10 +328,10 @@ def lustre_capacity_error(size_gib: float, throughput: int) -> str | None:
 
 
 def check_storage(config: StackConfig) -> None:
-    storage, provider = config.storage, config.cluster.provider
-    needs = {"gcp-lustre": "gke", "aws-efs": "eks"}
-    if storage.backend in needs and provider not in (needs[storage.backend], "stack"):  # stack: its cluster's
-        raise ConfigError("storage.backend", storage.backend, f"needs cluster.provider {needs[storage.backend]}")
+    storage, provider = config.storage, provider_of(config)
+    creators = [p.key for p in PROVIDERS.values() if p.creates and storage.backend in p.storage_backends]
+    if creators and storage.backend not in provider.storage_backends:  # a serving stack's: its cluster's
+        raise ConfigError("storage.backend", storage.backend, f"needs cluster.provider {creators[0]}")
     if storage.backend != "existing" and config.effective_layer != "cluster":
         if config.cache.tier.variant != "fs":
             raise ConfigError(

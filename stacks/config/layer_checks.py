@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from components.catalog.platforms import PLATFORMS
 from components.specs.gateway import gateway_class_for
 from stacks.config.errors import ConfigError
+from stacks.config.providers import provider_of
 
 if TYPE_CHECKING:
     from stacks.config import StackConfig
 
-# Providers whose pools are described, not created: an existing cluster, and a cluster stack's.
-DESCRIBED = ("existing", "stack")
 # What a cluster stack has no use for: the model's sections (the router's CRD release stays: it applies them).
 MODEL_SECTIONS = ("cache", "lmcache", "model_cache", "verification", "workload")
 ROUTER_CLUSTER_FIELDS = {"gaie_version", "gaie_crds_file"}
@@ -20,14 +20,15 @@ ROUTER_CLUSTER_FIELDS = {"gaie_version", "gaie_crds_file"}
 
 def check_layer(config: StackConfig) -> None:
     layer, cluster = config.effective_layer, config.cluster
-    if (layer == "serving") != (cluster.provider == "stack"):
+    on_cluster_stack = provider_of(config).reads_cluster_stack
+    if (layer == "serving") != on_cluster_stack:
         if layer == "serving":
             raise ConfigError(
                 "layer", layer, "a serving stack runs on a cluster stack's cluster: set cluster.provider stack"
             )
         raise ConfigError("cluster.provider", "stack", f"serves on a cluster stack's cluster; layer {layer} cannot")
-    for name in ("stack", "outputs_file", "outputs"):
-        if cluster.provider != "stack" and name in cluster.model_fields_set:
+    for name in ("stack", "outputs_file"):
+        if not on_cluster_stack and name in cluster.model_fields_set:
             raise ConfigError(f"cluster.{name}", getattr(cluster, name), "applies only with cluster.provider stack")
     if layer == "cluster":
         _check_cluster_layer(config)
@@ -73,7 +74,8 @@ def _check_cluster_layer(config: StackConfig) -> None:
             " stack on an existing class describes it itself",
         )
     gateway = config.gateway
-    if gateway.enabled and config.cluster.effective_platform != "gke" and gateway.class_name is None:
+    managed = PLATFORMS[config.cluster.effective_platform].managed_gateway
+    if gateway.enabled and not managed and gateway.class_name is None:
         raise ConfigError("gateway.class_name", None, "required off GKE: kgateway or istio, whichever the cluster runs")
     if gateway.enabled:
         try:  # the classes each platform has (components/specs/gateway.py), the one list describe() reads

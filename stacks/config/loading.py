@@ -21,10 +21,10 @@ from stacks.config.cluster_outputs import (
     storage_section,
 )
 from stacks.config.cluster_section import ClusterConfig
+from stacks.config.connector_choice import connector_of
 from stacks.config.cross_checks import check_stack
 from stacks.config.errors import HIDDEN, ConfigError, from_validation_error
 from stacks.config.workload_trace import project_trace_path
-from stacks.planning.connector_choice import connector_of
 
 PRESETS_DIR = Path(__file__).parents[1] / "presets"
 PROJECT_DIR = Path(__file__).parents[2]
@@ -127,12 +127,13 @@ def build(
         return config
     outputs = read_cluster(reference[0]) if read_cluster is not None else recorded_outputs(*reference)
     data = serving_data(data, outputs, reference[0])
-    data["cluster"]["outputs"] = outputs.exported()  # the plan reads the mirror and the Gateway from it
     config = _validated(data)
     uses_tier = connector_of(config).uses_tier_claim(config.cache.tier.variant)
     section = storage_section(outputs) if uses_tier else None
     if section is not None:  # the filesystem tier on the cluster's file system
         config = _validated(deep_merge(data, {"storage": section}))
+    # the plan reads the mirror and the Gateway from them
+    config = config.model_copy(update={"cluster": config.cluster.with_outputs(outputs)})
     check_stack(config)
     check_serving(config, outputs, reference[0], uses_tier)
     _check_trace_file(config)

@@ -22,7 +22,7 @@ from components.specs.workloads import CLUSTER, ROUTER, Workload
 from components.units import ByteSize
 from stacks.config import StackConfig
 from stacks.config.errors import ConfigError
-from stacks.config.layer_checks import DESCRIBED
+from stacks.config.providers import provider_of
 from stacks.planning import cold_starts, hardware
 
 
@@ -234,7 +234,7 @@ def scalers(config: StackConfig, auto: Autoscaling, servers: list[Workload], poo
 
 def addon_images(config: StackConfig, auto: Autoscaling | None, pools: list[PoolSpec]) -> list[str]:
     """The images of the cluster add-ons autoscaling installs on a created cluster (the mirror serves them)."""
-    if auto is None or config.cluster.provider in DESCRIBED:  # a serving stack's cluster stack installs them
+    if auto is None or not provider_of(config).creates:  # a serving stack's cluster stack installs them
         return []
     out = list(versions.keda_images(versions.KEDA_VERSION).values())
     if config.cluster.eks is not None and any(p.bounds for p in pools):

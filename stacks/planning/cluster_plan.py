@@ -16,6 +16,7 @@ from components.specs.clusters import PoolSpec
 from stacks.config import StackConfig
 from stacks.config.cluster_facts import ClusterOutputs, GatewayFacts
 from stacks.config.cluster_outputs import GATEWAY_ROUTES_LABEL, describe
+from stacks.config.providers import provider_of
 from stacks.planning.mirror import Mirror, from_facts
 from stacks.planning.plan import StackPlan, plan, pool_specs
 
@@ -67,7 +68,7 @@ def _gateway_plan(config: StackConfig, facts: GatewayFacts | None, mirror: Mirro
         gateway=the_gateway,
         bbr_values=values,
         bbr_policy=policy,
-        proxy_subnet_cidr=facts.proxy_subnet_cidr if config.cluster.provider == "gke" else None,
+        proxy_subnet_cidr=facts.proxy_subnet_cidr if provider_of(config).proxy_subnet else None,
     )
 
 

@@ -9,49 +9,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from components.catalog.accelerators import ACCELERATORS
-from components.catalog.machines import MACHINES
 from components.specs.clusters import POOL_LABEL
-from components.units import ByteSize, GiB, MiB
-from stacks.config import MAX_NODE_MEMORY, StackConfig
+from components.units import ByteSize, GiB
+from stacks.config import MAX_NODE_MEMORY
 from stacks.config.errors import ConfigError
-
-# GKE's memory reservation for the kubelet and system daemons: 25% of the first 4 GiB, 20% of the
-# next 4, 10% of the next 8, 6% of the next 112, 2% above 128 GiB, plus a 100 MiB eviction threshold.
-_RESERVATION = ((4 * GiB, 0.25), (4 * GiB, 0.20), (8 * GiB, 0.10), (112 * GiB, 0.06))
-_ABOVE, _EVICTION = 0.02, 100 * MiB
-
-
-def allocatable_memory(total: ByteSize) -> ByteSize:
-    remaining, reserved = total.bytes, 0.0
-    for band, share in _RESERVATION:
-        taken = min(remaining, band)
-        reserved += taken * share
-        remaining -= taken
-    reserved += remaining * _ABOVE + _EVICTION
-    return ByteSize(int(total.bytes - reserved))
-
+from stacks.config.pool_hardware import PoolHardware, allocatable_memory, pool_hardware
 
 __all__ = ["POOL_LABEL", "Fit", "PoolHardware", "allocatable_memory", "any_node", "pool_hardware"]
-
-
-@dataclass(frozen=True)
-class PoolHardware:
-    key: str
-    accelerator: str | None
-    devices_per_node: int | None
-    host_memory: ByteSize | None
-    nodes: int
-    machine_type: str | None
-    described: str | None = None  # how errors name it, where it is not a pool of the stack
-
-    @property
-    def allocatable(self) -> ByteSize | None:
-        return allocatable_memory(self.host_memory) if self.host_memory else None
-
-    def describe(self) -> str:
-        if self.described:
-            return self.described
-        return f"node pool {self.key}" + (f" ({self.machine_type})" if self.machine_type else "")
 
 
 def any_node(accelerator: str) -> PoolHardware:
@@ -68,19 +32,6 @@ def any_node(accelerator: str) -> PoolHardware:
         machine_type=None,
         described=f"any pool (no cache.node_pool; a {accelerator} node has at most {devices} devices and"
         f" {MAX_NODE_MEMORY.human()} of memory)",
-    )
-
-
-def pool_hardware(config: StackConfig, key: str) -> PoolHardware:
-    pool = config.node_pools[key]
-    machine = MACHINES.get(pool.machine_type or "")
-    return PoolHardware(
-        key=key,
-        accelerator=pool.accelerator or (machine.accelerator if machine else None),
-        devices_per_node=pool.accelerators_per_node or (machine.devices_per_node if machine else None),
-        host_memory=pool.host_memory or (machine.host_memory if machine else None),
-        nodes=pool.node_count * pool.slices,
-        machine_type=pool.machine_type,
     )
 
 

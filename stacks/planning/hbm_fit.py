@@ -11,8 +11,8 @@ from components.catalog.support import ComboDefaults
 from components.formulas.hbm import HbmBudget, gib
 from components.specs.servers.base import ServerSpec
 from components.specs.servers.limits import limits
-from stacks.config import StackConfig
 from stacks.config.errors import ConfigError
+from stacks.planning.resolution import Resolved
 
 # A suggested `--max-model-len` is rounded down to this many tokens.
 SUGGESTED_LENGTH_STEP = 1024
@@ -60,7 +60,7 @@ def _what_fits(budget: HbmBudget, defaults: ComboDefaults) -> str:
     return " or ".join(options)
 
 
-def check_fits(config: StackConfig, defaults: ComboDefaults, budget: HbmBudget) -> None:
+def check_fits(stack: Resolved, budget: HbmBudget) -> None:
     model, accelerator = budget.model, budget.accelerator
     if budget.max_model_len > model.context_tokens:
         raise ConfigError(
@@ -84,8 +84,7 @@ def check_fits(config: StackConfig, defaults: ComboDefaults, budget: HbmBudget) 
         )
     else:
         return
-    field = "cache.tensor_parallelism"
-    value: object = config.cache.tensor_parallelism or defaults.tensor_parallelism
-    if config.cache.max_model_len is not None and budget.weights_fit:
-        field, value = "cache.max_model_len", config.cache.max_model_len
-    raise ConfigError(field, value, f"{problem}; what fits: {_what_fits(budget, defaults)}")
+    field, value, cache = "cache.tensor_parallelism", stack.tensor_parallelism, stack.config.cache
+    if cache.max_model_len is not None and budget.weights_fit:
+        field, value = "cache.max_model_len", cache.max_model_len
+    raise ConfigError(field, value, f"{problem}; what fits: {_what_fits(budget, stack.defaults)}")

@@ -17,6 +17,7 @@ from components.specs import images
 from stacks.config import StackConfig
 from stacks.config.cluster_facts import MirrorFacts
 from stacks.config.cluster_outputs import mirror_facts
+from stacks.config.providers import provider_of
 
 
 @dataclass(frozen=True)
@@ -30,21 +31,25 @@ class Mirror:
     direct: dict[str, str] = dataclasses.field(default_factory=dict)  # registry -> why it is pulled directly
     credentials: dict[str, str] = dataclasses.field(default_factory=dict)  # ECR: registry -> secret ARN
 
+    @property
+    def artifact_registry(self) -> bool:
+        """Artifact Registry remote repositories (GKE, whose pools stream their images); else ECR rules."""
+        return self.cloud == "gke"
+
     def image(self, image: str) -> str:
         registry, path = images.split_image(image)
         if registry not in self.registries:  # a serving stack's image from a registry its cluster caches not
             return image
-        if self.cloud == "gke":
+        if self.artifact_registry:
             return images.mirrored(image, self.region, self.project)
         return f"{images.ecr_prefix(registry, self.region, self.project)}/{path}"
 
 
 def mirror_registry(config: StackConfig) -> tuple[str, str] | None:
     """(region, project) of the Artifact Registry mirror: created GKE clusters, unless `images.mirror: off`."""
-    gke = config.cluster.gke
-    if config.images.mirror == "off" or config.cluster.provider != "gke" or gke is None:
-        return None
-    return gke.region, gke.project
+    provider = provider_of(config)
+    facts = provider.mirror(config, set()) if provider.image_streaming else None
+    return (facts.region, facts.project) if facts is not None else None
 
 
 def cluster_mirror(config: StackConfig, registries: set[str]) -> Mirror | None:

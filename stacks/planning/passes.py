@@ -5,11 +5,10 @@ registry mirror, NetworkPolicies. Each is one loop over `StackPlan.workloads`; n
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
 from components.catalog import labels
 from components.manifest import Manifest
-from components.specs import images, network, verification
+from components.specs import images, network, security, verification
 from components.specs.rollout import (
     pod_disruption_budget,
     with_all_nodes_update,
@@ -25,9 +24,7 @@ from stacks.config.errors import ConfigError
 from stacks.planning import autoscaling, hardware, rollout_choice
 from stacks.planning.gateway_route import gateway_peers
 from stacks.planning.mirror import chart_images, cluster_mirror, router_values_through
-
-if TYPE_CHECKING:
-    from stacks.planning.plan import StackPlan
+from stacks.planning.stack_plan import StackPlan
 
 _ROLLED_KINDS = ("Deployment", "DaemonSet", "LeaderWorkerSet")
 
@@ -145,6 +142,7 @@ def through_mirror(stack_plan: StackPlan) -> StackPlan:
 
 def _traffic(stack_plan: StackPlan) -> network.StackTraffic:
     config, server, values = stack_plan.config, stack_plan.model_server, stack_plan.router_values
+    connector = stack_plan.stack.connector
     scraper = config.network_policies.scraper
     default_namespaces, default_pods = network.SCRAPERS[config.monitoring.provider]
     keys = stack_plan.workloads.keys()
@@ -156,14 +154,27 @@ def _traffic(stack_plan: StackPlan) -> network.StackTraffic:
             network.ServingRole(r.spec.role, r.spec.pod_labels, network.container_ports(r.manifests[-1]))
             for r in stack_plan.roles
         ],
-        peer_traffic=server.disaggregated or server.host_type == "multi-host" or server.connector.peer_traffic,
+        peer_traffic=server.disaggregated or server.host_type == "multi-host" or connector.peer_traffic,
         scraper=network.Peer(
             scraper.pod_labels if scraper.pod_labels is not None else default_pods,
             scraper.namespace_labels if scraper.namespace_labels is not None else default_namespaces,
         ),
         verification={"app.kubernetes.io/name": verification.NAME} if verification.WORKLOAD.key in keys else None,
-        server_peers=server.connector.server_peers(),
+        server_peers=connector.server_peers(),
         gateway=gateway_peers(config),
+    )
+
+
+def hardened(stack_plan: StackPlan) -> StackPlan:
+    """Every pod template of every workload locked down (components/specs/security.py `harden`: no privilege
+    escalation, every capability dropped, non-root unless an exemption names the container, a service-account
+    token only where the workload calls the API); the builders leave it to this one pass."""
+    return dataclasses.replace(
+        stack_plan,
+        workloads={
+            key: w.with_manifests([security.harden(m, api_access=w.api_access) for m in w.manifests])
+            for key, w in stack_plan.workloads.items()
+        },
     )
 
 

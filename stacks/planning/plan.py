@@ -7,102 +7,41 @@ consistency checks that need derived objects (selector, ports) all happen here.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
 from components.catalog import labels, versions
-from components.catalog.accelerators import ACCELERATORS
 from components.catalog.machines import MACHINES
-from components.catalog.models import ModelSpec
-from components.catalog.support import SUPPORTED, ComboDefaults
-from components.formulas.hbm import HbmBudget
 from components.formulas.payoff import Replica
 from components.formulas.shared_tier_capacity import StoreRate
-from components.manifest import Manifest
-from components.specs import alerts, model_cache, payoff_table, sizing
+from components.specs import alerts, payoff_table, sizing
 from components.specs.clusters import PoolSpec
 from components.specs.router_values import RouterInputs, inference_pool, router_values
 from components.specs.servers import ServerSpec
 from components.specs.servers.base import Scheduling, router_selector
-from components.specs.startup import AwaitBudget
-from components.specs.workloads import Workload, WorkloadType, ordered
+from components.specs.workloads import ordered
 from components.units import ByteSize
 from stacks.config import StackConfig
 from stacks.config.cross_checks import check_epp_index, pool_names
 from stacks.config.errors import ConfigError
-from stacks.config.layer_checks import DESCRIBED
 from stacks.config.loading import PROJECT_DIR
-from stacks.planning import autoscaling, cold_starts, hardware, hbm_fit, rollout_choice, workload_sizing
-from stacks.planning.connector_choice import choice, connector_of
+from stacks.config.providers import provider_of
+from stacks.planning import autoscaling, cold_starts, hardware, hbm_fit, workload_sizing
 from stacks.planning.gateway_route import route_workload
-from stacks.planning.mirror import Mirror, mirror_registry
-from stacks.planning.passes import through_mirror, with_await_budgets, with_network_policies, with_rollouts
-from stacks.planning.tier_capacity import EVICTOR_METRICS, SharedTier, shared_tier
+from stacks.planning.mirror import mirror_registry
+from stacks.planning.passes import hardened, through_mirror, with_await_budgets, with_network_policies, with_rollouts
+from stacks.planning.resolution import Resolved, resolve
+from stacks.planning.stack_plan import Role as Role  # the records, named here too
+from stacks.planning.stack_plan import StackPlan as StackPlan
+from stacks.planning.tier_capacity import EVICTOR_METRICS, shared_tier
 from stacks.planning.tier_fit import node_largest_tier, size_on_hardware, tier_capacity
-from stacks.planning.workload_builders import Serving, resolve_model_cache, uses_tier_claim, workloads
-
-
-@dataclass(frozen=True)
-class Role:
-    """A model-server role: its server and its workload's manifests."""
-
-    spec: ServerSpec
-    manifests: list[Manifest]
-
-
-@dataclass(frozen=True)
-class StackPlan:
-    config: StackConfig
-    sizing: sizing.TierSizing
-    workloads: dict[str, Workload]  # in declaration order; the model-server roles among them (decode last)
-    model_cache: model_cache.ModelCache | None  # where the model servers load their weights from
-    router_values: dict[str, Any]
-    inference_pool: dict[str, Any] | None  # what the router chart creates, mirrored for checks and the summary
-    alerts: list[alerts.Alert]
-    metrics_to_watch: list[str]
-    fit: hardware.Fit | None  # the stack against its node pool (None: no pool described)
-    pools: list[PoolSpec]  # node pools to create
-    payoff: payoff_table.Payoff  # break-even load bandwidth and each tier's expected reload
-    hbm: HbmBudget  # what one replica's accelerators hold for KV (stacks/planning/hbm_fit.py)
-    tier: ByteSize  # `cache.tier.cpu` as sized: the stack's, the combination's or what `auto` chose
-    budgets: list[AwaitBudget] = dataclasses.field(default_factory=list)  # what Pulumi waits for, and why
-    rollout: rollout_choice.Rollout | None = None  # how a template change rolls the model servers
-    mirror: Mirror | None = None  # the created cluster's registry mirror, which every image goes through
-    router_policies: list[Manifest] = dataclasses.field(default_factory=list)  # the router pods' NetworkPolicy
-    autoscaling: autoscaling.Autoscaling | None = None  # KEDA's bounds, scale-down and replay (None: off)
-    shared_tier: SharedTier | None = None  # the filesystem tier's claim, its store rate and its evictor
-    tier_curve: workload_sizing.TierCurve | None = None  # the tiers replayed on the stack's workload
-
-    @property
-    def roles(self) -> list[Role]:
-        """The model-server roles, the decode role last."""
-        return [Role(w.server, w.manifests) for w in self.workloads.values() if w.server is not None]
-
-    @property
-    def model_server(self) -> ServerSpec:
-        return self.roles[-1].spec
-
-    @property
-    def model_server_manifests(self) -> list[Manifest]:
-        return self.roles[-1].manifests
-
-    def manifests(self, kind: WorkloadType) -> list[Manifest]:
-        """The manifests of the workload of this type (the decode role's for the model servers); none when
-        the stack has no such workload."""
-        found = self.workloads.get(kind.key)
-        return found.manifests if found is not None else []
-
-
-def combo_defaults(config: StackConfig) -> ComboDefaults:
-    cache = config.cache
-    return SUPPORTED[(cache.accelerator, cache.server, cache.connector, cache.tier.variant, cache.host_type)]
+from stacks.planning.workload_builders import Serving, resolve_model_cache, workloads
 
 
 def _scheduling(config: StackConfig) -> Scheduling:
     if config.cache.node_pool is None:
         return Scheduling()
     pool = config.node_pools[config.cache.node_pool]
-    if config.cluster.provider not in DESCRIBED:  # created pools label their nodes with their key
+    if provider_of(config).creates:  # created pools label their nodes with their key
         return Scheduling(node_selector={hardware.POOL_LABEL: config.cache.node_pool})
     tolerations = [
         {
@@ -120,8 +59,8 @@ def _scheduling(config: StackConfig) -> Scheduling:
     return Scheduling(node_selector=dict(pool.labels), tolerations=tolerations)
 
 
-def _image(config: StackConfig) -> str:
-    return config.cache.image or connector_of(config).image(choice(config))
+def _image(stack: Resolved) -> str:
+    return stack.config.cache.image or stack.connector.image(stack.choice)
 
 
 def check_router_reaches_model_servers(values: dict[str, Any], servers: list[ServerSpec]) -> None:
@@ -146,7 +85,8 @@ def check_router_reaches_model_servers(values: dict[str, Any], servers: list[Ser
 def plan(config: StackConfig) -> StackPlan:
     """The stack's plan; with a workload, its tiers replayed on it, and `cache.tier.cpu: auto` the size the
     curve picks (the plan is made again at that size)."""
-    stack_plan = _plan(config)
+    stack = resolve(config)
+    stack_plan = _plan(stack)
     source = workload_sizing.config_source(config, PROJECT_DIR)
     if source is None:
         return stack_plan
@@ -154,47 +94,42 @@ def plan(config: StackConfig) -> StackPlan:
     chosen = sized.choice.size if config.cache.tier.cpu == "auto" and sized.choice is not None else None
     measured = workload_sizing.filesystem_store_rate(sized, chosen)  # the evictor's watermarks, from the replay
     if chosen is not None or measured is not None:
-        stack_plan = _plan(config, chosen, measured)
+        stack_plan = _plan(stack, chosen, measured)
     return dataclasses.replace(stack_plan, tier_curve=sized)
 
 
 def stack_shape(stack_plan: StackPlan) -> workload_sizing.StackShape:
     """What the tier replay needs of a plan."""
-    config = stack_plan.config
-    defaults, decode = combo_defaults(config), stack_plan.model_server
-    tp, replicas, devices = decode.tensor_parallelism, decode.replicas, decode.devices
-    connector = decode.connector
+    stack, decode = stack_plan.stack, stack_plan.model_server
+    connector, config = stack.connector, stack.config
     return workload_sizing.StackShape(
         model=decode.model,
         hbm=stack_plan.hbm,
-        replicas=replicas,
+        replicas=stack.replicas,
         relation=connector.tier_relation,
         cpu_scope=connector.cpu_scope,
         configured_cpu=stack_plan.tier,
-        capacity_of=lambda tier: tier_capacity(config, defaults, tp, replicas, tier),
-        cpu_step=connector.auto_tier_step(tp, config.cache.tier.variant),
-        node_largest=node_largest_tier(config, defaults, tp, replicas, devices),
-        fs_configured=config.storage.size if uses_tier_claim(config) else None,
+        capacity_of=lambda tier: tier_capacity(stack, tier),
+        cpu_step=connector.auto_tier_step(stack.tensor_parallelism, config.cache.tier.variant),
+        node_largest=node_largest_tier(stack),
+        fs_configured=config.storage.size if stack.uses_tier_claim else None,
         payoff=stack_plan.payoff,
-        replica=Replica(decode.model, decode.accelerator.rates, devices, decode.group_size),
+        replica=Replica(decode.model, decode.accelerator.rates, stack.devices, stack.group_size),
     )
 
 
-def _plan(config: StackConfig, chosen_tier: ByteSize | None = None, store_rate: StoreRate | None = None) -> StackPlan:
+def _plan(stack: Resolved, chosen_tier: ByteSize | None = None, store_rate: StoreRate | None = None) -> StackPlan:
     """The plan at the configured sizes; `chosen_tier`: the CPU tier auto took from the workload's curve;
     `store_rate`: the filesystem tier's, measured by the workload's replay (None: the upper bound)."""
-    cache, defaults = config.cache, combo_defaults(config)
-    tp = cache.tensor_parallelism or defaults.tensor_parallelism
-    replicas = cache.replicas or defaults.replicas
-    devices = defaults.devices if defaults.devices is not None else tp
-    tier_sizing, client_sizing, fit, tier = size_on_hardware(config, defaults, tp, replicas, devices, chosen_tier)
-    decode = _decode_server(config, defaults, tier_sizing, client_sizing, tp, replicas, devices)
+    config, connector = stack.config, stack.connector
+    tier_sizing, fit, tier = size_on_hardware(stack, chosen_tier)
+    decode = _decode_server(stack, tier_sizing)
     hbm = hbm_fit.hbm_budget(decode)
-    hbm_fit.check_fits(config, defaults, hbm)
+    hbm_fit.check_fits(stack, hbm)
     servers = [dataclasses.replace(decode, role="prefill"), decode] if decode.disaggregated else [decode]
-    stack_payoff = payoff_table.derive(_payoff_inputs(config, defaults, tier_sizing.model, devices, replicas))
+    stack_payoff = payoff_table.derive(_payoff_inputs(stack))
     auto = autoscaling.resolve(config, decode, len(servers), fit, stack_payoff)
-    profile = decode.connector.router_profile(choice(config), auto.max_replicas if auto else replicas)
+    profile = connector.router_profile(stack.choice, auto.max_replicas if auto else stack.replicas)
     values = _router_values(config, decode, tier_sizing, profile, flow_control=auto is not None)
     check_router_reaches_model_servers(values, servers)
     if auto is not None and profile == "default":
@@ -204,15 +139,13 @@ def _plan(config: StackConfig, chosen_tier: ByteSize | None = None, store_rate: 
             "one replica routes with the chart's default plugins, which export no flow-control queue to scale on;"
             " allow at least 2",
         )
-    exports = decode.connector.exports(choice(config), profile)
-    stack_alerts = alerts.alerts(exports, _thresholds(config, stack_payoff))
+    exports = connector.exports(stack.choice, profile)
+    stack_alerts = alerts.alerts(exports, _thresholds(stack, stack_payoff))
     most = auto.max_replicas if auto else None
-    shared = shared_tier(
-        config, stack_payoff, most or sum(s.replicas for s in servers), defaults.group_size, tp, store_rate
-    )
+    shared = shared_tier(stack, stack_payoff, most or sum(s.replicas for s in servers), store_rate)
     if shared is not None and shared.managed:
         stack_alerts = [*stack_alerts, *alerts.shared_tier_alerts(shared.capacity.scan_seconds)]
-    serving = Serving(config, servers, tier_sizing, client_sizing, exports, stack_alerts, most, shared)
+    serving = Serving(stack, servers, tier_sizing, exports, stack_alerts, most, shared)
     planned = workloads(serving)
     if auto is not None:  # KEDA owns the replica count; cache.replicas is the initial one
         pool = config.router.release if profile != "pd" else None
@@ -224,7 +157,7 @@ def _plan(config: StackConfig, chosen_tier: ByteSize | None = None, store_rate: 
     if route is not None:  # behind the cluster stack's Gateway
         planned = ordered([*planned.values(), route])
     stack_plan = StackPlan(
-        config=config,
+        stack=stack,
         sizing=tier_sizing,
         workloads=planned,
         model_cache=decode.model_cache,
@@ -240,44 +173,35 @@ def _plan(config: StackConfig, chosen_tier: ByteSize | None = None, store_rate: 
         autoscaling=auto,
         shared_tier=shared,
     )
-    return with_network_policies(through_mirror(with_await_budgets(with_rollouts(stack_plan))))
+    return with_network_policies(through_mirror(with_await_budgets(with_rollouts(hardened(stack_plan)))))
 
 
-def _decode_server(
-    config: StackConfig,
-    defaults: ComboDefaults,
-    tier_sizing: sizing.TierSizing,
-    client_sizing: sizing.MooncakeClientSizing | None,
-    tp: int,
-    replicas: int,
-    devices: int,
-) -> ServerSpec:
+def _decode_server(stack: Resolved, tier_sizing: sizing.TierSizing) -> ServerSpec:
     """The decode role's model server (the only role unless the LMCache server runs P/D)."""
-    cache, connector, chosen = config.cache, connector_of(config), choice(config)
+    config, connector, chosen = stack.config, stack.connector, stack.choice
+    cache = config.cache
     disaggregated = connector.disaggregated(chosen)
-    image = _image(config)
-    cached = resolve_model_cache(config, tier_sizing.model, image)
-    pods = replicas * defaults.group_size * connector.roles(chosen)  # a first rollout reads all at once
+    image = _image(stack)
+    cached = resolve_model_cache(stack, tier_sizing.model, image)
     cold = cold_starts.model_server_cold_start(
-        config, cache.accelerator, tier_sizing.model, image, cached, readers=pods
-    )
+        config, cache.accelerator, tier_sizing.model, image, cached, readers=stack.pods
+    )  # a first rollout reads all at once
     return ServerSpec(
         namespace=config.namespace,
-        accelerator=ACCELERATORS[cache.accelerator],
+        accelerator=stack.accelerator,
         server=cache.server,
         connector=connector,
         variant=cache.tier.variant,
         host_type=cache.host_type,
         platform=config.cluster.effective_platform,
         model=tier_sizing.model,
-        replicas=replicas,
-        tensor_parallelism=tp,
-        devices=devices,
-        group_size=defaults.group_size,
+        replicas=stack.replicas,
+        tensor_parallelism=stack.tensor_parallelism,
+        devices=stack.devices,
+        group_size=stack.group_size,
         image=image,
         sizing=tier_sizing,
         scheduling=_scheduling(config),
-        mooncake_client=client_sizing,
         guide=connector.guide(chosen),
         disaggregated=disaggregated,
         test_mode=config.lmcache.test_mode,
@@ -285,7 +209,7 @@ def _decode_server(
         startup_seconds=cold.budget,
         model_cache=cached,
         memory_fraction=cache.memory_fraction,
-        max_model_len=cache.max_model_len or defaults.max_model_len,
+        max_model_len=cache.max_model_len or stack.defaults.max_model_len,
     )
 
 
@@ -313,10 +237,11 @@ def _router_values(
     )
 
 
-def _thresholds(config: StackConfig, stack_payoff: payoff_table.Payoff) -> alerts.Thresholds:
+def _thresholds(stack: Resolved, stack_payoff: payoff_table.Payoff) -> alerts.Thresholds:
     """The stack's alert thresholds; loads must beat the derived break-even unless the config says otherwise."""
+    config = stack.config
     t = config.monitoring.alerts
-    link = ACCELERATORS[config.cache.accelerator].rates.host_link
+    link = stack.accelerator.rates.host_link
     fastest = max(rate for _, rate in link.curve)
     if t.min_load_bandwidth is not None and t.min_load_bandwidth.bytes > fastest:
         raise ConfigError(
@@ -340,17 +265,15 @@ def _thresholds(config: StackConfig, stack_payoff: payoff_table.Payoff) -> alert
     )
 
 
-def _payoff_inputs(
-    config: StackConfig, defaults: ComboDefaults, model: ModelSpec, devices: int, replicas: int
-) -> payoff_table.PayoffInputs:
-    cache, storage = config.cache, config.storage
-    block_tokens, block_from = connector_of(config).transfer_block(choice(config))
-    shared = uses_tier_claim(config)
+def _payoff_inputs(stack: Resolved) -> payoff_table.PayoffInputs:
+    config, storage = stack.config, stack.config.storage
+    block_tokens, block_from = stack.connector.transfer_block(stack.choice)
+    shared = stack.uses_tier_claim
     return payoff_table.PayoffInputs(
-        model=model,
-        accelerator=ACCELERATORS[cache.accelerator],
-        devices_per_pod=devices,
-        pods_per_replica=defaults.group_size,
+        model=stack.model,
+        accelerator=stack.accelerator,
+        devices_per_pod=stack.devices,
+        pods_per_replica=stack.group_size,
         block_tokens=block_tokens,
         block_from=block_from,
         prefix_tokens=config.monitoring.alerts.prefix_tokens,
@@ -360,7 +283,7 @@ def _payoff_inputs(
                 storage.size,
                 storage.lustre.per_unit_storage_throughput,
                 storage.read_bandwidth,
-                replicas * defaults.group_size,
+                stack.replicas * stack.group_size,
             )
             if shared
             else None
@@ -370,7 +293,7 @@ def _payoff_inputs(
 
 def pool_specs(config: StackConfig) -> list[PoolSpec]:
     """The node pools to create (none on an existing cluster); TPU multi-host pools, one per slice."""
-    if config.cluster.provider in DESCRIBED:
+    if not provider_of(config).creates:
         return []
     out = []
     for key, pool in sorted(config.node_pools.items()):

@@ -20,7 +20,7 @@ from components.units import GiB
 from stacks.config import StackConfig
 from stacks.config.errors import ConfigError
 from stacks.planning import cold_starts
-from stacks.planning.connector_choice import choice, connector_of
+from stacks.planning.resolution import Resolved
 
 EFS_DEFAULT_BUDGET = 9000 * GiB
 EVICTOR_METRICS = [
@@ -40,20 +40,16 @@ class SharedTier:
 
 
 def shared_tier(
-    config: StackConfig,
-    payoff: payoff_table.Payoff,
-    replicas: int,
-    pods_per_replica: int,
-    tensor_parallelism: int,
-    measured: StoreRate | None = None,
+    stack: Resolved, payoff: payoff_table.Payoff, replicas: int, measured: StoreRate | None = None
 ) -> SharedTier | None:
-    """None: no filesystem tier on the shared claim. `measured`: the store rate the workload's replay gives
-    (stacks/planning/workload_sizing.py); without one, the upper bound."""
-    if not connector_of(config).uses_tier_claim(config.cache.tier.variant):
+    """None: no filesystem tier on the shared claim. `replicas`: the most the stack runs; `measured`: the store
+    rate the workload's replay gives (stacks/planning/workload_sizing.py); without one, the upper bound."""
+    if not stack.uses_tier_claim:
         return None
+    config, pods_per_replica = stack.config, stack.group_size
     kv_bytes_per_token = round(payoff.kv_bytes_per_pod * pods_per_replica)
     rate = measured or store_rate(payoff, replicas, pods_per_replica)
-    block = file_bytes(config, kv_bytes_per_token, tensor_parallelism)
+    block = file_bytes(stack, kv_bytes_per_token)
     managed = config.storage.evictor.mode == "auto"
     if not managed:  # nothing evicts: only the time to fill is shown
         poll = None if spec.USAGE[config.storage.backend] == "scan" else formulas.STATVFS_POLL_SECONDS
@@ -69,10 +65,10 @@ def store_rate(payoff: payoff_table.Payoff, replicas: int, pods_per_replica: int
     )
 
 
-def file_bytes(config: StackConfig, kv_bytes_per_token: int, tensor_parallelism: int) -> int:
+def file_bytes(stack: Resolved, kv_bytes_per_token: int) -> int:
     """One file of the tier: the connector's transfer block of one rank's share of the KV."""
-    tokens, _ = connector_of(config).transfer_block(choice(config))
-    return max(1, tokens * kv_bytes_per_token // tensor_parallelism)
+    tokens, _ = stack.connector.transfer_block(stack.choice)
+    return max(1, tokens * kv_bytes_per_token // stack.tensor_parallelism)
 
 
 def budget(config: StackConfig) -> int:

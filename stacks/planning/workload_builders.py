@@ -16,6 +16,7 @@ from components.specs import sizing as tier_sizing
 from components.specs import storage as storage_spec
 from components.specs import verification as verification_spec
 from components.specs.connectors import DaemonInputs
+from components.specs.metric_family import MetricFamily
 from components.specs.router_values import router_endpoint
 from components.specs.servers import MODEL_SERVER, ServerSpec, model_server_manifests
 from components.specs.servers.base import FILES_STORAGE_CLAIM, files_storage_claim, router_selector
@@ -26,8 +27,8 @@ from components.units import ByteSize, GiB
 from stacks.config import StackConfig
 from stacks.config.errors import ConfigError
 from stacks.planning import cold_starts, hardware, tier_capacity
-from stacks.planning.connector_choice import choice, connector_of
 from stacks.planning.prepull_placement import prepull_manifests, serving_placement
+from stacks.planning.resolution import Resolved
 
 SERVING = (NAMESPACE, HF_TOKEN, CLUSTER)  # what every model server needs from the stack itself
 
@@ -37,14 +38,17 @@ class Serving:
     """What the builders need from the plan's resolution: the model-server roles (the last is decode),
     the tier's sizes, the alerts the stack exports."""
 
-    config: StackConfig
+    stack: Resolved  # the stack resolved once (its config, connector, choice)
     servers: list[ServerSpec]
     sizing: tier_sizing.TierSizing
-    client: tier_sizing.MooncakeClientSizing | None
-    exports: alerts.Exports
+    exports: tuple[MetricFamily, ...]  # what the model servers export
     alerts: list[alerts.Alert]
     autoscaled_to: int | None = None  # KEDA's most replicas (None: a fixed count)
     shared_tier: tier_capacity.SharedTier | None = None  # the filesystem tier's claim and its evictor
+
+    @property
+    def config(self) -> StackConfig:
+        return self.stack.config
 
     @property
     def decode(self) -> ServerSpec:
@@ -68,7 +72,7 @@ def workloads(s: Serving) -> dict[str, Workload]:
     model servers (after all of it), monitoring beside them, the verification Job after them."""
     config = s.config
     out: list[Workload] = []
-    if uses_tier_claim(config):
+    if s.stack.uses_tier_claim:
         managed = s.shared_tier is not None and s.shared_tier.managed
         out.append(_storage(config, managed))
         if s.shared_tier is not None and managed:
@@ -95,11 +99,6 @@ def workloads(s: Serving) -> dict[str, Workload]:
     return ordered(out)
 
 
-def uses_tier_claim(config: StackConfig) -> bool:
-    """The filesystem tier on the shared claim (MooncakeStore's filesystem tier is node-local SSD)."""
-    return connector_of(config).uses_tier_claim(config.cache.tier.variant)
-
-
 def lustre_volume_name(namespace: str) -> str:
     """The Lustre volume reserved for the tier claim of `namespace`."""
     return f"{namespace}-kv-cache-lustre"
@@ -116,9 +115,10 @@ def _storage(config: StackConfig, managed: bool) -> Workload:
     )
 
 
-def resolve_model_cache(config: StackConfig, model: ModelSpec, image: str) -> model_cache.ModelCache | None:
+def resolve_model_cache(stack: Resolved, model: ModelSpec, image: str) -> model_cache.ModelCache | None:
     """auto: on the tier's claim where the stack has one (the weights belong beside the tier), else off."""
-    settings, has_claim = config.model_cache, uses_tier_claim(config)
+    config = stack.config
+    settings, has_claim = config.model_cache, stack.uses_tier_claim
     mode = ("shared" if has_claim else "off") if settings.mode == "auto" else settings.mode
     if mode == "off":
         return None
@@ -133,7 +133,7 @@ def resolve_model_cache(config: StackConfig, model: ModelSpec, image: str) -> mo
         shared_with_tier=mode == "shared",
         model=model.name,
         compile_key=model_cache.compile_key(config.cache.accelerator, image, model.name),
-        load_format="runai_streamer" if connector_of(config).engine == "vllm" and streams_weights(image) else None,
+        load_format="runai_streamer" if stack.connector.weight_streaming and streams_weights(image) else None,
         compile_cache=settings.compile_cache,
     )
 
@@ -181,12 +181,11 @@ def _daemons(s: Serving, decode_workload: Manifest) -> list[Workload]:
     """The connector's own workloads (its per-node daemons and what they need); a per-node daemon runs only
     where the model servers may run (their node selector, affinity and tolerations, as the pre-pull)."""
     config = s.config
-    built = connector_of(config).daemons(
+    built = s.stack.connector.daemons(
         DaemonInputs(
-            choice=choice(config),
+            choice=s.stack.choice,
             namespace=config.namespace,
             sizing=s.sizing,
-            client=s.client,
             nodes=s.nodes,
             cold_start=cold_starts.daemon_cold_start,
         )
@@ -259,7 +258,7 @@ def _monitoring(s: Serving, needs: tuple[str, ...]) -> Workload:
     config, decode = s.config, s.decode
     provider, namespace = config.monitoring.provider, config.namespace
     out = [monitoring.model_server_monitor(provider, namespace, router_selector(decode), decode.role)]
-    out += decode.connector.monitors(provider, namespace)
+    out += s.stack.connector.monitors(provider, namespace)
     if s.shared_tier is not None and s.shared_tier.managed:
         out.append(monitoring.tier_evictor_monitor(provider, namespace))
     if provider == "prometheus-operator":
@@ -272,7 +271,7 @@ def _monitoring(s: Serving, needs: tuple[str, ...]) -> Workload:
 
 
 def _verification(s: Serving, needs: tuple[str, ...]) -> Workload:
-    config, decode, exports = s.config, s.decode, s.exports
+    config, decode, connector = s.config, s.decode, s.stack.connector
     manifests = verification_spec.verification_manifests(
         verification_spec.VerificationSpec(
             namespace=config.namespace,
@@ -280,8 +279,8 @@ def _verification(s: Serving, needs: tuple[str, ...]) -> Workload:
             model=decode.model.name,
             router_url=router_endpoint(config.router.release, config.namespace),
             selector=router_selector(decode),
-            check="sglang" if exports.sglang else "native" if exports.vllm_offload else "external",
-            shared_tier=exports.vllm_offload and config.cache.tier.variant == "fs",
+            check=connector.verification_check,
+            shared_tier=connector.verifies_shared_tier(s.stack.choice),
             requests=config.verification.requests,
         )
     )
@@ -294,4 +293,5 @@ def _verification(s: Serving, needs: tuple[str, ...]) -> Workload:
         needs=needs,
         awaited=Await(AwaitBudget(job["metadata"]["name"], cold, 1), "Job", "beside"),
         ingress=functools.partial(_closed, verification_spec.NAME, pods),
+        api_access=True,  # it lists the model-server pods
     )

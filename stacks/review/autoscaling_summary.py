@@ -7,6 +7,7 @@ from components.catalog import versions
 from components.formulas import hpa
 from components.specs import keda
 from components.units import GiB
+from stacks.config.providers import provider_of
 from stacks.planning.autoscaling import Autoscaling
 from stacks.planning.plan import StackPlan
 
@@ -58,7 +59,7 @@ def autoscaling_lines(stack_plan: StackPlan) -> list[str]:
     signals = ", ".join(f"`{keda.SIGNAL_METRICS[s]}` {t.target:g} ({t.metric_type})" for s, t in _targets(auto))
     keda_row = (
         f"installed by the stack (kedacore/keda {versions.KEDA_VERSION}, namespace `keda`)"
-        if stack_plan.config.cluster.provider in ("gke", "eks")
+        if provider_of(stack_plan.config).creates
         else f"a prerequisite: KEDA {versions.KEDA_VERSION} or later on the cluster, its CRDs before `pulumi up`"
     )
     rows = [

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from components.catalog import versions
 from stacks.config.cluster_facts import CLUSTER_OUTPUT, KUBECONFIG_OUTPUT, ClusterOutputs
+from stacks.config.providers import PROVIDERS
 from stacks.planning.cluster_plan import ClusterPlan
 
 
@@ -32,13 +33,13 @@ def cluster_summary(cluster_plan: ClusterPlan, stack: str, servings: list[tuple[
         config.description or "The cluster layer: no model runs here; serving stacks run on it.",
         "",
         f"- Cluster: `{outputs.provider}`"
-        + (f" `{outputs.name}`" if outputs.provider != "existing" else "")
+        + (f" `{outputs.name}`" if PROVIDERS[outputs.provider].creates else "")
         + f", platform `{outputs.platform}`.",
         f"- InferencePool CRDs: Gateway API Inference Extension {outputs.gaie_version}, applied once for every"
         " serving stack (a serving stack applies none).",
         "- KEDA: "
         + (
-            ("installed" if outputs.provider != "existing" else "a prerequisite the cluster has")
+            ("installed" if PROVIDERS[outputs.provider].creates else "a prerequisite the cluster has")
             + " for serving stacks that autoscale."
             if outputs.keda
             else "none (autoscaling.enabled off): its serving stacks cannot autoscale."

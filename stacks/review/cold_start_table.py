@@ -37,7 +37,7 @@ def restart(stack_plan: StackPlan, cache_on: bool) -> ColdStart:
 def cases(stack_plan: StackPlan) -> list[Case]:
     server, mirror = stack_plan.model_server, stack_plan.mirror
     gb = cold_starts.image_bytes(server.image) / GB
-    streamed = mirror is not None and mirror.cloud == "gke"
+    streamed = mirror is not None and mirror.artifact_registry
     pulled = f"{gb:.1f} GB " + (
         "through the Artifact Registry mirror (first pull of the image: whole)"
         if streamed

@@ -4,14 +4,15 @@ behind a cluster stack's Gateway, which endpoint serves its model."""
 from __future__ import annotations
 
 from stacks.config import StackConfig
+from stacks.config.providers import provider_of
 
 
 def cluster_row(config: StackConfig) -> str:
-    cluster = config.cluster
-    if cluster.provider == "stack":
+    cluster, provider = config.cluster, provider_of(config)
+    if provider.reads_cluster_stack:
         return f"the cluster stack `{cluster.stack}`'s (StackReference), platform {cluster.effective_platform}"
     return f"{cluster.provider}, platform {cluster.effective_platform}" + (
-        f" (context: {cluster.context or 'current'})" if cluster.provider == "existing" else f", `{cluster.name}`"
+        f" (context: {cluster.context or 'current'})" if provider.takes_kubeconfig else f", `{cluster.name}`"
     )
 
 

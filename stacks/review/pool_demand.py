@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from components.units import ByteSize, GiB
+from stacks.config.providers import provider_of
 from stacks.planning import hardware
 from stacks.planning.plan import StackPlan
 
@@ -156,7 +157,11 @@ def misfits(plans: Mapping[str, StackPlan]) -> list[str]:
     groups: dict[tuple[str, str], list[tuple[str, StackPlan]]] = {}
     for name, stack_plan in sorted(plans.items()):
         config = stack_plan.config
-        if config.cluster.provider != "stack" or config.cluster.stack is None or config.cache.node_pool is None:
+        if (
+            not provider_of(config).reads_cluster_stack
+            or config.cluster.stack is None
+            or config.cache.node_pool is None
+        ):
             continue
         groups.setdefault((config.cluster.stack, config.cache.node_pool), []).append((name, stack_plan))
     out = []

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from components.catalog import labels
+from stacks.config.providers import provider_of
 from stacks.planning.plan import StackPlan
 
 
@@ -37,7 +38,7 @@ def clashes(plans: Mapping[str, StackPlan]) -> list[str]:
     groups: dict[str, list[tuple[str, StackPlan]]] = {}
     for name, stack_plan in sorted(plans.items()):
         reference = stack_plan.config.cluster.stack
-        if stack_plan.config.cluster.provider == "stack" and reference is not None:
+        if provider_of(stack_plan.config).reads_cluster_stack and reference is not None:
             groups.setdefault(reference, []).append((name, stack_plan))
     out: list[str] = []
     for reference, members in sorted(groups.items()):

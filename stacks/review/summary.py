@@ -7,8 +7,10 @@ from collections.abc import Sequence
 from components.formulas.payoff import SUFFIX_TOKENS
 from components.specs import images, lmcache, model_cache, mooncake, prepull, storage
 from components.specs.clusters import PoolSpec
+from components.specs.connectors.mooncake_store import client_of
 from components.specs.payoff_table import gbps, seconds
 from components.units import GiB, MiB
+from stacks.config.providers import provider_of
 from stacks.planning.hardware import Fit
 from stacks.planning.plan import StackPlan
 from stacks.planning.prepull_placement import serving_placement
@@ -221,15 +223,14 @@ def _core_rows(stack_plan: StackPlan, recording: Recording) -> list[tuple[str, s
         (
             "GAIE CRDs",
             config.router.gaie_version
-            + (", applied by the cluster stack" if config.cluster.provider == "stack" else ""),
+            + (", applied by the cluster stack" if provider_of(config).reads_cluster_stack else ""),
         ),
         *gateway_rows(config, server.model.name),
     ]
 
 
 def _optional_rows(stack_plan: StackPlan) -> list[tuple[str, str]]:
-    """What some stacks add: the filesystem claim, Mooncake, P/D roles, the LMCache server, a tokenizer."""
-    config = stack_plan.config
+    """What some stacks add: the filesystem claim, P/D roles, the connector's daemons' rows, a tokenizer."""
     rows: list[tuple[str, str]] = []
     if stack_plan.manifests(storage.WORKLOAD):
         claim = stack_plan.manifests(storage.WORKLOAD)[0]
@@ -243,11 +244,6 @@ def _optional_rows(stack_plan: StackPlan) -> list[tuple[str, str]]:
         )
     rows.append(("model cache", _model_cache_row(stack_plan)))
     rows.append(("images", _images_row(stack_plan)))
-    if stack_plan.manifests(mooncake.MASTER_WORKLOAD):
-        client = (
-            "and the Mooncake Client DaemonSet" if stack_plan.manifests(mooncake.CLIENT_WORKLOAD) else "(embedded pool)"
-        )
-        rows.append(("MooncakeStore", f"Mooncake Master in namespace `mooncake` {client}"))
     if len(stack_plan.roles) > 1:
         rows.append(
             (
@@ -255,15 +251,8 @@ def _optional_rows(stack_plan: StackPlan) -> list[tuple[str, str]]:
                 ", ".join(f"`{r.manifests[-1]['metadata']['name']}` ({r.spec.role})" for r in stack_plan.roles),
             )
         )
-    if stack_plan.manifests(lmcache.SERVER_WORKLOAD):
-        lm = config.lmcache
-        rows.append(
-            (
-                "LMCache server",
-                f"DaemonSet `lmcache-engine` {lm.version} on every GPU node, mode {lm.mode},"
-                f" isolated IPC {lm.isolated_ipc}, test mode {lm.test_mode}",
-            )
-        )
+    stack = stack_plan.stack
+    rows += stack.connector.summary_rows(stack.choice, stack_plan.sizing)  # its daemons' (Mooncake has no P/D)
     router_values = stack_plan.router_values["router"]
     if "tokenizer" in router_values:
         rows.append(("router tokenizer", f"sidecar for {router_values['tokenizer']['modelName']} (token-producer)"))
@@ -299,7 +288,7 @@ def _images_row(stack_plan: StackPlan) -> str:
 
 def _images_source(stack_plan: StackPlan) -> str:
     mirror, config = stack_plan.mirror, stack_plan.config
-    if mirror is not None and mirror.cloud == "eks":
+    if mirror is not None and not mirror.artifact_registry:
         rules = ", ".join(f"`{images.ECR_UPSTREAMS[r][0]}/` ({r})" for r in mirror.registries)
         none = "no ECR pull-through cache rule"
         cached = f"through ECR pull-through cache rules {rules} in {mirror.region}" if rules else none
@@ -311,12 +300,7 @@ def _images_source(stack_plan: StackPlan) -> str:
             f"through Artifact Registry remote repositories {repos} in {mirror.region}, streamed on the"
             " accelerator pools (GKE image streaming serves only Artifact Registry images)"
         )
-    if config.cluster.provider in ("gke", "eks") and config.images.mirror == "off":
-        return "from the upstream registries (`images.mirror: off`)"
-    if config.cluster.provider == "eks":
-        return "from the upstream registries, pulled whole by each node (set `cluster.eks.account_id` for ECR rules)"
-    provider = config.cluster.provider
-    return f"from the upstream registries, pulled whole by each node (no mirror for `cluster.provider: {provider}`)"
+    return provider_of(config).unmirrored(config)
 
 
 def _pool_rows(pools: list[PoolSpec]) -> list[tuple[str, str]]:
@@ -369,7 +353,7 @@ def _rollout_lines(stack_plan: StackPlan) -> list[str]:
             f"image pre-pull DaemonSet `{prepull.NAME}`: every node at once (maxUnavailable 100%); a changed image"
             " is on every node of the pool before the model servers roll"
         )
-    client = stack_plan.model_server.mooncake_client
+    client = client_of(stack_plan.sizing)
     if stack_plan.manifests(mooncake.CLIENT_WORKLOAD) and client is not None:
         lines.append(
             f"Mooncake client DaemonSet: one node at a time; each restart drops that node's {client.dram.human()} pool"
@@ -381,7 +365,7 @@ def _network_row(stack_plan: StackPlan, recording: Recording) -> tuple[str, str]
     if not stack_plan.config.network_policies.enabled:
         return ("network policies", "off: every pod accepts traffic from anywhere in the cluster")
     count = sum(1 for r in recording.resources if r.type.endswith(":NetworkPolicy"))
-    enforced = _ENFORCED_BY.get(stack_plan.config.cluster.provider)
+    enforced = provider_of(stack_plan.config).network_policy_enforcer
     where = (
         f"Enforced by the created cluster's {enforced}"
         if enforced
@@ -393,7 +377,3 @@ def _network_row(stack_plan: StackPlan, recording: Recording) -> tuple[str, str]
         "network policies",
         f"{count} NetworkPolicies (ingress; egress open): each pod admits only the traffic serving needs. {where}",
     )
-
-
-# What enforces NetworkPolicies on the clusters the stack creates (components/specs/clusters.py turns them on).
-_ENFORCED_BY = {"gke": "Dataplane V2", "eks": "VPC CNI network policy agent (`enableNetworkPolicy`)"}

@@ -1,7 +1,7 @@
 """The connector registry: which implementation a stack runs, resolved from its config's Literals.
 
 SGLang brings its own cache (HiCache) and a TPU its own connector (the TPU offload connector); otherwise
-`cache.connector` names it. Each implementation is one module here, on the interface of `base.py`;
+`cache.connector` names it. Each implementation is one module here, on the interface of `interface.py`;
 `components/catalog/support.py` stays the table of the combinations each one runs.
 """
 
@@ -17,7 +17,6 @@ from components.specs.connectors.interface import (
     Connector,
     DaemonInputs,
     EngineKey,
-    LMCacheChoice,
     SizingInputs,
     to_json,
 )
@@ -36,7 +35,6 @@ __all__ = [
     "Connector",
     "ConnectorKey",
     "DaemonInputs",
-    "LMCacheChoice",
     "SizingInputs",
     "combinations",
     "resolve",

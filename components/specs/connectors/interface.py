@@ -1,5 +1,6 @@
-"""What every connector implementation answers: one typed interface (`Connector`), with the defaults
-most of them share, and the plain records the stack passes in (the specs never read `StackConfig`).
+"""What every connector implementation answers: one typed interface (`Connector`), with neutral defaults,
+and the plain records the stack passes in (the specs never read `StackConfig`). It imports records only; what
+the vLLM connectors share (their manifests, argument layout, the shared tier's volumes) is `vllm_family.py`.
 
 A connector is what moves KV between the accelerator and the tiers below it; here it also decides what
 follows from it: the tier's sizing, the model server's kv-transfer config, env, volumes and devices,
@@ -13,53 +14,29 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from components.catalog import labels
 from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
-from components.formulas.tier_replay import Relation, Scope
+from components.formulas.tier_shape import Relation, Scope
 from components.manifest import Manifest
-from components.specs.alerts import Exports
+from components.specs.lmcache import LMCacheSettings
+from components.specs.metric_family import MetricFamily
 from components.specs.network import Peer
-from components.specs.servers.base import files_storage_mount, files_storage_volume
-from components.specs.servers.limits import GuideLimits, fraction_text, limit_args, limits
-from components.specs.servers.vllm import vllm_manifests
-from components.specs.sizing import MooncakeClientSizing, TierSizing
+from components.specs.servers.base import EngineKey as EngineKey  # the config's Literals, named here too
+from components.specs.servers.base import GuideLimits, ServerSpec
+from components.specs.servers.base import HostType as HostType
+from components.specs.servers.base import Variant as Variant
+from components.specs.sizing import TierSizing
 from components.specs.startup import ColdStart
 from components.specs.workloads import Workload
 from components.units import ByteSize, GiB
 
-if TYPE_CHECKING:
-    from components.specs.connectors import ConnectorKey
-    from components.specs.servers.base import ServerSpec
-
 FILES_STORAGE = labels.FILES_STORAGE_MOUNT
 
-# The config's Literals (stacks/config.py types its fields with them; `cache.connector`'s, ConnectorKey,
-# sits beside the registry in __init__.py).
-EngineKey = Literal["vllm", "sglang"]
-Variant = Literal["cpu", "fs"]
-HostType = Literal["single-host", "multi-host"]
 RouterProfile = Literal["tiered", "pd", "token-routing", "default"]
 Problem = tuple[str, object, str]  # a config field, its value and what is wrong (stacks raises it)
-
-
-@dataclass(frozen=True)
-class LMCacheChoice:
-    """The config's `lmcache` section, as the LMCache server connector reads it."""
-
-    version: str
-    mode: str
-    test_mode: bool
-    chunk_size: int
-    hash_algorithm: str
-    isolated_ipc: bool
-    eviction_policy: str
-    eviction_trigger_watermark: float
-    eviction_ratio: float
-    max_workers: int
-    privileged: bool
 
 
 @dataclass(frozen=True)
@@ -68,10 +45,9 @@ class Choice:
 
     accelerator: AcceleratorProfile
     server: EngineKey
-    connector: ConnectorKey
     variant: Variant
     host_type: HostType
-    lmcache: LMCacheChoice
+    lmcache: LMCacheSettings
 
     @property
     def filesystem_tier(self) -> bool:
@@ -96,8 +72,7 @@ class DaemonInputs:
 
     choice: Choice
     namespace: str
-    sizing: TierSizing
-    client: MooncakeClientSizing | None
+    sizing: TierSizing  # the connector's own sizes within (`sizing.sizes_of`)
     nodes: int  # nodes a per-node daemon rolls over
     cold_start: Callable[[str, int], ColdStart]  # a daemon's cold start: (image, bytes it pins)
 
@@ -107,8 +82,11 @@ class Connector:
 
     key: ClassVar[str]  # the implementation's name (not always the config's `cache.connector`)
     engine: ClassVar[EngineKey] = "vllm"
-    vllm_offload_metrics: ClassVar[bool] = False  # vllm:kv_offload_* (the native OffloadingConnector)
-    lmcache_metrics: ClassVar[bool] = False  # lmcache:* from the pods or the server
+    weight_streaming: ClassVar[bool] = False  # its engine loads weights with the Run:ai streamer (where the image can)
+    metric_families: ClassVar[tuple[MetricFamily, ...]] = ()  # the connector's own (its module defines them)
+    # The verification Job's gate: a key of GATES in components/verification/verify_offload.py (the script runs
+    # in the Job's pod and imports nothing of ours; tests/test_verify_script.py holds every connector's to it).
+    verification_check: ClassVar[str] = "external"
     peer_traffic: ClassVar[bool] = False  # model-server pods talk to each other (besides P/D and multi-host)
     reads_lmcache_section: ClassVar[bool] = False  # the config's `lmcache` section applies
     # How the tier replay (components/formulas/tier_replay.py) models its CPU tier: `inclusive` when it
@@ -125,7 +103,8 @@ class Connector:
     # `combinations(connector)` reads it back per implementation).
 
     # -- sizing ----------------------------------------------------------------------------------------
-    def size(self, inputs: SizingInputs) -> tuple[TierSizing, MooncakeClientSizing | None]:
+    def size(self, inputs: SizingInputs) -> TierSizing:
+        """The pod's sizes, with the connector's own as a typed `Sizes` record of its module."""
         raise NotImplementedError
 
     def segment_ranks(self, tensor_parallelism: int, variant: Variant) -> int | None:
@@ -136,9 +115,9 @@ class Connector:
         """The step `cache.tier.cpu: auto` searches in."""
         return ByteSize(GiB) * (self.segment_ranks(tensor_parallelism, variant) or 1)
 
-    def per_node_memory(self, tier: ByteSize, client: MooncakeClientSizing | None) -> ByteSize:
+    def per_node_memory(self, sizing: TierSizing) -> ByteSize:
         """Memory the connector's per-node daemon takes beside the model servers on each node."""
-        return client.memory_request if client is not None else ByteSize(0)
+        return ByteSize(0)
 
     def uses_tier_claim(self, variant: Variant) -> bool:
         """The filesystem tier on the shared ReadWriteMany claim."""
@@ -170,8 +149,8 @@ class Connector:
         return {}
 
     def manifests(self, spec: ServerSpec) -> list[Manifest]:
-        """One model-server role's objects (before hardening)."""
-        return vllm_manifests(spec)
+        """One model-server role's objects (before hardening): its family's builder."""
+        raise NotImplementedError
 
     def kv_transfer_config(self, spec: ServerSpec) -> dict[str, Any]:
         raise NotImplementedError
@@ -180,16 +159,12 @@ class Connector:
         return to_json(self.kv_transfer_config(spec))
 
     def guide_limits(self, spec: ServerSpec) -> GuideLimits:
-        """The device-memory share and context its guide's flags write (the Intel XPU overlays' utilization)."""
-        if spec.accelerator.intel_xpu_flags:
-            return GuideLimits(
-                memory_fraction=(XPU_MEMORY_FRACTION, "the Intel XPU overlays' `--gpu-memory-utilization`")
-            )
+        """The device-memory share and context its guide's flags write (none: the stack's or the engine's)."""
         return GuideLimits()
 
     def vllm_args(self, spec: ServerSpec, model: list[str], tp: str, kv: list[str]) -> list[str]:
-        """vLLM's arguments around the model, tensor parallelism and kv-transfer flags."""
-        return vllm_layout(spec, model, tp, kv, [])
+        """vLLM's arguments around the model, tensor parallelism and kv-transfer flags (the vLLM family's)."""
+        raise NotImplementedError
 
     def command(self, spec: ServerSpec, args: list[str]) -> tuple[list[str], list[str]]:
         return ["vllm", "serve"], args
@@ -198,8 +173,8 @@ class Connector:
         return []
 
     def volumes(self, spec: ServerSpec) -> tuple[list[Manifest], list[Manifest]]:
-        """Volumes and mounts the connector adds to the pod's own: the shared tier's claim."""
-        return shared_tier_volumes(spec)
+        """Volumes and mounts the connector adds to the pod's own."""
+        return [], []
 
     def devices(self, spec: ServerSpec) -> Manifest:
         """Extended resources besides the accelerator's."""
@@ -210,14 +185,13 @@ class Connector:
         return []
 
     # -- the rest of the stack -------------------------------------------------------------------------
-    def exports(self, choice: Choice, profile: RouterProfile) -> Exports:
-        return Exports(
-            vllm=self.engine == "vllm",
-            vllm_offload=self.vllm_offload_metrics,
-            sglang=self.engine == "sglang",
-            lmcache=self.lmcache_metrics,
-            router_cpu_index=profile == "tiered",
-        )
+    def exports(self, choice: Choice, profile: RouterProfile) -> tuple[MetricFamily, ...]:
+        """The metric families its pods export, in rank order (metric_family.in_order)."""
+        return self.metric_families
+
+    def verifies_shared_tier(self, choice: Choice) -> bool:
+        """The verification Job also checks that a second pod loads what the first stored on the shared tier."""
+        return False
 
     def monitors(self, provider: str, namespace: str) -> list[Manifest]:
         """Scrape objects for the connector's own daemons."""
@@ -231,41 +205,13 @@ class Connector:
         """The connector's own workloads (per-node daemons and what they need)."""
         return []
 
+    def summary_rows(self, choice: Choice, sizing: TierSizing) -> list[tuple[str, str]]:
+        """The render summary's rows for the connector's own daemons (after the model servers' roles)."""
+        return []
+
     def settings_problem(self, choice: Choice) -> Problem | None:
         """A cross-field check of the connector's own settings."""
         return None
-
-
-# Intel XPU serving flags of the guide's overlays.
-XPU_DTYPE_ARGS = ["--dtype", "bfloat16", "--block-size", "64"]
-XPU_TAIL_ARGS = ["--max-num-seqs", "128"]
-XPU_LOG_ARGS = ["--uvicorn-log-level", "warning"]
-XPU_MEMORY_FRACTION = 0.85
-
-
-def vllm_layout(spec: ServerSpec, model: list[str], tp: str, kv: list[str], extra: list[str]) -> list[str]:
-    """vLLM's arguments in the guide's order: the Intel XPU overlays' or upstream's."""
-    if spec.accelerator.intel_xpu_flags:
-        return [
-            *model,
-            *XPU_DTYPE_ARGS,
-            tp,
-            "--gpu-memory-utilization",
-            fraction_text(limits(spec).memory_fraction),
-            *kv,
-            *extra,
-            *XPU_TAIL_ARGS,
-            *XPU_LOG_ARGS,
-            *limit_args(spec),
-        ]
-    return [*model, f"--port={labels.MODEL_SERVER_PORT}", tp, *kv, *extra, *limit_args(spec)]
-
-
-def shared_tier_volumes(spec: ServerSpec) -> tuple[list[Manifest], list[Manifest]]:
-    """The filesystem tier's shared claim and its mount, where the pod has the tier."""
-    if not spec.filesystem_tier:
-        return [], []
-    return [files_storage_volume()], [files_storage_mount(spec)]
 
 
 def to_json(config: dict[str, Any]) -> str:

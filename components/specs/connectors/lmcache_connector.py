@@ -3,25 +3,27 @@ a local-disk tier on the shared claim; its sizes come from LMCACHE_* environment
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from components.catalog import labels
 from components.catalog.accelerators import AcceleratorProfile
+from components.catalog.models import ModelSpec
 from components.formulas.payoff import LMCACHE_CHUNK_TOKENS
 from components.manifest import Manifest
-from components.specs import sizing
-from components.specs.connectors.interface import (
-    FILES_STORAGE,
+from components.specs.connectors.interface import FILES_STORAGE, Choice, SizingInputs
+from components.specs.connectors.vllm_family import (
     XPU_DTYPE_ARGS,
     XPU_LOG_ARGS,
     XPU_TAIL_ARGS,
-    Choice,
-    Connector,
-    SizingInputs,
+    VllmConnector,
     shared_tier_volumes,
 )
+from components.specs.metric_family import Alert, MetricFamily, Panel, Thresholds
 from components.specs.servers.base import empty_dir, env_var
 from components.specs.servers.limits import GuideLimits, limit_args, limits
+from components.specs.sizing import SHM_HEADROOM, Derivation, Sizes, TierSizing, sized, sizes_of
+from components.units import ByteSize, GiB
 
 if TYPE_CHECKING:
     from components.specs.servers.base import ServerSpec
@@ -30,19 +32,102 @@ LMCACHE_METRICS_DIR = "/tmp/lmcache_prometheus"
 XPU_MAX_MODEL_LEN = 20_480  # the Intel XPU LMCache overlay's
 
 
+def gib_text(size: ByteSize) -> str:
+    """GiB as LMCache reads them: a float, "100.0"."""
+    value = f"{size.bytes / GiB:g}"
+    return value if "." in value or "e" in value else value + ".0"
+
+
+@dataclass(frozen=True)
+class LMCacheSizes(Sizes):
+    cpu_per_rank: ByteSize  # `LMCACHE_MAX_LOCAL_CPU_SIZE`
+    disk_per_rank: ByteSize | None  # `LMCACHE_MAX_LOCAL_DISK_SIZE`, with the filesystem tier
+
+
+def size_tiers(
+    model: ModelSpec,
+    accelerator: AcceleratorProfile,
+    tensor_parallelism: int,
+    cpu_tier_per_pod: ByteSize,
+    disk_per_pod: ByteSize | None,
+) -> TierSizing:
+    """LMCache sizes its CPU (and local disk) cache per tensor-parallel rank, in GiB."""
+    per_rank = ByteSize(cpu_tier_per_pod.bytes // tensor_parallelism)
+    steps = [
+        Derivation(
+            "`LMCACHE_MAX_LOCAL_CPU_SIZE` (GiB per rank)",
+            gib_text(per_rank),
+            f"CPU tier {cpu_tier_per_pod.human()} per pod / {tensor_parallelism} ranks",
+        )
+    ]
+    disk = None
+    if disk_per_pod is not None:
+        disk = ByteSize(disk_per_pod.bytes // tensor_parallelism)
+        steps.append(
+            Derivation(
+                "`LMCACHE_MAX_LOCAL_DISK_SIZE` (GiB per rank)",
+                gib_text(disk),
+                f"disk tier {disk_per_pod.human()} per pod / {tensor_parallelism} ranks",
+            )
+        )
+    shm = SHM_HEADROOM
+    return sized(
+        model, accelerator, tensor_parallelism, cpu_tier_per_pod,
+        [("CPU tier", cpu_tier_per_pod), ("/dev/shm", shm)], shm, LMCacheSizes(per_rank, disk), steps,
+    )  # fmt: skip
+
+
 def lmcache_connector() -> dict[str, Any]:
     """LMCache's in-process connector; its sizes come from LMCACHE_* environment variables."""
     return {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}
 
 
-class LMCacheInProcess(Connector):
-    key = "lmcache-connector"
-    lmcache_metrics = True
+def lmcache_alerts(t: Thresholds) -> list[Alert]:
+    """LMCache's retrieve hit rate."""
+    return [
+        Alert(
+            "LMCacheHitRateNearZero",
+            f"max by (pod) (lmcache:retrieve_hit_rate) < {t.lmcache_hit_rate_floor}"
+            " and on (pod) max by (pod) (lmcache:local_cache_usage) > 0",
+            "30m",
+            "LMCache on {{ $labels.pod }} holds KV but retrieves almost none of it",
+            "Check that every process sets the same PYTHONHASHSEED, that prompts exceed one LMCache chunk, and"
+            " (LMCache server) that the pod talks to the server on its own node.",
+        )
+    ]
 
-    def size(self, inputs: SizingInputs) -> tuple[sizing.TierSizing, sizing.MooncakeClientSizing | None]:
+
+def lmcache_panels(window: str) -> list[Panel]:
+    return [
+        (
+            "LMCache retrieve hit rate and usage",
+            "percentunit",
+            [
+                ("hit rate {{pod}}", "max by (pod) (lmcache:retrieve_hit_rate)"),
+                ("usage {{pod}}", "max by (pod) (lmcache:local_cache_usage)"),
+            ],
+        )
+    ]
+
+
+# lmcache:*, from the pods (in-process) or the server.
+LMCACHE_METRICS = MetricFamily(
+    "lmcache",
+    50,
+    lmcache_alerts,
+    panels=lmcache_panels,
+    watch=("lmcache:retrieve_hit_rate, lmcache:local_cache_usage",),
+)
+
+
+class LMCacheInProcess(VllmConnector):
+    key = "lmcache-connector"
+    metric_families = (LMCACHE_METRICS,)
+
+    def size(self, inputs: SizingInputs) -> TierSizing:
         i = inputs
         disk = i.disk if i.variant == "fs" else None
-        return sizing.size_lmcache(i.model, i.accelerator, i.tensor_parallelism, i.tier, disk), None
+        return size_tiers(i.model, i.accelerator, i.tensor_parallelism, i.tier, disk)
 
     def transfer_block(self, choice: Choice) -> tuple[int, str]:
         return LMCACHE_CHUNK_TOKENS, "LMCache chunk"
@@ -76,17 +161,18 @@ class LMCacheInProcess(Connector):
         return [*model, f"--port={labels.MODEL_SERVER_PORT}", tp, *kv, "--max-num-seqs=1024", *own]
 
     def env(self, spec: ServerSpec) -> list[Manifest]:
-        knobs = spec.sizing.knobs
+        sizes = sizes_of(LMCacheSizes, spec.sizing)
         env = [
-            env_var("LMCACHE_MAX_LOCAL_CPU_SIZE", knobs["LMCACHE_MAX_LOCAL_CPU_SIZE"]),
+            env_var("LMCACHE_MAX_LOCAL_CPU_SIZE", gib_text(sizes.cpu_per_rank)),
             env_var("PYTHONHASHSEED", "123"),
             env_var("PROMETHEUS_MULTIPROC_DIR", LMCACHE_METRICS_DIR),
         ]
         if spec.filesystem_tier:
+            assert sizes.disk_per_rank is not None, "the filesystem tier sizes the local disk"
             env += [
                 env_var("LMCACHE_LOCAL_DISK", f"file://{FILES_STORAGE}/kv-cache/"),
                 env_var("LMCACHE_EXTRA_CONFIG", '{"use_odirect":true}'),
-                env_var("LMCACHE_MAX_LOCAL_DISK_SIZE", knobs["LMCACHE_MAX_LOCAL_DISK_SIZE"]),
+                env_var("LMCACHE_MAX_LOCAL_DISK_SIZE", gib_text(sizes.disk_per_rank)),
             ]
         return env
 

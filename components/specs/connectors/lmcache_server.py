@@ -4,20 +4,20 @@ role, over NIXL)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from components.catalog import versions
+from components.catalog.accelerators import AcceleratorProfile
+from components.catalog.models import ModelSpec
 from components.manifest import Manifest
-from components.specs import lmcache, monitoring, network, sizing
-from components.specs.connectors.interface import (
-    Choice,
-    Connector,
-    DaemonInputs,
-    Problem,
-    RouterProfile,
-    SizingInputs,
-)
+from components.specs import lmcache, monitoring
+from components.specs.connectors.interface import Choice, DaemonInputs, Problem, RouterProfile, SizingInputs
+from components.specs.connectors.lmcache_connector import LMCACHE_METRICS
+from components.specs.connectors.vllm_family import VllmConnector
+from components.specs.network import Rule, StackTraffic, policy
 from components.specs.servers.lmcache_mp import lmcache_mp_manifests
+from components.specs.sizing import SHM_HEADROOM, Derivation, Sizes, TierSizing, sized
 from components.specs.startup import AwaitBudget
 from components.specs.workloads import NAMESPACE, Await, Workload
 from components.units import ByteSize
@@ -29,18 +29,48 @@ if TYPE_CHECKING:
 LMCACHE_GUIDES = {"prefix-reuse": "lmcache", "pd": "lmcache-pd"}
 
 
-class LMCacheServer(Connector):
+def size_client_pods(
+    model: ModelSpec, accelerator: AcceleratorProfile, tensor_parallelism: int, l1_per_node: ByteSize
+) -> TierSizing:
+    """vLLM pods of the LMCache server: the CPU tier is the server's L1 on each node, shared by its pods.
+
+    The pods hold no tier themselves; the router scores token blocks and does not count the tier.
+    """
+    server_request, server_limit = lmcache.server_memory(l1_per_node)
+    pods = sized(
+        model,
+        accelerator,
+        tensor_parallelism,
+        l1_per_node,
+        [("/dev/shm", SHM_HEADROOM)],
+        SHM_HEADROOM,
+        Sizes(),
+        [
+            Derivation(
+                "LMCache server L1 per node (`--l1-size-gb`)", l1_per_node.human(), "stack config `cache.tier.cpu`"
+            ),
+            Derivation(
+                "LMCache server memory request / limit",
+                f"{server_request.quantity()} / {server_limit.quantity()}",
+                lmcache.server_memory_formula(),
+            ),
+        ],
+    )
+    return dataclasses.replace(pods, router_counts_tier=False)
+
+
+class LMCacheServer(VllmConnector):
     key = "lmcache-server"
     cpu_scope = "pooled"  # the node's L1, shared by the pods on it (modelled as one pool for all pods)
-    lmcache_metrics = True
+    metric_families = (LMCACHE_METRICS,)
     reads_lmcache_section = True
 
-    def size(self, inputs: SizingInputs) -> tuple[sizing.TierSizing, sizing.MooncakeClientSizing | None]:
+    def size(self, inputs: SizingInputs) -> TierSizing:
         i = inputs
-        return sizing.size_lmcache_server_client(i.model, i.accelerator, i.tensor_parallelism, i.tier), None
+        return size_client_pods(i.model, i.accelerator, i.tensor_parallelism, i.tier)
 
-    def per_node_memory(self, tier: ByteSize, client: sizing.MooncakeClientSizing | None) -> ByteSize:
-        return lmcache.server_memory(tier)[0]
+    def per_node_memory(self, sizing: TierSizing) -> ByteSize:
+        return lmcache.server_memory(sizing.cpu_tier_per_pod)[0]
 
     def transfer_block(self, choice: Choice) -> tuple[int, str]:
         return choice.lmcache.chunk_size, "LMCache chunk, `lmcache.chunk_size`"
@@ -67,24 +97,12 @@ class LMCacheServer(Connector):
         raise NotImplementedError("written by servers/lmcache_mp.py with the role's NIXL side")
 
     def monitors(self, provider: str, namespace: str) -> list[Manifest]:
-        return [monitoring.lmcache_server_monitor(provider, namespace)]
+        return [monitoring.pod_monitor(provider, lmcache.NAME, namespace, lmcache.LABELS, "metrics", "30s")]
 
     def daemons(self, inputs: DaemonInputs) -> list[Workload]:
         lm, l1 = inputs.choice.lmcache, inputs.sizing.cpu_tier_per_pod
-        settings = lmcache.LMCacheServerSettings(
-            version=lm.version,
-            namespace=inputs.namespace,
-            l1_size=l1,
-            chunk_size=lm.chunk_size,
-            hash_algorithm=lm.hash_algorithm,
-            isolated_ipc=lm.isolated_ipc,
-            eviction_policy=lm.eviction_policy,
-            eviction_trigger_watermark=lm.eviction_trigger_watermark,
-            eviction_ratio=lm.eviction_ratio,
-            max_workers=lm.max_workers,
-            privileged=lm.privileged,
-        )
-        cold = inputs.cold_start(versions.lmcache_image(lm.version), l1.bytes)
+        settings = lmcache.LMCacheServerSettings(lm, inputs.namespace, l1)
+        cold = inputs.cold_start(settings.image, l1.bytes)
         return [
             Workload(
                 lmcache.SERVER_WORKLOAD,
@@ -92,8 +110,18 @@ class LMCacheServer(Connector):
                 needs=(NAMESPACE,),
                 rolls="node-by-node",
                 awaited=Await(AwaitBudget(lmcache.NAME, cold, inputs.nodes), "DaemonSet", "beside"),
-                ingress=network.lmcache_server_policy,
+                ingress=server_policy,
                 holds_cpu_tier=True,
+            )
+        ]
+
+    def summary_rows(self, choice: Choice, sizing: TierSizing) -> list[tuple[str, str]]:
+        lm = choice.lmcache
+        return [
+            (
+                "LMCache server",
+                f"DaemonSet `{lmcache.NAME}` {lm.version} on every GPU node, mode {lm.mode},"
+                f" isolated IPC {lm.isolated_ipc}, test mode {lm.test_mode}",
             )
         ]
 
@@ -106,6 +134,15 @@ class LMCacheServer(Connector):
                 f"must be a multiple of the model server's {block}-token KV block, or LMCache chunks split blocks",
             )
         return None
+
+
+def server_policy(traffic: StackTraffic) -> Manifest:
+    """The server admits the model servers on its ZMQ and HTTP ports, the scraper on metrics."""
+    rules = [
+        Rule([traffic.model_servers], [lmcache.SERVER_PORT, lmcache.HTTP_PORT]),
+        Rule([traffic.scraper], [lmcache.METRICS_PORT]),
+    ]
+    return policy(lmcache.NAME, traffic.namespace, {"matchLabels": dict(lmcache.LABELS)}, rules)
 
 
 LMCACHE_SERVER = LMCacheServer()

@@ -4,19 +4,19 @@ TieringOffloadingSpec (on the shared claim)."""
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from components.catalog.accelerators import AcceleratorProfile
+from components.catalog.models import ModelSpec
 from components.manifest import Manifest
-from components.specs import sizing
-from components.specs.connectors.interface import (
-    FILES_STORAGE,
-    Choice,
-    Connector,
-    SizingInputs,
-    shared_tier_volumes,
-    vllm_layout,
-)
+from components.specs.connectors.interface import FILES_STORAGE, Choice, SizingInputs
+from components.specs.connectors.vllm_family import VllmConnector, shared_tier_volumes, vllm_layout
+from components.specs.metric_family import Alert, MetricFamily, Panel, Thresholds
+from components.specs.promql import rate, ratio
 from components.specs.servers.base import empty_dir, env_var
+from components.specs.sizing import SHM_HEADROOM, Derivation, Sizes, TierSizing, sized, sizes_of
+from components.units import ByteSize, GiB
 
 if TYPE_CHECKING:
     from components.specs.servers.base import ServerSpec
@@ -30,9 +30,42 @@ ROCM_SWAP_KERNEL = "/usr/local/lib/python3.12/dist-packages/vllm/v1/kv_offload/c
 ROCM_SWAP_THRESHOLD = ("28 * 1024", "40 * 1024")
 
 
-def offloading_connector(tier: sizing.TierSizing, filesystem_tier: bool) -> dict[str, Any]:
+@dataclass(frozen=True)
+class NativeSizes(Sizes):
+    cpu_bytes_to_use: ByteSize  # the CPU tier per pod, in /dev/shm
+
+
+def size_cpu_tier(
+    model: ModelSpec, accelerator: AcceleratorProfile, tensor_parallelism: int, cpu_tier_per_pod: ByteSize
+) -> TierSizing:
+    """vLLM's OffloadingConnector keeps its CPU tier in /dev/shm, which is charged to the pod's memory cgroup."""
+    shm = (cpu_tier_per_pod + SHM_HEADROOM).ceil_to(GiB)
+    return sized(
+        model,
+        accelerator,
+        tensor_parallelism,
+        cpu_tier_per_pod,
+        [("/dev/shm", shm)],
+        shm,
+        NativeSizes(cpu_tier_per_pod),
+        [
+            Derivation(
+                "CPU tier per pod (`cpu_bytes_to_use`)",
+                f"{cpu_tier_per_pod.bytes} ({cpu_tier_per_pod.human()})",
+                "stack config `cache.tier.cpu`",
+            ),
+            Derivation(
+                "`/dev/shm` sizeLimit",
+                shm.quantity(),
+                f"CPU tier {cpu_tier_per_pod.human()} + headroom {SHM_HEADROOM.human()}, rounded up to GiB",
+            ),
+        ],
+    )
+
+
+def offloading_connector(tier: TierSizing, filesystem_tier: bool) -> dict[str, Any]:
     """vLLM's native OffloadingConnector; with a filesystem tier, through TieringOffloadingSpec."""
-    cpu_bytes = int(tier.knobs["cpu_bytes_to_use"])
+    cpu_bytes = sizes_of(NativeSizes, tier).cpu_bytes_to_use.bytes
     extra: dict[str, Any] = {"cpu_bytes_to_use": cpu_bytes}
     if filesystem_tier:
         extra = {
@@ -51,18 +84,101 @@ def offloading_connector(tier: sizing.TierSizing, filesystem_tier: bool) -> dict
     return {"kv_connector": "OffloadingConnector", "kv_role": "kv_both", "kv_connector_extra_config": extra}
 
 
-class Native(Connector):
-    key = "native"
-    vllm_offload_metrics = True
+def offload_transfer_alerts(t: Thresholds) -> list[Alert]:
+    """The native OffloadingConnector's stores, loads and CPU-block allocations."""
+    w = t.window
+    store = rate("vllm:kv_offload_store_bytes_total", w)
+    load = rate("vllm:kv_offload_load_bytes_total", w)
+    return [
+        Alert(
+            "TieredCacheStoresWithoutLoads",
+            f"{store} > 0 and on (pod) {load} < {t.loads_per_store} * {store}",
+            "1h",
+            "{{ $labels.pod }} writes KV blocks to the offload tier but almost never loads them",
+            "Evicted blocks are written but not reused: the tier costs memory and copy time without saving"
+            " prefill. Either the workload rarely repeats prefixes or the tier is too small for the working set.",
+            severity="info",
+        ),
+        Alert(
+            "TieredCacheLoadTooSlow",
+            f"{load} / {rate('vllm:kv_offload_load_time_total', w)} < {t.min_load_bandwidth_bytes}"
+            f" and on (pod) {rate('vllm:kv_offload_load_time_total', w)} > 0",
+            "30m",
+            "CPU-to-accelerator loads on {{ $labels.pod }} are slower than the prefill they replace",
+            "TTFT can be worse than the HBM-only baseline. Check load speed per device"
+            " (vllm:kv_offload_load_bytes_total / vllm:kv_offload_load_time_total, both summed over the pod's"
+            " ranks), and on filesystem paths the storage backend's read throughput.",
+        ),
+        Alert(
+            "TieredCacheStoreAllocationFailures",
+            f"{rate('vllm:kv_offload_allocation_failure_total', '5m')} > 0",
+            "15m",
+            "Stores on {{ $labels.pod }} cannot get CPU blocks (the log shows `cannot store chunks`)",
+            "The CPU tier has no free or evictable blocks, usually because in-flight transfers hold them under"
+            " high concurrency; vllm:kv_offload_cpu_cache_usage_perc near 1.0 confirms it. Increase"
+            " cpu_bytes_to_use.",
+        ),
+    ]
 
-    def size(self, inputs: SizingInputs) -> tuple[sizing.TierSizing, sizing.MooncakeClientSizing | None]:
+
+def offload_panels(window: str) -> list[Panel]:
+    return [
+        (
+            "Store and load volume",
+            "Bps",
+            [
+                ("stored {{pod}}", rate("vllm:kv_offload_store_bytes_total", window)),
+                ("loaded {{pod}}", rate("vllm:kv_offload_load_bytes_total", window)),
+            ],
+        ),
+        (
+            "Load speed per device (CPU to accelerator)",
+            "Bps",
+            [("{{pod}}", ratio("vllm:kv_offload_load_bytes_total", "vllm:kv_offload_load_time_total", window))],
+        ),
+        (
+            "Store allocation failures",
+            "ops",
+            [("{{pod}}", rate("vllm:kv_offload_allocation_failure_total", window))],
+        ),
+        (
+            "CPU tier pinned by in-flight transfers",
+            "percentunit",
+            [("{{pod}}", "max by (pod) (vllm:kv_offload_cpu_cache_usage_perc)")],
+        ),
+    ]
+
+
+# vllm:kv_offload_*: the OffloadingConnector's stores, loads and CPU-block allocations.
+OFFLOAD_METRICS = MetricFamily(
+    "vllm-offload",
+    20,
+    offload_transfer_alerts,
+    panels=offload_panels,
+    watch=(
+        "vllm:kv_offload_store_bytes_total, vllm:kv_offload_load_bytes_total (store and load volume)",
+        "vllm:kv_offload_load_bytes_total / vllm:kv_offload_load_time_total (load speed per device)",
+        "vllm:kv_offload_allocation_failure_total (store allocation failures)",
+    ),
+)
+
+
+class Native(VllmConnector):
+    key = "native"
+    metric_families = (OFFLOAD_METRICS,)
+    verification_check = "native"
+
+    def size(self, inputs: SizingInputs) -> TierSizing:
         i = inputs
-        return sizing.size_native_cpu_tier(i.model, i.accelerator, i.tensor_parallelism, i.tier), None
+        return size_cpu_tier(i.model, i.accelerator, i.tensor_parallelism, i.tier)
 
     def transfer_block(self, choice: Choice) -> tuple[int, str]:
         if choice.filesystem_tier:
             return TIERING_BLOCK_TOKENS, "TieringOffloadingSpec `block_size`"
         return super().transfer_block(choice)
+
+    def verifies_shared_tier(self, choice: Choice) -> bool:
+        return choice.filesystem_tier
 
     def kv_transfer_config(self, spec: ServerSpec) -> dict[str, Any]:
         return offloading_connector(spec.sizing, spec.filesystem_tier)

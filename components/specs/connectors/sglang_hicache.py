@@ -7,23 +7,112 @@ from typing import TYPE_CHECKING, Any
 
 from components.catalog import labels, versions
 from components.catalog.accelerators import AcceleratorProfile
+from components.catalog.models import ModelSpec
 from components.manifest import Manifest
-from components.specs import sizing
 from components.specs.connectors.interface import Choice, Connector, SizingInputs
+from components.specs.metric_family import Alert, MetricFamily, Panel, Thresholds
+from components.specs.promql import rate
 from components.specs.servers.limits import GuideLimits
-from components.specs.servers.sglang import MEMORY_FRACTION, PAGE_TOKENS, sglang_manifests
+from components.specs.servers.sglang import MEMORY_FRACTION, PAGE_TOKENS, SGLANG_SHM, HiCacheSizes, sglang_manifests
+from components.specs.sizing import Derivation, TierSizing, sized
+from components.units import GB, ByteSize
 
 if TYPE_CHECKING:
     from components.specs.servers.base import ServerSpec
 
 
+def size_host_pool(
+    model: ModelSpec, accelerator: AcceleratorProfile, tensor_parallelism: int, cpu_tier_per_pod: ByteSize
+) -> TierSizing:
+    """SGLang's `--hicache-size` is whole GB (10^9 bytes) of host memory per tensor-parallel rank."""
+    per_rank_gb = cpu_tier_per_pod.bytes // tensor_parallelism // GB
+    held = ByteSize(per_rank_gb * GB * tensor_parallelism)
+    return sized(
+        model,
+        accelerator,
+        tensor_parallelism,
+        held,
+        [("HiCache host pool", held), ("/dev/shm", SGLANG_SHM)],
+        SGLANG_SHM,
+        HiCacheSizes(per_rank_gb),
+        [
+            Derivation(
+                "`--hicache-size` (GB per rank)",
+                str(per_rank_gb),
+                f"floor(CPU tier {cpu_tier_per_pod.human()} per pod / {tensor_parallelism} ranks / 10^9)",
+            )
+        ],
+    )
+
+
+def hicache_alerts(t: Thresholds) -> list[Alert]:
+    """SGLang HiCache's host tier."""
+    w = t.window
+    return [
+        Alert(
+            "HiCacheHostTierUnused",
+            "sum by (pod) (sglang:hicache_host_used_tokens) == 0"
+            f" and on (pod) {rate('sglang:evicted_tokens_total', w)} > 0",
+            "30m",
+            "SGLang on {{ $labels.pod }} evicts from HBM but its HiCache host tier holds nothing",
+            "With --hicache-write-policy write_through every computed block is copied to host memory; an empty"
+            " host tier means HiCache is off. Check the --hicache-* flags.",
+        ),
+        Alert(
+            "HiCacheHostTierFullWithoutHits",
+            "sum by (pod) (sglang:hicache_host_used_tokens) / sum by (pod) (sglang:hicache_host_total_tokens) > 0.9"
+            f' and on (pod) sum by (pod) (rate(sglang:cached_tokens_total{{cache_source="host"}}[{w}])) == 0',
+            "1h",
+            "The HiCache host tier of {{ $labels.pod }} is full but serves no hits",
+            "Blocks are stored but never reused: the workload rarely repeats prefixes, or requests for a prefix"
+            " reach a different pod (check the router's prefix scoring).",
+            severity="info",
+        ),
+    ]
+
+
+def hicache_panels(window: str) -> list[Panel]:
+    return [
+        (
+            "HiCache host tier occupancy",
+            "percentunit",
+            [
+                (
+                    "{{pod}}",
+                    "sum by (pod) (sglang:hicache_host_used_tokens) / sum by (pod) (sglang:hicache_host_total_tokens)",
+                )
+            ],
+        ),
+        (
+            "Cached tokens by tier",
+            "short",
+            [("{{cache_source}} {{pod}}", rate("sglang:cached_tokens_total", window, by="pod, cache_source"))],
+        ),
+    ]
+
+
+# sglang:hicache_* and the cached tokens by tier.
+HICACHE_METRICS = MetricFamily(
+    "sglang-hicache",
+    40,
+    hicache_alerts,
+    panels=hicache_panels,
+    watch=(
+        "sglang:hicache_host_used_tokens / sglang:hicache_host_total_tokens (host tier occupancy)",
+        'sglang:cached_tokens_total{cache_source="host"} (host-tier hits)',
+    ),
+)
+
+
 class HiCache(Connector):
     key = "sglang-hicache"
     engine = "sglang"
+    metric_families = (HICACHE_METRICS,)
+    verification_check = "sglang"
 
-    def size(self, inputs: SizingInputs) -> tuple[sizing.TierSizing, sizing.MooncakeClientSizing | None]:
+    def size(self, inputs: SizingInputs) -> TierSizing:
         i = inputs
-        return sizing.size_hicache(i.model, i.accelerator, i.tensor_parallelism, i.tier), None
+        return size_host_pool(i.model, i.accelerator, i.tensor_parallelism, i.tier)
 
     def transfer_block(self, choice: Choice) -> tuple[int, str]:
         return PAGE_TOKENS, "HiCache page"

@@ -5,16 +5,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from components.catalog.accelerators import AcceleratorProfile
+from components.catalog.models import ModelSpec
 from components.manifest import Manifest
-from components.specs import sizing
-from components.specs.connectors.interface import Choice, Connector, SizingInputs
+from components.specs.connectors.interface import Choice, SizingInputs
+from components.specs.connectors.vllm_family import VllmConnector
 from components.specs.servers.limits import GuideLimits
 from components.specs.servers.tpu import (
     MULTIHOST_MAX_MODEL_LEN,
     MULTIHOST_MEMORY_FRACTION,
+    TPUOffloadSizes,
     tpu_manifests,
     tpu_multihost_manifests,
 )
+from components.specs.sizing import SHM_HEADROOM, Derivation, TierSizing, sized
+from components.units import ByteSize
 
 if TYPE_CHECKING:
     from components.specs.servers.base import ServerSpec
@@ -29,12 +34,45 @@ def tpu_offload_connector() -> dict[str, Any]:
     }
 
 
-class TPUOffload(Connector):
+def size_chunks(
+    model: ModelSpec,
+    accelerator: AcceleratorProfile,
+    tensor_parallelism: int,
+    cpu_tier_per_replica: ByteSize,
+    hosts: int = 1,
+) -> TierSizing:
+    """`TPU_OFFLOAD_NUM_CPU_CHUNKS` counts KV blocks; a multi-host replica splits its tier over its hosts."""
+    block = model.kv_bytes_per_token * accelerator.kv_block_tokens
+    chunks = cpu_tier_per_replica.bytes // block.bytes
+    held = block * chunks
+    per_host = ByteSize(held.bytes // hosts)
+    steps = [
+        Derivation(
+            "`TPU_OFFLOAD_NUM_CPU_CHUNKS`",
+            str(chunks),
+            f"floor(CPU tier {cpu_tier_per_replica.human()} / ({accelerator.kv_block_tokens} tokens x"
+            f" {model.kv_bytes_per_token.human()}))",
+        )
+    ]
+    parts = [("CPU tier", per_host)]
+    shm = None
+    if hosts > 1:  # Ray's object store and the collective buffers of a multi-host group live in /dev/shm
+        steps.append(Derivation("CPU tier per host", per_host.human(), f"{held.human()} over {hosts} hosts"))
+        shm = SHM_HEADROOM
+        parts.append(("/dev/shm", shm))
+    return sized(
+        model, accelerator, tensor_parallelism, held,
+        parts, shm, TPUOffloadSizes(chunks), steps,
+        ranks_on_pod=tensor_parallelism // hosts,
+    )  # fmt: skip
+
+
+class TPUOffload(VllmConnector):
     key = "tpu-offload"
 
-    def size(self, inputs: SizingInputs) -> tuple[sizing.TierSizing, sizing.MooncakeClientSizing | None]:
+    def size(self, inputs: SizingInputs) -> TierSizing:
         i = inputs
-        return sizing.size_tpu(i.model, i.accelerator, i.tensor_parallelism, i.tier, hosts=i.hosts), None
+        return size_chunks(i.model, i.accelerator, i.tensor_parallelism, i.tier, hosts=i.hosts)
 
     def transfer_block(self, choice: Choice) -> tuple[int, str]:
         return choice.accelerator.kv_block_tokens, "TPU offload KV block"

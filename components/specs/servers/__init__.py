@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from components.manifest import Manifest
-from components.specs.security import harden_all
 from components.specs.servers.base import ServerSpec
-from components.specs.workloads import WorkloadType
+from components.specs.workload_type import WorkloadType
 
 # One per role: the decode role keeps the bare key, the prefill role is `model-server-prefill`.
 MODEL_SERVER = WorkloadType("llmd:model_server:ModelServer", "model-server")
@@ -14,6 +13,6 @@ __all__ = ["ServerSpec", "model_server_manifests"]
 
 
 def model_server_manifests(spec: ServerSpec) -> list[Manifest]:
-    """Every object one model-server role needs: ServiceAccount, workload, and what the connector adds,
-    with every container locked down (components.specs.security)."""
-    return harden_all(spec.connector.manifests(spec))
+    """Every object one model-server role needs: ServiceAccount, workload, and what the connector adds (the
+    plan's hardening pass locks every container down, stacks/planning/passes.py `hardened`)."""
+    return spec.connector.manifests(spec)

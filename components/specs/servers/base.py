@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, Literal, Protocol
 
 from components.catalog import labels, versions
 from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
+from components.catalog.platforms import PLATFORMS
 from components.manifest import Manifest
 from components.specs import model_cache
 from components.specs.model_cache import TIER_SUBPATH, ModelCache
 from components.specs.security import LUSTRE_PERMISSIONS_CONTAINER
-from components.specs.sizing import MooncakeClientSizing, TierSizing
+from components.specs.sizing import TierSizing
 from components.specs.startup import probe_failure_threshold
 
-if TYPE_CHECKING:  # the connectors build on this module; the spec only carries the resolved one
-    from components.specs.connectors.interface import Connector, EngineKey, HostType, Variant
+# The config's Literals for what a model server runs (stacks/config/cache_section.py types its fields with them).
+EngineKey = Literal["vllm", "sglang"]
+Variant = Literal["cpu", "fs"]
+HostType = Literal["single-host", "multi-host"]
 
 FILES_STORAGE = labels.FILES_STORAGE_MOUNT
 
@@ -40,13 +43,40 @@ class Scheduling:
 
 
 @dataclass(frozen=True)
+class GuideLimits:
+    """What a guide's layout writes itself (value, where it comes from); None: it writes nothing."""
+
+    memory_fraction: tuple[float, str] | None = None
+    max_model_len: tuple[int, str] | None = None
+
+
+class ServerConnector(Protocol):
+    """What a model-server family asks of the spec's connector (components/specs/connectors/interface.py
+    `Connector` answers it): the families build on these hooks and never import a connector."""
+
+    @property
+    def key(self) -> str: ...
+    def pod_labels(self, accelerator: AcceleratorProfile) -> dict[str, str]: ...
+    def manifests(self, spec: ServerSpec) -> list[Manifest]: ...
+    def kv_transfer_config(self, spec: ServerSpec) -> dict[str, Any]: ...
+    def kv_transfer_flag(self, spec: ServerSpec) -> str: ...
+    def guide_limits(self, spec: ServerSpec) -> GuideLimits: ...
+    def vllm_args(self, spec: ServerSpec, model: list[str], tp: str, kv: list[str]) -> list[str]: ...
+    def command(self, spec: ServerSpec, args: list[str]) -> tuple[list[str], list[str]]: ...
+    def env(self, spec: ServerSpec) -> list[Manifest]: ...
+    def volumes(self, spec: ServerSpec) -> tuple[list[Manifest], list[Manifest]]: ...
+    def devices(self, spec: ServerSpec) -> Manifest: ...
+    def extra_manifests(self, spec: ServerSpec) -> list[Manifest]: ...
+
+
+@dataclass(frozen=True)
 class ServerSpec:
     """Everything one model-server role is rendered from, with every default resolved."""
 
     namespace: str
     accelerator: AcceleratorProfile
     server: EngineKey
-    connector: Connector  # the resolved implementation (components/specs/connectors)
+    connector: ServerConnector  # the resolved implementation (components/specs/connectors), by its hooks
     variant: Variant
     host_type: HostType
     platform: str
@@ -58,7 +88,6 @@ class ServerSpec:
     image: str
     sizing: TierSizing
     scheduling: Scheduling = Scheduling()
-    mooncake_client: MooncakeClientSizing | None = None
     role: str = "decode"
     guide: str = labels.GUIDE  # the `llm-d.ai/guide` value the router selects
     disaggregated: bool = False  # P/D: a prefill and a decode role
@@ -203,7 +232,7 @@ def field_env(name: str, path: str) -> Manifest:
 
 def platform_env(spec: ServerSpec) -> list[Manifest]:
     """GKE's NCCL tuner and net plugins misbehave in these pods; the guide's gke overlays turn them off."""
-    if spec.platform == "gke" and spec.accelerator.vendor == "nvidia":
+    if spec.accelerator.vendor in PLATFORMS[spec.platform].nccl_plugins_off:
         return [env_var("NCCL_TUNER_PLUGIN", "none"), env_var("NCCL_NET_PLUGIN", "")]
     return []
 
@@ -233,7 +262,7 @@ def files_storage_mount(spec: ServerSpec) -> Manifest:
 
 def lustre_permissions_init(spec: ServerSpec) -> list[Manifest]:
     """On GKE the Lustre mount is root-owned; the guide's gke overlays open it to the pod's group first."""
-    if not (spec.platform == "gke" and spec.filesystem_tier):
+    if not (PLATFORMS[spec.platform].root_owned_lustre and spec.filesystem_tier):
         return []
     return [
         {

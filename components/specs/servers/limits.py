@@ -8,15 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from components.catalog.engines import VLLM_MEMORY_FRACTION, VLLM_MEMORY_FRACTION_FROM
+from components.specs.servers.base import GuideLimits as GuideLimits  # the record the connectors return
 from components.specs.servers.base import ServerSpec
-
-
-@dataclass(frozen=True)
-class GuideLimits:
-    """What a guide's layout writes itself (value, where it comes from); None: it writes nothing."""
-
-    memory_fraction: tuple[float, str] | None = None
-    max_model_len: tuple[int, str] | None = None
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from components.catalog import labels
 from components.manifest import Manifest
 from components.specs import model_cache
@@ -25,11 +27,22 @@ from components.specs.servers.base import (
     service_account,
 )
 from components.specs.servers.limits import fraction_text, limit_args, limits
+from components.specs.sizing import Sizes, sizes_of
+from components.units import ByteSize, GiB
 
 # Tokens per KV page; HiCache moves pages between HBM and host memory.
 PAGE_TOKENS = 64
 # The guide's `--mem-fraction-static`: the share of device memory for weights and the KV pool.
 MEMORY_FRACTION = 0.9
+# SGLang's /dev/shm, as upstream sizes it (its HiCache host pool is pinned memory, not tmpfs).
+SGLANG_SHM = ByteSize(20 * GiB)
+
+
+@dataclass(frozen=True)
+class HiCacheSizes(Sizes):
+    """What HiCache's flags take (connectors/sglang_hicache.py sizes it)."""
+
+    per_rank_gb: int  # `--hicache-size`: whole GB (10^9 bytes) of host memory per rank
 
 
 def sglang_args(spec: ServerSpec) -> list[str]:
@@ -44,7 +57,7 @@ def sglang_args(spec: ServerSpec) -> list[str]:
         "--enable-hierarchical-cache",
         "--hicache-write-policy", "write_through",  # every computed block is copied to host memory
         "--hicache-io-backend", "kernel",
-        "--hicache-size", spec.sizing.knobs["hicache-size"],
+        "--hicache-size", str(sizes_of(HiCacheSizes, spec.sizing).per_rank_gb),
         *limit_args(spec, context_flag="--context-length"),
     ]  # fmt: skip
     if spec.filesystem_tier:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass
 
 from components.catalog import labels, versions
 from components.manifest import Manifest
@@ -24,8 +25,18 @@ from components.specs.servers.base import (
     service_account,
 )
 from components.specs.servers.limits import fraction_text, limit_args, limits
+from components.specs.sizing import Sizes, sizes_of
 
 STAGING_BLOCKS = {"single-host": "1000", "multi-host": "1024"}  # HBM blocks staged for CPU transfers
+
+
+@dataclass(frozen=True)
+class TPUOffloadSizes(Sizes):
+    """What the TPU offload connector's env takes (connectors/tpu_offload.py sizes it)."""
+
+    cpu_chunks: int  # `TPU_OFFLOAD_NUM_CPU_CHUNKS`: KV blocks of the accelerator's
+
+
 PROMETHEUS_DIR = "/tmp/prometheus_multiproc"
 # Raised host limits the TPU runtime needs for its DMA mappings (the guide's privileged init container).
 # The DMA limit is written only where the vfio_iommu_type1 module is loaded (upstream guards it and warns):
@@ -70,7 +81,7 @@ def _resources(spec: ServerSpec) -> Manifest:
 
 def _offload_env(spec: ServerSpec) -> list[Manifest]:
     return [
-        env_var("TPU_OFFLOAD_NUM_CPU_CHUNKS", spec.sizing.knobs["TPU_OFFLOAD_NUM_CPU_CHUNKS"]),
+        env_var("TPU_OFFLOAD_NUM_CPU_CHUNKS", str(sizes_of(TPUOffloadSizes, spec.sizing).cpu_chunks)),
         env_var("TPU_OFFLOAD_NUM_STAGING_BLOCKS", STAGING_BLOCKS[spec.host_type]),
     ]
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from components.catalog.accelerators import ACCELERATORS
 from components.specs import connectors
-from components.specs.connectors import Choice, Connector, LMCacheChoice
+from components.specs.connectors import Choice, Connector
+from components.specs.lmcache import LMCacheSettings
 from stacks.config import StackConfig
 
 
@@ -14,10 +15,9 @@ def choice(config: StackConfig) -> Choice:
     return Choice(
         accelerator=ACCELERATORS[cache.accelerator],
         server=cache.server,
-        connector=cache.connector,
         variant=cache.tier.variant,
         host_type=cache.host_type,
-        lmcache=LMCacheChoice(**config.lmcache.model_dump()),
+        lmcache=LMCacheSettings(**config.lmcache.model_dump()),
     )
 
 

@@ -1,0 +1,61 @@
+"""What every cluster provider (`cluster.provider`) answers, as one record: whether it creates the cluster and
+its pools, the cloud's limits on names and node labels, the storage it creates, its registry mirror, what a
+cluster stack on it exports, and its summary rows. Each provider is one module of this package on this record;
+the registry (`__init__.py`) resolves the stack's. The Pulumi side of a created cluster
+is its cloud's side one floor up (`stacks/deploy/gke_side.py`, `eks_side.py`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from stacks.config import StackConfig
+from stacks.config.cluster_facts import MirrorFacts
+
+
+def _no_mirror(config: StackConfig, registries: set[str]) -> MirrorFacts | None:
+    return None
+
+
+def _always(config: StackConfig) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class ClusterProvider:
+    key: str  # the config's `cluster.provider`
+    creates: bool  # creates the cluster and its pools (else its pools are described, not created)
+    title: str = ""  # how messages name it (default: its key)
+    takes_kubeconfig: bool = False  # reached through `cluster.kubeconfig` and `cluster.context`
+    reads_cluster_stack: bool = False  # a serving stack's: its cluster stack's outputs (`cluster.stack`)
+    describes_pools: bool = False  # the stack's `node_pools` describe what is there (not a cluster stack's)
+    settings: str | None = None  # the `cluster.<key>` section a created cluster is set up with
+    platform: str | None = None  # the only `cluster.platform` it runs (None: any)
+    name_limit: int | None = None  # cloud-side node pool names (and the system pool's)
+    cluster_name_limit: int | None = None  # cloud-side cluster name, where it is tighter than the pools'
+    # Label prefixes a created pool's nodes cannot carry: Kubernetes' own (NodeRestriction keeps kubelets from
+    # setting them) and the cloud's.
+    reserved_label_prefixes: tuple[str, ...] = ()
+    reservation: Callable[[str], str] | None = None  # the format check of a pool's capacity reservation
+    storage_backends: tuple[str, ...] = ()  # `storage.backend`s it creates (besides `existing`)
+    network_policy_enforcer: str | None = None  # what enforces NetworkPolicies on a cluster it creates
+    image_streaming: bool = False  # its created pools stream images from its mirror (GKE: Artifact Registry)
+    proxy_subnet: bool = False  # its Gateway's load balancer proxies come from a proxy-only subnet
+    ecr_credentials: bool = False  # takes `images.ecr_credentials` (ECR pull-through rules)
+    # The registry mirror a created cluster gets for these registries (None: pulled from upstream).
+    mirror: Callable[[StackConfig, set[str]], MirrorFacts | None] = _no_mirror
+    # Whether a cluster stack on it exports a kubeconfig (else its serving stacks use the ambient one).
+    exports_kubeconfig: Callable[[StackConfig], bool] = _always
+    # The summary's image source without a mirror.
+    unmirrored: Callable[[StackConfig], str] = lambda config: (
+        "from the upstream registries, pulled whole by each node"
+        f" (no mirror for `cluster.provider: {config.cluster.provider}`)"
+    )
+
+    @property
+    def name(self) -> str:
+        return self.title or self.key
+
+    def reserved_label(self, key: str) -> bool:
+        prefix = key.rpartition("/")[0]
+        return any(prefix == p or prefix.endswith(f".{p}") for p in self.reserved_label_prefixes)

@@ -1,0 +1,48 @@
+"""EKS: a created cluster and its managed node groups, EFS, ECR pull-through cache rules."""
+
+from __future__ import annotations
+
+from components.specs import images
+from stacks.config import StackConfig, formats
+from stacks.config.cluster_facts import MirrorFacts
+from stacks.config.providers.cluster_provider import ClusterProvider
+
+
+def mirror(config: StackConfig, registries: set[str]) -> MirrorFacts | None:
+    """ECR pull-through rules for the account; a registry ECR cannot cache is pulled directly."""
+    eks = config.cluster.eks
+    if config.images.mirror == "off" or eks is None or not eks.account_id:
+        return None
+    credentials = {str(k): v for k, v in config.images.ecr_credentials.items()}
+    reasons = {r: images.ecr_cached(r, credentials) for r in sorted(registries)}
+    return MirrorFacts(
+        cloud="eks",
+        region=eks.region,
+        project=eks.account_id,
+        registries=[r for r, why in reasons.items() if why is None],
+        direct={r: why for r, why in reasons.items() if why is not None},
+        credentials={r: a for r, a in credentials.items() if r in registries},
+    )
+
+
+def unmirrored(config: StackConfig) -> str:
+    if config.images.mirror == "off":
+        return "from the upstream registries (`images.mirror: off`)"
+    return "from the upstream registries, pulled whole by each node (set `cluster.eks.account_id` for ECR rules)"
+
+
+EKS = ClusterProvider(
+    key="eks",
+    creates=True,
+    title="EKS",
+    settings="eks",
+    name_limit=63,
+    # EKS sets eks.amazonaws.com/ node labels itself.
+    reserved_label_prefixes=("kubernetes.io", "k8s.io", "eks.amazonaws.com", "karpenter.sh"),
+    reservation=formats.ec2_capacity_reservation,
+    storage_backends=("aws-efs",),
+    network_policy_enforcer="VPC CNI network policy agent (`enableNetworkPolicy`)",
+    ecr_credentials=True,
+    mirror=mirror,
+    unmirrored=unmirrored,
+)

@@ -1,0 +1,41 @@
+"""GKE: a created cluster and its node pools, Managed Lustre, Artifact Registry remote repositories."""
+
+from __future__ import annotations
+
+from stacks.config import StackConfig, formats
+from stacks.config.cluster_facts import MirrorFacts
+from stacks.config.providers.cluster_provider import ClusterProvider
+
+
+def mirror(config: StackConfig, registries: set[str]) -> MirrorFacts | None:
+    """Artifact Registry remote repositories in the cluster's project and region."""
+    gke = config.cluster.gke
+    if config.images.mirror == "off" or gke is None:
+        return None
+    return MirrorFacts(cloud="gke", region=gke.region, project=gke.project, registries=sorted(registries))
+
+
+def unmirrored(config: StackConfig) -> str:
+    if config.images.mirror == "off":
+        return "from the upstream registries (`images.mirror: off`)"
+    return "from the upstream registries, pulled whole by each node (no mirror for `cluster.provider: gke`)"
+
+
+GKE = ClusterProvider(
+    key="gke",
+    creates=True,
+    title="GKE",
+    settings="gke",
+    platform="gke",
+    name_limit=40,
+    cluster_name_limit=40,
+    # GKE refuses cloud.google.com/ and gke.io/ node pool labels.
+    reserved_label_prefixes=("kubernetes.io", "k8s.io", "cloud.google.com", "gke.io"),
+    reservation=formats.gke_reservation,
+    storage_backends=("gcp-lustre",),
+    network_policy_enforcer="Dataplane V2",
+    image_streaming=True,
+    proxy_subnet=True,
+    mirror=mirror,
+    unmirrored=unmirrored,
+)

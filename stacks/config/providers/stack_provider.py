@@ -1,0 +1,10 @@
+"""A cluster stack's cluster (a serving stack): its pools, platform and storage from the cluster stack's
+outputs (`stacks/config/cluster_outputs.py`), its file systems the cluster stack's."""
+
+from __future__ import annotations
+
+from stacks.config.providers.cluster_provider import ClusterProvider
+
+STACK = ClusterProvider(
+    key="stack", creates=False, reads_cluster_stack=True, storage_backends=("gcp-lustre", "aws-efs")
+)

@@ -1,0 +1,77 @@
+"""The plan as a record: what `plan.py` builds and the passes (`passes.py`) rewrite. Its own module, so the
+passes take the record without importing the planner that calls them."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from components.formulas.hbm import HbmBudget
+from components.manifest import Manifest
+from components.specs import alerts, model_cache, payoff_table, sizing
+from components.specs.clusters import PoolSpec
+from components.specs.servers import ServerSpec
+from components.specs.startup import AwaitBudget
+from components.specs.workloads import Workload, WorkloadType
+from components.units import ByteSize
+from stacks.config import StackConfig
+from stacks.planning import autoscaling, hardware, rollout_choice, workload_sizing
+from stacks.planning.mirror import Mirror
+from stacks.planning.resolution import Resolved
+from stacks.planning.tier_capacity import SharedTier
+
+
+@dataclass(frozen=True)
+class Role:
+    """A model-server role: its server and its workload's manifests."""
+
+    spec: ServerSpec
+    manifests: list[Manifest]
+
+
+@dataclass(frozen=True)
+class StackPlan:
+    stack: Resolved  # the stack resolved once: the config, its connector, defaults, accelerator, model
+    sizing: sizing.TierSizing
+    workloads: dict[str, Workload]  # in declaration order; the model-server roles among them (decode last)
+    model_cache: model_cache.ModelCache | None  # where the model servers load their weights from
+    router_values: dict[str, Any]
+    inference_pool: dict[str, Any] | None  # what the router chart creates, mirrored for checks and the summary
+    alerts: list[alerts.Alert]
+    metrics_to_watch: list[str]
+    fit: hardware.Fit | None  # the stack against its node pool (None: no pool described)
+    pools: list[PoolSpec]  # node pools to create
+    payoff: payoff_table.Payoff  # break-even load bandwidth and each tier's expected reload
+    hbm: HbmBudget  # what one replica's accelerators hold for KV (stacks/planning/hbm_fit.py)
+    tier: ByteSize  # `cache.tier.cpu` as sized: the stack's, the combination's or what `auto` chose
+    budgets: list[AwaitBudget] = dataclasses.field(default_factory=list)  # what Pulumi waits for, and why
+    rollout: rollout_choice.Rollout | None = None  # how a template change rolls the model servers
+    mirror: Mirror | None = None  # the created cluster's registry mirror, which every image goes through
+    router_policies: list[Manifest] = dataclasses.field(default_factory=list)  # the router pods' NetworkPolicy
+    autoscaling: autoscaling.Autoscaling | None = None  # KEDA's bounds, scale-down and replay (None: off)
+    shared_tier: SharedTier | None = None  # the filesystem tier's claim, its store rate and its evictor
+    tier_curve: workload_sizing.TierCurve | None = None  # the tiers replayed on the stack's workload
+
+    @property
+    def config(self) -> StackConfig:
+        return self.stack.config
+
+    @property
+    def roles(self) -> list[Role]:
+        """The model-server roles, the decode role last."""
+        return [Role(w.server, w.manifests) for w in self.workloads.values() if w.server is not None]
+
+    @property
+    def model_server(self) -> ServerSpec:
+        return self.roles[-1].spec
+
+    @property
+    def model_server_manifests(self) -> list[Manifest]:
+        return self.roles[-1].manifests
+
+    def manifests(self, kind: WorkloadType) -> list[Manifest]:
+        """The manifests of the workload of this type (the decode role's for the model servers); none when
+        the stack has no such workload."""
+        found = self.workloads.get(kind.key)
+        return found.manifests if found is not None else []
