@@ -10,7 +10,7 @@ import pulumi
 import pytest
 
 from components.k8s_objects import PATCH_FORCE_ANNOTATION, force_field_ownership
-from e2e import faults, kwok
+from e2e import cluster_faults, kwok, recovery
 from e2e.engine import Engine, Result
 from e2e.steps import StepError
 
@@ -53,7 +53,7 @@ def test_converge_cancels_a_stale_lock_then_clears_pending_creates_then_converge
             "refresh": [_result(0)],
         }
     )
-    said, steps = faults.converge(cast(Engine, engine))
+    said, steps = recovery.converge(cast(Engine, engine))
     assert said.startswith("error: the stack is currently locked")
     assert steps == ["pulumi cancel --yes", "pulumi refresh --clear-pending-creates --yes --skip-preview"]
     assert [c[0] for c in engine.commands if c[0] != "stack"] == ["up", "cancel", "up", "refresh", "up"]
@@ -70,10 +70,10 @@ def test_converge_clears_the_operations_a_killed_run_left_in_the_state_though_up
             "export": [_result(0, pending), _result(0, '{"deployment": {}}')],
         }
     )
-    said, steps = faults.converge(cast(Engine, engine))
+    said, steps = recovery.converge(cast(Engine, engine))
     assert said == "converged"
     assert steps == ["pulumi refresh --clear-pending-creates --yes --skip-preview"]
-    assert faults.pending_operations(cast(Engine, ScriptedEngine({"export": [_result(0, pending)]}))) == [
+    assert recovery.pending_operations(cast(Engine, ScriptedEngine({"export": [_result(0, pending)]}))) == [
         "creating epp"
     ]
 
@@ -87,34 +87,34 @@ def test_converge_removes_the_checkpoint_attributes_a_kill_left_empty_and_only_t
     (stacks / "e2e.json.bak.attrs").write_text('{"md5": "x"}')
     broken = _result(255, "error: failed to load checkpoint: EOF\n")
     engine = ScriptedEngine({"up": [broken, _result(0)]}, tmp_path)
-    said, steps = faults.converge(cast(Engine, engine))
+    said, steps = recovery.converge(cast(Engine, engine))
     assert said == "error: failed to load checkpoint: EOF"
     assert steps == ["rm .pulumi/stacks/llmd/e2e.json.attrs (empty)"]
     assert sorted(p.name for p in stacks.iterdir()) == ["e2e.json.bak.attrs"]
     # Without an empty attribute file the same error has no step here: the run stops on it.
     with pytest.raises(StepError, match="did not converge"):
-        faults.converge(cast(Engine, ScriptedEngine({"up": [broken]}, tmp_path)))
+        recovery.converge(cast(Engine, ScriptedEngine({"up": [broken]}, tmp_path)))
 
 
 def test_converge_stops_on_a_failure_the_readme_has_no_step_for() -> None:
     engine = ScriptedEngine({"up": [_result(255, "error: Server-Side Apply field conflict detected")]})
     with pytest.raises(StepError, match="did not converge"):
-        faults.converge(cast(Engine, engine))
+        recovery.converge(cast(Engine, engine))
     assert engine.commands == [("up", "--yes", "--skip-preview")]
 
 
 def test_converge_on_a_clean_run_needs_no_step() -> None:
-    said, steps = faults.converge(cast(Engine, ScriptedEngine({"up": [_result(0, "Resources:\n 30 unchanged")]})))
+    said, steps = recovery.converge(cast(Engine, ScriptedEngine({"up": [_result(0, "Resources:\n 30 unchanged")]})))
     assert (said, steps) == ("converged", [])
 
 
 def test_gist_is_the_first_error_or_the_pending_operations_warning() -> None:
-    assert faults.gist(_result(255, PENDING_OUTPUT)).startswith("error: the current deployment has 1 resource(s)")
+    assert recovery.gist(_result(255, PENDING_OUTPUT)).startswith("error: the current deployment has 1 resource(s)")
     warned = "    pulumi:pulumi:Stack llmd-e2e  warning: Attempting to deploy or update resources with 1 pending"
-    assert faults.gist(_result(0, warned + " operations from previous deployment.\n")).startswith("Attempting")
-    assert faults.gist(_result(1, "error: update failed\n")) == "exit 1"
+    assert recovery.gist(_result(0, warned + " operations from previous deployment.\n")).startswith("Attempting")
+    assert recovery.gist(_result(1, "error: update failed\n")) == "exit 1"
     urn = "urn:pulumi:e2e::llmd::llmd:cache_stack:CacheStack$kubernetes:apps/v1:Deployment::llmd-model-server-decode"
-    said = faults.gist(_result(1, f'error: update of resource "{urn}" failed: Get "https://127.0.0.1"\n'))
+    said = recovery.gist(_result(1, f'error: update of resource "{urn}" failed: Get "https://127.0.0.1"\n'))
     assert said == 'error: update of resource llmd-model-server-decode failed: Get "https://127.0.0.1"'
 
 
@@ -131,7 +131,7 @@ def test_an_object_pulumi_applied_that_the_state_lacks_is_an_orphan_and_others_a
         {"type": "kubernetes:helm.sh/v4:Chart", "outputs": {"kind": "Chart", "metadata": {"name": "chart"}}},
         {"type": "pulumi:providers:kubernetes", "outputs": {}},
     ]
-    held = faults.state_objects(state)
+    held = recovery.state_objects(state)
     assert held == [("Deployment", "ns", "server")]
     live = [
         _object("Deployment", "server"),
@@ -139,10 +139,10 @@ def test_an_object_pulumi_applied_that_the_state_lacks_is_an_orphan_and_others_a
         _object("ReplicaSet", "server-abc", manager="kube-controller-manager"),  # a controller's, not ours
         _object("Deployment", "server", namespace="other"),  # same name, another namespace
     ]
-    orphans, twice = faults.strays(live, held)
+    orphans, twice = recovery.strays(live, held)
     assert orphans == ["Deployment/ns/left-by-a-killed-run", "Deployment/other/server"]
     assert twice == []
-    assert faults.strays([], held + held)[1] == ["Deployment/ns/server"]
+    assert recovery.strays([], held + held)[1] == ["Deployment/ns/server"]
 
 
 def test_the_rollout_promise_is_replicas_less_max_unavailable() -> None:
@@ -150,9 +150,9 @@ def test_the_rollout_promise_is_replicas_less_max_unavailable() -> None:
         rolling = {"maxSurge": 0, "maxUnavailable": unavailable}
         return {"spec": {"replicas": replicas, "strategy": {"rollingUpdate": rolling}}}
 
-    assert faults._promised(deployment(4, 1)) == 3
-    assert faults._promised(deployment(1, 1)) == 0
-    assert faults._promised(deployment(2, 3)) == 0
+    assert cluster_faults._promised(deployment(4, 1)) == 3
+    assert cluster_faults._promised(deployment(1, 1)) == 0
+    assert cluster_faults._promised(deployment(2, 3)) == 0
 
 
 def test_a_pod_with_a_missing_image_is_kept_unready_and_only_such_a_pod() -> None:
@@ -242,8 +242,8 @@ Outputs:
 
 
 def test_the_failed_resources_are_the_diagnostic_blocks_with_an_error_but_the_stacks() -> None:
-    failing = faults.failed_resources(NEVER_READY_OUTPUT)
+    failing = recovery.failed_resources(NEVER_READY_OUTPUT)
     assert list(failing) == ["llmd-model-server-gpu-vllm-decode"]
     message = " ".join(failing["llmd-model-server-gpu-vllm-decode"])
     assert "[ImagePullBackOff]" in message and "timed out waiting to be Ready" in message
-    assert faults.failed_resources("Resources:\n    3 unchanged\n") == {}
+    assert recovery.failed_resources("Resources:\n    3 unchanged\n") == {}
