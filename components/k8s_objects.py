@@ -94,11 +94,12 @@ PATCH_FORCE_ANNOTATION = "pulumi.com/patchForce"
 
 
 def force_field_ownership(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
-    """Every object of a chart applied with `force`: this stack is its only owner. Measured under the real
-    engine (`./run e2e --faults`): an update killed while the chart's objects were being created leaves them
-    on the API server, owned by that run's field manager; the next `pulumi up` creates them again under a new
-    one and the API server refuses the EPP Deployment on its `env[].valueFrom.fieldRef` (an atomic field the
-    server defaults), so the stack could not converge without a hand-made `kubectl` edit."""
+    """The object applied with `force`: the stack is its only owner (the charts' objects through their own
+    transforms, the program's through the stack's, stacks/deploy/protection.py). Measured under the real
+    engine (`./run e2e --faults`): an update killed while it created objects leaves them on the API server,
+    owned by that run's field manager; the next `pulumi up` applies them under a new one, and the API server
+    refused the chart's EPP Deployment on its `env[].valueFrom.fieldRef` (an atomic field it defaults) and,
+    at the next image change, the model server's Deployment on `.image`, until a hand-made `kubectl` edit."""
     if not args.type_.startswith("kubernetes:") or args.type_.startswith("kubernetes:helm.sh/"):
         return None
     props: dict[str, Any] = copy.deepcopy(dict(args.props))

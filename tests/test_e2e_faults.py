@@ -247,3 +247,35 @@ def test_the_failed_resources_are_the_diagnostic_blocks_with_an_error_but_the_st
     message = " ".join(failing["llmd-model-server-gpu-vllm-decode"])
     assert "[ImagePullBackOff]" in message and "timed out waiting to be Ready" in message
     assert recovery.failed_resources("Resources:\n    3 unchanged\n") == {}
+
+
+def test_the_stack_applies_each_object_it_owns_whole_with_force_and_a_patch_or_a_chart_without() -> None:
+    from stacks.deploy.protection import lifecycle_transform
+
+    transform = lifecycle_transform(protect=True)
+
+    def annotations(resource_type: str) -> dict[str, str] | None:
+        args = pulumi.ResourceTransformArgs(
+            True, resource_type, "x", {"metadata": {"name": "x"}}, pulumi.ResourceOptions()
+        )
+        result = transform(args)
+        if result is None:
+            return None
+        props: dict[str, Any] = dict(result.props)
+        return dict(props["metadata"].get("annotations") or {})
+
+    assert annotations("kubernetes:apps/v1:Deployment") == {PATCH_FORCE_ANNOTATION: "true"}
+    assert annotations("kubernetes:core/v1:NamespacePatch") is None
+    assert annotations("kubernetes:helm.sh/v4:Chart") is None
+    assert annotations("gcp:lustre/instance:Instance") in (None, {})  # protected, not a Kubernetes object
+
+
+def test_every_object_of_a_render_carries_the_force_annotation() -> None:
+    import yaml
+
+    from tests.helpers import rendered
+
+    manifests = [m for m in yaml.safe_load_all(rendered("dev").manifests) if m]
+    assert manifests and all(
+        (m.get("metadata") or {}).get("annotations", {}).get(PATCH_FORCE_ANNOTATION) == "true" for m in manifests
+    )
