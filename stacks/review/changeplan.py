@@ -14,6 +14,7 @@ from typing import Any
 
 from policies.resources import CHART_TYPE
 from stacks.review import chart_objects
+from stacks.review.field_changes import changed_fields
 
 # Fields whose change replaces the object: pulumi-kubernetes' forceNew table (provider/pkg/provider/diff.go,
 # pulumi/pulumi-kubernetes; `.metadata.name` and `.metadata.namespace` for every kind), as path prefixes.
@@ -172,7 +173,6 @@ def _chart_children(before: dict[str, Any], after: dict[str, Any], paths: list[s
         return [Change("replace", CHART_TYPE, after["name"], why)]
     if not (chart_objects.expands(before) or chart_objects.expands(after)):
         return []
-    from stacks.review.diff import changed_fields  # the diff's own field walk (it imports this module)
 
     old = chart_objects.objects(before) if chart_objects.expands(before) else {}
     new = chart_objects.objects(after) if chart_objects.expands(after) else {}
