@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from stacks.review.diff import changed_fields, dependency_changes, diff_renders
+from stacks.review.diff import dependency_changes, diff_renders
+from stacks.review.field_changes import changed_fields
 from tests.helpers import rendered
 
 ROOT = Path(__file__).resolve().parents[1]
