@@ -77,19 +77,27 @@ POD_TERMINATE = {
 }
 
 
+def _narrowed(
+    stages: list[dict[str, Any]], name: str, expression: dict[str, Any], beside: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """KWOK's stages with stage `name` also requiring `expression`, and `beside` added where it is present:
+    the stage that takes the pods `name` now leaves (the stages themselves are not changed)."""
+    out = []
+    for stage in stages:
+        if stage["metadata"]["name"] == name:
+            stage = copy.deepcopy(stage)
+            stage["spec"]["selector"]["matchExpressions"].append(expression)
+        out.append(stage)
+    if any(s["metadata"]["name"] == name for s in stages):
+        out.append(copy.deepcopy(beside))
+    return out
+
+
 def terminal_before_delete(stages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """KWOK's stages with a deleted pod made terminal first (`POD_TERMINATE`), and deleted only then: two
     stages matching one pod are chosen between at random, so `pod-delete` waits for the terminal phase."""
-    out = []
-    for stage in stages:
-        if stage["metadata"]["name"] == "pod-delete":
-            stage = copy.deepcopy(stage)
-            expressions = stage["spec"]["selector"]["matchExpressions"]
-            expressions.append({"key": ".status.phase", "operator": "In", "values": _TERMINAL})
-        out.append(stage)
-    if any(s["metadata"]["name"] == "pod-delete" for s in stages):
-        out.append(copy.deepcopy(POD_TERMINATE))
-    return out
+    terminal = {"key": ".status.phase", "operator": "In", "values": _TERMINAL}
+    return _narrowed(stages, "pod-delete", terminal, POD_TERMINATE)
 
 
 # The registry KWOK stands in for has no image whose tag ends so: a pod that runs one never starts, as a
@@ -139,17 +147,12 @@ POD_IMAGE_NOT_FOUND = {
 def with_missing_images(stages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """KWOK's stages, with a pod that runs a missing image (`MISSING_IMAGE_SUFFIX`) kept Pending and unready
     (`POD_IMAGE_NOT_FOUND`) instead of made Ready."""
-    out = []
-    for stage in stages:
-        if stage["metadata"]["name"] == "pod-ready":
-            stage = copy.deepcopy(stage)
-            stage["spec"]["selector"]["matchExpressions"].append(
-                {"key": _RUNS_MISSING_IMAGE, "operator": "DoesNotExist"}
-            )
-        out.append(stage)
-    if any(s["metadata"]["name"] == "pod-ready" for s in stages):
-        out.append(copy.deepcopy(POD_IMAGE_NOT_FOUND))
-    return out
+    runs_no_missing = {"key": _RUNS_MISSING_IMAGE, "operator": "DoesNotExist"}
+    return _narrowed(stages, "pod-ready", runs_no_missing, POD_IMAGE_NOT_FOUND)
+
+
+def _command_line(pid: int) -> list[str]:
+    return [a for a in Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0") if a]
 
 
 def process_running(pid: int) -> bool:
@@ -255,9 +258,7 @@ class Cluster:
         for pid_file in sorted((self._component_dir() / "pids").glob("*.pid")):
             pid = int(pid_file.read_text().strip())
             if process_running(pid):
-                commands[pid_file.stem] = [
-                    a for a in Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0") if a
-                ]
+                commands[pid_file.stem] = _command_line(pid)
         return commands
 
     def restart_exited(self, commands: dict[str, list[str]]) -> list[str]:
@@ -277,7 +278,7 @@ class Cluster:
         whole cluster."""
         pid_file = self._component_dir() / "pids" / f"{name}.pid"
         pid = int(pid_file.read_text().strip())
-        argv = [a for a in Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0") if a]
+        argv = _command_line(pid)
         for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 30.0)):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
