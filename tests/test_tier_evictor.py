@@ -284,6 +284,8 @@ def test_permission_errors_are_counted_and_skipped() -> None:
         locked_dir, sealed_dir = root / "locked", root / "sealed"
         locked_file = block_file(locked_dir / "a.bin", age_seconds=HOUR * 100)  # the oldest of all
         sealed_file = block_file(sealed_dir / "b.bin", age_seconds=HOUR * 99)
+        # The script beside the tree: the checkout may sit under a directory the unprivileged user cannot enter.
+        script = shutil.copy(evict_tier.__file__, base / "evict_tier.py")
         if os.geteuid() == 0:
             for directory, dirs, names in os.walk(base):
                 for name in [*dirs, *names, "."]:
@@ -294,7 +296,7 @@ def test_permission_errors_are_counted_and_skipped() -> None:
         python = shutil.which("python3", path="/usr/local/bin:/usr/bin") if os.geteuid() == 0 else sys.executable
         if python is None:
             pytest.skip("no system python3 for the unprivileged user")
-        command = [python, "-c", ONE_PASS, str(root), str(22 * BLOCK), evict_tier.__file__]
+        command = [python, "-c", ONE_PASS, str(root), str(22 * BLOCK), str(script)]
         as_user = {"user": UNPRIVILEGED, "group": UNPRIVILEGED} if os.geteuid() == 0 else {}
         done = subprocess.run(command, capture_output=True, text=True, cwd=base, check=True, **as_user)  # type: ignore[call-overload]
         assert json.loads(done.stdout) == {"deleted": 20, "denied": 2}  # the directory, the unlink
