@@ -74,8 +74,8 @@ class FakeHub:
                 if hub.cut_after is not None:
                     body, hub.cut_after = body[: hub.cut_after], None
                     self.close_connection = True
+                hub.bytes_served += len(body)  # before the write: the client may read the count once it has the bytes
                 self.wfile.write(body)
-                hub.bytes_served += len(body)
 
             def _send(self, code: int, body: bytes) -> None:
                 self.send_response(code)
