@@ -5,21 +5,33 @@ constant on either side. A storage backend's `existing` is the backend's own val
 
 The registries: the catalog (`components/catalog/`, with the platforms' records in `platforms.py`), the
 connector registry and modules (`components/specs/connectors/`), the cluster providers
-(`stacks/config/providers/`). What still compares a name elsewhere is listed in KNOWN with its count per
-file, each with where it should go; the list may only shrink (a new comparison, or one more in a listed file,
-fails)."""
+(`stacks/config/providers/`, and `provider_kinds.py`, what the config model reads of them)."""
 
 from __future__ import annotations
 
 import ast
+import typing
 from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
 
 from components.catalog.accelerators import ACCELERATORS
 from components.specs.connectors import BY_KEY, IMPLEMENTATIONS
+from stacks.config import StackConfig
+from stacks.config.cluster_facts import MirrorFacts
+from stacks.config.cluster_section import ClusterConfig
+from stacks.config.provider_kinds import MIRROR_CLOUDS, PROVIDER_KINDS
+from stacks.config.providers import PROVIDERS
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ("components", "stacks", "policies")
-REGISTRIES = ("components/catalog/", "components/specs/connectors/", "stacks/config/providers/")
+REGISTRIES = (
+    "components/catalog/",
+    "components/specs/connectors/",
+    "stacks/config/providers/",
+    "stacks/config/provider_kinds.py",
+)
 NAMES = frozenset(
     {
         *("existing", "gke", "eks", "stack"),  # cluster providers
@@ -31,20 +43,6 @@ NAMES = frozenset(
         *(c.key for c in IMPLEMENTATIONS),
     }
 )
-
-# What still compares a name outside the registries, by file, and where it belongs.
-KNOWN = {
-    # the serving layer from cluster.provider (the config model cannot import the provider records, they read it)
-    "stacks/config/__init__.py": 1,
-    # the mirror's cloud (MirrorFacts.cloud: the contract's own Literal)
-    "stacks/config/cluster_facts.py": 3,
-    # cluster.platform's default (the model again)
-    "stacks/config/cluster_section.py": 1,
-    # the raw data's provider before validation
-    "stacks/config/loading.py": 1,
-    # the mirror's cloud, read once (Mirror.artifact_registry)
-    "stacks/planning/mirror.py": 1,
-}
 
 
 def _constants(node: ast.expr) -> list[str]:
@@ -80,10 +78,7 @@ def _counts() -> dict[str, int]:
 
 
 def test_names_are_compared_only_in_the_registries() -> None:
-    counts = _counts()
-    grown = {f: n for f, n in counts.items() if n > KNOWN.get(f, 0)}
-    assert grown == {}, "compare through a registry record (see the module docstring)"
-    assert {f: n for f, n in KNOWN.items() if counts.get(f, 0) < n} == {}, "one went: lower its count in KNOWN"
+    assert _counts() == {}, "compare through a registry record (see the module docstring)"
 
 
 def test_the_check_sees_a_comparison_and_leaves_a_backend() -> None:
@@ -92,3 +87,34 @@ def test_the_check_sees_a_comparison_and_leaves_a_backend() -> None:
     assert name_comparisons('x = spec.connector.key != "native"\n') == [(1, ["native"])]
     assert name_comparisons('x = storage.backend != "existing"\n') == []
     assert name_comparisons('x = {"gke": 1}["gke"]\n') == []
+
+
+def test_each_provider_is_one_record_of_the_kinds_the_model_reads() -> None:
+    """Every `cluster.provider` the model allows has a kind and a provider record, the record on that kind: the
+    defaults the model reads (platform, layer, mirror cloud) are the provider's own."""
+    allowed = set(typing.get_args(ClusterConfig.model_fields["provider"].annotation))
+    assert set(PROVIDER_KINDS) == set(PROVIDERS) == allowed
+    assert all(PROVIDERS[key].kind is kind for key, kind in PROVIDER_KINDS.items())
+    assert {c.key for c in MIRROR_CLOUDS.values()} == {k.key for k in PROVIDER_KINDS.values() if k.mirror}
+
+
+def test_the_model_reads_its_defaults_and_mirror_checks_from_the_kinds() -> None:
+    def resolved(provider: str) -> tuple[str, str]:
+        cluster = {"provider": provider} | ({"stack": "org/project/cluster"} if provider == "stack" else {})
+        config = StackConfig.model_validate({"cluster": cluster})
+        return config.effective_layer, config.cluster.effective_platform
+
+    assert {p: resolved(p) for p in PROVIDER_KINDS} == {
+        "existing": ("all", "base"),
+        "gke": ("all", "gke"),
+        "eks": ("all", "base"),
+        "stack": ("serving", "base"),
+    }
+    facts = {"region": "us-east-1", "project": "123456789012", "registries": []}
+    assert MirrorFacts(cloud="eks", **facts).region == "us-east-1"
+    with pytest.raises(ValidationError, match="GCP region"):
+        MirrorFacts(cloud="gke", **facts)
+    with pytest.raises(ValidationError, match="12-digit AWS account"):
+        MirrorFacts(cloud="eks", **{**facts, "project": "my-project-1"})
+    with pytest.raises(ValidationError, match="belongs to an ECR mirror"):
+        MirrorFacts(cloud="gke", region="us-central1", project="my-project-1", registries=[], direct={"x.io": "y"})

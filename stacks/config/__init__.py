@@ -18,6 +18,7 @@ from stacks.config.fields import MAX_NODE_MEMORY, DnsLabel, Section
 from stacks.config.gateway_section import GatewayConfig
 from stacks.config.images_section import ImagesConfig
 from stacks.config.observability_section import MonitoringConfig, NetworkPoliciesConfig, VerificationConfig
+from stacks.config.provider_kinds import PROVIDER_KINDS
 from stacks.config.router_section import RouterConfig
 from stacks.config.storage_section import ModelCacheConfig, StorageConfig
 from stacks.config.workload_section import WorkloadConfig
@@ -71,7 +72,7 @@ class StackConfig(Section):
     def effective_layer(self) -> Literal["all", "cluster", "serving"]:
         if self.layer is not None:
             return self.layer
-        return "serving" if self.cluster.provider == "stack" else "all"
+        return PROVIDER_KINDS[self.cluster.provider].layer
 
 
 SECTIONS: tuple[str, ...] = tuple(StackConfig.model_fields)

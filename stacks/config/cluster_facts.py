@@ -21,6 +21,7 @@ from components.specs.storage import EFS_CLASS, LUSTRE_CLASS
 from components.units import ByteSize, MiB
 from stacks.config import formats
 from stacks.config.fields import MAX_STORAGE, DnsLabel, OwnNamespace, Section, check_with
+from stacks.config.provider_kinds import MIRROR_CLOUDS
 
 _QUANTITY = re.compile(r"[0-9]+(\.[0-9]+)?([KMGTPE]i?)?", re.ASCII)
 _PULUMI_NAME = r"[A-Za-z0-9_.-]{1,100}"
@@ -113,20 +114,18 @@ class MirrorFacts(Section):
     @field_validator("region")
     @classmethod
     def _region_of_its_cloud(cls, value: str, info: ValidationInfo) -> str:
-        return formats.aws_region(value) if info.data.get("cloud") == "eks" else formats.gcp_region(value)
+        cloud = MIRROR_CLOUDS.get(info.data.get("cloud", ""))
+        return value if cloud is None else cloud.region(value)  # an unknown cloud: refused by its own field
 
     @field_validator("project")
     @classmethod
     def _project_of_its_cloud(cls, value: str, info: ValidationInfo) -> str:
-        if info.data.get("cloud") != "eks":
-            return formats.gcp_project(value)
-        if not re.fullmatch(r"[0-9]{12}", value, re.ASCII):
-            raise ValueError("must be a 12-digit AWS account (cloud eks)")
-        return value
+        cloud = MIRROR_CLOUDS.get(info.data.get("cloud", ""))
+        return value if cloud is None else cloud.project(value)
 
     @model_validator(mode="after")
     def _of_its_cloud(self) -> MirrorFacts:
-        if self.cloud == "gke" and (self.direct or self.credentials):
+        if MIRROR_CLOUDS[self.cloud].artifact_registry and (self.direct or self.credentials):
             raise ValueError("direct = (set): belongs to an ECR mirror (cloud eks)")
         return self
 

@@ -20,6 +20,7 @@ from stacks.config.fields import (
     size_between,
     system_machine,
 )
+from stacks.config.provider_kinds import PROVIDER_KINDS
 
 
 class GkeSettings(Section):
@@ -158,7 +159,7 @@ class ClusterConfig(Section):
 
     @property
     def effective_platform(self) -> str:
-        return self.platform or ("gke" if self.provider == "gke" else "base")
+        return self.platform or PROVIDER_KINDS[self.provider].platform
 
 
 class Taint(Section):

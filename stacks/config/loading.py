@@ -24,6 +24,7 @@ from stacks.config.cluster_section import ClusterConfig
 from stacks.config.connector_choice import connector_of
 from stacks.config.cross_checks import check_stack
 from stacks.config.errors import HIDDEN, ConfigError, from_validation_error
+from stacks.config.provider_kinds import PROVIDER_KINDS
 from stacks.config.workload_trace import project_trace_path
 
 PRESETS_DIR = Path(__file__).parents[1] / "presets"
@@ -158,7 +159,8 @@ def _cluster_reference(data: dict[str, Any]) -> tuple[str, str | None] | None:
     """(cluster.stack, cluster.outputs_file) of a serving stack, None otherwise (or when the cluster section is
     malformed: the whole config's validation then names the field)."""
     raw = data.get("cluster")
-    if not isinstance(raw, dict) or raw.get("provider") != "stack":
+    kind = PROVIDER_KINDS.get(str(raw.get("provider"))) if isinstance(raw, dict) else None
+    if kind is None or not kind.reads_cluster_stack:
         return None
     try:
         cluster = ClusterConfig.model_validate(raw)

@@ -17,6 +17,7 @@ from components.specs import images
 from stacks.config import StackConfig
 from stacks.config.cluster_facts import MirrorFacts
 from stacks.config.cluster_outputs import mirror_facts
+from stacks.config.provider_kinds import MIRROR_CLOUDS
 from stacks.config.providers import provider_of
 
 
@@ -34,7 +35,7 @@ class Mirror:
     @property
     def artifact_registry(self) -> bool:
         """Artifact Registry remote repositories (GKE, whose pools stream their images); else ECR rules."""
-        return self.cloud == "gke"
+        return MIRROR_CLOUDS[self.cloud].artifact_registry
 
     def image(self, image: str) -> str:
         registry, path = images.split_image(image)

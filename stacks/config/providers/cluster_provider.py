@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from stacks.config import StackConfig
 from stacks.config.cluster_facts import MirrorFacts
+from stacks.config.provider_kinds import ProviderKind
 
 
 def _no_mirror(config: StackConfig, registries: set[str]) -> MirrorFacts | None:
@@ -23,14 +24,12 @@ def _always(config: StackConfig) -> bool:
 
 @dataclass(frozen=True)
 class ClusterProvider:
-    key: str  # the config's `cluster.provider`
+    kind: ProviderKind  # its key, default platform and layer, and its mirror's cloud (what the config model reads)
     creates: bool  # creates the cluster and its pools (else its pools are described, not created)
     title: str = ""  # how messages name it (default: its key)
     takes_kubeconfig: bool = False  # reached through `cluster.kubeconfig` and `cluster.context`
-    reads_cluster_stack: bool = False  # a serving stack's: its cluster stack's outputs (`cluster.stack`)
     describes_pools: bool = False  # the stack's `node_pools` describe what is there (not a cluster stack's)
     settings: str | None = None  # the `cluster.<key>` section a created cluster is set up with
-    platform: str | None = None  # the only `cluster.platform` it runs (None: any)
     name_limit: int | None = None  # cloud-side node pool names (and the system pool's)
     cluster_name_limit: int | None = None  # cloud-side cluster name, where it is tighter than the pools'
     # Label prefixes a created pool's nodes cannot carry: Kubernetes' own (NodeRestriction keeps kubelets from
@@ -51,6 +50,20 @@ class ClusterProvider:
         "from the upstream registries, pulled whole by each node"
         f" (no mirror for `cluster.provider: {config.cluster.provider}`)"
     )
+
+    @property
+    def key(self) -> str:
+        """The config's `cluster.provider`."""
+        return self.kind.key
+
+    @property
+    def reads_cluster_stack(self) -> bool:
+        return self.kind.reads_cluster_stack
+
+    @property
+    def platform(self) -> str | None:
+        """The only `cluster.platform` it runs (None: any)."""
+        return self.kind.platform if self.kind.platform_fixed else None
 
     @property
     def name(self) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from components.specs import images
-from stacks.config import StackConfig, formats
+from stacks.config import StackConfig, formats, provider_kinds
 from stacks.config.cluster_facts import MirrorFacts
 from stacks.config.providers.cluster_provider import ClusterProvider
 
@@ -32,7 +32,7 @@ def unmirrored(config: StackConfig) -> str:
 
 
 EKS = ClusterProvider(
-    key="eks",
+    kind=provider_kinds.EKS,
     creates=True,
     title="EKS",
     settings="eks",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from stacks.config import StackConfig
+from stacks.config import StackConfig, provider_kinds
 from stacks.config.providers.cluster_provider import ClusterProvider
 
 
@@ -12,5 +12,9 @@ def exports_kubeconfig(config: StackConfig) -> bool:
 
 
 EXISTING = ClusterProvider(
-    key="existing", creates=False, takes_kubeconfig=True, describes_pools=True, exports_kubeconfig=exports_kubeconfig
+    kind=provider_kinds.EXISTING,
+    creates=False,
+    takes_kubeconfig=True,
+    describes_pools=True,
+    exports_kubeconfig=exports_kubeconfig,
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from stacks.config import StackConfig, formats
+from stacks.config import StackConfig, formats, provider_kinds
 from stacks.config.cluster_facts import MirrorFacts
 from stacks.config.providers.cluster_provider import ClusterProvider
 
@@ -22,11 +22,10 @@ def unmirrored(config: StackConfig) -> str:
 
 
 GKE = ClusterProvider(
-    key="gke",
+    kind=provider_kinds.GKE,
     creates=True,
     title="GKE",
     settings="gke",
-    platform="gke",
     name_limit=40,
     cluster_name_limit=40,
     # GKE refuses cloud.google.com/ and gke.io/ node pool labels.

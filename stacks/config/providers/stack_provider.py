@@ -3,8 +3,7 @@ outputs (`stacks/config/cluster_outputs.py`), its file systems the cluster stack
 
 from __future__ import annotations
 
+from stacks.config import provider_kinds
 from stacks.config.providers.cluster_provider import ClusterProvider
 
-STACK = ClusterProvider(
-    key="stack", creates=False, reads_cluster_stack=True, storage_backends=("gcp-lustre", "aws-efs")
-)
+STACK = ClusterProvider(kind=provider_kinds.STACK, creates=False, storage_backends=("gcp-lustre", "aws-efs"))
