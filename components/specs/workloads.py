@@ -71,6 +71,7 @@ class Workload:
     server: ServerSpec | None = None  # a model-server role
     api_access: bool = False  # its pods call the Kubernetes API: hardening leaves them their token
     holds_cpu_tier: bool = False  # a per-node daemon holding the CPU tier: a model-server restart keeps it
+    rollout: str = ""  # how a rollout of it goes, in the summary's words (the model servers': the plan's)
     key_suffix: str = ""  # a second workload of the same type: `<key>-<suffix>` (the prefill role)
     outputs: Mapping[str, str] = dataclasses.field(default_factory=dict)  # registered beside its objects
     # By kind, the fields another controller owns once the object exists (KEDA's HPA: `spec.replicas`),

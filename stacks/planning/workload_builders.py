@@ -220,6 +220,8 @@ def _prepull(config: StackConfig, s: Serving, serving: list[Manifest], daemons: 
         rolls="all-nodes",
         awaited=Await(AwaitBudget(prepull.NAME, pulled, 1), "DaemonSet", "warm"),
         ingress=functools.partial(_closed, prepull.NAME, dict(prepull.LABELS)),
+        rollout=f"image pre-pull DaemonSet `{prepull.NAME}`: every node at once (maxUnavailable 100%); a changed"
+        " image is on every node of the pool before the model servers roll",
     )
 
 

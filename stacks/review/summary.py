@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from components.formulas.payoff import SUFFIX_TOKENS
-from components.specs import images, lmcache, model_cache, mooncake, prepull, storage
+from components.specs import images, model_cache, prepull, storage
 from components.specs.clusters import PoolSpec
-from components.specs.connectors.mooncake_store import client_of
 from components.specs.payoff_table import gbps, seconds
 from components.units import GiB, MiB
 from stacks.config.providers import provider_of
@@ -345,19 +344,7 @@ def _rollout_lines(stack_plan: StackPlan) -> list[str]:
         names = ", ".join(f"`{r.manifests[-1]['metadata']['name']}`" for r in stack_plan.roles)
         lines.append(f"model servers ({names}): {stack_plan.rollout.describe()}")
         lines.append("a PodDisruptionBudget per role lets drains and upgrades take one pod at a time")
-    if stack_plan.manifests(lmcache.SERVER_WORKLOAD):
-        l1 = stack_plan.sizing.cpu_tier_per_pod.human()
-        lines.append(f"LMCache server DaemonSet: one node at a time; each restart drops that node's {l1} L1")
-    if stack_plan.manifests(prepull.WORKLOAD):
-        lines.append(
-            f"image pre-pull DaemonSet `{prepull.NAME}`: every node at once (maxUnavailable 100%); a changed image"
-            " is on every node of the pool before the model servers roll"
-        )
-    client = client_of(stack_plan.sizing)
-    if stack_plan.manifests(mooncake.CLIENT_WORKLOAD) and client is not None:
-        lines.append(
-            f"Mooncake client DaemonSet: one node at a time; each restart drops that node's {client.dram.human()} pool"
-        )
+    lines += [w.rollout for w in stack_plan.workloads.values() if w.rollout]
     return lines
 
 

@@ -112,6 +112,7 @@ class LMCacheServer(VllmConnector):
                 awaited=Await(AwaitBudget(lmcache.NAME, cold, inputs.nodes), "DaemonSet", "beside"),
                 ingress=server_policy,
                 holds_cpu_tier=True,
+                rollout=f"LMCache server DaemonSet: one node at a time; each restart drops that node's {l1.human()} L1",
             )
         ]
 

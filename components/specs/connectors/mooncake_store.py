@@ -225,6 +225,8 @@ class MooncakeStore(VllmConnector):
                 awaited=Await(AwaitBudget(mooncake.CLIENT, cold, inputs.nodes), "DaemonSet", "beside"),
                 ingress=client_policy,
                 holds_cpu_tier=True,
+                rollout="Mooncake client DaemonSet: one node at a time;"
+                f" each restart drops that node's {client.dram.human()} pool",
             ),
         ]
 
