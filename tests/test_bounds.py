@@ -17,9 +17,9 @@ from components.catalog.rates import HostLink, PrefillEfficiency
 from components.formulas import payoff as formulas
 from components.specs import lmcache, mooncake, sizing
 from components.specs.connectors import lmcache_connector, mooncake_store, native, sglang_hicache, tpu_offload
+from components.specs.connectors.sglang_hicache import HiCacheSizes
+from components.specs.connectors.tpu_offload import TPUOffloadSizes
 from components.specs.payoff_table import TierPayoff, seconds
-from components.specs.servers.sglang import HiCacheSizes
-from components.specs.servers.tpu import TPUOffloadSizes
 from components.units import GB, ByteSize, GiB
 
 MODEL = MODELS["Qwen/Qwen3-32B"]

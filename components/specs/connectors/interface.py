@@ -166,6 +166,10 @@ class Connector:
         """vLLM's arguments around the model, tensor parallelism and kv-transfer flags (the vLLM family's)."""
         raise NotImplementedError
 
+    def sglang_args(self, spec: ServerSpec, engine: list[str], limits: list[str]) -> list[str]:
+        """SGLang's arguments around its own flags and its context and memory limits (the SGLang family's)."""
+        raise NotImplementedError
+
     def command(self, spec: ServerSpec, args: list[str]) -> tuple[list[str], list[str]]:
         return ["vllm", "serve"], args
 

@@ -3,6 +3,7 @@ backend on the shared claim), counted in pages."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from components.catalog import labels, versions
@@ -12,13 +13,21 @@ from components.manifest import Manifest
 from components.specs.connectors.interface import Choice, Connector, SizingInputs
 from components.specs.metric_family import Alert, MetricFamily, Panel, Thresholds
 from components.specs.promql import rate
+from components.specs.servers.base import FILES_STORAGE, env_var
 from components.specs.servers.limits import GuideLimits
-from components.specs.servers.sglang import MEMORY_FRACTION, PAGE_TOKENS, SGLANG_SHM, HiCacheSizes, sglang_manifests
-from components.specs.sizing import Derivation, TierSizing, sized
+from components.specs.servers.sglang import MEMORY_FRACTION, PAGE_TOKENS, SGLANG_SHM, sglang_manifests
+from components.specs.sizing import Derivation, Sizes, TierSizing, sized, sizes_of
 from components.units import GB, ByteSize
 
 if TYPE_CHECKING:
     from components.specs.servers.base import ServerSpec
+
+
+@dataclass(frozen=True)
+class HiCacheSizes(Sizes):
+    """What HiCache's flags take."""
+
+    per_rank_gb: int  # `--hicache-size`: whole GB (10^9 bytes) of host memory per rank
 
 
 def size_host_pool(
@@ -119,6 +128,30 @@ class HiCache(Connector):
 
     def image(self, choice: Choice) -> str:
         return versions.SGLANG_IMAGE
+
+    def sglang_args(self, spec: ServerSpec, engine: list[str], limits: list[str]) -> list[str]:
+        """HiCache on, every computed block written through to host memory, sized per rank; with the fs variant
+        its file backend, a prefetch waiting for the whole prefix."""
+        hicache = [
+            "--enable-hierarchical-cache",
+            "--hicache-write-policy", "write_through",  # every computed block is copied to host memory
+            "--hicache-io-backend", "kernel",
+            "--hicache-size", str(sizes_of(HiCacheSizes, spec.sizing).per_rank_gb),
+        ]  # fmt: skip
+        storage = ["--hicache-storage-backend", "file", "--hicache-storage-prefetch-policy", "wait_complete"]
+        return [*engine, *hicache, *limits, *(storage if spec.filesystem_tier else [])]
+
+    def env(self, spec: ServerSpec) -> list[Manifest]:
+        """The file backend's directory on the shared claim, its metadata cache, and one hash seed in every pod
+        (the guide's)."""
+        if not spec.filesystem_tier:
+            return []
+        return [
+            env_var("SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR", FILES_STORAGE),
+            env_var("SGLANG_HICACHE_FILE_BACKEND_ENABLE_METADATA_CACHE", "true"),
+            env_var("SGLANG_HICACHE_FILE_BACKEND_METADATA_TTL", "5.0"),
+            env_var("PYTHONHASHSEED", "42"),
+        ]
 
     def pod_labels(self, accelerator: AcceleratorProfile) -> dict[str, str]:
         return {labels.ENGINE_TYPE_LABEL: "sglang"}

@@ -3,6 +3,7 @@ sized through TPU_OFFLOAD_NUM_CPU_CHUNKS; single-host pods or multi-host LeaderW
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from components.catalog.accelerators import AcceleratorProfile
@@ -10,19 +11,28 @@ from components.catalog.models import ModelSpec
 from components.manifest import Manifest
 from components.specs.connectors.interface import Choice, SizingInputs
 from components.specs.connectors.vllm_family import VllmConnector
+from components.specs.servers.base import env_var
 from components.specs.servers.limits import GuideLimits
 from components.specs.servers.tpu import (
     MULTIHOST_MAX_MODEL_LEN,
     MULTIHOST_MEMORY_FRACTION,
-    TPUOffloadSizes,
     tpu_manifests,
     tpu_multihost_manifests,
 )
-from components.specs.sizing import SHM_HEADROOM, Derivation, TierSizing, sized
+from components.specs.sizing import SHM_HEADROOM, Derivation, Sizes, TierSizing, sized, sizes_of
 from components.units import ByteSize
 
 if TYPE_CHECKING:
     from components.specs.servers.base import ServerSpec
+
+STAGING_BLOCKS = {"single-host": "1000", "multi-host": "1024"}  # HBM blocks staged for CPU transfers
+
+
+@dataclass(frozen=True)
+class TPUOffloadSizes(Sizes):
+    """What the connector's env takes."""
+
+    cpu_chunks: int  # `TPU_OFFLOAD_NUM_CPU_CHUNKS`: KV blocks of the accelerator's
 
 
 def tpu_offload_connector() -> dict[str, Any]:
@@ -76,6 +86,13 @@ class TPUOffload(VllmConnector):
 
     def transfer_block(self, choice: Choice) -> tuple[int, str]:
         return choice.accelerator.kv_block_tokens, "TPU offload KV block"
+
+    def env(self, spec: ServerSpec) -> list[Manifest]:
+        """Its CPU tier in KV blocks, and the HBM blocks it stages for the copies (the guide's per host type)."""
+        return [
+            env_var("TPU_OFFLOAD_NUM_CPU_CHUNKS", str(sizes_of(TPUOffloadSizes, spec.sizing).cpu_chunks)),
+            env_var("TPU_OFFLOAD_NUM_STAGING_BLOCKS", STAGING_BLOCKS[spec.host_type]),
+        ]
 
     def guide_limits(self, spec: ServerSpec) -> GuideLimits:
         """The multi-host recipe writes both; single-host pods take vLLM's defaults."""

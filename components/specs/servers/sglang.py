@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from components.catalog import labels
 from components.manifest import Manifest
 from components.specs import model_cache
 from components.specs.servers.base import (
-    FILES_STORAGE,
     ServerSpec,
     deployment,
-    env_var,
     field_env,
     files_storage_mount,
     files_storage_volume,
@@ -27,7 +23,6 @@ from components.specs.servers.base import (
     service_account,
 )
 from components.specs.servers.limits import fraction_text, limit_args, limits
-from components.specs.sizing import Sizes, sizes_of
 from components.units import ByteSize, GiB
 
 # Tokens per KV page; HiCache moves pages between HBM and host memory.
@@ -38,15 +33,9 @@ MEMORY_FRACTION = 0.9
 SGLANG_SHM = ByteSize(20 * GiB)
 
 
-@dataclass(frozen=True)
-class HiCacheSizes(Sizes):
-    """What HiCache's flags take (connectors/sglang_hicache.py sizes it)."""
-
-    per_rank_gb: int  # `--hicache-size`: whole GB (10^9 bytes) of host memory per rank
-
-
 def sglang_args(spec: ServerSpec) -> list[str]:
-    args = [
+    """SGLang's own flags, laid out by the connector around its cache flags (`Connector.sglang_args`)."""
+    head = [
         *model_load_args(spec, "--model-path"),
         "--host=0.0.0.0",
         f"--port={labels.MODEL_SERVER_PORT}",
@@ -54,30 +43,13 @@ def sglang_args(spec: ServerSpec) -> list[str]:
         f"--page-size={PAGE_TOKENS}",
         f"--mem-fraction-static={fraction_text(limits(spec).memory_fraction)}",
         "--enable-metrics",
-        "--enable-hierarchical-cache",
-        "--hicache-write-policy", "write_through",  # every computed block is copied to host memory
-        "--hicache-io-backend", "kernel",
-        "--hicache-size", str(sizes_of(HiCacheSizes, spec.sizing).per_rank_gb),
-        *limit_args(spec, context_flag="--context-length"),
-    ]  # fmt: skip
-    if spec.filesystem_tier:
-        args += ["--hicache-storage-backend", "file", "--hicache-storage-prefetch-policy", "wait_complete"]
-    return args
+    ]
+    return spec.connector.sglang_args(spec, head, limit_args(spec, context_flag="--context-length"))
 
 
 def _env(spec: ServerSpec) -> list[Manifest]:
-    storage = (
-        [
-            env_var("SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR", FILES_STORAGE),
-            env_var("SGLANG_HICACHE_FILE_BACKEND_ENABLE_METADATA_CACHE", "true"),
-            env_var("SGLANG_HICACHE_FILE_BACKEND_METADATA_TTL", "5.0"),
-            env_var("PYTHONHASHSEED", "42"),
-        ]
-        if spec.filesystem_tier
-        else []
-    )
     return [
-        *storage,
+        *spec.connector.env(spec),
         field_env("NAMESPACE", "metadata.namespace"),
         field_env("POD_IP", "status.podIP"),
         hf_token_env(),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
 
 from components.catalog import labels, versions
 from components.manifest import Manifest
@@ -25,17 +24,6 @@ from components.specs.servers.base import (
     service_account,
 )
 from components.specs.servers.limits import fraction_text, limit_args, limits
-from components.specs.sizing import Sizes, sizes_of
-
-STAGING_BLOCKS = {"single-host": "1000", "multi-host": "1024"}  # HBM blocks staged for CPU transfers
-
-
-@dataclass(frozen=True)
-class TPUOffloadSizes(Sizes):
-    """What the TPU offload connector's env takes (connectors/tpu_offload.py sizes it)."""
-
-    cpu_chunks: int  # `TPU_OFFLOAD_NUM_CPU_CHUNKS`: KV blocks of the accelerator's
-
 
 PROMETHEUS_DIR = "/tmp/prometheus_multiproc"
 # Raised host limits the TPU runtime needs for its DMA mappings (the guide's privileged init container).
@@ -79,13 +67,6 @@ def _resources(spec: ServerSpec) -> Manifest:
     }
 
 
-def _offload_env(spec: ServerSpec) -> list[Manifest]:
-    return [
-        env_var("TPU_OFFLOAD_NUM_CPU_CHUNKS", str(sizes_of(TPUOffloadSizes, spec.sizing).cpu_chunks)),
-        env_var("TPU_OFFLOAD_NUM_STAGING_BLOCKS", STAGING_BLOCKS[spec.host_type]),
-    ]
-
-
 def _cache_env(spec: ServerSpec) -> list[Manifest]:
     return model_cache.server_env(spec.model_cache, "tpu") if spec.model_cache else []
 
@@ -113,7 +94,7 @@ def tpu_manifests(spec: ServerSpec) -> list[Manifest]:
             hf_token_env(),
             env_var("PROMETHEUS_MULTIPROC_DIR", PROMETHEUS_DIR),
             env_var("SKIP_JAX_PRECOMPILE", "0"),
-            *_offload_env(spec),
+            *spec.connector.env(spec),
             *_cache_env(spec),
         ],
         "ports": server_port(),
@@ -184,7 +165,12 @@ def _multihost_container(spec: ServerSpec, leader: bool) -> Manifest:
         "name": "modelserver" if leader else "worker",
         "image": spec.image,
         "command": ["/bin/bash", "-c", script],
-        "env": [hf_token_env(), *(env_var(k, v) for k, v in MULTI_HOST_ENV), *_offload_env(spec), *_cache_env(spec)],
+        "env": [
+            hf_token_env(),
+            *(env_var(k, v) for k, v in MULTI_HOST_ENV),
+            *spec.connector.env(spec),
+            *_cache_env(spec),
+        ],
         "resources": _resources(spec),
         "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}, *model_cache_volumes(spec, [])[1]],
     }
