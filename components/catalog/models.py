@@ -87,16 +87,6 @@ class ModelSpec:
         """The embedding matrix, and the LM head beside it unless tied."""
         return self.vocab_size * self.hidden_size * (1 if self.tied_embeddings else 2)
 
-    @property
-    def total_params(self) -> int:
-        """Every weight: all experts, embeddings and LM head (checks the geometry against the model card)."""
-        mlp = (
-            3 * self.hidden_size * self.expert_intermediate_size * self.experts + self.hidden_size * self.experts
-            if self.experts
-            else self.mlp_params_per_layer
-        )
-        return self.layers * (self.attention_params_per_layer + mlp) + self.embedding_params
-
 
 MODELS: dict[str, ModelSpec] = {
     m.name: m
