@@ -17,6 +17,10 @@ ENGINE_TYPE_LABEL = "llm-d.ai/engine-type"
 # policy pack reads these (policies/checks/inventory.py), never the device resource a pod requests.
 ACCELERATOR_PROFILE_LABEL = "llm-d.ai/accelerator-profile"
 KV_CONNECTOR_LABEL = "llm-d.ai/kv-connector"
+# Tokens per block the workload's connector moves between host memory and the accelerator (its
+# `Connector.transfer_block`), stamped on the model-server workload's own metadata (not its pod template, so
+# the stamp rolls no pod), for the policy pack to read.
+KV_TRANSFER_BLOCK_ANNOTATION = "llm-d.ai/kv-transfer-block-tokens"
 SUBGUIDE_LABEL = "llm-d.ai/subguide"
 INFERENCE_SERVING_LABEL = "llm-d.ai/inference-serving"
 # The workload a model-server pod belongs to: with guide and role, the only labels its (immutable) selector holds.

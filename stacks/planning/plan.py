@@ -201,6 +201,7 @@ def _decode_server(stack: Resolved, tier_sizing: sizing.TierSizing) -> ServerSpe
         group_size=stack.group_size,
         image=image,
         sizing=tier_sizing,
+        transfer_block_tokens=connector.transfer_block(chosen)[0],
         scheduling=_scheduling(config),
         guide=connector.guide(chosen),
         disaggregated=disaggregated,

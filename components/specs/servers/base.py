@@ -88,6 +88,9 @@ class ServerSpec:
     group_size: int  # pods per replica (multi-host)
     image: str
     sizing: TierSizing
+    # Tokens per block the CPU tier moves to the accelerator: the connector's `transfer_block` for the stack's
+    # choice (a family cannot ask it: the choice is not the spec's), stamped on the workload (`workload_metadata`).
+    transfer_block_tokens: int
     scheduling: Scheduling = Scheduling()
     role: str = "decode"
     guide: str = labels.GUIDE  # the `llm-d.ai/guide` value the router selects
@@ -178,6 +181,14 @@ def metadata(spec: ServerSpec, name: str, with_labels: bool = True) -> Manifest:
     if with_labels:
         meta["labels"] = spec.pod_labels
     return meta
+
+
+def workload_metadata(spec: ServerSpec, annotations: dict[str, str] | None = None) -> Manifest:
+    """The model-server workload's own metadata (a Deployment's, a LeaderWorkerSet's): its labels and the
+    transfer block its connector moves (`labels.KV_TRANSFER_BLOCK_ANNOTATION`). Here, not on the pod template:
+    a workload's annotations change in place and restart no pod."""
+    stamp = {labels.KV_TRANSFER_BLOCK_ANNOTATION: str(spec.transfer_block_tokens)}
+    return {**metadata(spec, spec.workload_name), "annotations": {**(annotations or {}), **stamp}}
 
 
 def service_account(spec: ServerSpec) -> Manifest:
@@ -297,7 +308,7 @@ def deployment(spec: ServerSpec, pod: Manifest, template_labels: dict[str, str] 
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": metadata(spec, spec.workload_name),
+        "metadata": workload_metadata(spec),
         "spec": {
             "replicas": spec.replicas,
             "selector": {"matchLabels": identity_selector(spec)},

@@ -22,6 +22,7 @@ from components.specs.servers.base import (
     pod_template,
     server_port,
     service_account,
+    workload_metadata,
 )
 from components.specs.servers.limits import fraction_text, limit_args, limits
 
@@ -202,11 +203,10 @@ def tpu_multihost_manifests(spec: ServerSpec) -> list[Manifest]:
     lws: Manifest = {
         "apiVersion": "leaderworkerset.x-k8s.io/v1",
         "kind": "LeaderWorkerSet",
-        "metadata": {
-            **metadata(spec, spec.workload_name),
-            # One replica per GKE node pool slice: a group never straddles two slices.
-            "annotations": {"leaderworkerset.sigs.k8s.io/exclusive-topology": "cloud.google.com/gke-nodepool"},
-        },
+        # One replica per GKE node pool slice: a group never straddles two slices.
+        "metadata": workload_metadata(
+            spec, {"leaderworkerset.sigs.k8s.io/exclusive-topology": "cloud.google.com/gke-nodepool"}
+        ),
         "spec": {
             "replicas": spec.replicas,
             "leaderWorkerTemplate": {
