@@ -109,3 +109,68 @@ def test_a_pod_with_devices_and_no_identity_is_reported_not_guessed() -> None:
     assert violations_of(rule, resources)[0] == (
         f"its pods carry {labels.ACCELERATOR_PROFILE_LABEL}: amd but request none of its devices (amd.com/gpu)"
     )
+
+
+def _stamped(resources: list[Resource]) -> tuple[Resource, dict[str, Any]]:
+    """The model-server workload and its own annotations (where the transfer block is stamped)."""
+    owner = _server(resources)[0].owner
+    annotations: dict[str, Any] = owner.props["metadata"]["annotations"]
+    return owner, annotations
+
+
+STAMP_ASK = (
+    "the tokens per block its connector moves between host memory and the accelerator (the connector's transfer block)"
+)
+
+
+# Not a stamp: missing, zero, negative, a decimal, words, empty, padded, fullwidth digits (str.isdigit takes
+# them), a number that is not a string.
+@pytest.mark.parametrize("value", [None, "0", "-16", "16.0", "sixteen", "", " 16", "\uff11\uff16", 16])
+def test_a_connector_workload_without_a_whole_positive_stamp_is_reported_not_judged(value: Any) -> None:
+    """The rule reads the transfer block from the workload's stamp and nowhere else: a workload whose pods carry a
+    connector's key but whose stamp is missing or not a positive whole number (as a string: an annotation's value
+    is one) is reported by `identity-labels` and left out of `tiers-beat-recompute`."""
+    resources = recorded("gpu-vllm-native-cpu")
+    owner, annotations = _stamped(resources)
+    rule = RULE["identity-labels"]
+    assert annotations[labels.KV_TRANSFER_BLOCK_ANNOTATION] == "16"
+    assert violations_of(rule, resources) == []
+    annotations[labels.KV_TRANSFER_BLOCK_ANNOTATION] = "1"  # the smallest block there is
+    assert violations_of(rule, resources) == []
+    assert [s.block_tokens for s in tier_payoff.tiered_servers(resources)] == [1]
+    if value is None:
+        del annotations[labels.KV_TRANSFER_BLOCK_ANNOTATION]
+        expected = (
+            f"its pods carry {labels.KV_CONNECTOR_LABEL}: native but it carries no"
+            f" {labels.KV_TRANSFER_BLOCK_ANNOTATION} annotation: annotate the workload's own metadata with {STAMP_ASK}"
+        )
+    else:
+        annotations[labels.KV_TRANSFER_BLOCK_ANNOTATION] = value
+        expected = (
+            f"it carries {labels.KV_TRANSFER_BLOCK_ANNOTATION}: {value!r}, not a positive whole number as a string:"
+            f" set it to {STAMP_ASK}"
+        )
+    [violation] = rule.check(resources, dict(rule.config))
+    assert violation.resource is owner and violation.message == expected
+    assert tier_payoff.tiered_servers(resources) == []
+
+
+def test_a_multi_host_workload_is_reported_once_for_its_leader_and_worker_pods() -> None:
+    resources = recorded("tpu-v7-vllm-native-cpu-multi-host")
+    [lws] = [r for r in resources if r.type.endswith(":LeaderWorkerSet")]
+    assert len([p for p in pods(resources) if p.owner is lws]) == 2  # its leader's and its workers' templates
+    annotations = lws.props["metadata"]["annotations"]
+    assert annotations[labels.KV_TRANSFER_BLOCK_ANNOTATION] == "128"  # the TPU offload's KV block
+    assert annotations["leaderworkerset.sigs.k8s.io/exclusive-topology"] == "cloud.google.com/gke-nodepool"
+    del annotations[labels.KV_TRANSFER_BLOCK_ANNOTATION]
+    [message] = violations_of(RULE["identity-labels"], resources)
+    assert f"carries no {labels.KV_TRANSFER_BLOCK_ANNOTATION} annotation" in message
+
+
+def test_the_stamp_sits_on_the_workload_not_its_pod_template() -> None:
+    """A workload's own annotations change in place; its pod template's restart every pod (the change plan)."""
+    resources = recorded("gpu-vllm-native-cpu")
+    owner, annotations = _stamped(resources)
+    template = owner.props["spec"]["template"]["metadata"]
+    assert labels.KV_TRANSFER_BLOCK_ANNOTATION in annotations
+    assert labels.KV_TRANSFER_BLOCK_ANNOTATION not in (template.get("annotations") or {})

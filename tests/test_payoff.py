@@ -18,24 +18,28 @@ from typing import Any
 import promql_parser
 import pytest
 
+from components.catalog import labels, rates
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.models import MODELS, ModelSpec
 from components.formulas import payoff as formulas
 from components.specs.payoff_table import Payoff
-from components.units import GiB
+from components.units import GiB, KiB, MiB
 from policies.checks import tier_payoff
 from policies.checks.ruleset import RULES
-from policies.resources import Resource
+from policies.resources import Resource, args, flag, pods, served_model
 from stacks.config import loading
 from stacks.config.errors import ConfigError
 from stacks.planning.plan import StackPlan, plan
+from stacks.planning.resolution import Resolved, resolve
 from stacks.review import offline
 from stacks.review.check import check, stack_policy_config
 from stacks.review.summary import summary
-from tests.golden import GOLDEN, golden_names
+from tests.golden import GOLDEN, VARIANTS, golden_names
+from tests.policy_cases import recorded, violations_of
 from tests.test_alert_semantics import evaluate
 
 RULE = next(r for r in RULES if r.name == "tiers-beat-recompute")
+BLOCK_STAMP = labels.KV_TRANSFER_BLOCK_ANNOTATION
 QWEN3_32B_KV = 2 * 64 * 8 * 128 * 2  # layers x KV heads x head dim x bf16, K and V: 262,144 B
 GEMM_32B = 2 * 31_205_621_760  # FLOPs per token
 
@@ -303,15 +307,6 @@ def test_the_load_alert_fires_exactly_when_the_pods_loads_lose_to_recompute(name
     assert evaluate(expr, _rank_counters(0.9 * break_even, devices)) is not None
 
 
-def test_the_transfer_block_is_the_first_that_applies() -> None:
-    """The TPU offload's KV block, else HiCache's page, else LMCache's chunk, else the tiering spec's block."""
-    assert formulas.transfer_block(128, tpu_offload=True, page_tokens=64) == (128, "TPU offload KV block")
-    assert formulas.transfer_block(16, page_tokens=64, lmcache_chunk=256) == (64, "HiCache page")
-    assert formulas.transfer_block(16, lmcache_chunk=512, lmcache_chunk_from="x", tiering_block=256) == (512, "x")
-    assert formulas.transfer_block(16, tiering_block=256) == (256, "TieringOffloadingSpec `block_size`")
-    assert formulas.transfer_block(16) == (16, "vLLM KV block")
-
-
 def test_managed_lustre_reads_its_tiers_rate_per_provisioned_tib() -> None:
     # 500 MB/s per TiB x 9,000 GiB (8.789 TiB) = 4.395 GB/s; 18,000 GiB doubles it
     assert formulas.lustre_aggregate(500, 9_000 * GiB) == pytest.approx(500e6 * 9_000 / 1024)
@@ -319,21 +314,86 @@ def test_managed_lustre_reads_its_tiers_rate_per_provisioned_tib() -> None:
     assert formulas.lustre_tib(1024 * GiB) == 1
 
 
-# Where the rendered server's block and the payoff table's disagree today: the XPU server runs vLLM with
-# `--block-size 64` (components/specs/servers/vllm.py XPU_DTYPE_ARGS) while the catalog's xpu profile keeps
-# the default 16-token `kv_block_tokens` the plan's payoff reads. Fixing it changes these goldens' payoff.
+def _golden(name: str) -> tuple[Resolved, list[Resource]]:
+    preset, overrides = VARIANTS.get(name, (name, ()))
+    rows = json.loads((GOLDEN / name / "resources.json").read_text())
+    return resolve(loading.load_preset(preset, list(overrides))), [
+        Resource(r["type"], r["name"], r["inputs"]) for r in rows
+    ]
+
+
+def _stamps(resources: list[Resource]) -> dict[str, Any]:
+    """The transfer-block stamp of each workload whose pods carry a connector's key, by workload."""
+    return {
+        pod.owner.name: ((pod.owner.props.get("metadata") or {}).get("annotations") or {}).get(BLOCK_STAMP)
+        for pod in pods(resources)
+        if pod.labels.get(labels.KV_CONNECTOR_LABEL)
+    }
+
+
+@pytest.mark.parametrize("name", golden_names())
+def test_every_model_server_workload_is_stamped_with_its_connectors_transfer_block(name: str) -> None:
+    """The rule reads the block from the workload's stamp, the plan's payoff table from the connector: on every
+    golden, each model-server role's workload is stamped with what the connector says for the preset's choice, the
+    rule judges it at that block and the summary's table shows it."""
+    stack, resources = _golden(name)
+    tokens, _ = stack.connector.transfer_block(stack.choice)
+    stamps = _stamps(resources)
+    assert len(stamps) == stack.connector.roles(stack.choice)  # prefill and decode, where the stack splits them
+    assert set(stamps.values()) == {str(tokens)}
+    assert {s.block_tokens for s in tier_payoff.tiered_servers(resources)} == {tokens}
+    row = next(
+        line
+        for line in (GOLDEN / name / "summary.md").read_text().splitlines()
+        if "transfer block per device |" in line
+    )
+    assert int(row.split(" | ")[2].split(" tokens")[0]) == tokens
+
+
+# Where the connector moves vLLM's own KV block but the server runs another: the XPU server runs vLLM with
+# `--block-size 64` (components/specs/connectors/vllm_family.py XPU_DTYPE_ARGS) while the catalog's xpu profile
+# keeps the default 16-token `kv_block_tokens` the native connector's transfer block reads, so the stamp (and the
+# payoff table and the rule) say 16. Fixing the profile changes these goldens' payoff. (stamp, `--block-size`)
 BLOCK_DISAGREES = {"existing-b60": (16, 64), "xpu-vllm-native-cpu": (16, 64)}
 
 
 @pytest.mark.parametrize("name", golden_names())
-def test_the_rule_and_the_payoff_table_read_the_same_transfer_block(name: str) -> None:
-    """The rule reads the block from the rendered server, the table from the config: on every golden they agree."""
-    folder = GOLDEN / name
-    rows = json.loads((folder / "resources.json").read_text())
-    resources = [Resource(r["type"], r["name"], r["inputs"]) for r in rows]
-    rendered = {s.block_tokens for s in tier_payoff.tiered_servers(resources)}
-    row = next(
-        line for line in (folder / "summary.md").read_text().splitlines() if "transfer block per device |" in line
+def test_where_the_connector_moves_vllms_kv_block_the_server_runs_that_block(name: str) -> None:
+    stack, resources = _golden(name)
+    if stack.connector.transfer_block(stack.choice)[1] != "vLLM KV block":
+        assert name not in BLOCK_DISAGREES
+        return
+    run = {
+        int(flag(args(c), "--block-size") or stack.accelerator.kv_block_tokens)
+        for pod in pods(resources)
+        if pod.labels.get(labels.KV_CONNECTOR_LABEL)
+        for c in pod.containers(init=False)
+        if served_model(c)
+    }
+    [stamp] = {int(v) for v in _stamps(resources).values()}
+    assert (stamp, *run) == BLOCK_DISAGREES.get(name, (stamp, stamp))
+
+
+def test_the_rule_judges_a_pod_at_the_block_its_workload_is_stamped_with(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a host link slow below 1 MiB and fast from it, two H100s moving the stamped 16-token blocks (16 x
+    262,144 B / 2 = 2 MiB per GPU) reload fast enough; the same render stamped with 1-token blocks (128 KiB per
+    GPU, 1 GB/s each, 2 GB/s per pod) does not, and the rule names that block. Only the stamp changes, not the
+    server's arguments."""
+    resources = recorded("gpu-vllm-native-cpu")
+    gpu = ACCELERATORS["gpu"]
+    link = rates.HostLink("stepped", ((64 * KiB, 1e9), (MiB, 50e9)), "slow below 1 MiB")
+    monkeypatch.setitem(
+        ACCELERATORS, "gpu", dataclasses.replace(gpu, rates=dataclasses.replace(gpu.rates, host_link=link))
     )
-    planned = int(row.split(" | ")[2].split(" tokens")[0])
-    assert (planned, *rendered) == BLOCK_DISAGREES.get(name, (planned, planned))
+    [owner] = {id(p.owner): p.owner for p in pods(resources) if p.labels.get(labels.KV_CONNECTOR_LABEL)}.values()
+    annotations = owner.props["metadata"]["annotations"]
+    assert annotations[BLOCK_STAMP] == "16"
+    assert violations_of(RULE, resources) == []
+    annotations[BLOCK_STAMP] = "1"
+    [message] = violations_of(RULE, resources)
+    assert message.startswith(
+        "the CPU tier of llmd-model-server-gpu-vllm-decode reloads at about 2.00 GB/s per pod (stepped at 131072 B"
+        " blocks), below the 3.82 GB/s"
+    )
+    annotations[BLOCK_STAMP] = "8"  # 1 MiB per GPU: the fast point again
+    assert violations_of(RULE, resources) == []

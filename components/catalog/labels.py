@@ -19,7 +19,8 @@ ACCELERATOR_PROFILE_LABEL = "llm-d.ai/accelerator-profile"
 KV_CONNECTOR_LABEL = "llm-d.ai/kv-connector"
 # Tokens per block the workload's connector moves between host memory and the accelerator (its
 # `Connector.transfer_block`), stamped on the model-server workload's own metadata (not its pod template, so
-# the stamp rolls no pod), for the policy pack to read.
+# the stamp rolls no pod); the policy rule `tiers-beat-recompute` reads it rather than re-deriving it from the
+# server's arguments, and `identity-labels` reports a connector's workload without it.
 KV_TRANSFER_BLOCK_ANNOTATION = "llm-d.ai/kv-transfer-block-tokens"
 SUBGUIDE_LABEL = "llm-d.ai/subguide"
 INFERENCE_SERVING_LABEL = "llm-d.ai/inference-serving"

@@ -2,9 +2,10 @@
 
 The one place this arithmetic lives: `components/specs/payoff_table.py` (the summary's payoff table and the
 load alert's threshold) and `policies/checks/tier_payoff.py` (`tiers-beat-recompute`) both call it. So
-are two facts both sides read from their own inputs: Managed Lustre's read bandwidth (`lustre_aggregate`:
-the spec from the stack config, the rule from the Lustre instance's inputs) and the CPU tier's transfer
-block (`transfer_block`: the rule from the rendered server; the plan's `_transfer_block` from the config).
+is a fact both sides read from their own inputs: Managed Lustre's read bandwidth (`lustre_aggregate`: the
+spec from the stack config, the rule from the Lustre instance's inputs). The CPU tier's transfer block is the
+connector's (`Connector.transfer_block`): the plan reads it there, the rule from the stamp it leaves on the
+model-server workload (`labels.KV_TRANSFER_BLOCK_ANNOTATION`).
 
 Recompute. A prefill multiplies every non-embedding weight a token activates (2 FLOPs per parameter,
 `ModelSpec.active_non_embedding_params`), and attends to every earlier token: per layer, QK^T and AV
@@ -93,29 +94,6 @@ def break_even(replica: Replica, prefix: int) -> float:
 def transfer_block_bytes(replica: Replica, block_tokens: int) -> int:
     """One device's share of a block the CPU tier moves (each device holds its heads' share of every layer)."""
     return block_tokens * replica.model.kv_bytes_per_token.bytes // replica.devices
-
-
-def transfer_block(
-    kv_block_tokens: int,
-    *,
-    tpu_offload: bool = False,
-    page_tokens: int | None = None,
-    lmcache_chunk: int | None = None,
-    lmcache_chunk_from: str = "LMCache chunk",
-    tiering_block: int | None = None,
-) -> tuple[int, str]:
-    """Tokens per block the CPU tier moves to the accelerator, and what sets it: the TPU offload's KV block,
-    else SGLang HiCache's page, else LMCache's chunk, else the TieringOffloadingSpec's `block_size`, else the
-    engine's own KV block (`kv_block_tokens`: the accelerator's, or the server's `--block-size`)."""
-    if tpu_offload:
-        return kv_block_tokens, "TPU offload KV block"
-    if page_tokens:
-        return page_tokens, "HiCache page"
-    if lmcache_chunk:
-        return lmcache_chunk, lmcache_chunk_from
-    if tiering_block:
-        return tiering_block, "TieringOffloadingSpec `block_size`"
-    return kv_block_tokens, "vLLM KV block"
 
 
 def cpu_tier_bandwidth(replica: Replica, block_tokens: int) -> float:

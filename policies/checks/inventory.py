@@ -1,13 +1,14 @@
 """What the stack runs, as the rules find it in resource inputs: the model servers and their
 connector configs, the router charts, LMCache's clients and servers, the accelerator a pod holds (by the
-profile key it carries); and the rule that every accelerator or connector pod carries its keys."""
+profile key it carries), the transfer block its workload is stamped with; and the rule that every accelerator or
+connector pod carries its keys and every connector's workload its stamp."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from components.catalog.accelerators import ACCELERATORS
-from components.catalog.labels import ACCELERATOR_PROFILE_LABEL, KV_CONNECTOR_LABEL
+from components.catalog.labels import ACCELERATOR_PROFILE_LABEL, KV_CONNECTOR_LABEL, KV_TRANSFER_BLOCK_ANNOTATION
 from policies.checks.rule_types import NoConfig, Violation
 from policies.resources import (
     CHART_TYPE,
@@ -74,6 +75,21 @@ def accelerator_of(resources: list[Resource], pod: Pod, container: dict[str, Any
     return None
 
 
+def _transfer_block_stamp(pod: Pod) -> object:
+    """The value of the workload's `llm-d.ai/kv-transfer-block-tokens` annotation (None: it has none)."""
+    return ((pod.owner.props.get("metadata") or {}).get("annotations") or {}).get(KV_TRANSFER_BLOCK_ANNOTATION)
+
+
+def transfer_block_of(pod: Pod) -> int | None:
+    """Tokens per block a model-server pod's connector moves between host memory and the accelerator, as its
+    workload is stamped (`llm-d.ai/kv-transfer-block-tokens` on the workload's own metadata; the connector's
+    `transfer_block`). None: no stamp, or not a positive whole number (`identity_labels` reports both; never
+    re-derived from the server's arguments)."""
+    value = _transfer_block_stamp(pod)
+    text = value if isinstance(value, str) else ""
+    return int(text) if text.isascii() and text.isdigit() and int(text) > 0 else None
+
+
 def _holds_devices(resources: list[Resource], pod: Pod) -> bool:
     """Whether any container of the pod requests a catalog accelerator's devices (whichever profile's)."""
     resources_named = {p.device_resource for p in ACCELERATORS.values() if p.device_resource}
@@ -87,9 +103,12 @@ def _holds_devices(resources: list[Resource], pod: Pod) -> bool:
 def identity_labels(resources: list[Resource], _: NoConfig) -> list[Violation]:
     """A pod that holds accelerator devices or runs a connector says what it is: its accelerator profile's key
     and its connector's key as labels (components/catalog/labels.py), which the rules read instead of guessing
-    from the device resource it requests."""
+    from the device resource it requests; a connector's workload also says the block its connector moves (an
+    annotation), which `tiers-beat-recompute` reads instead of re-deriving it from the server's arguments."""
     out: dict[tuple[str, str], Violation] = {}
     for pod in pods(resources):
+        for message in _stamp_problems(pod):
+            out.setdefault((pod.owner.urn or pod.owner.name, message), Violation(pod.owner, message))
         connector = any(kv_transfer_config(c) is not None for c in pod.containers(init=False))
         if not connector and not _holds_devices(resources, pod):
             continue
@@ -119,6 +138,24 @@ def identity_labels(resources: list[Resource], _: NoConfig) -> list[Violation]:
         for message in problems:
             out.setdefault((pod.owner.urn or pod.owner.name, message), Violation(pod.owner, message))
     return list(out.values())
+
+
+def _stamp_problems(pod: Pod) -> list[str]:
+    """A pod labelled with a connector whose workload does not say, as a positive whole number of tokens, the
+    block that connector moves."""
+    connector = pod.labels.get(KV_CONNECTOR_LABEL)
+    if not connector or transfer_block_of(pod) is not None:
+        return []
+    value = _transfer_block_stamp(pod)
+    what = "the tokens per block its connector moves between host memory and the accelerator (the connector's"
+    what += " transfer block)"
+    if value is None:
+        return [
+            f"its pods carry {KV_CONNECTOR_LABEL}: {connector} but it carries no {KV_TRANSFER_BLOCK_ANNOTATION}"
+            f" annotation: annotate the workload's own metadata with {what}"
+        ]
+    problem = f"it carries {KV_TRANSFER_BLOCK_ANNOTATION}: {value!r}, not a positive whole number as a string"
+    return [f"{problem}: set it to {what}"]
 
 
 def _dra_requests(resources: list[Resource], pod: Pod) -> list[dict[str, Any]]:

@@ -50,7 +50,7 @@ from policies.checks.tier_payoff import TierPayoffConfig, tiers_beat_recompute
 RULES: list[Rule[Any]] = [
     Rule(
         "identity-labels",
-        "Accelerator and connector pods carry their profile's and connector's keys",
+        "Accelerator and connector pods carry their profile's and connector's keys, connector workloads their block",
         "mandatory",
         identity_labels,
         NoConfig,

@@ -1,5 +1,6 @@
 """Does each tier pay off (advisory): a reload beats recomputing, with the payoff's arithmetic
-(components/formulas/payoff.py) over what the rendered servers and storage declare."""
+(components/formulas/payoff.py) over what the rendered servers and storage declare, at the transfer block each
+model-server workload is stamped with (`llm-d.ai/kv-transfer-block-tokens`, its connector's)."""
 
 from __future__ import annotations
 
@@ -13,24 +14,9 @@ from components.catalog.models import MODELS, ModelSpec
 from components.catalog.rates import STORAGE_RATES
 from components.formulas import payoff
 from components.units import GiB
-from policies.checks.inventory import (
-    accelerator_of,
-    lmcache_clients,
-    lmcache_servers,
-)
+from policies.checks.inventory import accelerator_of, transfer_block_of
 from policies.checks.rule_types import Settings, Violation, setting
-from policies.resources import (
-    Pod,
-    Resource,
-    args,
-    connectors,
-    env,
-    flag,
-    kv_transfer_config,
-    pods,
-    rwx_claims,
-    served_model,
-)
+from policies.resources import Pod, Resource, pods, rwx_claims, served_model
 
 LUSTRE_TYPE, EFS_TYPE = "gcp:lustre/instance:Instance", "aws:efs/fileSystem:FileSystem"
 
@@ -45,27 +31,8 @@ class TieredServer:
     devices: int  # per pod
     group: int  # pods per replica (LeaderWorkerSet size)
     pods: int  # pods of this workload
-    block_tokens: int
+    block_tokens: int  # the workload's stamp: tokens per block its connector moves (inventory.transfer_block_of)
     claims: list[str]
-
-
-def _block_tokens(resources: list[Resource], container: dict[str, Any], accelerator: str) -> int:
-    """Tokens per block the connector moves between host memory and the accelerator."""
-    argv, config = args(container), kv_transfer_config(container) or {}
-    chunk: int | None = None
-    if any(c is container for _, c in lmcache_clients(resources)):
-        chunk_env = env(container).get("LMCACHE_CHUNK_SIZE", {}).get("value")
-        servers = [flag(args(c), "--chunk-size") for _, c in lmcache_servers(resources)]
-        chunk = int(chunk_env or next((v for v in servers if v), payoff.LMCACHE_CHUNK_TOKENS))
-    page, block = flag(argv, "--page-size"), (config.get("kv_connector_extra_config") or {}).get("block_size")
-    tokens, _ = payoff.transfer_block(
-        int(flag(argv, "--block-size") or ACCELERATORS[accelerator].kv_block_tokens),
-        tpu_offload="TPUOffloadConnector" in {c.get("kv_connector") for c in connectors(config)},
-        page_tokens=int(page) if page else None,  # SGLang HiCache moves pages
-        lmcache_chunk=chunk,
-        tiering_block=int(block) if block else None,
-    )
-    return tokens
 
 
 def tiered_servers(resources: list[Resource]) -> list[TieredServer]:
@@ -75,7 +42,8 @@ def tiered_servers(resources: list[Resource]) -> list[TieredServer]:
             model = MODELS.get(served_model(container) or "")
             tiered = bool(pod.labels.get(KV_CONNECTOR_LABEL))  # unlabelled: reported by identity-labels
             found = accelerator_of(resources, pod, container) if model and tiered else None
-            if model is None or found is None:
+            block = transfer_block_of(pod)  # unstamped: reported by identity-labels
+            if model is None or found is None or block is None:
                 continue
             spec = pod.owner.props.get("spec") or {}
             group = int(((spec.get("leaderWorkerTemplate") or {}).get("size")) or 1)
@@ -83,7 +51,7 @@ def tiered_servers(resources: list[Resource]) -> list[TieredServer]:
             out.append(
                 TieredServer(
                     pod, model, found[0], found[1], group, int(spec.get("replicas") or 1) * group,
-                    _block_tokens(resources, container, found[0]), [c for c in claims if c],
+                    block, [c for c in claims if c],
                 )
             )  # fmt: skip
     return out
