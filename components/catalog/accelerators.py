@@ -191,6 +191,7 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             device_memory=ByteSize(24 * GB),
             device_memory_from="Intel Arc Pro B60 specifications: 24 GB GDDR6",
             runtime_reserve=_XPU_RUNTIME_RESERVE,
+            kv_block_tokens=64,  # the guide's Intel XPU overlays run vLLM with `--block-size 64`
             cpu_limit="8",
             extra_env=(
                 ("FI_PROVIDER_PATH", "/opt/intel/oneapi/mpi/latest/opt/mpi/libfabric/lib/prov"),

@@ -13,11 +13,11 @@ from components.formulas.payoff import LMCACHE_CHUNK_TOKENS
 from components.manifest import Manifest
 from components.specs.connectors.interface import FILES_STORAGE, Choice, SizingInputs
 from components.specs.connectors.vllm_family import (
-    XPU_DTYPE_ARGS,
     XPU_LOG_ARGS,
     XPU_TAIL_ARGS,
     VllmConnector,
     shared_tier_volumes,
+    xpu_dtype_args,
 )
 from components.specs.metric_family import Alert, MetricFamily, Panel, Thresholds
 from components.specs.servers.base import empty_dir, env_var
@@ -157,7 +157,8 @@ class LMCacheInProcess(VllmConnector):
         own = limit_args(spec)
         if spec.accelerator.intel_xpu_flags:
             context = str(limits(spec).max_model_len)
-            return [*model, *XPU_DTYPE_ARGS, tp, *XPU_TAIL_ARGS, "--max-model-len", context, *XPU_LOG_ARGS, *kv, *own]
+            xpu = [*xpu_dtype_args(spec), tp, *XPU_TAIL_ARGS, "--max-model-len", context, *XPU_LOG_ARGS]
+            return [*model, *xpu, *kv, *own]
         return [*model, f"--port={labels.MODEL_SERVER_PORT}", tp, *kv, "--max-num-seqs=1024", *own]
 
     def env(self, spec: ServerSpec) -> list[Manifest]:

@@ -14,10 +14,14 @@ from components.specs.servers.limits import fraction_text, limit_args, limits
 from components.specs.servers.vllm import vllm_manifests
 
 # Intel XPU serving flags of the guide's overlays.
-XPU_DTYPE_ARGS = ["--dtype", "bfloat16", "--block-size", "64"]
 XPU_TAIL_ARGS = ["--max-num-seqs", "128"]
 XPU_LOG_ARGS = ["--uvicorn-log-level", "warning"]
 XPU_MEMORY_FRACTION = 0.85
+
+
+def xpu_dtype_args(spec: ServerSpec) -> list[str]:
+    """bf16, and the profile's KV block (`kv_block_tokens`: the overlays' 64, what the tier is counted in)."""
+    return ["--dtype", "bfloat16", "--block-size", str(spec.accelerator.kv_block_tokens)]
 
 
 def vllm_layout(spec: ServerSpec, model: list[str], tp: str, kv: list[str], extra: list[str]) -> list[str]:
@@ -25,7 +29,7 @@ def vllm_layout(spec: ServerSpec, model: list[str], tp: str, kv: list[str], extr
     if spec.accelerator.intel_xpu_flags:
         return [
             *model,
-            *XPU_DTYPE_ARGS,
+            *xpu_dtype_args(spec),
             tp,
             "--gpu-memory-utilization",
             fraction_text(limits(spec).memory_fraction),
