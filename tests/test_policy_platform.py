@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from components.catalog.accelerators import ACCELERATORS
+from components.catalog.labels import ACCELERATOR_PROFILE_LABEL
 from policies.resources import Resource, pods
 from stacks.config import loading
 from stacks.planning.plan import plan
@@ -95,6 +97,27 @@ def test_a_root_exemption_names_its_container() -> None:
     assert violations_of(RULE["root-containers"], resources) == []
     container_of(resources)["volumeMounts"] = []
     assert violations_of(RULE["root-containers"], resources)
+
+
+@pytest.mark.parametrize(("name", "profile"), [("amd-vllm-native-cpu", "amd"), ("tpu-v6-vllm-native-cpu", "tpu-v6")])
+def test_an_accelerators_root_exemption_is_its_profiles(name: str, profile: str) -> None:
+    """ROCm's and vllm-tpu's images run as root because their profiles say why (`root_reason`); the same pod
+    labelled with a profile that gives none (the H100's) is caught, though it keeps its vendor label."""
+    resources = recorded(name)
+    [server] = [r for r in resources if ACCELERATOR_PROFILE_LABEL in _template_labels(r)]
+    container = server.props["spec"]["template"]["spec"]["containers"][0]
+    assert container["securityContext"]["runAsUser"] == 0 and ACCELERATORS[profile].root_reason
+    assert violations_of(RULE["root-containers"], resources) == []
+    _template_labels(server)[ACCELERATOR_PROFILE_LABEL] = "gpu"
+    assert not ACCELERATORS["gpu"].root_reason
+    assert "runs as root without an exemption" in violations_of(RULE["root-containers"], resources)[0]
+
+
+def _template_labels(resource: Resource) -> dict[str, str]:
+    labels: dict[str, str] = (
+        ((resource.props.get("spec") or {}).get("template") or {}).get("metadata", {}).get("labels", {})
+    )
+    return labels
 
 
 @pytest.mark.parametrize(

@@ -54,6 +54,9 @@ class AcceleratorProfile:
     rocm_swap_patch: bool = False
     sets_user_env: bool = True
     hf_token_optional: bool = False
+    # Why its guide runs the vLLM image as the image's root user (components/specs/security.py exempts its
+    # model-server pods by this profile's key); empty: they run as the non-root UID.
+    root_reason: str = ""
     # The LMCache connector: the guide's image where it differs from `vllm_image`, and its sub-guide label.
     lmcache_image: str | None = None
     lmcache_subguide: str | None = None
@@ -94,6 +97,8 @@ _TPU_LOAD = LoadProfile(500 * MB, 900, "XLA precompilation of every bucket (SKIP
 # from the cache", vLLM docs/configuration/tpu.md): a tenth of the precompile (estimate).
 _GPU_WARM_COMPILE = 1 / 3
 _TPU_WARM_COMPILE = 0.1
+
+_TPU_ROOT = "the guide runs vllm-tpu as the image's root user and mounts no writable home for it"
 
 # The vLLM TPU offload connector counts its CPU tier in KV blocks of this many tokens.
 TPU_KV_BLOCK_TOKENS = 128
@@ -161,6 +166,8 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             rocm_swap_patch=True,
             sets_user_env=False,
             hf_token_optional=True,
+            root_reason="the guide's ROCm overlay runs as root (runAsUser 0, it patches vLLM in site-packages);"
+            " /dev/kfd and /dev/dri belong to the host's render group",
             load=LoadProfile(750 * MB, 180, "as H100, with ROCm's longer graph capture (x2)"),
             warm_compile_ratio=_GPU_WARM_COMPILE,
         ),
@@ -192,6 +199,8 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             device_memory_from="Intel Arc Pro B60 specifications: 24 GB GDDR6",
             runtime_reserve=_XPU_RUNTIME_RESERVE,
             kv_block_tokens=64,  # the guide's Intel XPU overlays run vLLM with `--block-size 64`
+            root_reason="Intel GPU render nodes belong to the host's render group, whose GID varies per host (the"
+            " guide's 107 is the image's); the guide runs the image as its root user",
             cpu_limit="8",
             extra_env=(
                 ("FI_PROVIDER_PATH", "/opt/intel/oneapi/mpi/latest/opt/mpi/libfabric/lib/prov"),
@@ -223,6 +232,7 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             tpu_accelerator="tpu-v5p-slice",
             tpu_topology="2x2x1",
             kv_block_tokens=TPU_KV_BLOCK_TOKENS,
+            root_reason=_TPU_ROOT,
             **_TPU,  # type: ignore[arg-type]
         ),
         AcceleratorProfile(
@@ -246,6 +256,7 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             tpu_accelerator="tpu-v6e-slice",
             tpu_topology="2x4",
             kv_block_tokens=TPU_KV_BLOCK_TOKENS,
+            root_reason=_TPU_ROOT,
             **_TPU,  # type: ignore[arg-type]
         ),
         AcceleratorProfile(
@@ -268,6 +279,7 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             tpu_accelerator="tpu7x",
             tpu_topology="2x2x1",
             kv_block_tokens=TPU_KV_BLOCK_TOKENS,
+            root_reason=_TPU_ROOT,
             **_TPU,  # type: ignore[arg-type]
         ),
     )

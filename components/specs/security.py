@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from components.catalog import labels
+from components.catalog.accelerators import ACCELERATORS
 from components.catalog.engines import ROOT_ENGINES
 from components.manifest import Manifest
 
@@ -56,8 +57,9 @@ class Exemption:
     capabilities: tuple[str, ...] = ()
 
 
-def _vendor(vendor: str) -> Callable[[Subject], bool]:
-    return lambda s: s.labels.get(labels.ACCELERATOR_VENDOR_LABEL) == vendor
+def _accelerator(key: str) -> Callable[[Subject], bool]:
+    """A model-server pod of this accelerator profile (the key its pods carry)."""
+    return lambda s: s.labels.get(labels.ACCELERATOR_PROFILE_LABEL) == key
 
 
 EXEMPTIONS: tuple[Exemption, ...] = (
@@ -111,25 +113,11 @@ EXEMPTIONS: tuple[Exemption, ...] = (
         root=True,
         capabilities=("IPC_LOCK",),
     ),
-    Exemption(
-        "rocm",
-        "the guide's ROCm overlay runs as root (runAsUser 0, it patches vLLM in site-packages); /dev/kfd and /dev/dri"
-        " belong to the host's render group",
-        _vendor("amd"),
-        root=True,
-    ),
-    Exemption(
-        "xpu",
-        "Intel GPU render nodes belong to the host's render group, whose GID varies per host (the guide's 107 is"
-        " the image's); the guide runs the image as its root user",
-        _vendor("intel"),
-        root=True,
-    ),
-    Exemption(
-        "tpu",
-        "the guide runs vllm-tpu as the image's root user and mounts no writable home for it",
-        _vendor("google"),
-        root=True,
+    # An accelerator whose guide runs its image as root: the profile says why (`root_reason`).
+    *(
+        Exemption(profile.key, profile.root_reason, _accelerator(profile.key), root=True)
+        for profile in ACCELERATORS.values()
+        if profile.root_reason
     ),
     Exemption(
         "sglang",
