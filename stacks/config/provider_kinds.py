@@ -34,7 +34,6 @@ class MirrorCloud:
 
 GCP_MIRROR = MirrorCloud("gke", formats.gcp_region, formats.gcp_project, artifact_registry=True)
 AWS_MIRROR = MirrorCloud("eks", formats.aws_region, _aws_account, artifact_registry=False)
-MIRROR_CLOUDS: dict[str, MirrorCloud] = {c.key: c for c in (GCP_MIRROR, AWS_MIRROR)}
 
 
 @dataclass(frozen=True)
@@ -56,3 +55,5 @@ GKE = ProviderKind("gke", platform="gke", platform_fixed=True, mirror=GCP_MIRROR
 EKS = ProviderKind("eks", mirror=AWS_MIRROR)
 STACK = ProviderKind("stack", reads_cluster_stack=True)
 PROVIDER_KINDS: dict[str, ProviderKind] = {k.key: k for k in (EXISTING, GKE, EKS, STACK)}
+# The clouds a cluster stack's mirror can be of: those of the providers that create one.
+MIRROR_CLOUDS: dict[str, MirrorCloud] = {k.mirror.key: k.mirror for k in PROVIDER_KINDS.values() if k.mirror}
