@@ -17,7 +17,7 @@ import numpy as np
 from components.formulas.payoff import prefill_seconds, reload_seconds
 from components.formulas.replica_routing import Router, ServiceRates
 from components.formulas.requests import Request
-from components.formulas.stack_distance import LRU
+from components.formulas.tier_caches import TierCaches
 from components.formulas.tier_grid import Ints
 from components.formulas.tier_replay import Curve, Savings, Tiers, assignment_array, output_blocks
 
@@ -35,19 +35,14 @@ def replay_at(
     """One (CPU, filesystem) size replayed with real LRUs, block by block: the curve's reference. With
     `assignment` (each request's replica) the routing is that one; without, it is decided live at this
     size (the CPU index at `cpu_blocks`, service times from the real hits). `fs_blocks` 0: no fs tier."""
-    bt, exclusive = tiers.block_tokens, tiers.relation == "exclusive"
-    hbm = [LRU(tiers.hbm_blocks) for _ in range(tiers.replicas)]
-    cpus = [LRU(cpu_blocks) for _ in range(1 if tiers.cpu_scope == "pooled" else tiers.replicas)]
-    fs = LRU(fs_blocks)
+    caches = TierCaches(tiers, cpu_blocks, fs_blocks)
     router = Router(tiers.replicas, tiers.hbm_blocks, cpu_blocks, rates) if assignment is None else None
     fixed = iter(assignment) if assignment is not None else None
-    seen: set[int] = set()
     replicas = assignment_array(tiers.replicas)
     tokens = {"hbm": 0, "cpu": 0, "fs": 0}
-    prompt_tokens = cpu_stored = fs_stored = working_blocks = working_tokens = 0
+    prompt_tokens = 0
     saved = 0.0
     first = last = 0
-    fresh = -1
     for request in requests:
         pick = router.pick(request) if router else None
         r = pick.replica if pick else next(cast(Iterator[int], fixed))
@@ -55,54 +50,20 @@ def replay_at(
             first = request.timestamp_ms
         last = request.timestamp_ms
         replicas.append(r)
-        own, cpu = hbm[r], cpus[0 if len(cpus) == 1 else r]
-        n = len(request.hash_ids)
-        out = output_blocks(request.output_length, bt)
-        served = {"hbm": 0, "cpu": 0, "fs": 0}
-        serving = True
-        blocks = [*request.hash_ids, *range(fresh, fresh - out, -1)]
-        fresh -= out
-        for k, block in enumerate(blocks):
-            size = bt if k < n - 1 else request.input_length - bt * (n - 1) if k == n - 1 else 0
-            if block not in seen:
-                seen.add(block)
-                working_blocks += 1
-                working_tokens += size if k < n else 0
-            in_hbm, in_cpu, in_fs = block in own, block in cpu, block in fs
-            tier = None
-            if k < n and serving and (in_hbm or in_cpu or in_fs):
-                tier = "hbm" if in_hbm else "cpu" if in_cpu else "fs"
-                served[tier] += size
-            elif k < n:
-                serving = False
-            if fs_blocks and not in_fs and tier in (None, "cpu"):
-                fs_stored += 1
-            if exclusive:
-                if in_cpu:
-                    cpu.remove(block)
-                evicted = own.touch(block)
-                if evicted is not None and cpu_blocks:
-                    cpu.touch(evicted)
-                    cpu_stored += 1
-            else:
-                if cpu_blocks and not in_cpu and tier in (None, "fs"):
-                    cpu_stored += 1
-                own.touch(block)
-                cpu.touch(block)
-            fs.touch(block)
-        working_tokens += request.output_length
-        hit = sum(served.values())
+        found = caches.serve(request, r, output_blocks(request.output_length, tiers.block_tokens))
+        hit = found.hit
         prompt_tokens += request.input_length
-        for tier_name, count in served.items():
-            tokens[tier_name] += count
+        tokens["hbm"] += found.hbm
+        tokens["cpu"] += found.cpu
+        tokens["fs"] += found.fs
         if router and pick:
             router.send(request, pick, request.input_length - hit)
         if savings:
             rep = savings.replica
             saved += (
                 prefill_seconds(rep, request.input_length)
-                - reload_seconds(rep, served["cpu"], savings.cpu_bandwidth)
-                - reload_seconds(rep, served["fs"], savings.fs_bandwidth)
+                - reload_seconds(rep, found.cpu, savings.cpu_bandwidth)
+                - reload_seconds(rep, found.fs, savings.fs_bandwidth)
                 - prefill_seconds(rep, request.input_length - hit, hit)
             )
 
@@ -120,10 +81,10 @@ def replay_at(
         cpu_tokens=grid(tokens["cpu"]),
         fs_tokens=grid(tokens["fs"]),
         recomputed_tokens=grid(prompt_tokens - sum(tokens.values())),
-        cpu_stored_blocks=grid(cpu_stored),
-        fs_stored_blocks=grid(fs_stored),
-        working_set_blocks=working_blocks,
-        working_set_tokens=working_tokens,
+        cpu_stored_blocks=grid(caches.cpu_stored),
+        fs_stored_blocks=grid(caches.fs_stored),
+        working_set_blocks=caches.working_blocks,
+        working_set_tokens=caches.working_tokens,
         assignment=replicas,
         seconds_saved=np.full((1, 1), saved) if savings else None,
     )

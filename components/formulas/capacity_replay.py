@@ -1,0 +1,121 @@
+"""A workload served by R replicas at one tier size: routed live, its tiers as LRUs, timed by the engine model.
+
+Each request, in arrival order: every replica's engine runs up to its arrival (`serving_time`), the router
+scores the replicas on what they report then (waiting requests, KV usage) and on its own prefix indexes
+(`replica_routing.Router` with the profile's weights), the tiers say what the chosen replica finds where
+(`tier_caches.TierCaches`), and the request joins that replica's engine.
+
+What the workload asks of the replicas, apart from any queueing (`Demand`): the compute of every prompt token
+no tier holds (the payoff's prefill), and of every output token at a full batch (its GEMMs, or its context's
+KV read, whichever binds: the weights' read is shared by the batch), and the link time of every load. Above
+R x the arrival span, no routing or batching keeps up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from components.formulas.replica_routing import Router, ServiceRates, Signals, Weights
+from components.formulas.requests import Request
+from components.formulas.serving_time import EngineCosts, Served, Work, serve
+from components.formulas.tier_caches import TierCaches
+from components.formulas.tier_replay import assignment_array, output_blocks
+from components.formulas.tier_shape import Tiers
+
+
+@dataclass(frozen=True)
+class Demand:
+    compute_s: float  # seconds of a replica's compute the workload needs, at full batches
+    load_s: float  # seconds of a replica's host link its loads need
+    span_s: float  # first arrival to last
+    per_replica: tuple[float, ...]  # compute seconds each replica was sent
+
+    def utilisation(self) -> tuple[float, ...]:
+        """What each replica was asked, as a share of its time over the span."""
+        return tuple(c / max(self.span_s, 1e-9) for c in self.per_replica)
+
+    def share(self, replicas: int) -> float:
+        """What the workload asks of `replicas` replicas, as a share of what they give (1: all of it)."""
+        return max(self.compute_s, self.load_s) / (replicas * max(self.span_s, 1e-9))
+
+
+@dataclass(frozen=True)
+class Replayed:
+    served: Served
+    prompt_tokens: int
+    hbm_tokens: int
+    cpu_tokens: int
+    fs_tokens: int
+    demand: Demand
+    assignment: Sequence[int]
+    alone_s: Sequence[float]  # each request's first token with the replica to itself: its loads, then its prefill
+
+    @property
+    def recomputed_tokens(self) -> int:
+        return self.prompt_tokens - self.hbm_tokens - self.cpu_tokens - self.fs_tokens
+
+
+def decode_seconds(costs: EngineCosts, prompt: int, output: int) -> float:
+    """A request's output tokens at a full batch: each its GEMMs and attention, or its context's KV read."""
+    context = prompt + output / 2  # the mean context over its decode steps
+    per_token = max(costs.gemm_s_per_token + context * costs.attention_s_per_pair, context * costs.kv_read_s_per_token)
+    return max(output - 1, 0) * per_token
+
+
+def replay(
+    requests: Sequence[Request],
+    tiers: Tiers,
+    cpu_blocks: int,
+    fs_blocks: int,
+    costs: EngineCosts,
+    *,
+    weights: Weights,
+    routing_cpu_blocks: int,
+    rates: ServiceRates,
+) -> Replayed:
+    """The workload on `tiers.replicas` replicas with a CPU tier of `cpu_blocks` and a filesystem tier of
+    `fs_blocks` (0: none), the router's CPU index at `routing_cpu_blocks` (its `lruCapacityPerServer`)."""
+    caches = TierCaches(tiers, cpu_blocks, fs_blocks)
+    router = Router(tiers.replicas, tiers.hbm_blocks, routing_cpu_blocks, rates, weights)
+    assignment = assignment_array(tiers.replicas)
+    totals = [0, 0, 0, 0]  # prompt, hbm, cpu, fs
+    compute = load = 0.0
+    alone: list[float] = []
+    per_replica = [0.0] * tiers.replicas
+    first = requests[0].timestamp_ms / 1000 if requests else 0.0
+
+    def pick(i: int, waiting: list[int], kv_usage: list[float]) -> tuple[int, Work]:
+        nonlocal compute, load
+        request = requests[i]
+        chosen = router.pick(request, Signals(waiting, kv_usage))
+        router.sent_live(request, chosen)
+        r = chosen.replica
+        assignment.append(r)
+        found = caches.serve(request, r, output_blocks(request.output_length, tiers.block_tokens))
+        work = Work(
+            request.timestamp_ms / 1000 - first,
+            request.input_length,
+            found.hbm,
+            found.cpu,
+            found.fs,
+            request.output_length,
+        )
+        totals[0] += request.input_length
+        totals[1] += found.hbm
+        totals[2] += found.cpu
+        totals[3] += found.fs
+        prefill = costs.prefill_seconds(work.computed, work.prompt - work.computed)
+        loads = found.cpu * costs.load_s_per_token[0] + found.fs * costs.load_s_per_token[1]
+        asked = prefill + decode_seconds(costs, request.input_length, request.output_length)
+        compute += asked
+        per_replica[r] += asked
+        load += loads
+        alone.append(loads + prefill)
+        return r, work
+
+    arrivals = [r.timestamp_ms / 1000 - first for r in requests]
+    served = serve(arrivals, costs, tiers.replicas, pick)
+    span = arrivals[-1] - arrivals[0] if arrivals else 0.0
+    prompt, hbm, cpu, fs = totals
+    return Replayed(served, prompt, hbm, cpu, fs, Demand(compute, load, span, tuple(per_replica)), assignment, alone)

@@ -1,0 +1,40 @@
+"""What one replica's engine step costs, from the figures the payoff model and the HBM budget already hold.
+
+One source per figure: the GEMM and attention rates are `payoff.prefill_seconds`'s (the accelerator's dense
+bf16 peak at its fitted prefill efficiency, measured on an H200), so a prompt prefilled alone takes exactly the
+payoff's recompute time; the weights and the KV pool are the HBM budget's; a decode step reads them at the
+accelerator's memory bandwidth; a tier's load runs at the payoff's bandwidth for that tier (per pod: each pod
+of a multi-host replica loads its share at once).
+"""
+
+from __future__ import annotations
+
+from components.formulas.hbm import HbmBudget
+from components.formulas.payoff import ATTENTION_FLOPS_PER_PAIR, Replica, gemm_flops_per_token
+from components.formulas.serving_time import EngineCosts
+
+
+def engine_costs(
+    replica: Replica, hbm: HbmBudget, cpu_bandwidth: float | None, fs_bandwidth: float | None
+) -> EngineCosts:
+    """The replica's step costs. A tier bandwidth of None (no such tier, or not derivable): its loads are free,
+    which only matters if a tier with no bandwidth serves hits (the caller gives it none)."""
+    model = replica.model
+    peak = replica.devices * replica.rates.bf16_peak.value
+    pair_flops = ATTENTION_FLOPS_PER_PAIR * model.layers * model.attention_width
+    bandwidth = hbm.accelerator.memory_bandwidth
+    tokens, seqs = hbm.batch
+    per_pod = replica.kv_bytes_per_pod
+    return EngineCosts(
+        gemm_s_per_token=gemm_flops_per_token(model) / replica.gemm_share / peak,
+        attention_s_per_pair=pair_flops / replica.rates.prefill_efficiency.attention / peak,
+        weights_read_s=hbm.weights_per_device / bandwidth,
+        kv_read_s_per_token=hbm.kv_bytes_per_token / hbm.devices / bandwidth,
+        load_s_per_token=(
+            per_pod / cpu_bandwidth if cpu_bandwidth else 0.0,
+            per_pod / fs_bandwidth if fs_bandwidth else 0.0,
+        ),
+        max_batched_tokens=tokens,
+        max_seqs=seqs,
+        kv_tokens=hbm.kv_tokens,
+    )

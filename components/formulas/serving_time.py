@@ -1,0 +1,388 @@
+"""How long the replicas take to serve a workload: a discrete-event replay of vLLM's scheduler on each replica.
+
+Each replica runs engine steps back to back while it has work. A step, as vLLM's scheduler builds it: every
+decoding request takes one token of the step's budget (`max_num_batched_tokens`), then the requests still in
+prefill continue, then waiting requests are admitted in arrival order (chunked prefill: a prompt takes what is
+left of the budget and continues next step) while `max_num_seqs` and the HBM KV pool allow. A step's time is
+the larger of its compute (every token through the weights' GEMMs, every attention pair) and its memory reads
+(the weights once, every decoding request's context), the roofline of one forward pass, at the rates the
+payoff model already uses (`EngineCosts`, derived from the accelerator profile and the H200 measurement).
+
+A request's prompt tokens come in three kinds (`Work`): held in HBM (free), held in a tier (loaded over the
+replica's host link before the request can be scheduled, one load at a time: vLLM's connectors load
+asynchronously while other requests run, `WAITING_FOR_REMOTE_KVS`), and the rest, computed. At least one
+prompt token is always computed (the logits of the last one).
+
+Approximations, each a simplification of vLLM's scheduler:
+- KV is reserved for a request's whole prompt and output when it is admitted (vLLM allocates as it goes and
+  preempts when the pool runs out); a request that would not fit waits. So admission is conservative, and
+  there is no preemption or recomputation.
+- A step's time is max(compute, memory) with no per-step scheduling overhead, and decode attention is
+  counted at the memory bandwidth (its FLOPs are counted too, but rarely bind).
+- Tier loads share one link per replica (CPU and filesystem loads queue together); stores are not timed
+  (they run device-to-host, the other direction of the link).
+- Decode-only stretches are advanced in one jump to the next event (a finish, a load ready, an arrival),
+  their exact summed time (the step times grow linearly with the context); an arrival joins at the first
+  step boundary after it, as in vLLM.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class EngineCosts:
+    """What one replica's engine costs, all its devices together."""
+
+    gemm_s_per_token: float  # every weight a token activates, at the prefill's GEMM share of peak
+    attention_s_per_pair: float  # QK^T and AV of one (query, key) pair over every layer
+    weights_read_s: float  # one step reads every weight of a device once
+    kv_read_s_per_token: float  # a decoding request reads its context's KV (a device's share)
+    load_s_per_token: tuple[float, float]  # one token's KV loaded from the CPU tier, from the filesystem tier
+    max_batched_tokens: int
+    max_seqs: int
+    kv_tokens: int  # the HBM KV pool
+
+    def step_seconds(self, tokens: int, pairs: float, context: int) -> float:
+        compute = tokens * self.gemm_s_per_token + pairs * self.attention_s_per_pair
+        return max(compute, self.weights_read_s + context * self.kv_read_s_per_token)
+
+    def prefill_seconds(self, new: int, cached: int = 0) -> float:
+        """A prompt prefilled alone (compute bound), `new` tokens over `cached` ones."""
+        return new * self.gemm_s_per_token + (new * cached + new * new / 2) * self.attention_s_per_pair
+
+
+@dataclass(frozen=True, slots=True)
+class Work:
+    """One request at its replica: where its prompt tokens are, and what it generates."""
+
+    arrival_s: float
+    prompt: int
+    hbm: int  # prompt tokens HBM holds
+    cpu: int  # loaded from the CPU tier
+    fs: int  # loaded from the filesystem tier
+    output: int
+
+    @property
+    def computed(self) -> int:
+        return max(1, self.prompt - self.hbm - self.cpu - self.fs)
+
+
+class _Job:
+    __slots__ = ("done", "first_s", "index", "left", "need", "output", "prompt", "ready_s")
+
+    def __init__(self, index: int, work: Work, ready_s: float) -> None:
+        self.index = index
+        self.prompt = work.prompt
+        self.output = max(work.output, 1)
+        self.left = work.computed  # prompt tokens still to compute
+        self.done = work.prompt - self.left  # tokens in the KV already (hits)
+        self.need = work.prompt + self.output  # KV tokens reserved while it runs
+        self.ready_s = ready_s
+        self.first_s = 0.0
+
+
+@dataclass(frozen=True)
+class Record:
+    """Per request, in arrival order: what the engines write as they serve."""
+
+    arrival: np.ndarray
+    ttft: np.ndarray
+    tpot: np.ndarray  # NaN for one-token outputs
+    finish: np.ndarray
+
+    @classmethod
+    def of(cls, arrivals: Sequence[float]) -> Record:
+        n = len(arrivals)
+        return cls(np.asarray(arrivals, dtype=np.float64), np.zeros(n), np.full(n, np.nan), np.zeros(n))
+
+
+@dataclass
+class ReplicaTotals:
+    steps: int = 0
+    compute_s: float = 0.0  # time running steps
+    load_s: float = 0.0  # time the link spent loading
+    requests: int = 0
+
+
+class Engine:
+    """One replica's scheduler and its clock."""
+
+    def __init__(self, costs: EngineCosts, record: Record) -> None:
+        self.costs = costs
+        self.record = record
+        self.clock = 0.0
+        self.link_free = 0.0
+        self.loading: deque[_Job] = deque()
+        self.waiting: deque[_Job] = deque()
+        self.prefilling: deque[_Job] = deque()
+        self.finishing: list[tuple[int, int, _Job]] = []  # (the step it finishes at, index, job)
+        self.decoding = 0
+        self.context = 0  # the decoding requests' contexts, summed
+        self.kv_used = 0
+        self.running = 0
+        self.steps = 0
+        self.totals = ReplicaTotals()
+
+    # What the router reads.
+    @property
+    def queued(self) -> int:
+        """vLLM's waiting requests (those waiting for a tier's KV included)."""
+        return len(self.waiting) + len(self.loading)
+
+    @property
+    def kv_usage(self) -> float:
+        return self.kv_used / max(self.costs.kv_tokens, 1)
+
+    def admit(self, index: int, work: Work) -> None:
+        loaded = work.cpu * self.costs.load_s_per_token[0] + work.fs * self.costs.load_s_per_token[1]
+        if loaded > 0:
+            start = max(work.arrival_s, self.link_free)
+            self.link_free = start + loaded
+            self.totals.load_s += loaded
+            self.loading.append(_Job(index, work, self.link_free))
+        else:
+            self.waiting.append(_Job(index, work, work.arrival_s))
+        self.totals.requests += 1
+
+    def advance(self, until: float) -> None:
+        """Run the steps that start before `until` (math.inf: until the work is done)."""
+        while self.clock < until:
+            now = self.clock
+            while self.loading and self.loading[0].ready_s <= now:
+                self.waiting.append(self.loading.popleft())
+            if self.prefilling or self._admissible():
+                self._step(now)
+            elif self.decoding:
+                self._decode_stretch(now, min(until, self.loading[0].ready_s if self.loading else math.inf))
+            elif self.loading:  # idle until a load completes
+                self.clock = min(until, self.loading[0].ready_s)
+            else:  # idle until the next arrival
+                if until < math.inf:
+                    self.clock = until
+                return
+
+    def _admissible(self) -> bool:
+        if not self.waiting or self.running >= self.costs.max_seqs:
+            return False
+        return self.running == 0 or self.kv_used + self.waiting[0].need <= self.costs.kv_tokens
+
+    def _step(self, now: float) -> None:
+        costs = self.costs
+        budget = costs.max_batched_tokens - self.decoding
+        tokens, pairs = self.decoding, float(self.context)
+        chunks: list[tuple[_Job, int]] = []
+        for job in self.prefilling:
+            if budget <= 0:
+                break
+            take = min(job.left, budget)
+            chunks.append((job, take))
+            pairs += take * job.done + take * take / 2
+            budget -= take
+            tokens += take
+        while budget > 0 and self._admissible():
+            job = self.waiting.popleft()
+            self.kv_used += job.need
+            self.running += 1
+            self.prefilling.append(job)
+            take = min(job.left, budget)
+            chunks.append((job, take))
+            pairs += take * job.done + take * take / 2
+            budget -= take
+            tokens += take
+        dt = costs.step_seconds(tokens, pairs, self.context)
+        end = now + dt
+        self.clock = end
+        self.totals.compute_s += dt
+        self.steps += 1
+        self.totals.steps += 1
+        self.context += self.decoding
+        self._finish_due(end)
+        for job, take in chunks:
+            job.done += take
+            job.left -= take
+            if job.left == 0:
+                self.prefilling.popleft()  # only the last chunk can be partial: the finished ones lead
+                self._first_token(job, end)
+
+    def _first_token(self, job: _Job, at: float) -> None:
+        job.first_s = at
+        self.record.ttft[job.index] = at - self.record.arrival[job.index]
+        if job.output <= 1:
+            self._release(job, at)
+            return
+        self.decoding += 1
+        self.context += job.prompt + 1
+        heapq.heappush(self.finishing, (self.steps + job.output - 1, job.index, job))
+
+    def _release(self, job: _Job, at: float) -> None:
+        self.kv_used -= job.need
+        self.running -= 1
+        self.record.finish[job.index] = at
+        if job.output > 1:
+            self.record.tpot[job.index] = (at - job.first_s) / (job.output - 1)
+
+    def _finish_due(self, at: float) -> None:
+        while self.finishing and self.finishing[0][0] <= self.steps:
+            job = heapq.heappop(self.finishing)[2]
+            self.decoding -= 1
+            self.context -= job.prompt + job.output
+            self._release(job, at)
+
+    def _decode_stretch(self, now: float, until: float) -> None:
+        """Decode-only steps up to the next event: the next finish, or the first step ending past `until`."""
+        costs, n, c = self.costs, self.decoding, self.context
+        due = self.finishing[0][0] - self.steps
+        # Step i takes max(a1 + b1 i, a2 + b2 i): compute and memory, each growing with the context.
+        a1, b1 = n * costs.gemm_s_per_token + c * costs.attention_s_per_pair, n * costs.attention_s_per_pair
+        a2, b2 = costs.weights_read_s + c * costs.kv_read_s_per_token, n * costs.kv_read_s_per_token
+        steps = due
+        if until < math.inf:
+            steps = min(due, _steps_to_reach(until - now, a1, b1, a2, b2, due))
+        dt = _stretch_seconds(steps, a1, b1, a2, b2)
+        self.clock = now + dt
+        self.totals.compute_s += dt
+        self.steps += steps
+        self.totals.steps += steps
+        self.context += n * steps
+        self._finish_due(self.clock)
+
+
+def _line_sum(k: int, a: float, b: float) -> float:
+    return k * a + b * k * (k - 1) / 2
+
+
+def _stretch_seconds(k: int, a1: float, b1: float, a2: float, b2: float) -> float:
+    """sum over i < k of max(a1 + b1 i, a2 + b2 i): before the lines cross, the one higher at 0; after, the
+    one higher at the end."""
+    if k <= 0:
+        return 0.0
+    split = 0 if b1 == b2 else min(k, max(0, math.ceil((a2 - a1) / (b1 - b2))))
+    before = _line_sum(split, a1, b1) if a1 >= a2 else _line_sum(split, a2, b2)
+    rest, last = k - split, k - 1
+    a1s, a2s = a1 + b1 * split, a2 + b2 * split
+    after = _line_sum(rest, a1s, b1) if a1 + b1 * last >= a2 + b2 * last else _line_sum(rest, a2s, b2)
+    return before + after
+
+
+def _steps_to_reach(span: float, a1: float, b1: float, a2: float, b2: float, most: int) -> int:
+    """The fewest steps (at least 1, at most `most`) whose summed time reaches `span`."""
+    if span <= 0 or _stretch_seconds(1, a1, b1, a2, b2) >= span:
+        return 1
+    low, high = 1, most  # sum(low) < span; find the smallest k with sum(k) >= span
+    if _stretch_seconds(high, a1, b1, a2, b2) < span:
+        return most
+    while high - low > 1:
+        mid = (low + high) // 2
+        if _stretch_seconds(mid, a1, b1, a2, b2) >= span:
+            high = mid
+        else:
+            low = mid
+    return high
+
+
+PickFn = Callable[[int, list[int], list[float]], tuple[int, Work]]
+
+
+@dataclass(frozen=True)
+class Served:
+    """The replay's outcome: per request and per replica."""
+
+    replicas: int
+    record: Record
+    output_tokens: np.ndarray
+    totals: tuple[ReplicaTotals, ...]
+
+    @property
+    def arrival_s(self) -> np.ndarray:
+        return self.record.arrival
+
+    @property
+    def ttft_s(self) -> np.ndarray:
+        return self.record.ttft
+
+    @property
+    def tpot_s(self) -> np.ndarray:
+        return self.record.tpot
+
+    @property
+    def finish_s(self) -> np.ndarray:
+        return self.record.finish
+
+    @property
+    def span_s(self) -> float:
+        """First arrival to last finish."""
+        return float(self.finish_s.max() - self.arrival_s.min()) if len(self.arrival_s) else 0.0
+
+    @property
+    def arrival_span_s(self) -> float:
+        return float(self.arrival_s.max() - self.arrival_s.min()) if len(self.arrival_s) else 0.0
+
+    @property
+    def drain_s(self) -> float:
+        """How long the replicas run after the last arrival."""
+        return float(self.finish_s.max() - self.arrival_s.max()) if len(self.arrival_s) else 0.0
+
+    def ttft(self, q: float) -> float:
+        return float(np.quantile(self.ttft_s, q))
+
+    def tpot(self, q: float) -> float:
+        decoded = self.tpot_s[~np.isnan(self.tpot_s)]
+        return float(np.quantile(decoded, q)) if len(decoded) else 0.0
+
+    @property
+    def output_tokens_per_s(self) -> float:
+        return float(self.output_tokens.sum()) / max(self.span_s, 1e-9)
+
+    @property
+    def requests_per_s(self) -> float:
+        return len(self.arrival_s) / max(self.span_s, 1e-9)
+
+    def utilisation(self) -> list[float]:
+        """Each replica's time running steps over the replay's span."""
+        span = max(self.span_s, 1e-9)
+        return [t.compute_s / span for t in self.totals]
+
+    def load_share(self) -> list[float]:
+        span = max(self.span_s, 1e-9)
+        return [t.load_s / span for t in self.totals]
+
+
+def serve(
+    arrivals: Sequence[float],
+    costs: EngineCosts,
+    replicas: int,
+    pick: PickFn,
+) -> Served:
+    """Replay requests in arrival order through `replicas` engines. `pick(i, queued, kv_usage)` is the router and the
+    tiers: given request i and what each replica reports at its arrival (waiting requests, KV usage), it returns
+    the replica it goes to and its `Work` there."""
+    record = Record.of(arrivals)
+    output = np.zeros(len(arrivals), dtype=np.int64)
+    engines = [Engine(costs, record) for _ in range(replicas)]
+    for i, t in enumerate(arrivals):
+        for engine in engines:
+            engine.advance(t)
+        r, work = pick(i, [e.queued for e in engines], [e.kv_usage for e in engines])
+        output[i] = max(work.output, 1)
+        engines[r].admit(i, work)
+    for engine in engines:
+        engine.advance(math.inf)
+    return Served(replicas, record, output, tuple(e.totals for e in engines))
+
+
+def fixed(works: Iterable[tuple[int, Work]]) -> tuple[list[float], PickFn]:
+    """Requests already routed (each its replica and work): the arrivals and a `pick` that replays them."""
+    routed = list(works)
+
+    def pick(i: int, queued: list[int], kv_usage: list[float]) -> tuple[int, Work]:
+        return routed[i]
+
+    return [w.arrival_s for _, w in routed], pick

@@ -1,0 +1,142 @@
+"""The time model (components/formulas/serving_time.py) against cases with closed forms, worked by hand here."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from components.formulas.capacity_replay import replay
+from components.formulas.replica_routing import ServiceRates, Weights
+from components.formulas.requests import Request
+from components.formulas.serving_time import EngineCosts, Work, fixed, serve
+from components.formulas.tier_replay import Tiers
+
+# Round figures, so every expectation below is arithmetic on these.
+GEMM = 1e-4  # s a token
+WEIGHTS = 0.01  # s a step
+BUDGET = 1000
+
+
+def costs(kv_read: float = 0.0, attention: float = 0.0, kv_tokens: int = 10**9, seqs: int = 256) -> EngineCosts:
+    return EngineCosts(
+        gemm_s_per_token=GEMM,
+        attention_s_per_pair=attention,
+        weights_read_s=WEIGHTS,
+        kv_read_s_per_token=kv_read,
+        load_s_per_token=(1e-5, 1e-4),
+        max_batched_tokens=BUDGET,
+        max_seqs=seqs,
+        kv_tokens=kv_tokens,
+    )
+
+
+def work(at: float, prompt: int, output: int, hbm: int = 0, cpu: int = 0, fs: int = 0) -> Work:
+    return Work(at, prompt, hbm, cpu, fs, output)
+
+
+def test_a_lone_request_waits_for_its_prefill_only() -> None:
+    # 800 prompt tokens fit one step's budget: one step of max(800 x 0.1 ms, 10 ms) = 80 ms.
+    arrivals, pick = fixed([(0, work(5.0, 800, 1))])
+    served = serve(arrivals, costs(), 1, pick)
+    assert served.ttft_s[0] == pytest.approx(0.08)
+    assert served.finish_s[0] == pytest.approx(5.08)
+    assert math.isnan(served.tpot_s[0])
+
+
+def test_spaced_arrivals_never_queue() -> None:
+    # D/D/1 below saturation: arrivals every 0.2 s, each 0.1 s of service: every TTFT is the service time.
+    arrivals, pick = fixed([(0, work(0.2 * k, BUDGET, 1)) for k in range(50)])
+    served = serve(arrivals, costs(), 1, pick)
+    assert np.allclose(served.ttft_s, 0.1)
+    assert served.drain_s == pytest.approx(0.1)
+
+
+def test_arrivals_faster_than_service_queue_linearly() -> None:
+    # D/D/1 above saturation: a full-budget prompt (0.1 s) every 0.06 s. Request k starts when k earlier ones
+    # are done: its TTFT is (k + 1) x 0.1 - k x 0.06.
+    n = 40
+    arrivals, pick = fixed([(0, work(0.06 * k, BUDGET, 1)) for k in range(n)])
+    served = serve(arrivals, costs(), 1, pick)
+    expected = [(k + 1) * 0.1 - k * 0.06 for k in range(n)]
+    assert np.allclose(served.ttft_s, expected)
+
+
+def test_decode_is_one_weight_read_a_token() -> None:
+    # No KV read cost: each decode step is max(1 token x 0.1 ms, 10 ms of weights) = 10 ms.
+    arrivals, pick = fixed([(0, work(0.0, 100, 51))])
+    served = serve(arrivals, costs(), 1, pick)
+    assert served.tpot_s[0] == pytest.approx(WEIGHTS)
+    assert served.finish_s[0] == pytest.approx(0.01 + 50 * WEIGHTS)  # prefill max(10 ms, 10 ms), then 50 steps
+
+
+def test_decode_stretches_sum_the_growing_context_exactly() -> None:
+    # Each decode step reads the context: step i (context 100 + 1 + i) takes 10 ms + (101 + i) x 1 us.
+    kv = 1e-6
+    out = 200
+    arrivals, pick = fixed([(0, work(0.0, 100, out))])
+    served = serve(arrivals, costs(kv_read=kv), 1, pick)
+    decode = sum(WEIGHTS + (101 + i) * kv for i in range(out - 1))
+    prefill = max(100 * GEMM, WEIGHTS)
+    assert served.finish_s[0] == pytest.approx(prefill + decode, rel=1e-12)
+    assert served.tpot_s[0] == pytest.approx(decode / (out - 1), rel=1e-12)
+
+
+def test_an_arrival_mid_stretch_joins_at_the_next_step() -> None:
+    # A long decode runs; a second request arriving at 0.105 s starts at the step boundary (0.11 s) and its prompt
+    # (100 tokens + the running decode token) takes max(101 x 0.1 ms, 10 ms) = 10.1 ms.
+    arrivals, pick = fixed([(0, work(0.0, 100, 100)), (0, work(0.105, 100, 1))])
+    served = serve(arrivals, costs(), 1, pick)
+    assert served.ttft_s[1] == pytest.approx(0.11 + 0.0101 - 0.105)
+
+
+def test_a_tier_hit_waits_for_its_load() -> None:
+    # 600 of 800 prompt tokens in the CPU tier: 600 x 10 us of loading, then 200 tokens (10 ms: weights bind).
+    arrivals, pick = fixed([(0, work(0.0, 800, 1, cpu=600))])
+    served = serve(arrivals, costs(), 1, pick)
+    assert served.ttft_s[0] == pytest.approx(0.006 + 0.02)
+    assert served.totals[0].load_s == pytest.approx(0.006)
+
+
+def test_kv_pool_admits_what_fits() -> None:
+    # A pool of 1,000 tokens: two 600-token requests cannot run together; the second starts when the first ends.
+    arrivals, pick = fixed([(0, work(0.0, 500, 100)), (0, work(0.0, 500, 100))])
+    served = serve(arrivals, costs(kv_tokens=1000), 1, pick)
+    assert served.ttft_s[1] >= served.finish_s[0]
+
+
+def _no_reuse(n: int) -> list[Request]:
+    return [Request(k * 500, 2048, 64, tuple(range(4 * k, 4 * k + 4))) for k in range(n)]
+
+
+def test_a_workload_that_never_reuses_gains_nothing_from_a_tier() -> None:
+    requests = _no_reuse(200)
+    tiers = Tiers(512, 2, 64)
+    rates = ServiceRates(10_000, 0.01)
+    runs = [
+        replay(requests, tiers, cpu, 0, costs(), weights=Weights(), routing_cpu_blocks=cpu, rates=rates)
+        for cpu in (0, 10_000)
+    ]
+    assert runs[0].cpu_tokens == runs[1].cpu_tokens == 0
+    assert np.array_equal(runs[0].served.ttft_s, runs[1].served.ttft_s)
+
+
+def test_a_shared_prefix_loads_from_the_cpu_tier_once_hbm_forgets_it() -> None:
+    # One replica, HBM of 4 blocks: a 4-block prompt, then 6 others, then the first again: HBM forgot it, the CPU
+    # tier (inclusive, 100 blocks) holds it: 2,048 tokens loaded, 1 recomputed (the last prompt token's logits).
+    first = Request(0, 2048, 1, (0, 1, 2, 3))
+    others = [Request(1000 * (k + 1), 2048, 1, tuple(range(10 + 4 * k, 14 + 4 * k))) for k in range(6)]
+    again = Request(10_000, 2048, 1, (0, 1, 2, 3))
+    out = replay(
+        [first, *others, again],
+        Tiers(512, 1, 4),
+        100,
+        0,
+        costs(),
+        weights=Weights(),
+        routing_cpu_blocks=100,
+        rates=ServiceRates(10_000, 0.01),
+    )
+    assert out.cpu_tokens == 2048
+    assert out.served.ttft_s[-1] == pytest.approx(2048 * 1e-5 + max(GEMM, WEIGHTS))
