@@ -10,6 +10,7 @@ import re
 import sys
 from pathlib import Path
 
+from components.formulas.tier_replay import assigned
 from policies.checks.ruleset import RULES
 from stacks.config import loading
 from stacks.config.errors import MISSING, ConfigError
@@ -18,8 +19,9 @@ from stacks.config.providers import provider_of
 from stacks.config.workload_section import DEFAULT_BLOCK_TOKENS, MAX_BLOCK_TOKENS
 from stacks.planning import workload_sizing
 from stacks.planning.cluster_plan import ClusterPlan, plan_any
-from stacks.planning.plan import StackPlan, plan, stack_shape
+from stacks.planning.plan import ROUTED_BY_TIME_MODEL, StackPlan, plan, plan_capacity_of, stack_shape
 from stacks.review import docs_pages, offline, pool_demand, shared_cluster
+from stacks.review.capacity_table import capacity_lines
 from stacks.review.check import check, stack_policy_config
 from stacks.review.diff import diff_revisions
 from stacks.review.render import render
@@ -172,16 +174,26 @@ def size_lines(name: str, overrides: list[str], trace: str | None, block_tokens:
         source = workload_sizing.file_source(trace, block_tokens or DEFAULT_BLOCK_TOKENS)
         source.requests()  # checks the file (a regular file, its size) before anything is replayed
         stack_plan = plan(config.model_copy(update={"workload": None}))
-        sized = workload_sizing.size_tiers(stack_shape(stack_plan), source)
+        source = workload_sizing.in_memory(source)
+        slo = config.workload.slo if config.workload is not None else None
+        capacity = plan_capacity_of(stack_plan, source, slo)
+        sized = workload_sizing.size_tiers(
+            stack_shape(stack_plan), source, assigned(capacity.configured.assignment), ROUTED_BY_TIME_MODEL
+        )
     else:
         if block_tokens is not None:
             raise ConfigError(
                 "--block-tokens", block_tokens, "applies with --trace; the stack sets workload.block_tokens"
             )
-        stack_plan = plan(config)
-        assert stack_plan.tier_curve is not None, "a stack with a workload is replayed in its plan"
-        sized = stack_plan.tier_curve
-    return [f"# {name}: tier sizes", "", *tier_curve_lines(sized, chosen_by_auto=False, plotted=False)]
+        stack_plan = plan(config, keep_up=False)
+        assert stack_plan.tier_curve is not None and stack_plan.capacity is not None, "a workload is replayed"
+        sized, capacity = stack_plan.tier_curve, stack_plan.capacity
+    return [
+        f"# {name}: replicas and tier sizes",
+        "",
+        *capacity_lines(capacity, config.cache.replicas == "auto"),
+        *tier_curve_lines(sized, chosen_by_auto=False, plotted=False),
+    ]
 
 
 def check_out_dir(text: str) -> None:

@@ -19,6 +19,8 @@ from stacks.config.fields import (
     size_between,
 )
 
+MAX_REPLICAS = 256  # model-server replicas one stack runs (the capacity plan searches no further)
+
 
 class TierConfig(Section):
     variant: Variant = "cpu"
@@ -55,8 +57,10 @@ class CacheConfig(Section):
     model: str | None = None
     """model served, a catalog key (Hugging Face id); default: the combination's from the seed (Qwen/Qwen3-32B on
     GPUs)"""
-    replicas: int | None = Field(default=None, ge=1, le=256)
-    """model-server replicas (pods, or LeaderWorkerSet groups); default: the combination's from the seed (2 on GPUs)"""
+    replicas: Annotated[int, Field(ge=1, le=MAX_REPLICAS)] | Literal["auto"] | None = None
+    """model-server replicas (pods, or LeaderWorkerSet groups); default: the combination's from the seed (2 on GPUs);
+    auto: the fewest that keep up with `workload` and meet `workload.slo` (the capacity plan, with the tiers as
+    configured)"""
     tensor_parallelism: int | None = Field(default=None, ge=1, le=64)
     """devices one replica shards the model over (--tensor-parallel-size); default: the combination's from the seed"""
     memory_fraction: float | None = Field(default=None, ge=0.05, le=0.99)

@@ -62,6 +62,19 @@ class SharedPrefixConfig(Section):
         )
 
 
+MAX_SLO_SECONDS = 3600.0  # an hour to a first token, or per output token: past any interactive target
+
+
+class SloConfig(Section):
+    """What the replicas must meet on the workload, by the capacity plan's time model (at least one target)."""
+
+    ttft_p90: float | None = Field(default=None, gt=0, le=MAX_SLO_SECONDS)
+    """time to first token, 90th percentile over the workload's requests, in seconds; unset: no TTFT target"""
+    tpot_p90: float | None = Field(default=None, gt=0, le=MAX_SLO_SECONDS)
+    """time per output token after the first, 90th percentile over the requests, in seconds; unset: no TPOT
+    target"""
+
+
 class WorkloadConfig(Section):
     """Exactly one of `trace` and `shared_prefix`."""
 
@@ -74,6 +87,9 @@ class WorkloadConfig(Section):
     block_tokens: int = Field(default=DEFAULT_BLOCK_TOKENS, ge=1, le=MAX_BLOCK_TOKENS)
     """prompt tokens per hash block: a trace's hash_ids hold one id per block; default 512, the Mooncake
     traces'"""
+    slo: SloConfig | None = None
+    """the latency targets the replicas must meet on this workload (`cache.replicas: auto` takes the fewest that
+    do); unset: the replicas need only keep up"""
 
 
 def check_workload(workload: WorkloadConfig | None) -> None:
@@ -88,6 +104,8 @@ def check_workload(workload: WorkloadConfig | None) -> None:
         )
     if workload.trace is not None and workload.shared_prefix is not None:
         raise ConfigError("workload.shared_prefix", "(set)", "set workload.trace or workload.shared_prefix, not both")
+    if workload.slo is not None and workload.slo.ttft_p90 is None and workload.slo.tpot_p90 is None:
+        raise ConfigError("workload.slo", {}, "set workload.slo.ttft_p90 and/or workload.slo.tpot_p90 (seconds)")
     shared = workload.shared_prefix
     if shared is not None and shared.system_prompt_len % workload.block_tokens:
         raise ConfigError(

@@ -13,6 +13,7 @@ from components.catalog import labels, versions
 from components.catalog.machines import MACHINES
 from components.formulas.payoff import Replica
 from components.formulas.shared_tier_capacity import StoreRate
+from components.formulas.tier_replay import assigned
 from components.specs import alerts, payoff_table, sizing
 from components.specs.clusters import PoolSpec
 from components.specs.router_values import RouterInputs, inference_pool, router_values
@@ -25,11 +26,13 @@ from stacks.config.cross_checks import check_epp_index, pool_names
 from stacks.config.errors import ConfigError
 from stacks.config.loading import PROJECT_DIR
 from stacks.config.providers import provider_of
-from stacks.planning import autoscaling, cold_starts, hardware, hbm_fit, workload_sizing
+from stacks.config.workload_section import SloConfig
+from stacks.planning import autoscaling, capacity_plan, cold_starts, hardware, hbm_fit, workload_sizing
 from stacks.planning.gateway_route import route_workload
 from stacks.planning.mirror import mirror_registry
 from stacks.planning.passes import hardened, through_mirror, with_await_budgets, with_network_policies, with_rollouts
 from stacks.planning.resolution import Resolved, resolve
+from stacks.planning.routing_weights import routing_of
 from stacks.planning.stack_plan import Role as Role  # the records, named here too
 from stacks.planning.stack_plan import StackPlan as StackPlan
 from stacks.planning.tier_capacity import EVICTOR_METRICS, shared_tier
@@ -82,20 +85,51 @@ def check_router_reaches_model_servers(values: dict[str, Any], servers: list[Ser
         )
 
 
-def plan(config: StackConfig) -> StackPlan:
-    """The stack's plan; with a workload, its tiers replayed on it, and `cache.tier.cpu: auto` the size the
-    curve picks (the plan is made again at that size)."""
+ROUTED_BY_TIME_MODEL = (
+    "as the capacity plan's router routed them at the configured sizes (the rendered profile's scorers on the"
+    " replicas' waiting requests and KV usage, in the time model); the rows at other sizes keep that routing"
+)
+
+
+def plan(config: StackConfig, *, keep_up: bool = True) -> StackPlan:
+    """The stack's plan; with a workload, the capacity plan (the replicas it needs; `cache.replicas: auto` takes
+    them, else the configured count must keep up, unless `keep_up` is off: `./run size` reports instead), then its
+    tiers replayed on it with the router's routing, and `cache.tier.cpu: auto` the size the curve picks (the plan
+    is made again at those)."""
     stack = resolve(config)
     stack_plan = _plan(stack)
     source = workload_sizing.config_source(config, PROJECT_DIR)
     if source is None:
         return stack_plan
-    sized = workload_sizing.size_tiers(stack_shape(stack_plan), source)
+    source = workload_sizing.in_memory(source)
+    capacity = plan_capacity_of(stack_plan, source, config.workload.slo if config.workload is not None else None)
+    if config.cache.replicas == "auto":
+        run = capacity_plan.chosen(capacity)
+        capacity = capacity.with_replicas(run)
+        stack = dataclasses.replace(stack, replicas=run.replicas)
+        stack_plan = _plan(stack)
+    elif keep_up:
+        capacity_plan.check_fits(capacity)
+    sized = workload_sizing.size_tiers(stack_shape(stack_plan), source, router=assigned(capacity.configured.assignment))
     chosen = sized.choice.size if config.cache.tier.cpu == "auto" and sized.choice is not None else None
     measured = workload_sizing.filesystem_store_rate(sized, chosen)  # the evictor's watermarks, from the replay
     if chosen is not None or measured is not None:
         stack_plan = _plan(stack, chosen, measured)
-    return dataclasses.replace(stack_plan, tier_curve=sized)
+    return dataclasses.replace(stack_plan, tier_curve=sized, capacity=capacity)
+
+
+def plan_capacity_of(
+    stack_plan: StackPlan, source: workload_sizing.WorkloadSource, slo: SloConfig | None
+) -> capacity_plan.CapacityPlan:
+    """The workload through the time model on this plan's replicas, routed as its router values say."""
+    return capacity_plan.plan_capacity(
+        stack_shape(stack_plan),
+        source.requests_list(),
+        source.block_tokens,
+        source.description,
+        routing_of(stack_plan.router_values),
+        slo,
+    )
 
 
 def stack_shape(stack_plan: StackPlan) -> workload_sizing.StackShape:

@@ -58,6 +58,6 @@ def resolve(config: StackConfig) -> Resolved:
         accelerator=ACCELERATORS[cache.accelerator],
         model=MODELS[cache.model or defaults.model],
         tensor_parallelism=tp,
-        replicas=cache.replicas or defaults.replicas,
+        replicas=cache.replicas if isinstance(cache.replicas, int) else defaults.replicas,  # auto: planned later
         devices=defaults.devices if defaults.devices is not None else tp,
     )

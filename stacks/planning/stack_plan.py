@@ -16,7 +16,7 @@ from components.specs.startup import AwaitBudget
 from components.specs.workloads import Workload, WorkloadType
 from components.units import ByteSize
 from stacks.config import StackConfig
-from stacks.planning import autoscaling, hardware, rollout_choice, workload_sizing
+from stacks.planning import autoscaling, capacity_plan, hardware, rollout_choice, workload_sizing
 from stacks.planning.mirror import Mirror
 from stacks.planning.resolution import Resolved
 from stacks.planning.tier_capacity import SharedTier
@@ -52,6 +52,7 @@ class StackPlan:
     autoscaling: autoscaling.Autoscaling | None = None  # KEDA's bounds, scale-down and replay (None: off)
     shared_tier: SharedTier | None = None  # the filesystem tier's claim, its store rate and its evictor
     tier_curve: workload_sizing.TierCurve | None = None  # the tiers replayed on the stack's workload
+    capacity: capacity_plan.CapacityPlan | None = None  # the workload through the time model: replicas it needs
 
     @property
     def config(self) -> StackConfig:

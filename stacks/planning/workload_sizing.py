@@ -21,7 +21,17 @@ from components.formulas.replica_routing import ServiceRates
 from components.formulas.requests import Request
 from components.formulas.shared_prefix import shared_prefix_requests
 from components.formulas.shared_tier_capacity import StoreRate
-from components.formulas.tier_replay import Curve, Relation, Savings, Scope, Tiers, capacity_blocks, curve
+from components.formulas.tier_replay import (
+    Curve,
+    Relation,
+    RouteFn,
+    Savings,
+    Scope,
+    Tiers,
+    capacity_blocks,
+    curve,
+    route,
+)
 from components.specs.payoff_table import Payoff
 from components.units import ByteSize, GiB
 from stacks.config import StackConfig
@@ -41,6 +51,12 @@ UNBOUNDED = ByteSize(2**60)  # a size no workload fills: the ceiling of what any
 UNBOUNDED_BLOCKS = 2**40  # its blocks: more than any trace references, less than a first touch's distance
 
 
+IN_FLIGHT_ROUTING = (
+    "once as the router's tiered scorers would at the configured sizes, each replica's queue its requests in"
+    " flight (estimated)"
+)
+
+
 @dataclass(frozen=True)
 class WorkloadSource:
     """Where the requests come from (the summary names it) and how to read them, once per replay."""
@@ -48,6 +64,15 @@ class WorkloadSource:
     description: str
     block_tokens: int
     requests: Callable[[], Iterator[Request]]
+
+    def requests_list(self) -> list[Request]:
+        return list(self.requests())
+
+
+def in_memory(source: WorkloadSource) -> WorkloadSource:
+    """The requests read once and held: the capacity plan and the curve both replay them."""
+    held = source.requests_list()
+    return WorkloadSource(source.description, source.block_tokens, lambda: iter(held))
 
 
 def config_source(config: StackConfig, project_dir: Path) -> WorkloadSource | None:
@@ -113,6 +138,7 @@ class TierCurve:
     configured: tuple[int, int]  # the indexes of the configured (CPU, filesystem) sizes
     block_bytes: int  # KV bytes of one workload block
     choice: Choice | None  # the smallest size within AUTO_MARGIN of the best the node allows
+    routing: str = IN_FLIGHT_ROUTING  # how the requests were routed, for the summary
 
     @property
     def duration_s(self) -> float:
@@ -170,15 +196,24 @@ def _savings(shape: StackShape) -> Savings | None:
     return Savings(shape.replica, cpu, fs)
 
 
-def size_tiers(shape: StackShape, source: WorkloadSource) -> TierCurve:
-    """Replay the workload on the stack once, over every size of the grid."""
+def tier_blocks(shape: StackShape, block_tokens: int, size: ByteSize) -> int:
+    """A tier size (a `cache.tier.cpu` value, or the filesystem claim) as whole workload blocks of what it holds."""
+    if size == UNBOUNDED:
+        return UNBOUNDED_BLOCKS
+    per_token = shape.model.kv_bytes_per_token.bytes
+    return capacity_blocks(shape.capacity_of(size).bytes, block_tokens, per_token) if size.bytes else 0
+
+
+def size_tiers(
+    shape: StackShape, source: WorkloadSource, router: RouteFn = route, routing: str = IN_FLIGHT_ROUTING
+) -> TierCurve:
+    """Replay the workload on the stack once, over every size of the grid (`router`: how requests are routed,
+    `routing` says how; default the in-flight estimate, `replica_routing`)."""
     bt = source.block_tokens
     per_token = shape.model.kv_bytes_per_token.bytes
 
     def blocks(size: ByteSize) -> int:
-        if size == UNBOUNDED:
-            return UNBOUNDED_BLOCKS
-        return capacity_blocks(shape.capacity_of(size).bytes, bt, per_token) if size.bytes else 0
+        return tier_blocks(shape, bt, size)
 
     cpus, fss = cpu_grid(shape), fs_grid(shape)
     if shape.node_largest is None:  # no node bounds it: the ceiling beside the range
@@ -199,12 +234,15 @@ def size_tiers(shape: StackShape, source: WorkloadSource) -> TierCurve:
         routing_cpu_blocks=configured_blocks,
         rates=service_rates(shape),
         savings=_savings(shape),
+        router=router,
     )
     configured = (
         cpus.index(shape.configured_cpu),
         fss.index(shape.fs_configured) if shape.fs_configured is not None else 0,
     )
-    sized = TierCurve(source.description, shape, tuple(cpus), tuple(fss), result, configured, bt * per_token, None)
+    sized = TierCurve(
+        source.description, shape, tuple(cpus), tuple(fss), result, configured, bt * per_token, None, routing
+    )
     return dataclasses.replace(sized, choice=choose(sized))
 
 

@@ -15,6 +15,7 @@ from stacks.planning.plan import StackPlan
 from stacks.planning.prepull_placement import serving_placement
 from stacks.review import cold_start_table
 from stacks.review.autoscaling_summary import autoscaling_lines
+from stacks.review.capacity_table import capacity_lines
 from stacks.review.layer_rows import cluster_row, gateway_rows
 from stacks.review.offline import Recording
 from stacks.review.tier_capacity_summary import tier_capacity_lines
@@ -138,6 +139,11 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
         "",
         *_payoff(stack_plan),
         "",
+        *(
+            capacity_lines(stack_plan.capacity, config.cache.replicas == "auto")
+            if stack_plan.capacity is not None
+            else []
+        ),
         *(
             tier_curve_lines(stack_plan.tier_curve, config.cache.tier.cpu == "auto")
             if stack_plan.tier_curve is not None

@@ -48,9 +48,8 @@ def tier_curve_lines(sized: TierCurve, chosen_by_auto: bool, plotted: bool = Tru
         f" {ByteSize(c.working_set_blocks * sized.block_bytes).human()} ({c.working_set_tokens:,} tokens, output"
         f" included) in blocks of {c.tiers.block_tokens}"
         f" tokens. Replayed on {shape.replicas} replicas with {shape.hbm.kv_tokens // c.tiers.block_tokens:,} blocks"
-        f" of HBM KV each ({shape.cpu_scope} CPU tier, {shape.relation} of HBM), routed once as the router's"
-        f" tiered scorers would at the configured sizes; the best any size here reaches is {_pct(ceiling)}"
-        " of prompt tokens.",
+        f" of HBM KV each ({shape.cpu_scope} CPU tier, {shape.relation} of HBM), routed {sized.routing}; the"
+        f" best any size here reaches is {_pct(ceiling)} of prompt tokens.",
         "",
         "| CPU tier (`cache.tier.cpu`) | HBM | CPU tier | filesystem tier | recomputed | prefill saved per request |"
         " CPU tier writes (all pods) |",

@@ -1,0 +1,298 @@
+"""How many replicas, and which tiers, for this traffic: the workload replayed through the time model
+(components/formulas/capacity_replay.py) at the configured replicas, and the fewest replicas that keep up (and meet
+`workload.slo`) with no tier, with the CPU tier, and with the CPU and filesystem tiers, each at its configured size.
+
+Keeping up: the workload asks less than the replicas give (`Demand.share` < 1: compute at full batches, and the
+host link's loads), and the replay's last request finishes within `DRAIN_SHARE` of the workload's span after the
+last arrival (a backlog that grows with the span is a stack that does not keep up: at 110% of capacity it is 10%
+of the span). Replica counts are searched upward from the demand's lower bound, doubling the step until a count
+keeps up, then halving back to the fewest (`MAX_REPLICAS` at most).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from components.formulas.capacity_replay import Replayed, replay
+from components.formulas.engine_costs import engine_costs
+from components.formulas.requests import Request
+from components.formulas.serving_time import EngineCosts
+from components.formulas.tier_replay import Tiers
+from components.units import ByteSize, GiB
+from stacks.config.cache_section import MAX_REPLICAS
+from stacks.config.errors import ConfigError
+from stacks.config.workload_section import SloConfig
+from stacks.planning.routing_weights import Routing
+from stacks.planning.workload_sizing import StackShape, service_rates, tier_blocks
+
+DRAIN_SHARE = 0.05
+# The time model's work: each prompt or output block a few dictionary operations, each engine step a few dozen;
+# measured at ~1.5 us a block and ~10 us a step on one core (./run bench). Past this many, a replay would take
+# minutes: refused before it starts.
+MAX_EVENTS = 50_000_000
+QUANTILES = (0.5, 0.9, 0.99)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    cpu: ByteSize  # 0: no CPU tier
+    fs: ByteSize | None  # None: no filesystem tier
+
+
+@dataclass(frozen=True)
+class Run:
+    """One replay's figures."""
+
+    scenario: Scenario
+    replicas: int
+    ttft_s: tuple[float, float, float]  # p50, p90, p99
+    tpot_s: tuple[float, float]  # p50, p90
+    output_tokens_per_s: float
+    requests_per_s: float
+    utilisation: tuple[float, ...]  # per replica: the compute it was sent (at full batches) / the workload's span
+    load_share: float  # mean share of the span a replica's host link spends loading
+    asks: float  # what the workload asks of these replicas / what they give
+    drain_s: float
+    span_s: float  # the workload's arrivals
+    hbm_share: float
+    cpu_share: float
+    fs_share: float
+    slo_met: bool | None  # None: no target
+    assignment: Sequence[int] = field(compare=False, repr=False)  # each request's replica, the router's way
+
+    @property
+    def keeps_up(self) -> bool:
+        return self.asks < 1 and self.drain_s <= DRAIN_SHARE * self.span_s
+
+    @property
+    def fits(self) -> bool:
+        return self.keeps_up and self.slo_met is not False
+
+
+@dataclass(frozen=True)
+class CapacityPlan:
+    source: str
+    routing: Routing
+    slo: SloConfig | None
+    costs: EngineCosts
+    configured: Run  # at the stack's replicas and tiers (`cache.replicas: auto`: the count it chose)
+    needed: tuple[tuple[Scenario, Run | None], ...]  # the fewest replicas that fit, per scenario (None: > MAX)
+
+    @property
+    def as_configured(self) -> Run | None:
+        """The fewest replicas that fit with the tiers as configured."""
+        return self.needed[-1][1]
+
+    def with_replicas(self, run: Run) -> CapacityPlan:
+        """The plan at the count `cache.replicas: auto` chose (a run of the configured tiers)."""
+        return dataclasses.replace(self, configured=run)
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    shape: StackShape
+    requests: Sequence[Request]
+    block_tokens: int
+    routing: Routing
+    slo: SloConfig | None
+    costs: EngineCosts
+
+
+def scenarios(shape: StackShape) -> list[Scenario]:
+    """No tier, the CPU tier, and the CPU and filesystem tiers where the stack has one; at the configured sizes."""
+    out = [Scenario("HBM only", ByteSize(0), None), Scenario("CPU tier", shape.configured_cpu, None)]
+    if shape.fs_configured is not None:
+        out.append(Scenario("CPU + filesystem", shape.configured_cpu, shape.fs_configured))
+    return out
+
+
+def _met(served_ttft: float, served_tpot: float, slo: SloConfig | None) -> bool | None:
+    if slo is None:
+        return None
+    return (slo.ttft_p90 is None or served_ttft <= slo.ttft_p90) and (
+        slo.tpot_p90 is None or served_tpot <= slo.tpot_p90
+    )
+
+
+def _run(inputs: _Inputs, scenario: Scenario, replicas: int) -> tuple[Run, Replayed]:
+    shape, bt = inputs.shape, inputs.block_tokens
+    cpu = tier_blocks(shape, bt, scenario.cpu)
+    fs = tier_blocks(shape, bt, scenario.fs) if scenario.fs is not None else 0
+    tiers = Tiers(bt, replicas, shape.hbm.kv_tokens // bt, shape.relation, shape.cpu_scope)
+    out = replay(
+        inputs.requests,
+        tiers,
+        cpu,
+        fs,
+        inputs.costs,
+        weights=inputs.routing.weights,
+        routing_cpu_blocks=cpu,
+        rates=service_rates(shape),
+    )
+    served = out.served
+    prompt = max(out.prompt_tokens, 1)
+    ttft = tuple(served.ttft(q) for q in QUANTILES)
+    tpot = (served.tpot(0.5), served.tpot(0.9))
+    run = Run(
+        scenario=scenario,
+        replicas=replicas,
+        ttft_s=(ttft[0], ttft[1], ttft[2]),
+        tpot_s=tpot,
+        output_tokens_per_s=served.output_tokens_per_s,
+        requests_per_s=served.requests_per_s,
+        utilisation=out.demand.utilisation(),
+        load_share=sum(served.load_share()) / replicas,
+        asks=out.demand.share(replicas),
+        drain_s=served.drain_s,
+        span_s=served.arrival_span_s,
+        hbm_share=out.hbm_tokens / prompt,
+        cpu_share=out.cpu_tokens / prompt,
+        fs_share=out.fs_tokens / prompt,
+        slo_met=_met(ttft[1], tpot[1], inputs.slo),
+        assignment=out.assignment,
+    )
+    return run, out
+
+
+def fewest(inputs: _Inputs, scenario: Scenario, hint: Run) -> Run | None:
+    """The fewest replicas that keep up and meet the target, searched from the demand's lower bound (`hint`: a run
+    of this scenario, whose `asks` scales with the count)."""
+    low = max(1, math.ceil(hint.asks * hint.replicas * (1 + 1e-9)) if hint.asks > 0 else 1)
+    if low > MAX_REPLICAS:
+        return None
+    runs: dict[int, Run] = {hint.replicas: hint}
+
+    def at(count: int) -> Run:
+        if count not in runs:
+            runs[count] = _run(inputs, scenario, count)[0]
+        return runs[count]
+
+    failed, step, count = low - 1, 1, low
+    while not at(count).fits:  # gallop up
+        failed = count
+        if count == MAX_REPLICAS:
+            return None
+        count = min(MAX_REPLICAS, count + step)
+        step *= 2
+    while count - failed > 1:  # the fewest between the last that failed and the first that fit
+        mid = (failed + count) // 2
+        if at(mid).fits:
+            count = mid
+        else:
+            failed = mid
+    return at(count)
+
+
+def check_bounded(requests: Sequence[Request], costs: EngineCosts, block_tokens: int, where: str) -> None:
+    """The replay's work, counted before it starts: every block touched, and at most one engine step per output
+    token plus one per budget of prompt tokens."""
+    prompt = sum(r.input_length for r in requests)
+    output = sum(r.output_length for r in requests)
+    events = -(-prompt // block_tokens) + -(-output // block_tokens) + prompt // costs.max_batched_tokens + output
+    if events > MAX_EVENTS:
+        raise ConfigError(
+            where,
+            f"{len(requests):,} requests, {prompt:,} prompt and {output:,} output tokens",
+            f"the time model would take {events:,} steps and block updates; at most {MAX_EVENTS:,} (minutes of"
+            " replay): shorten the workload (fewer requests, or a shorter span)",
+        )
+
+
+def check_reachable(slo: SloConfig, costs: EngineCosts, replayed: Replayed, shape: StackShape) -> None:
+    """A target below what a replica to each request gives is met by no count: refused before the search."""
+    accelerator = shape.hbm.accelerator.reference_hardware
+    if slo.tpot_p90 is not None and slo.tpot_p90 < costs.weights_read_s:
+        raise ConfigError(
+            "workload.slo.tpot_p90",
+            slo.tpot_p90,
+            f"no replica count meets it: every decode step reads a device's weights once,"
+            f" {costs.weights_read_s * 1000:.1f} ms on {accelerator} ({shape.hbm.weights_per_device / GiB:.1f} GiB at"
+            f" {shape.hbm.accelerator.memory_bandwidth / 1e12:.2f} TB/s); allowed: at least that",
+        )
+    floor = float(np.quantile(replayed.alone_s, 0.9)) if len(replayed.alone_s) else 0.0
+    if slo.ttft_p90 is not None and slo.ttft_p90 < floor:
+        raise ConfigError(
+            "workload.slo.ttft_p90",
+            slo.ttft_p90,
+            f"no replica count meets it: with a replica to itself, the p90 request's loads and prefill take"
+            f" {floor:.3f} s (at the configured tiers' hits); allowed: at least that",
+        )
+
+
+def plan_capacity(
+    shape: StackShape,
+    requests: Sequence[Request],
+    block_tokens: int,
+    source: str,
+    routing: Routing,
+    slo: SloConfig | None,
+) -> CapacityPlan:
+    bandwidths = [t.bandwidth for t in shape.payoff.tiers]
+    costs = engine_costs(
+        shape.replica, shape.hbm, bandwidths[0] if bandwidths else None, bandwidths[1] if len(bandwidths) > 1 else None
+    )
+    check_bounded(requests, costs, block_tokens, source)
+    inputs = _Inputs(shape, requests, block_tokens, routing, slo, costs)
+    configured_scenario = scenarios(shape)[-1]  # the tiers as configured
+    configured, replayed = _run(inputs, configured_scenario, shape.replicas)
+    if slo is not None:
+        check_reachable(slo, costs, replayed, shape)
+    needed = []
+    for scenario in scenarios(shape):
+        hint = configured if scenario == configured_scenario else _run(inputs, scenario, shape.replicas)[0]
+        needed.append((scenario, fewest(inputs, scenario, hint)))
+    return CapacityPlan(source, routing, slo, costs, configured, tuple(needed))
+
+
+def shortfall(run: Run, slo: SloConfig | None) -> str:
+    """Why a run does not fit, in a planner's words ('' when it fits)."""
+    if not run.keeps_up:
+        return (
+            f"the workload asks {run.asks:.0%} of what {run.replicas} replicas give (compute at full batches, the"
+            f" host link's loads) and its last request finishes {run.drain_s:,.0f} s after the last arrival"
+        )
+    missed = []
+    if slo is not None and slo.ttft_p90 is not None and run.ttft_s[1] > slo.ttft_p90:
+        missed.append(f"TTFT p90 {run.ttft_s[1]:.3g} s against workload.slo.ttft_p90 {slo.ttft_p90:g} s")
+    if slo is not None and slo.tpot_p90 is not None and run.tpot_s[1] > slo.tpot_p90:
+        missed.append(f"TPOT p90 {run.tpot_s[1] * 1000:.3g} ms against workload.slo.tpot_p90 {slo.tpot_p90:g} s")
+    return f"on {run.replicas} replicas the workload's " + " and ".join(missed) if missed else ""
+
+
+def needs_line(plan: CapacityPlan) -> str:
+    return ", ".join(
+        f"{run.replicas} with {scenario.name}" if run else f"none up to {MAX_REPLICAS} with {scenario.name}"
+        for scenario, run in plan.needed
+    )
+
+
+def check_fits(plan: CapacityPlan) -> None:
+    """The keep-up check: a stack whose replicas do not keep up with its workload (or miss its target) stops here."""
+    run = plan.configured
+    if run.fits:
+        return
+    raise ConfigError(
+        "cache.replicas",
+        run.replicas,
+        f"too few for {plan.source}: {shortfall(run, plan.slo)}; {needs_line(plan)} would (the capacity plan;"
+        " `./run size` shows it, `cache.replicas: auto` takes it)",
+    )
+
+
+def chosen(plan: CapacityPlan) -> Run:
+    """`cache.replicas: auto`: the fewest that fit with the tiers as configured, or one line."""
+    run = plan.as_configured
+    if run is None:
+        target = "keeps up" if plan.slo is None else "keeps up and meets workload.slo"
+        raise ConfigError(
+            "cache.replicas",
+            "auto",
+            f"no count up to {MAX_REPLICAS} {target} with {plan.source}: {shortfall(plan.configured, plan.slo)}",
+        )
+    return run

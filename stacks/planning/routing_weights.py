@@ -1,0 +1,65 @@
+"""The router the capacity plan replays is the one the chart gets: its scorers and weights, read from the rendered
+router values (components/specs/router_values.py), not assumed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from components.formulas.replica_routing import Weights
+from components.specs.router_values import CPU_PRODUCER
+
+# The scorer types the replay models, by the field of `Weights` each sets.
+MODELLED = {
+    "queue-scorer": "queue",
+    "kv-cache-utilization-scorer": "kv_utilization",
+    "no-hit-lru-scorer": "no_hit_lru",
+}
+PREFIX_SCORER = "prefix-cache-scorer"
+ROUTED_PROFILES = ("default", "decode")  # the profile a request's replica is picked in (P/D: its decode pod)
+
+
+@dataclass(frozen=True)
+class Routing:
+    weights: Weights
+    source: str  # where the weights came from, for the summary
+    unmodelled: tuple[str, ...]  # scorers in the profile the replay leaves out
+
+
+def picker_config(values: dict[str, Any]) -> dict[str, Any] | None:
+    """The EndpointPickerConfig the chart gets (None: the chart's own default plugins)."""
+    epp = values["router"]["epp"]
+    if "pluginsConfig" in epp:
+        config: dict[str, Any] = epp["pluginsConfig"]
+        return config
+    if "pluginsCustomConfig" in epp:
+        loaded: dict[str, Any] = yaml.safe_load(next(iter(epp["pluginsCustomConfig"].values())))
+        return loaded
+    return None
+
+
+def routing_of(values: dict[str, Any]) -> Routing:
+    picker = picker_config(values)
+    if picker is None:
+        return Routing(Weights(), "the chart's default plugins (not in the values): every scorer at weight 1", ())
+    plugins = {p.get("name", p["type"]): p for p in picker["plugins"]}
+    profiles = {p["name"]: p for p in picker["schedulingProfiles"]}
+    name = next((n for n in ROUTED_PROFILES if n in profiles), next(iter(profiles)))
+    weights = {"queue": 0.0, "kv_utilization": 0.0, "hbm_prefix": 0.0, "cpu_prefix": 0.0, "no_hit_lru": 0.0}
+    unmodelled: list[str] = []
+    for ref in profiles[name]["plugins"]:
+        plugin = plugins.get(ref["pluginRef"], {"type": ref["pluginRef"]})
+        weight = float(ref.get("weight", 1))
+        kind = plugin["type"]
+        if kind == PREFIX_SCORER:
+            producer = plugin.get("parameters", {}).get("prefixMatchInfoProducerName")
+            weights["cpu_prefix" if producer == CPU_PRODUCER else "hbm_prefix"] += weight
+        elif kind in MODELLED:
+            weights[MODELLED[kind]] += weight
+        elif not kind.endswith(("-filter", "-picker")):
+            unmodelled.append(kind)
+    shown = ", ".join(f"{k} {v:g}" for k, v in weights.items())
+    source = f"the EPP's scheduling profile `{name}` as rendered (weights: {shown})"
+    return Routing(Weights(**weights), source, tuple(unmodelled))

@@ -1,0 +1,85 @@
+"""The summary's and `./run size`'s "Replicas for the workload" section: the capacity plan
+(stacks/planning/capacity_plan.py) as a planner reads it: how many replicas each tier configuration needs, what
+they serve at, and whether the configured count keeps up."""
+
+from __future__ import annotations
+
+from stacks.planning.capacity_plan import DRAIN_SHARE, CapacityPlan, Run, needs_line, shortfall
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:,.0f} ms" if seconds < 10 else f"{seconds:,.0f} s"
+
+
+def _tiers(run: Run) -> str:
+    scenario = run.scenario
+    parts = ["HBM only"] if not scenario.cpu.bytes else [f"CPU tier {scenario.cpu.human()}"]
+    if scenario.fs is not None:
+        parts.append(f"filesystem {scenario.fs.human()}")
+    return " + ".join(parts)
+
+
+def _row(label: str, run: Run) -> str:
+    ttft = " / ".join(_ms(t) for t in run.ttft_s)
+    tpot = " / ".join(_ms(t) for t in run.tpot_s)
+    busy = max(run.utilisation)
+    hits = run.hbm_share + run.cpu_share + run.fs_share
+    verdict = "yes" if run.fits else "no"
+    return (
+        f"| {label} | {run.replicas} | {verdict} | {run.asks:.0%} | {ttft} | {tpot} | {run.output_tokens_per_s:,.0f} |"
+        f" {hits:.1%} | {busy:.0%} | {run.load_share:.1%} |"
+    )
+
+
+def capacity_lines(plan: CapacityPlan, auto: bool) -> list[str]:
+    costs, run = plan.costs, plan.configured
+    target = "keep up"
+    if plan.slo is not None:
+        goals = [f"TTFT p90 <= {plan.slo.ttft_p90:g} s" if plan.slo.ttft_p90 is not None else ""]
+        goals.append(f"TPOT p90 <= {plan.slo.tpot_p90:g} s" if plan.slo.tpot_p90 is not None else "")
+        target += " and meet " + " and ".join(g for g in goals if g) + " (workload.slo)"
+    lines = [
+        "## Replicas for the workload",
+        "",
+        f"Workload: {plan.source}, through the time model (components/formulas/serving_time.py): vLLM's scheduler"
+        f" on each replica ({costs.max_batched_tokens:,} batched tokens and {costs.max_seqs:,} sequences a step,"
+        f" chunked prefill, {costs.kv_tokens:,} tokens of HBM KV), routed by {plan.routing.source}.",
+        "",
+        f"| tiers | replicas | {target}? | asks | TTFT p50 / p90 / p99 | TPOT p50 / p90 | output tok/s | prompt"
+        " hits | busiest replica asked | link loading |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    label = "as configured" + (" (`cache.replicas: auto`)" if auto else "")
+    lines.append(_row(f"{_tiers(run)}, {label}", run))
+    for scenario, needed in plan.needed:
+        if needed is None:
+            lines.append(f"| {scenario.name} | more than 256 | no | | | | | | | |")
+        else:
+            lines.append(_row(f"{_tiers(needed)}: the fewest", needed))
+    lines.append("")
+    if run.fits:
+        lines.append(f"The {run.replicas} configured replicas {target}. Fewest per tiers: {needs_line(plan)}.")
+    else:
+        lines.append(
+            f"**The {run.replicas} configured replicas do not {target}**: {shortfall(run, plan.slo)}."
+            f" Fewest per tiers: {needs_line(plan)}."
+        )
+    if plan.routing.unmodelled:
+        lines.append(f"Scorers the replay leaves out: {', '.join(plan.routing.unmodelled)}.")
+    lines += [
+        "",
+        "A step takes max(tokens x"
+        f" {costs.gemm_s_per_token * 1e6:.1f} us + attention pairs x {costs.attention_s_per_pair * 1e12:.2f} ps,"
+        f" {costs.weights_read_s * 1000:.2f} ms of weights + context tokens x {costs.kv_read_s_per_token * 1e9:.1f} ns"
+        " of KV): the payoff model's prefill rates (the Payoff section) and the accelerator's memory bandwidth."
+        f" A tier's hit loads at {costs.load_s_per_token[0] * 1e6:.2f} us a token from the CPU tier"
+        + (f", {costs.load_s_per_token[1] * 1e6:.2f} us from the filesystem" if costs.load_s_per_token[1] else "")
+        + " (the payoff's bandwidths), over one host link per replica. Asks: the workload's compute at full batches"
+        " (and its loads) over what the replicas give in its span; keeping up: asks below 100% and the last"
+        f" request done within {DRAIN_SHARE:.0%} of the span after the last arrival. The replica count is searched"
+        " up from the asks' lower bound. Approximations (serving_time.py): KV reserved whole at admission (no"
+        " preemption), no per-step overhead, loads and stores on one link. Sizes of the rows are the configured"
+        " ones.",
+        "",
+    ]
+    return lines

@@ -1,0 +1,117 @@
+"""The capacity plan through planning and the CLI (stacks/planning/capacity_plan.py): the keep-up check,
+`cache.replicas: auto`, the router's weights as rendered, and the targets no count meets. The time model itself is
+held to closed forms in test_serving_time.py."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from components.formulas.requests import Request
+from components.formulas.serving_time import EngineCosts
+from stacks.__main__ import main
+from stacks.config import loading
+from stacks.config.errors import ConfigError
+from stacks.planning.capacity_plan import MAX_EVENTS, check_bounded
+from stacks.planning.plan import StackPlan, plan
+from stacks.planning.routing_weights import routing_of
+from stacks.review.render import render
+
+TRACE = "tests/fixtures/workloads/mooncake-conversation/conversation_trace.jsonl"
+# A small shared-prefix workload dev's one Qwen3-0.6B replica serves with room: 300 requests over a minute.
+SMALL = {
+    "num_groups": 20,
+    "num_prompts_per_group": 5,
+    "system_prompt_len": 2048,
+    "question_len": 512,
+    "output_len": 64,
+    "request_rate": 5,
+    "duration": 60,
+}
+
+
+def _small(**more: object) -> list[str]:
+    sets = [f"workload.shared_prefix.{k}={v}" for k, v in SMALL.items()]
+    return [*sets, *(f"{k}={v}" for k, v in more.items())]
+
+
+@functools.cache
+def _conversation(replicas: str) -> StackPlan:
+    return plan(loading.load_named("gpu-vllm-native-cpu", [f"workload.trace={TRACE}", f"cache.replicas={replicas}"]))
+
+
+def test_two_replicas_do_not_keep_up_with_the_conversation_trace() -> None:
+    """The issue's finding, now a refusal: the trace asks more than two Qwen3-32B TP=2 replicas give. The counts are
+    the reviewed figures of `./run size gpu-vllm-native-cpu --trace` (5 with HBM only, 4 with the 300 GiB tier)."""
+    with pytest.raises(ConfigError) as caught:
+        _conversation("2")
+    message = str(caught.value)
+    assert message.startswith("invalid stack config: cache.replicas = 2: too few for trace")
+    assert "asks 1" in message and "% of what 2 replicas give" in message
+    assert "5 with HBM only, 4 with CPU tier would" in message
+    assert "\n" not in message
+
+
+def test_auto_renders_the_count_that_keeps_up() -> None:
+    stack_plan = _conversation("auto")
+    assert stack_plan.model_server.replicas == 4
+    capacity = stack_plan.capacity
+    assert capacity is not None and capacity.configured.replicas == 4 and capacity.configured.keeps_up
+    summary = render(stack_plan, "t").summary
+    assert "## Replicas for the workload" in summary
+    assert "as configured (`cache.replicas: auto`) | 4 | yes |" in summary
+
+
+def test_the_router_is_the_rendered_one() -> None:
+    tiered = routing_of(plan(loading.load_named("gpu-vllm-native-cpu", [])).router_values)
+    assert (tiered.weights.queue, tiered.weights.kv_utilization) == (1, 1)
+    assert (tiered.weights.hbm_prefix, tiered.weights.cpu_prefix, tiered.weights.no_hit_lru) == (1, 1, 1)
+    token = routing_of(plan(loading.load_named("gpu-vllm-lmcache-server-routing", [])).router_values)
+    assert (token.weights.queue, token.weights.kv_utilization, token.weights.hbm_prefix) == (2, 2, 3)
+    assert token.weights.cpu_prefix == 0 and token.weights.no_hit_lru == 0
+
+
+def test_a_small_workload_keeps_up_and_says_so() -> None:
+    stack_plan = plan(loading.load_named("dev", _small()))
+    capacity = stack_plan.capacity
+    assert capacity is not None and capacity.configured.fits
+    assert capacity.configured.asks < 0.5
+    assert "configured replicas keep up" in render(stack_plan, "t").summary
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (_small(**{"workload.slo.tpot_p90": "0.0001"}), "workload.slo.tpot_p90 = 0.0001: no replica count meets it"),
+        (_small(**{"workload.slo.ttft_p90": "0.000001"}), "workload.slo.ttft_p90 = 1e-06: no replica count meets it"),
+        (["cache.replicas=auto"], "cache.replicas = 'auto': needs a workload"),
+        (_small(**{"workload.slo": "{}"}), "workload.slo = {}: set workload.slo.ttft_p90 and/or"),
+        (
+            _small(**{"cache.replicas": "auto", "autoscaling.enabled": "true"}),
+            "cache.replicas = 'auto': plans a fixed count",
+        ),
+    ],
+)
+def test_targets_no_count_meets_are_one_line(overrides: list[str], message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        plan(loading.load_named("dev", overrides))
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_size_says_how_many_replicas_keep_up(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["size", "dev"]
+    for o in _small(**{"workload.slo.ttft_p90": "5"}):
+        args += ["--set", o]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "## Replicas for the workload" in out and "| HBM only" in out and "| CPU tier" in out
+    assert "keep up and meet TTFT p90 <= 5 s (workload.slo)" in out
+
+
+def test_a_workload_past_the_time_models_bound_is_refused_before_it_runs() -> None:
+    costs = EngineCosts(1e-4, 0.0, 0.01, 0.0, (0.0, 0.0), 8192, 256, 10**6)
+    huge = [Request(0, 1000, MAX_EVENTS, (0, 1))]
+    with pytest.raises(ConfigError, match=r"the time model would take .* at most 50,000,000"):
+        check_bounded(huge, costs, 512, "workload.trace")
+    check_bounded([Request(0, 1000, 1000, (0, 1))], costs, 512, "workload.trace")  # small: no error
