@@ -120,6 +120,26 @@ def _met(served_ttft: float, served_tpot: float, slo: SloConfig | None) -> bool 
     )
 
 
+def replay_scenario(
+    shape: StackShape,
+    requests: Sequence[Request],
+    block_tokens: int,
+    routing: Routing,
+    scenario: Scenario,
+    replicas: int,
+    slo: SloConfig | None = None,
+) -> tuple[Run, Replayed]:
+    """One replay of the workload on `replicas` replicas with the scenario's tiers (the bench's entry)."""
+    inputs = _Inputs(shape, requests, block_tokens, routing, slo, stack_costs(shape))
+    return _run(inputs, scenario, replicas)
+
+
+def stack_costs(shape: StackShape) -> EngineCosts:
+    bandwidths = [t.bandwidth for t in shape.payoff.tiers]
+    cpu = bandwidths[0] if bandwidths else None
+    return engine_costs(shape.replica, shape.hbm, cpu, bandwidths[1] if len(bandwidths) > 1 else None)
+
+
 def _run(inputs: _Inputs, scenario: Scenario, replicas: int) -> tuple[Run, Replayed]:
     shape, bt = inputs.shape, inputs.block_tokens
     cpu = tier_blocks(shape, bt, scenario.cpu)
@@ -233,10 +253,7 @@ def plan_capacity(
     routing: Routing,
     slo: SloConfig | None,
 ) -> CapacityPlan:
-    bandwidths = [t.bandwidth for t in shape.payoff.tiers]
-    costs = engine_costs(
-        shape.replica, shape.hbm, bandwidths[0] if bandwidths else None, bandwidths[1] if len(bandwidths) > 1 else None
-    )
+    costs = stack_costs(shape)
     check_bounded(requests, costs, block_tokens, source)
     inputs = _Inputs(shape, requests, block_tokens, routing, slo, costs)
     configured_scenario = scenarios(shape)[-1]  # the tiers as configured
