@@ -48,7 +48,8 @@ def tier_curve_lines(sized: TierCurve, chosen_by_auto: bool, plotted: bool = Tru
         f" {ByteSize(c.working_set_blocks * sized.block_bytes).human()} ({c.working_set_tokens:,} tokens, output"
         f" included) in blocks of {c.tiers.block_tokens}"
         f" tokens. Replayed on {shape.replicas} replicas with {shape.hbm.kv_tokens // c.tiers.block_tokens:,} blocks"
-        f" of HBM KV each ({shape.cpu_scope} CPU tier, {shape.relation} of HBM), routed once as the router's"
+        f" of HBM KV each (HBM KV per replica: {shape.hbm.derivation()}; {shape.cpu_scope} CPU tier,"
+        f" {shape.relation} of HBM), routed once as the router's"
         f" tiered scorers would at the configured sizes; the best any size here reaches is {_pct(ceiling)}"
         " of prompt tokens.",
         "",
