@@ -45,7 +45,7 @@ def tier_curve_lines(sized: TierCurve, chosen_by_auto: bool, plotted: bool = Tru
         "",
         f"Workload: {sized.source}: {c.requests:,} requests over {sized.duration_s:,.0f} s, {c.prompt_tokens:,} prompt"
         f" tokens ({c.prompt_tokens // max(c.requests, 1):,} a request), a working set of"
-        f" {ByteSize(c.working_set_blocks * sized.block_bytes).human()} ({c.working_set_tokens:,} tokens, output"
+        f" {ByteSize(c.working_set_blocks * sized.block_bytes).readable()} ({c.working_set_tokens:,} tokens, output"
         f" included) in blocks of {c.tiers.block_tokens}"
         f" tokens. Replayed on {shape.replicas} replicas with {shape.hbm.kv_tokens // c.tiers.block_tokens:,} blocks"
         f" of HBM KV each (HBM KV per replica: {shape.hbm.derivation()}; {shape.cpu_scope} CPU tier,"
