@@ -110,6 +110,14 @@ class ByteSize:
                 return f"{self.bytes // size} {suffix}B"
         return f"{self.bytes} B"
 
+    def readable(self) -> str:
+        """A size for a planner to read (not to parse back): TiB from 1 TiB, GiB from 1 GiB, to at most two
+        decimals ("5.87 TiB", "300 GiB", not "6159872 MiB"); smaller sizes as `human`."""
+        for suffix, size in (("TiB", TiB), ("GiB", GiB)):
+            if self.bytes >= size:
+                return f"{self.bytes / size:.2f}".rstrip("0").rstrip(".") + f" {suffix}"
+        return self.human()
+
     def __str__(self) -> str:
         return self.human()
 

@@ -55,8 +55,8 @@ def _add_b200(tree: Path) -> None:
             reference_hardware="NVIDIA B200 180 GB",
             vllm_image=versions.VLLM_CUDA_IMAGE,
             device_resource="nvidia.com/gpu",
-            device_memory=ByteSize(180 * GB),
-            device_memory_from="NVIDIA B200 data sheet: 180 GB HBM3e",
+            device_memory=ByteSize(183_359 * MiB),
+            device_memory_from="nvidia-smi on a B200: 183,359 MiB",
             load=_H100_LOAD,
             warm_compile_ratio=_GPU_WARM_COMPILE,
             rates=AcceleratorRates(

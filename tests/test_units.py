@@ -1,6 +1,6 @@
 import pytest
 
-from components.units import GB, ByteSize, GiB
+from components.units import GB, ByteSize, GiB, MiB
 
 
 @pytest.mark.parametrize(
@@ -32,6 +32,13 @@ def test_floor_to() -> None:
 def test_ceil_to() -> None:
     assert ByteSize(GiB + 1).ceil_to(GiB) == ByteSize(2 * GiB)
     assert ByteSize(2 * GiB).ceil_to(GiB) == ByteSize(2 * GiB)
+
+
+def test_readable_form_is_gib_or_tib_for_a_planner() -> None:
+    assert ByteSize(6_159_872 * MiB).readable() == "5.87 TiB"  # human() writes "6159872 MiB"
+    assert ByteSize(300 * GiB).readable() == "300 GiB"
+    assert ByteSize(1536 * MiB).readable() == "1.5 GiB"
+    assert ByteSize(512 * MiB).readable() == "512 MiB"
 
 
 def test_human_form_round_trips_through_parse() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from components.catalog import labels, versions
+from components.catalog.device_runtimes import CUDA, ROCM, XLA, XPU, DeviceRuntime
 from components.catalog.rates import (
     H200_GEMM_SHARE,
     H200_MEASURED,
@@ -18,9 +19,7 @@ from components.catalog.rates import (
     pcie5_scaled,
 )
 from components.catalog.startup_figures import LoadProfile
-from components.units import GB, MB, ByteSize, GiB, MiB
-
-_GPU_RUNTIME_RESERVE = ByteSize(2 * GiB)
+from components.units import MB, ByteSize, GiB, MiB
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,14 +63,13 @@ class AcceleratorProfile:
     # and the share of that compile a warm compile cache leaves.
     load: LoadProfile
     warm_compile_ratio: float
-    # One device's memory (a TPU chip's HBM) and where the figure comes from: what the weights, the engine's
-    # working memory and the HBM KV tier share (components/formulas/hbm.py).
+    # One device's memory (a TPU chip's HBM) in bytes as the device reports it to the engine (nvidia-smi,
+    # rocm-smi, torch.xpu, the TPU runtime's HBM limit), and where the figure comes from: what the weights, the
+    # engine's working memory and the HBM KV tier share (components/formulas/hbm.py).
     device_memory: ByteSize
     device_memory_from: str
-    # Per device, beside the weights and the activations the engine profiles: the runtime's context, the
-    # collective-communication buffers and (CUDA, HIP) the captured graphs. An estimate: vLLM logs the graphs'
-    # share at start ("Graph capturing finished ... took X GiB"), about 0.5-1.5 GiB for a 32B model.
-    runtime_reserve: ByteSize = _GPU_RUNTIME_RESERVE
+    # What the engine's runtime keeps out of the KV pool beside the weights (components/catalog/device_runtimes.py).
+    runtime: DeviceRuntime = CUDA
     # One device's memory bandwidth (bytes/s, the data sheet's): a decode step reads every weight once, so
     # a sequence's time per output token is about weights per device / this (the tier replay's queue model).
     memory_bandwidth: float
@@ -103,12 +101,8 @@ _TPU_ROOT = "the guide runs vllm-tpu as the image's root user and mounts no writ
 # The vLLM TPU offload connector counts its CPU tier in KV blocks of this many tokens.
 TPU_KV_BLOCK_TOKENS = 128
 
-# Intel's and Google's figures are decimal GB as published; a device reports a little less than its label.
-_XPU_RUNTIME_RESERVE = ByteSize(1 * GiB)  # no graph capture in vLLM's XPU worker (eager mode)
-_TPU_RUNTIME_RESERVE = ByteSize(1 * GiB)  # XLA's compiled programs and scratch, beside what vLLM profiles
-
 _TPU = {
-    "runtime_reserve": _TPU_RUNTIME_RESERVE,
+    "runtime": XLA,
     "vendor": "google",
     "variant": "tpu",
     "vllm_image": versions.VLLM_TPU_IMAGE,
@@ -161,8 +155,10 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             reference_hardware="AMD Instinct MI300X",
             vllm_image=versions.VLLM_ROCM_IMAGE,
             device_resource="amd.com/gpu",
-            device_memory=ByteSize(192 * GB),
-            device_memory_from="AMD Instinct MI300X data sheet: 192 GB HBM3",
+            device_memory=ByteSize(196_592 * MiB),
+            device_memory_from="rocm-smi --showmeminfo vram on an MI300X: 206,141,652,992 B (196,592 MiB;"
+            " ROCm/legacy-rocm-build#4750); the data sheet says 192 GB HBM3",
+            runtime=ROCM,
             rocm_swap_patch=True,
             sets_user_env=False,
             hf_token_optional=True,
@@ -195,9 +191,10 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             device_resource=None,
             dra_device_class="gpu.intel.com",
             devices_per_node=4,
-            device_memory=ByteSize(24 * GB),
-            device_memory_from="Intel Arc Pro B60 specifications: 24 GB GDDR6",
-            runtime_reserve=_XPU_RUNTIME_RESERVE,
+            device_memory=ByteSize(24_480 * MiB),
+            device_memory_from="torch.xpu on an Arc Pro B60: total_memory=24480MB (MiB: global_mem_size / 2^20;"
+            " intel/torch-xpu-ops#5072); the data sheet says 24 GB GDDR6",
+            runtime=XPU,
             kv_block_tokens=64,  # the guide's Intel XPU overlays run vLLM with `--block-size 64`
             root_reason="Intel GPU render nodes belong to the host's render group, whose GID varies per host (the"
             " guide's 107 is the image's); the guide runs the image as its root user",
@@ -225,8 +222,10 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
                 ),
             ),
             memory_bandwidth=2.765e12,  # Cloud TPU v5p: 2,765 GB/s per chip
-            device_memory=ByteSize(95 * GB),
-            device_memory_from="Cloud TPU v5p: 95 GB of HBM2e per chip (cloud.google.com/tpu/docs/v5p)",
+            device_memory=ByteSize(98_038 * MiB),
+            device_memory_from="XLA's HBM limit on a v5p chip: 95.74 GiB, to the MiB (XLA's out-of-memory report"
+            " 'Used 112.37G of 95.74G hbm'; memory_stats in AI-Hypercomputer/maxtext#2232: '44.6 / 95.74');"
+            " the data sheet says 95 GB",
             reference_hardware="Google TPU v5p (ct5p-hightpu-4t, 4 chips)",
             devices_per_node=4,
             tpu_accelerator="tpu-v5p-slice",
@@ -249,8 +248,9 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
                 ),
             ),
             memory_bandwidth=1.64e12,  # Cloud TPU v6e: 1,640 GB/s per chip
-            device_memory=ByteSize(32 * GB),
-            device_memory_from="Cloud TPU v6e: 32 GB of HBM per chip (cloud.google.com/tpu/docs/v6e)",
+            device_memory=ByteSize(33_550_237_696),
+            device_memory_from="the TPU runtime's HBM limit on a v6e chip: 33,550,237,696 B (31.25 GiB; vLLM's"
+            " usage report, vllm-project/vllm#16211; XLA reports '31.25G hbm'); the data sheet says 32 GB",
             reference_hardware="Google TPU v6e (ct6e-standard-8t, 8 chips)",
             devices_per_node=8,
             tpu_accelerator="tpu-v6e-slice",
@@ -272,8 +272,10 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
                 ),
             ),
             memory_bandwidth=7.37e12,  # Cloud TPU7x: 7.37 TB/s per chip
-            device_memory=ByteSize(192 * GB),
-            device_memory_from="Cloud TPU7x (Ironwood): 192 GB of HBM per chip (cloud.google.com/tpu/docs/tpu7x)",
+            device_memory=ByteSize(2 * 96 * GiB),
+            device_memory_from="tpu_inference's HBM limit for a TPU7x JAX device (a TensorCore): 96 GiB, 2 per chip"
+            " (utils.get_device_hbm_limit); no measured limit found (v5p and v6e measure 0.3-0.8 GiB under theirs);"
+            " the data sheet says 192 GB",
             reference_hardware="Google TPU v7 (tpu7x, 4 chips, 2 TensorCores each)",
             devices_per_node=4,
             tpu_accelerator="tpu7x",

@@ -29,6 +29,9 @@ def hbm_budget(spec: ServerSpec) -> HbmBudget:
         memory_fraction_from=served.memory_fraction_from,
         max_model_len=served.max_model_len,
         max_model_len_from=served.max_model_len_from,
+        staging_blocks=served.staging_blocks,
+        staging_block_tokens=spec.accelerator.kv_block_tokens,
+        staging_from=served.staging_from,
     )
 
 

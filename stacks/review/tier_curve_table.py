@@ -12,7 +12,7 @@ PLOT_FILE = "tier-curve.png"
 def _size(size: ByteSize, what: str) -> str:
     if size == UNBOUNDED:
         return "unbounded"
-    return f"none ({what})" if not size.bytes else size.human()
+    return f"none ({what})" if not size.bytes else size.readable()
 
 
 def _pct(value: float) -> str:
@@ -45,11 +45,12 @@ def tier_curve_lines(sized: TierCurve, chosen_by_auto: bool, plotted: bool = Tru
         "",
         f"Workload: {sized.source}: {c.requests:,} requests over {sized.duration_s:,.0f} s, {c.prompt_tokens:,} prompt"
         f" tokens ({c.prompt_tokens // max(c.requests, 1):,} a request), a working set of"
-        f" {ByteSize(c.working_set_blocks * sized.block_bytes).human()} ({c.working_set_tokens:,} tokens, output"
+        f" {ByteSize(c.working_set_blocks * sized.block_bytes).readable()} ({c.working_set_tokens:,} tokens, output"
         f" included) in blocks of {c.tiers.block_tokens}"
         f" tokens. Replayed on {shape.replicas} replicas with {shape.hbm.kv_tokens // c.tiers.block_tokens:,} blocks"
-        f" of HBM KV each ({shape.cpu_scope} CPU tier, {shape.relation} of HBM), routed {sized.routing}; the"
-        f" best any size here reaches is {_pct(ceiling)} of prompt tokens.",
+        f" of HBM KV each (HBM KV per replica: {shape.hbm.derivation()}; {shape.cpu_scope} CPU tier,"
+        f" {shape.relation} of HBM), routed {sized.routing}; the best any size here reaches is {_pct(ceiling)}"
+        " of prompt tokens.",
         "",
         "| CPU tier (`cache.tier.cpu`) | HBM | CPU tier | filesystem tier | recomputed | prefill saved per request |"
         " CPU tier writes (all pods) |",
@@ -107,6 +108,6 @@ def _auto_lines(sized: TierCurve, chosen_by_auto: bool) -> list[str]:
         ]
     verb = "took" if chosen_by_auto else "would take"
     return [
-        f"`cache.tier.cpu: auto` {verb} {sized.choice.size.human()}: {sized.choice.reason} (margin"
+        f"`cache.tier.cpu: auto` {verb} {sized.choice.size.readable()}: {sized.choice.reason} (margin"
         f" {AUTO_MARGIN:.0%}, stacks/planning/workload_sizing.py)."
     ]

@@ -25,7 +25,9 @@ from components.units import ByteSize
 if TYPE_CHECKING:
     from components.specs.servers.base import ServerSpec
 
-STAGING_BLOCKS = {"single-host": "1000", "multi-host": "1024"}  # HBM blocks staged for CPU transfers
+# HBM blocks staged for the CPU tier's copies, the guide's per host type; tpu_inference deducts them (x the KV
+# page) from the HBM it sizes the KV pool from (tpu_worker.determine_available_memory).
+STAGING_BLOCKS = {"single-host": 1000, "multi-host": 1024}
 
 
 @dataclass(frozen=True)
@@ -91,17 +93,23 @@ class TPUOffload(VllmConnector):
         """Its CPU tier in KV blocks, and the HBM blocks it stages for the copies (the guide's per host type)."""
         return [
             env_var("TPU_OFFLOAD_NUM_CPU_CHUNKS", str(sizes_of(TPUOffloadSizes, spec.sizing).cpu_chunks)),
-            env_var("TPU_OFFLOAD_NUM_STAGING_BLOCKS", STAGING_BLOCKS[spec.host_type]),
+            env_var("TPU_OFFLOAD_NUM_STAGING_BLOCKS", str(STAGING_BLOCKS[spec.host_type])),
         ]
 
     def guide_limits(self, spec: ServerSpec) -> GuideLimits:
-        """The multi-host recipe writes both; single-host pods take vLLM's defaults."""
+        """The staging blocks its env writes; the multi-host recipe also writes the share and the context,
+        single-host pods take vLLM's defaults."""
+        staging = (
+            STAGING_BLOCKS[spec.host_type],
+            f"`TPU_OFFLOAD_NUM_STAGING_BLOCKS`, the guide's {spec.host_type} value",
+        )
         if spec.host_type != "multi-host":
-            return GuideLimits()
+            return GuideLimits(hbm_staging_blocks=staging)
         recipe = "the TPU v7 multi-host recipe's"
         return GuideLimits(
             memory_fraction=(MULTIHOST_MEMORY_FRACTION, f"{recipe} `--gpu-memory-utilization`"),
             max_model_len=(MULTIHOST_MAX_MODEL_LEN, f"{recipe} `--max-model-len`"),
+            hbm_staging_blocks=staging,
         )
 
     def manifests(self, spec: ServerSpec) -> list[Manifest]:

@@ -48,6 +48,8 @@ class GuideLimits:
 
     memory_fraction: tuple[float, str] | None = None
     max_model_len: tuple[int, str] | None = None
+    # KV blocks its connector stages in HBM per replica, taken from the KV pool (the TPU offload connector's).
+    hbm_staging_blocks: tuple[int, str] | None = None
 
 
 class ServerConnector(Protocol):

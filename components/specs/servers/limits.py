@@ -18,6 +18,8 @@ class Limits:
     memory_fraction_from: str
     max_model_len: int
     max_model_len_from: str
+    staging_blocks: int = 0  # KV blocks the connector stages in HBM (GuideLimits.hbm_staging_blocks)
+    staging_from: str = ""
 
 
 def limits(spec: ServerSpec) -> Limits:
@@ -32,7 +34,8 @@ def limits(spec: ServerSpec) -> Limits:
         if spec.max_model_len is not None
         else guide.max_model_len or (spec.model.context_tokens, "the model's `max_position_embeddings`")
     )
-    return Limits(fraction[0], fraction[1], context[0], context[1])
+    staging = guide.hbm_staging_blocks or (0, "")
+    return Limits(fraction[0], fraction[1], context[0], context[1], staging[0], staging[1])
 
 
 def fraction_text(value: float) -> str:
