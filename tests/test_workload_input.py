@@ -295,7 +295,12 @@ BAD_SECTIONS: dict[str, tuple[dict[str, Any], str]] = {
     ),
     "not whole blocks": (
         {"shared_prefix": {**SHARED, "system_prompt_len": 1000}},
-        "workload.shared_prefix.system_prompt_len = 1000: must be a multiple of workload.block_tokens (512)",
+        "workload.shared_prefix.system_prompt_len = 1000: must be a multiple of workload.block_tokens (512): the"
+        " system prompt is whole blocks its group shares; workload.block_tokens: 8 would",
+    ),
+    "llm-d's 16,000-token system prompt": (
+        {"shared_prefix": {**SHARED, "system_prompt_len": 16000}},
+        "workload.block_tokens: 128 would (the largest power of two up to it that divides the prompt)",
     ),
     "negative groups": (
         {"shared_prefix": {**SHARED, "num_groups": -1}},

@@ -92,6 +92,14 @@ class WorkloadConfig(Section):
     do); unset: the replicas need only keep up"""
 
 
+def dividing_block(system_prompt_len: int, block_tokens: int) -> int:
+    """The largest power of two up to `block_tokens` that divides the system prompt (1 divides any)."""
+    block = 1
+    while block * 2 <= block_tokens and system_prompt_len % (block * 2) == 0:
+        block *= 2
+    return block
+
+
 def check_workload(workload: WorkloadConfig | None) -> None:
     """Exactly one source, and a system prompt of whole blocks (one line naming the field otherwise)."""
     if workload is None:
@@ -108,9 +116,11 @@ def check_workload(workload: WorkloadConfig | None) -> None:
         raise ConfigError("workload.slo", {}, "set workload.slo.ttft_p90 and/or workload.slo.tpot_p90 (seconds)")
     shared = workload.shared_prefix
     if shared is not None and shared.system_prompt_len % workload.block_tokens:
+        suggested = dividing_block(shared.system_prompt_len, workload.block_tokens)
         raise ConfigError(
             "workload.shared_prefix.system_prompt_len",
             shared.system_prompt_len,
             f"must be a multiple of workload.block_tokens ({workload.block_tokens}): the system prompt is whole"
-            " blocks its group shares",
+            f" blocks its group shares; workload.block_tokens: {suggested} would (the largest power of two up to"
+            " it that divides the prompt)",
         )

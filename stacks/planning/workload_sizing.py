@@ -160,11 +160,13 @@ def _geometric(low: int, high: int, points: int, step: int) -> list[int]:
 
 def cpu_grid(shape: StackShape) -> list[ByteSize]:
     """None, then from half of HBM's KV (an inclusive tier smaller than HBM holds nothing HBM does not) up to
-    the node's largest (or four times the configured), and the configured size."""
+    the node's largest (or four times the configured), the configured size and twice it."""
     step = shape.cpu_step.bytes
     top = shape.node_largest or shape.configured_cpu * CPU_RANGE
     low = max(step, GiB, shape.hbm.kv_bytes.bytes // 2 if shape.relation == "inclusive" else 0)
+    doubled = shape.configured_cpu.bytes * 2  # "would twice the tier pay?": a row a planner asks for
     sizes = {0, shape.configured_cpu.bytes, *_geometric(min(low, top.bytes), top.bytes, CPU_POINTS, step)}
+    sizes |= {doubled} if doubled <= top.bytes else set()
     return [ByteSize(b) for b in sorted(sizes)]
 
 
@@ -271,6 +273,6 @@ def choose(sized: TierCurve) -> Choice | None:
             return Choice(
                 size,
                 f"the smallest tier within {AUTO_MARGIN:.0%} of prompt tokens of the best the node holds:"
-                f" {shares[i]:.1%} at {size.human()} against {shares[best_i]:.1%} at {best.human()}",
+                f" {shares[i]:.1%} at {size.readable()} against {shares[best_i]:.1%} at {best.readable()}",
             )
     raise AssertionError("the best size is within the margin of itself")

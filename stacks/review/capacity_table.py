@@ -13,9 +13,9 @@ def _ms(seconds: float) -> str:
 
 def _tiers(run: Run) -> str:
     scenario = run.scenario
-    parts = ["HBM only"] if not scenario.cpu.bytes else [f"CPU tier {scenario.cpu.human()}"]
+    parts = ["HBM only"] if not scenario.cpu.bytes else [f"CPU tier {scenario.cpu.readable()}"]
     if scenario.fs is not None:
-        parts.append(f"filesystem {scenario.fs.human()}")
+        parts.append(f"filesystem {scenario.fs.readable()}")
     return " + ".join(parts)
 
 
