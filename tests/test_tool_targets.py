@@ -7,11 +7,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 import e2e.__main__ as e2e_main
+from e2e import tools
 from stacks.__main__ import main
 from stacks.config.errors import ConfigError
 from stacks.review import diff, docs_pages
@@ -25,22 +27,37 @@ def _one_error(capsys: pytest.CaptureFixture[str]) -> str:
     return err
 
 
+def _file(t: Path) -> Path:
+    (t / "f").write_text("x")
+    return t / "f"
+
+
+def _fifo(t: Path) -> Path:
+    os.mkfifo(t / "p")
+    return t / "p"
+
+
+def _dangling(t: Path) -> Path:
+    os.symlink(t / "gone", t / "l")
+    return t / "l"
+
+
 @pytest.mark.parametrize(
     ("make", "why"),
     [
-        (lambda t: (t / "f").write_text("x") and t / "f", "must be a directory; it names a file"),
-        (lambda t: os.mkfifo(t / "p") or t / "p", "must be a directory; it names a FIFO"),
+        (_file, "must be a directory; it names a file"),
+        (_fifo, "must be a directory; it names a FIFO"),
         (lambda t: Path(os.devnull), "must be a directory; it names a character device"),
         (lambda t: Path(os.devnull) / "docs", "is under /dev/null, a character device"),
-        (lambda t: os.symlink(t / "gone", t / "l") or t / "l", "a symlink to"),
+        (_dangling, "a symlink to"),
         (lambda t: "", "must name a directory"),
     ],
     ids=["file", "fifo", "devnull", "under-devnull", "dangling-link", "empty"],
 )
 def test_docs_out_refuses_what_is_not_a_directory(
-    make: object, why: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    make: Callable[[Path], Path | str], why: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    target = make(tmp_path)  # type: ignore[operator]
+    target = make(tmp_path)
     assert main(["docs", "--out", str(target)]) == 2
     assert why in _one_error(capsys)
     assert not (tmp_path / "gone").exists()  # the dangling link's target was not created
@@ -101,7 +118,7 @@ def test_e2e_stop_refuses_set_before_building_anything(
     def no_build(**_: object) -> object:
         raise AssertionError("built the tools")
 
-    monkeypatch.setattr(e2e_main.tools, "ensure_all", no_build)
+    monkeypatch.setattr(tools, "ensure_all", no_build)
     assert e2e_main.main(["--stop", "dev", "--set", "bad"]) == 2
     assert "--set = 'bad': --stop stops the cluster" in _one_error(capsys)
 
