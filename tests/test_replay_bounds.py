@@ -208,3 +208,26 @@ def test_the_fitting_conversation_trace_is_the_trace_within_qwen3s_context() -> 
     kept = [line for line in whole if sum(json.loads(line)[k] for k in ("input_length", "output_length")) <= 40_960]
     assert (here / "conversation_trace_40k.jsonl").read_bytes() == b"".join(kept)
     assert (len(whole), len(kept)) == (12_031, 11_457)
+
+
+def test_measuring_stops_exactly_past_the_context() -> None:
+    at, past = Request(0, DEV_CONTEXT - 8, 8, (0,)), Request(1, DEV_CONTEXT - 7, 8, (1,))
+    assert not measure(iter([at, at]), 512, max_tokens=DEV_CONTEXT).stopped
+    work = measure(iter([at, past, at]), 512, max_tokens=DEV_CONTEXT)
+    assert work.stopped and work.requests == 2 and work.longest_tokens == DEV_CONTEXT + 1
+
+
+def test_a_traces_span_runs_from_its_first_arrival(tmp_path: Path) -> None:
+    """The span, not the last timestamp: a trace cut from the middle of a recording starts late."""
+    from stacks.config.workload_trace import check_trace
+
+    path = _trace(tmp_path / "t.jsonl", [_line(60_000, 512), _line(60_500, 512), _line(61_000, 512)])
+    assert check_trace(path, 512).duration_ms == 1000
+    assert measure(iter([Request(60_000, 1, 0, (0,)), Request(61_000, 1, 0, (0,))]), 512, 10).span_ms == 1000
+
+
+def test_a_trace_going_back_by_one_millisecond_is_refused(tmp_path: Path) -> None:
+    from stacks.config.workload_trace import check_trace
+
+    path = _trace(tmp_path / "t.jsonl", [_line(5, 512), _line(4, 512)])
+    assert "line 2: timestamp = 4: goes back (the line before says 5)" in _error(lambda: check_trace(path, 512))
