@@ -166,3 +166,15 @@ def test_autos_size_is_named_once_as_rendered() -> None:
     assert f"the nodes hold a CPU tier of up to {largest.human()}" in summary
     filled = render(plan(loading.load_preset("existing-mi300", ["cache.tier.cpu=auto"])), "t").summary
     assert f"`cache.tier.cpu: auto` chose {largest.human()}" in filled and "sized the tier to fill the nodes" in filled
+
+
+@pytest.mark.parametrize(("high", "refused"), [(0.98, False), (0.981, True)])
+def test_the_room_above_the_high_watermark_holds_the_poll_and_the_scan(high: float, refused: bool) -> None:
+    """1,000 one-byte files at 100 files/s: a 10 s scan, after a 10 s poll, at 1 B/s of stores: the room above
+    the high watermark must hold 20 B, (1 - h) x 1,000 >= 1 x (10 + 10), so h <= 98%."""
+    from components.formulas.shared_tier_capacity import StoreRate, given
+
+    capacity = given(1000, StoreRate(1.0, "test"), 100, 1, high, 0.5, poll_seconds=10)
+    assert capacity.scan_seconds == 10
+    above = [p for p in capacity.problems() if p.startswith("the high watermark")]
+    assert bool(above) == refused, capacity.problems()
