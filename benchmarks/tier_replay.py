@@ -31,7 +31,7 @@ from stacks.config.workload_trace import read_trace  # noqa: E402
 from stacks.planning import workload_sizing  # noqa: E402
 from stacks.planning.plan import plan, stack_shape  # noqa: E402
 
-TRACE = "tests/fixtures/workloads/mooncake-conversation/conversation_trace.jsonl"
+TRACE = "tests/fixtures/workloads/mooncake-conversation/conversation_trace_40k.jsonl"
 PRESETS = (("gpu-vllm-native-cpu", 5, 0), ("gpu-vllm-native-fs", 2, 3))  # CPU sizes, fs sizes replayed
 FIELDS = ("hbm_tokens", "cpu_tokens", "fs_tokens", "recomputed_tokens", "cpu_stored_blocks", "fs_stored_blocks")
 

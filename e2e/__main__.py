@@ -69,6 +69,8 @@ def refusal(args: argparse.Namespace, presets: list[str], run_layers: bool) -> s
         return f"PRESET = {args.presets[0]!r}: --all runs every preset on an existing cluster; name presets or --all"
     if args.presets and args.stop:
         return f"PRESET = {args.presets[0]!r}: --stop stops the cluster a --keep run left; it runs no preset"
+    if args.set and args.stop:
+        return f"--set = {args.set[0]!r}: --stop stops the cluster a --keep run left; it deploys nothing to set"
     local = _local_presets()
     allowed = f"allowed: {', '.join(local)} (presets on an existing cluster; the layered run is --layers)"
     for name in [*presets, *([args.stop] if args.stop else [])]:

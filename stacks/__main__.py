@@ -123,6 +123,17 @@ def main(argv: list[str] | None = None) -> int:
     _printable_anywhere()
     args = _parser().parse_args(_utf8_arguments(sys.argv[1:] if argv is None else argv))
     try:
+        return _run(args)
+    except BrokenPipeError:  # `./run list | head -1`: the reader stopped reading
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush has nowhere to fail
+        os.close(devnull)
+        print(f"error: {args.command}: its output was closed before it was all written", file=sys.stderr)
+        return 1
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
         if args.command == "diff":
             print(diff_revisions(args.base, args.head, args.names), end="")
             return 0
@@ -130,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
             print(keys_text(), end="")
             return 0
         if args.command == "docs":
-            for path in docs_pages.write(Path(args.out) if args.out else docs_pages.DOCS):
+            for path in docs_pages.write(docs_pages.DOCS if args.out is None else docs_pages.out_dir(args.out)):
                 print(f"wrote {path}")
             return 0
         if args.command == "list":

@@ -90,8 +90,30 @@ def test_the_expanded_epp_carries_what_the_programs_transforms_add() -> None:
     assert all(c["securityContext"]["allowPrivilegeEscalation"] is False for c in pod["containers"])
 
 
-def test_a_missing_helm_is_one_line_naming_how_to_install_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_missing_helm_is_installed_where_the_chart_is_expanded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh clone (no .tools/) running the change plan by any path, `python -m e2e` included: Helm is installed
+    once, at the first expansion, and the plan goes on with it."""
+    real = install_helm.HELM
+    missing = loading.PROJECT_DIR / ".tools" / "no-helm" / "helm"
+    installs: list[Path] = []
+
+    def install() -> Path:
+        installs.append(missing)
+        return real
+
+    monkeypatch.setattr(install_helm, "HELM", missing)
+    monkeypatch.setattr(install_helm, "install", install)
+    old, new = rendered("dev").resources, rendered("dev", ("router.epp_replicas=2",)).resources
+    assert change_plan(old, new)
+    assert len(installs) >= 1
+
+
+def test_a_helm_that_cannot_be_installed_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    def install() -> Path:
+        raise SystemExit("error: the pinned Helm is linux-amd64; put a Helm v3.17.1 binary at X")
+
     monkeypatch.setattr(install_helm, "HELM", loading.PROJECT_DIR / ".tools" / "no-helm" / "helm")
+    monkeypatch.setattr(install_helm, "install", install)
     old, new = rendered("dev").resources, rendered("dev", ("router.epp_replicas=2",)).resources
     with pytest.raises(ConfigError) as caught:
         change_plan(old, new)
@@ -99,8 +121,8 @@ def test_a_missing_helm_is_one_line_naming_how_to_install_it(monkeypatch: pytest
     assert "\n" not in text
     assert text == (
         "invalid stack config: helm = '.tools/no-helm/helm': the change plan expands the router chart with the"
-        f" pinned Helm {install_helm.HELM_VERSION}, which is missing: `./run diff` installs it (or `python"
-        " scripts/install_helm.py`)"
+        f" pinned Helm {install_helm.HELM_VERSION}, which is missing and could not be installed (error: the pinned"
+        " Helm is linux-amd64; put a Helm v3.17.1 binary at X): run `python scripts/install_helm.py`"
     )
 
 

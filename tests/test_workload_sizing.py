@@ -17,7 +17,7 @@ from stacks.planning.plan import StackPlan, plan
 from stacks.planning.workload_sizing import AUTO_MARGIN, UNBOUNDED
 from stacks.review.render import render
 
-TRACE = "tests/fixtures/workloads/mooncake-conversation/conversation_trace.jsonl"
+TRACE = "tests/fixtures/workloads/mooncake-conversation/conversation_trace_40k.jsonl"
 ROOT = Path(__file__).resolve().parents[1]
 
 # Qwen3-0.6B on one H100 (dev) holds 634,598 tokens of KV: 1,239 blocks of 512. This workload's prompts are

@@ -117,18 +117,18 @@ class Capacity:
         rate, c = self.store_rate.bytes_per_second, self.capacity_bytes
         if (1 - self.high) * c < rate * (self.poll_seconds + self.scan_seconds):
             out.append(
-                f"the high watermark {self.high:.0%} leaves {_seconds(self.headroom_seconds)} above it, less than the"
-                f" {_seconds(self.poll_seconds + self.scan_seconds)} the evictor takes to notice and scan: the tier"
+                f"the high watermark {percent(self.high)} leaves {_seconds(self.headroom_seconds)} above it, less than"
+                f" the {_seconds(self.poll_seconds + self.scan_seconds)} the evictor takes to notice and scan: the tier"
                 " fills first"
             )
         if (self.high - self.low) * c < rate * self.scan_seconds:
             out.append(
-                f"the low watermark {self.low:.0%} leaves {_seconds(self.refill_seconds)} of stores between the"
+                f"the low watermark {percent(self.low)} leaves {_seconds(self.refill_seconds)} of stores between the"
                 f" watermarks, less than one {_seconds(self.scan_seconds)} scan"
             )
         if self.low * c < rate * self.min_age_seconds:
             out.append(
-                f"the low watermark {self.low:.0%} is below what {_seconds(self.min_age_seconds)} of stores (files"
+                f"the low watermark {percent(self.low)} is below what {_seconds(self.min_age_seconds)} of stores (files"
                 " younger than a pass, never deleted) occupy"
             )
         if self.scan_rate < self.deletes_needed_per_second:
@@ -192,6 +192,11 @@ def _seconds(value: float) -> str:
     if value >= 120:
         return f"{value / 60:.0f} min"
     return f"{value:.0f} s"
+
+
+def percent(fraction: float) -> str:
+    """A watermark as set, whole or not (95.4%, where :.0% would say 95% of two different watermarks)."""
+    return f"{fraction * 100:.10g}%"
 
 
 def duration(value: float) -> str:

@@ -46,6 +46,17 @@ BASE_MEMORY = 64 * 2**20  # the interpreter, the HTTP server, one directory's en
 CANDIDATE_BYTES = 400  # one kept candidate (its path's components, its numbers, its heap entry), measured
 
 
+def percent_text(fraction: float) -> str:
+    """A watermark as the evictor's environment carries it: percent, whole where it is (`95`), else to ten
+    significant digits (`95.4`, not the `95` a rounding would make of it)."""
+    return f"{fraction * 100:.10g}"
+
+
+def as_read(text: str) -> float:
+    """The fraction the evictor reads from that text (evict_tier.Settings.from_env: float(...) / 100)."""
+    return float(text) / 100
+
+
 @dataclass(frozen=True)
 class EvictorSpec:
     namespace: str
@@ -53,8 +64,8 @@ class EvictorSpec:
     claim: str
     sub_path: str | None  # the tier's directory of the claim (beside the model cache), or the whole claim
     backend: str  # gcp-lustre | aws-efs | existing
-    high_percent: int
-    low_percent: int
+    high_percent: str  # percent_text: what the plan checked is what the evictor reads
+    low_percent: str
     min_age_seconds: int
     poll_seconds: int
     max_candidates: int
@@ -75,8 +86,8 @@ def claim_label(managed: bool) -> dict[str, str]:
 def _container(spec: EvictorSpec) -> Manifest:
     env = {
         "TIER_DIR": labels.FILES_STORAGE_MOUNT,
-        "HIGH_WATERMARK_PERCENT": str(spec.high_percent),
-        "LOW_WATERMARK_PERCENT": str(spec.low_percent),
+        "HIGH_WATERMARK_PERCENT": spec.high_percent,
+        "LOW_WATERMARK_PERCENT": spec.low_percent,
         "MIN_AGE_SECONDS": str(spec.min_age_seconds),
         "POLL_SECONDS": str(spec.poll_seconds),
         "MAX_CANDIDATES": str(spec.max_candidates),

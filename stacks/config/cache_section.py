@@ -20,6 +20,7 @@ from stacks.config.fields import (
 )
 
 MAX_REPLICAS = 256  # model-server replicas one stack runs (the capacity plan searches no further)
+MAX_MEMORY_FRACTION = 0.99  # cache.memory_fraction's ceiling: the engine keeps a sliver for itself
 
 
 class TierConfig(Section):
@@ -63,7 +64,7 @@ class CacheConfig(Section):
     configured)"""
     tensor_parallelism: int | None = Field(default=None, ge=1, le=64)
     """devices one replica shards the model over (--tensor-parallel-size); default: the combination's from the seed"""
-    memory_fraction: float | None = Field(default=None, ge=0.05, le=0.99)
+    memory_fraction: float | None = Field(default=None, ge=0.05, le=MAX_MEMORY_FRACTION)
     """share of each device's memory the engine takes for weights, activations and KV (vLLM
     --gpu-memory-utilization, SGLang --mem-fraction-static); default: the guide's flag, else the engine's 0.9"""
     max_model_len: int | None = Field(default=None, ge=256, le=10_000_000)

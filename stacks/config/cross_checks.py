@@ -16,6 +16,7 @@ from components.units import ByteSize, GiB, MiB
 from stacks.config import StackConfig, formats
 from stacks.config.connector_choice import choice, connector_of
 from stacks.config.errors import HIDDEN, ConfigError
+from stacks.config.evictor_checks import check_evictor_applies
 from stacks.config.layer_checks import check_layer
 from stacks.config.providers import PROVIDERS, provider_of
 from stacks.config.workload_section import check_workload
@@ -63,6 +64,7 @@ def check_stack(config: StackConfig) -> None:
     check_cluster(config)
     check_storage(config)
     check_applies(config)
+    check_evictor_applies(config)
     check_workload(config.workload)
     check_replicas_auto(config)
 

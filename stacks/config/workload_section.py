@@ -7,6 +7,7 @@ from typing import Annotated
 
 from pydantic import Field
 
+from components.formulas import replay_work
 from components.formulas.shared_prefix import SharedPrefixShape
 from stacks.config import formats
 from stacks.config.errors import ConfigError
@@ -124,3 +125,8 @@ def check_workload(workload: WorkloadConfig | None) -> None:
             f" blocks its group shares; workload.block_tokens: {suggested} would (the largest power of two up to"
             " it that divides the prompt)",
         )
+    if shared is not None:  # its work in closed form: billions of requests are refused before one is made
+        work = replay_work.shared_prefix_work(shared.shape, workload.block_tokens)
+        problem = replay_work.problem(work)
+        if problem is not None:
+            raise ConfigError("workload.shared_prefix", f"{work.requests:,} requests", problem)

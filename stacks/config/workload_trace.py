@@ -26,6 +26,7 @@ from typing import IO, Any
 from components.formulas.requests import Request
 from components.units import MiB
 from stacks.config.errors import MISSING, ConfigError
+from stacks.config.workload_section import MAX_TOKENS
 
 # 512 MiB: ~170 times the Mooncake conversation trace (3 MB for an hour of 12,031 requests), i.e. weeks of
 # such traffic or about two million requests; streaming it takes about a minute here, and its distinct
@@ -35,6 +36,9 @@ MAX_TRACE_BYTES = 512 * MiB
 # at 512 tokens a block (or 1.6M tokens at 16).
 MAX_LINE_BYTES = MiB
 MAX_INT = 2**63 - 1  # every figure fits an int64 (what an array-based replay stores)
+# A request's input_length and output_length are at most workload_section.MAX_TOKENS: a line of 2**63 output
+# tokens asked the replay for 2**54 output blocks (a MemoryError); the server's context is checked against
+# each request before a replay (stacks/planning/workload_bounds.py).
 FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
 _SHOWN_CHARS = 60  # of a line that is not JSON
 
@@ -203,19 +207,20 @@ def _object(raw: bytes, where: str) -> dict[str, Any]:
     return data
 
 
-def _count(data: dict[str, Any], key: str, where: str, low: int) -> int:
+def _count(data: dict[str, Any], key: str, where: str, low: int, high: int = MAX_INT) -> int:
     value = data.get(key, MISSING)
     if value is MISSING:
         raise ConfigError(f"{where}: {key}", MISSING, f"required ({', '.join(FIELDS)} on every line)")
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_INT:
-        raise ConfigError(f"{where}: {key}", value, f"must be an integer from {low} to 2**63-1")
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        shown = "2**63-1" if high == MAX_INT else f"{high:,} (far above any model's context)"
+        raise ConfigError(f"{where}: {key}", value, f"must be an integer from {low} to {shown}")
     return value
 
 
 def _request(data: dict[str, Any], block_tokens: int, where: str) -> Request:
     timestamp = _count(data, "timestamp", where, 0)
-    input_length = _count(data, "input_length", where, 1)
-    output_length = _count(data, "output_length", where, 0)
+    input_length = _count(data, "input_length", where, 1, MAX_TOKENS)
+    output_length = _count(data, "output_length", where, 0, MAX_TOKENS)
     ids = data.get("hash_ids", MISSING)
     if ids is MISSING:
         raise ConfigError(f"{where}: hash_ids", MISSING, f"required ({', '.join(FIELDS)} on every line)")

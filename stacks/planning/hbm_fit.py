@@ -6,11 +6,13 @@ model, the devices and what would fit."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from components.catalog.support import ComboDefaults
 from components.formulas.hbm import HbmBudget, gib
 from components.specs.servers.base import ServerSpec
 from components.specs.servers.limits import limits
+from stacks.config.cache_section import MAX_MEMORY_FRACTION
 from stacks.config.errors import ConfigError
 from stacks.planning.resolution import Resolved
 
@@ -88,6 +90,20 @@ def check_fits(stack: Resolved, budget: HbmBudget) -> None:
     else:
         return
     field, value, cache = "cache.tensor_parallelism", stack.tensor_parallelism, stack.config.cache
+    least = _least_fraction(budget) if cache.memory_fraction is not None else None
+    if least is not None:  # the stack's own share is what does not fit
+        raise ConfigError("cache.memory_fraction", cache.memory_fraction, f"{problem}; what fits: {least:g} or more")
     if cache.max_model_len is not None and budget.weights_fit:
         field, value = "cache.max_model_len", cache.max_model_len
     raise ConfigError(field, value, f"{problem}; what fits: {_what_fits(budget, stack.defaults)}")
+
+
+def _least_fraction(budget: HbmBudget) -> float | None:
+    """The smallest engine share, in hundredths up to the most the config allows, at which the weights and one
+    sequence fit; None where none does (the share is not what fails)."""
+    for hundredths in range(math.floor(budget.memory_fraction * 100) + 1, round(MAX_MEMORY_FRACTION * 100) + 1):
+        fraction = hundredths / 100
+        larger = dataclasses.replace(budget, memory_fraction=fraction)
+        if larger.weights_fit and larger.context_fits:
+            return fraction
+    return None

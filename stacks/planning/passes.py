@@ -50,7 +50,7 @@ def _rollout(stack_plan: StackPlan) -> rollout_choice.Rollout:
         group_size=server.group_size,
         cap=cap,
         tier_dropped=None if in_daemon else server.sizing.cpu_tier_per_pod,
-        tier_auto=config.cache.tier.cpu == "auto",
+        tier_auto=fit is not None and fit.largest_tier == stack_plan.tier,  # auto filled the nodes
     )
 
 

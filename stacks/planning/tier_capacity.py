@@ -95,23 +95,31 @@ def capacity(config: StackConfig, rate: StoreRate, block_file_bytes: int) -> Cap
                 f"{problem}; grow it, or raise storage.evictor.scan_rate if the backend scans faster",
             )
         return derived
-    given = formulas.given(
-        size,
-        rate,
-        settings.scan_rate,
-        block_file_bytes,
-        settings.high_watermark / 100,
-        settings.low_watermark / 100,
-        poll,
-    )
+    high, low = as_rendered(settings.high_watermark, settings.low_watermark)
+    given = formulas.given(size, rate, settings.scan_rate, block_file_bytes, high, low, poll)
     problems = given.problems()
-    if problems:
+    if problems and not (rate.upper_bound and config.workload is not None):  # a workload's rate judges them
         raise ConfigError(
             "storage.evictor.low_watermark",
             settings.low_watermark,
             f"{'; '.join(problems)} (at {rate.bytes_per_second / 1e9:.2f} GB/s, {rate.source})",
         )
     return given
+
+
+def as_rendered(high_percent: float, low_percent: float) -> tuple[float, float]:
+    """Hand-set watermarks as the evictor will read them from its environment (percent_text, then its parse),
+    refused where it would refuse them: it exits unless 0 < low < high <= 100%."""
+    high_text, low_text = spec.percent_text(high_percent / 100), spec.percent_text(low_percent / 100)
+    high, low = spec.as_read(high_text), spec.as_read(low_text)
+    if not 0 < low < high <= 1:
+        raise ConfigError(
+            "storage.evictor.low_watermark",
+            low_percent,
+            f"renders as LOW_WATERMARK_PERCENT={low_text} beside HIGH_WATERMARK_PERCENT={high_text}, which the"
+            " evictor refuses (it needs 0 < low < high <= 100): set watermarks apart in their first ten digits",
+        )
+    return high, low
 
 
 def evictor_workload(config: StackConfig, tier: Capacity, cache: ModelCache | None) -> Workload:
@@ -123,8 +131,8 @@ def evictor_workload(config: StackConfig, tier: Capacity, cache: ModelCache | No
         claim=FILES_STORAGE_CLAIM,
         sub_path=TIER_SUBPATH if shared else None,
         backend=config.storage.backend,
-        high_percent=round(tier.high * 100),
-        low_percent=round(tier.low * 100),
+        high_percent=spec.percent_text(tier.high),
+        low_percent=spec.percent_text(tier.low),
         min_age_seconds=round(tier.min_age_seconds),
         poll_seconds=round(formulas.STATVFS_POLL_SECONDS),
         max_candidates=tier.max_candidates,

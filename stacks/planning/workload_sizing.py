@@ -36,6 +36,7 @@ from components.specs.payoff_table import Payoff
 from components.units import ByteSize, GiB
 from stacks.config import StackConfig
 from stacks.config.workload_trace import read_project_trace, read_trace
+from stacks.planning.workload_bounds import check_work
 
 # `cache.tier.cpu: auto` with a workload: the smallest size whose hit share is within this many points of
 # the best any size the node holds reaches (a point of prompt tokens: more memory buys less than that).
@@ -210,8 +211,9 @@ def size_tiers(
     shape: StackShape, source: WorkloadSource, router: RouteFn = route, routing: str = IN_FLIGHT_ROUTING
 ) -> TierCurve:
     """Replay the workload on the stack once, over every size of the grid (`router`: how requests are routed,
-    `routing` says how; default the in-flight estimate, `replica_routing`)."""
+    `routing` says how; default the in-flight estimate, `replica_routing`); its work measured first."""
     bt = source.block_tokens
+    check_work(source.description, source.requests(), bt, shape.hbm)
     per_token = shape.model.kv_bytes_per_token.bytes
 
     def blocks(size: ByteSize) -> int:

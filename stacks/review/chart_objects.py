@@ -98,14 +98,17 @@ def _for_chart(values: dict[str, Any], chart: Path) -> dict[str, Any]:
 def _helm() -> Path:
     from scripts import install_helm  # the pin the tests install; not a module of the program
 
-    if not install_helm.HELM.is_file():
+    if install_helm.HELM.is_file():
+        return install_helm.HELM
+    try:  # a fresh clone, or a command run without `./run`: installed here, once
+        return install_helm.install()
+    except (SystemExit, OSError, subprocess.CalledProcessError) as error:
         raise ConfigError(
             "helm",
             str(install_helm.HELM.relative_to(PROJECT_DIR)),
             f"the change plan expands the router chart with the pinned Helm {install_helm.HELM_VERSION}, which is"
-            " missing: `./run diff` installs it (or `python scripts/install_helm.py`)",
-        )
-    return install_helm.HELM
+            f" missing and could not be installed ({error}): run `python scripts/install_helm.py`",
+        ) from None
 
 
 def type_token(obj: dict[str, Any]) -> str:

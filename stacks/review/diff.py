@@ -123,17 +123,26 @@ def _filter_reason(error: tarfile.FilterError) -> str:
 
 
 def _render(tree: Path, name: str, out: Path) -> str | None:
-    """resources.json of NAME rendered in `tree`, or None where the stack does not exist there."""
+    """resources.json of NAME rendered in `tree`, or None where the stack does not exist there or fails to render
+    (its error's last line in OUT/error.txt)."""
     result = subprocess.run(
         [sys.executable, "-m", "stacks", "render", name, "--out", str(out)], cwd=tree, capture_output=True, text=True
     )
-    return (out / "resources.json").read_text(encoding="utf-8") if result.returncode == 0 else None
+    if result.returncode != 0:
+        out.mkdir(parents=True, exist_ok=True)
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        (out / ERROR_FILE).write_text(lines[-1] if lines else f"render exited {result.returncode}", encoding="utf-8")
+        return None
+    return (out / "resources.json").read_text(encoding="utf-8")
+
+
+ERROR_FILE = "error.txt"  # beside a stack's render: why it failed at that revision
 
 
 # Renders every named stack of a tree in ONE process (imports paid once), each to OUT/NAME; a stack that
-# does not load or render at that revision is skipped, as a failed `render` was. A cluster stack (layer
-# cluster) is planned as `render` plans it (`plan_any`), not as a stack serving a default model; a revision
-# before layers fails the import, and each stack is then rendered by its own `render` process.
+# does not load or render at that revision is skipped, its error in OUT/NAME/error.txt (ERROR_FILE). A
+# cluster stack (layer cluster) is planned as `render` plans it (`plan_any`), not as a stack serving a default
+# model; a revision before layers fails the import, and each stack is then rendered by its own `render` process.
 _RENDER_ALL = """
 import sys
 from pathlib import Path
@@ -144,7 +153,9 @@ out = Path(sys.argv[1])
 for name in sys.argv[2:]:
     try:
         result = render(plan_any(loading.load_named(name, []), name), name)
-    except Exception:
+    except Exception as error:
+        (out / name).mkdir(parents=True, exist_ok=True)
+        (out / name / "error.txt").write_text(f"{type(error).__name__}: {error}", encoding="utf-8")
         continue
     result.write(out / name)
 """
@@ -163,6 +174,16 @@ def _render_all(tree: Path, names: list[str], out: Path) -> dict[str, str | None
     }
 
 
+def _failure(out: Path, name: str) -> str:
+    """Why NAME rendered at neither revision: the head's error, else the base's (a stack at one revision only)."""
+    for side in ("head", "base"):
+        error = out / side / name / ERROR_FILE
+        if error.is_file():
+            text = error.read_text(encoding="utf-8").removeprefix("ConfigError: ")
+            return text.removeprefix("invalid stack config: ")
+    return "no error recorded"
+
+
 def _stack_names(tree: Path) -> set[str]:
     presets = {p.stem for p in (tree / "stacks" / "presets").glob("*.yaml")}
     return presets | set(loading.stack_names(tree))
@@ -173,7 +194,7 @@ def diff_revisions(base: str, head: str | None, names: list[str]) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         base_tree = _tree(base, root / "base", "--base")
-        head_tree = _tree(head, root / "head", "--head") if head else Path.cwd()
+        head_tree = _tree(head, root / "head", "--head") if head is not None else Path.cwd()
         known = _stack_names(base_tree) | _stack_names(head_tree)
         for name in names:
             if name not in known:
@@ -189,11 +210,11 @@ def diff_revisions(base: str, head: str | None, names: list[str]) -> str:
         for name in wanted:
             old, new = olds[name], news[name]
             if old is None and new is None:
-                sections.append(f"### {name}\n\nrenders at neither revision\n")
+                raise ConfigError("NAME", name, f"renders at neither revision: {_failure(root / 'out', name)}")
             elif old is None or new is None:
                 sections.append(f"### {name}\n\n{'added' if old is None else 'removed'} stack\n")
             else:
                 sections.append(diff_renders(name, old, new))
     body = "\n".join(s for s in sections if s)
-    title = f"## Render diff {base}..{head or 'working tree'}"
+    title = f"## Render diff {base}..{'working tree' if head is None else head}"
     return f"{title}\n\n{body or 'No rendered changes.'}\n"

@@ -3,9 +3,12 @@ stacks/presets/ (`python -m stacks docs` writes them; tests/test_docs.py fails w
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 from stacks.config import loading
+from stacks.config.errors import ConfigError
 from stacks.config.keys import keys_markdown
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -59,9 +62,67 @@ def pages() -> dict[str, str]:
 
 
 def write(out: Path = DOCS) -> list[Path]:
+    """The pages into `out` (checked first: `checked_out`), each written beside its name and renamed onto it,
+    so a page that is a symlink is replaced, never written through."""
+    checked_out(out)
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, text in pages().items():
-        (out / name).write_text(text, encoding="utf-8")
+        _write_page(out / name, text)
         written.append(out / name)
     return written
+
+
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISREG, "a file"),
+)
+
+
+def out_dir(text: str) -> Path:
+    """`--out` as given: an empty path is refused (it would write into the current directory)."""
+    if not text.strip():
+        raise ConfigError("--out", text, "must name a directory; an empty path would write into the current one")
+    return Path(text)
+
+
+def checked_out(out: Path) -> None:
+    """`--out` before anything is written: a directory (or one that can be created under one), writable, and not
+    reached through a symlink that leads out of the project or to nothing."""
+    shown = str(out)
+    lexical = Path(os.path.abspath(out))
+    resolved = out.resolve()
+    if out.is_symlink() and not out.exists():
+        raise ConfigError("--out", shown, f"a symlink to {os.readlink(out)}, which does not exist: name a directory")
+    if resolved != lexical and not resolved.is_relative_to(loading.PROJECT_DIR.resolve()):
+        raise ConfigError(
+            "--out", shown, f"leads out of the project through a symlink (to {resolved}): name that directory itself"
+        )
+    existing = lexical
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        mode = existing.stat().st_mode
+        kind = next((name for test, name in _KINDS if test(mode)), "not a directory")
+        where = f"names {kind}" if existing == lexical else f"is under {existing}, {kind}"
+        raise ConfigError("--out", shown, f"must be a directory; it {where}")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError("--out", shown, f"must be writable; {existing} is not")
+
+
+def _write_page(path: Path, text: str) -> None:
+    if path.is_dir() and not path.is_symlink():
+        raise ConfigError("--out", str(path.parent), f"holds a directory named {path.name}, where the page goes")
+    partial = path.with_name(f".{path.name}.partial")
+    partial.unlink(missing_ok=True)
+    try:
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(partial, path)
+    except OSError as error:
+        partial.unlink(missing_ok=True)
+        raise ConfigError("--out", str(path.parent), f"cannot write {path.name}: {error.strerror}") from None

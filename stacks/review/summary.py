@@ -8,7 +8,7 @@ from components.formulas.payoff import SUFFIX_TOKENS
 from components.specs import images, model_cache, prepull, storage
 from components.specs.clusters import PoolSpec
 from components.specs.payoff_table import gbps, seconds
-from components.units import GiB, MiB
+from components.units import ByteSize, GiB, MiB
 from stacks.config.providers import provider_of
 from stacks.planning.hardware import Fit
 from stacks.planning.plan import StackPlan
@@ -114,7 +114,7 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
     config = stack_plan.config
     rows = _core_rows(stack_plan, recording) + _optional_rows(stack_plan) + _pool_rows(stack_plan.pools)
     if stack_plan.fit is not None:
-        rows.append(_fit_row(stack_plan.fit))
+        rows.append(_fit_row(stack_plan.fit, stack_plan.tier))
     if config.storage.backend != "existing":
         rows.append(("filesystem tier backend", config.storage.backend))
     rows.append(("monitoring", config.monitoring.provider if config.monitoring.enabled else "off"))
@@ -329,13 +329,19 @@ def _pool_rows(pools: list[PoolSpec]) -> list[tuple[str, str]]:
     return rows
 
 
-def _fit_row(fit: Fit) -> tuple[str, str]:
+def _fit_row(fit: Fit, tier: ByteSize) -> tuple[str, str]:
+    """With `cache.tier.cpu: auto`, the size it chose where it filled the nodes; where a workload's curve chose a
+    smaller one, the tier curve's section names it (once) and this row says what the nodes hold."""
     # GiB, unless rounding the request up and the allocatable down would show a fit as an overflow.
     unit = GiB
     if fit.allocatable and fit.per_node.ceil_to(GiB).bytes > fit.allocatable.floor_to(GiB).bytes:
         unit = MiB
     allocatable = f" of {fit.allocatable.floor_to(unit).quantity()} allocatable" if fit.allocatable else ""
-    auto = f"; `cache.tier.cpu: auto` chose {fit.largest_tier.human()}" if fit.largest_tier else ""
+    auto = ""
+    if fit.largest_tier == tier:
+        auto = f"; `cache.tier.cpu: auto` chose {tier.human()}"
+    elif fit.largest_tier is not None:
+        auto = f"; the nodes hold a CPU tier of up to {fit.largest_tier.human()}"
     return (
         "fit per node",
         f"{fit.pods_per_node} model-server pod{'s' if fit.pods_per_node != 1 else ''},"

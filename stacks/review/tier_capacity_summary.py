@@ -83,8 +83,8 @@ def tier_capacity_lines(stack_plan: StackPlan) -> list[str]:
         ]
     else:
         rows += [
-            ("high watermark h", f"{c.high:.0%}", "storage.evictor.high_watermark"),
-            ("low watermark l", f"{c.low:.0%}", "storage.evictor.low_watermark"),
+            ("high watermark h", formulas.percent(c.high), "storage.evictor.high_watermark"),
+            ("low watermark l", formulas.percent(c.low), "storage.evictor.low_watermark"),
         ]
     rows += [
         (
