@@ -3,11 +3,12 @@ llm-d's published tiered-prefix-cache benchmark beside llm-d's (tests/fixtures/l
 
 llm-d's run: 8 x Qwen3-32B TP=2 on H100 (gpu-vllm-native-cpu at 8 replicas, a 200 GiB CPU tier each), the router's
 five scorers at weight 1, inference-perf's shared_prefix data (250 groups x 5 prompts, a 16,000-token system
-prompt, 256-token questions and outputs) at 5 to 40 requests/s, 60 s a stage, the stages back to back on one
-warm fleet, HBM only against HBM + CPU. Here the same workload is replayed through the time model with the stages
-back to back; arrivals are evenly spaced at each stage's rate where llm-d's are Poisson (an approximation: bursts
-queue more). A stage's throughput is its requests' prompt and output tokens over the time from the stage's first
-arrival to its last request's finish (llm-d's "Throughput (tok/s)" counts both: 5 QPS x 16,512 tokens is 82,560).
+prompt, 256-token questions and outputs) at 5 to 40 requests/s, 60 s a stage, one stage after another on one warm
+fleet, HBM only against HBM + CPU. Here the same workload goes through the time model, each stage after the last
+has drained (inference-perf waits for a stage's requests), the caches warm. Arrivals are evenly spaced at each
+stage's rate where llm-d's are Poisson (an approximation: bursts queue more). A stage's throughput is its
+requests' prompt and output tokens over its first arrival to its last finish (llm-d's "Throughput (tok/s)"
+counts both: 5 QPS x 16,512 tokens is 82,560).
 """
 
 from __future__ import annotations
@@ -31,8 +32,11 @@ from stacks.planning.plan import plan, plan_capacity_of, stack_shape  # noqa: E4
 from stacks.planning.routing_weights import routing_of  # noqa: E402
 from stacks.planning.workload_sizing import file_source, in_memory  # noqa: E402
 
-TRACE = "tests/fixtures/workloads/mooncake-conversation/conversation_trace.jsonl"
+TRACE = "tests/fixtures/workloads/mooncake-conversation/conversation_trace_40k.jsonl"
 BENCHMARK = ROOT / "tests/fixtures/llm-d-benchmark/qwen3-32b-h100-tiered.json"
+# inference-perf runs a stage's requests, waits for them, pauses `interval` and starts the next: each stage here
+# starts this long after the last one's arrivals (long enough for the slowest to drain: the bench checks it).
+DRAIN_GAP_S = 3600
 BLOCK_TOKENS = 128  # divides the 16,000-token system prompt (the router's and vLLM's blocks are smaller still)
 
 
@@ -49,7 +53,9 @@ def conversation_cost() -> None:
     start = time.perf_counter()
     capacity = plan_capacity_of(stack_plan, source, None)
     whole = time.perf_counter() - start
-    print("## The time model's cost (conversation trace, 12,031 requests, gpu-vllm-native-cpu)")
+    print(
+        "## The time model's cost (the conversation trace within Qwen3's context, 11,457 requests, gpu-vllm-native-cpu)"
+    )
     print(
         f"one replay at {run.replicas} replicas: {one:.1f} s; the whole capacity plan (every scenario): {whole:.1f} s"
     )
@@ -62,7 +68,8 @@ Stages = list[tuple[float, float, float]]
 
 
 def benchmark_requests(data: dict[str, Any]) -> tuple[list[Request], Stages]:
-    """The stages back to back: (requests, [(rate, start s, end s)])."""
+    """Each stage after the last has drained (`DRAIN_GAP_S` after its arrivals; checked), caches kept warm:
+    (requests, [(rate, start s, end s)])."""
     shape = data["workload"]["shared_prefix"]
     requests: list[Request] = []
     stages = []
@@ -73,7 +80,7 @@ def benchmark_requests(data: dict[str, Any]) -> tuple[list[Request], Stages]:
         for r in shared_prefix_requests(one, BLOCK_TOKENS, seed=k):
             requests.append(replace(r, timestamp_ms=r.timestamp_ms + start_ms))
         stages.append((rate, start_ms / 1000, start_ms / 1000 + duration))
-        start_ms += duration * 1000
+        start_ms += (duration + DRAIN_GAP_S) * 1000
     return requests, stages
 
 

@@ -18,7 +18,7 @@ from stacks.planning.plan import StackPlan, plan
 from stacks.planning.routing_weights import routing_of
 from stacks.review.render import render
 
-TRACE = "tests/fixtures/workloads/mooncake-conversation/conversation_trace.jsonl"
+TRACE = "tests/fixtures/workloads/mooncake-conversation/conversation_trace_40k.jsonl"
 # A small shared-prefix workload dev's one Qwen3-0.6B replica serves with room: 300 requests over a minute.
 SMALL = {
     "num_groups": 20,
