@@ -124,3 +124,28 @@ def test_every_connector_that_writes_the_shared_tier_needs_its_claim_read_write_
     flagged = {v.resource.name for rule, v in _findings(resources) if rule == "filesystem-tier-rwx" and v.resource}
     servers = {p.owner.name for p in pods(resources) if p.labels.get(labels.KV_CONNECTOR_LABEL)}
     assert servers and servers <= flagged
+
+
+# Not a stamp: missing, negative, a decimal, a unit, empty, padded, fullwidth digits, a number not a string.
+@pytest.mark.parametrize("value", [None, "-1", "1.5", "300Gi", "", " 1", "\uff11", 1])
+def test_a_connector_workload_without_a_whole_cpu_tier_stamp_is_reported(value: Any) -> None:
+    """`identity-labels` reports it; the memory rule, blind to that workload's stamp, still reads what the
+    native connector's own config says (the render's pod stays flagged when its limit is shrunk)."""
+    _, resources = _render("gpu-vllm-native-cpu")
+    [pod] = _holders(resources)
+    annotations = pod.owner.props["metadata"]["annotations"]
+    if value is None:
+        del annotations[labels.CPU_TIER_BYTES_ANNOTATION]
+    else:
+        annotations[labels.CPU_TIER_BYTES_ANNOTATION] = value
+    what = "the bytes of the CPU tier one of its pods holds in its own memory (the connector's pod_cpu_tier)"
+    expected = (
+        f"its pods carry {labels.KV_CONNECTOR_LABEL}: native but it carries no {labels.CPU_TIER_BYTES_ANNOTATION}"
+        f" annotation: annotate the workload's own metadata with {what}"
+        if value is None
+        else f"it carries {labels.CPU_TIER_BYTES_ANNOTATION}: {value!r}, not a whole number as a string:"
+        f" set it to {what}"
+    )
+    assert [(rule, v.message) for rule, v in _findings(resources)] == [("identity-labels", expected)]
+    next(pod.containers(init=False))["resources"]["limits"]["memory"] = "200Gi"  # below the 300 GiB tier
+    assert "memory-limit-covers-tier" in {rule for rule, _ in _findings(resources)}
