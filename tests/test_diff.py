@@ -24,6 +24,7 @@ EXPECTED_PATHS = {
     f"{CONTAINER}.resources.requests.memory",
     "inputs.spec.template.spec.volumes[0].emptyDir.sizeLimit",  # /dev/shm
     "inputs.values.router.epp.pluginsConfig.plugins[2].parameters.lruCapacityPerServer",
+    "inputs.metadata.annotations.llm-d.ai/cpu-tier-bytes",  # the workload's stamp of the tier one pod holds
 }
 
 

@@ -22,8 +22,15 @@ ROOT = Path(__file__).resolve().parents[1]
 OURS = ("components", "stacks", "policies", "e2e")
 GROUND = {"components.units", "components.manifest"}
 # Facts the policy rules share with the specs on purpose, each defined once where it is applied: the
-# named security exemptions (and why each exists) and Mooncake's one hostPath.
-POLICY_READS_FROM_SPECS = {"components.specs.security", "components.specs.mooncake"}
+# named security exemptions (and why each exists), Mooncake's one hostPath, what each connector writes (the
+# registry: the `kv_connector` class or engine flag that marks a pod as running it) and the watermarks the tier
+# evictor accepts (its own parser, components/tier_evictor/evict_tier.py).
+POLICY_READS_FROM_SPECS = {
+    "components.specs.security",
+    "components.specs.mooncake",
+    "components.specs.connectors",
+    "components.tier_evictor.evict_tier",
+}
 
 
 def _module(path: Path) -> str:
@@ -157,7 +164,7 @@ def test_imports_are_read_from_the_syntax_tree(tmp_path: Path) -> None:
 
 
 POLICY_CHECKS = {
-    "rule_types", "inventory", "routing", "cache_tiers", "tier_payoff", "artifacts", "pod_security",
+    "rule_types", "inventory", "identity", "routing", "cache_tiers", "tier_payoff", "artifacts", "pod_security",
     "cluster_isolation", "ruleset",
 }  # fmt: skip
 

@@ -150,8 +150,9 @@ def test_filesystem_tier_without_capacity_management_is_caught() -> None:
     without = [r for r in resources if "tier-evictor" not in r.name]
     assert len(without) < len(resources)
     assert violations_of(rule, without) == [
-        "writes the filesystem tier on claim llm-d-kv-cache-storage, which nothing evicts (no tier-evictor pod"
-        " mounts it, and it is not labeled llm-d.ai/capacity-management: off): it fills, then every store fails"
+        "writes the filesystem tier on claim llm-d-kv-cache-storage, which nothing evicts (no tier-evictor pod that"
+        " can work mounts it, and it is not labeled llm-d.ai/capacity-management: off): it fills, then every store"
+        " fails"
     ]
     claim = next(r for r in without if r.type == "kubernetes:core/v1:PersistentVolumeClaim")
     claim.props["metadata"]["labels"]["llm-d.ai/capacity-management"] = "off"

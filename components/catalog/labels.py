@@ -22,6 +22,19 @@ KV_CONNECTOR_LABEL = "llm-d.ai/kv-connector"
 # the stamp rolls no pod); the policy rule `tiers-beat-recompute` reads it rather than re-deriving it from the
 # server's arguments, and `identity-labels` reports a connector's workload without it.
 KV_TRANSFER_BLOCK_ANNOTATION = "llm-d.ai/kv-transfer-block-tokens"
+# Bytes of the CPU tier one pod of the workload holds in its own memory (the connector's own figure, from its
+# `Sizes`: `Connector.pod_cpu_tier`; 0 where a per-node daemon holds the tier, which carries its own), beside
+# the transfer block on the workload's own metadata; `memory-limit-covers-tier` and `filesystem-tier-rwx` read
+# it for every connector, and `identity-labels` reports a connector's workload without it.
+CPU_TIER_BYTES_ANNOTATION = "llm-d.ai/cpu-tier-bytes"
+# Node labels a model-server pod selects its accelerator's nodes by: a created pool's key (every node of a pool
+# the program creates carries it; components/specs/clusters.py), and GKE's own labels of a TPU slice's nodes
+# (components/specs/servers/tpu.py) and of a GPU node (its guest accelerator, components/catalog/machines.py
+# `gke_accelerator`). The policy rule `identity-labels` holds a pod's profile to the nodes it selects by them.
+NODE_POOL_LABEL = "llm-d.ai/node-pool"
+GKE_TPU_ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
+GKE_TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
+GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
 SUBGUIDE_LABEL = "llm-d.ai/subguide"
 INFERENCE_SERVING_LABEL = "llm-d.ai/inference-serving"
 # The workload a model-server pod belongs to: with guide and role, the only labels its (immutable) selector holds.

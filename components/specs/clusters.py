@@ -8,11 +8,12 @@ from typing import Any
 
 import yaml
 
+from components.catalog.labels import NODE_POOL_LABEL
 from components.catalog.machines import MachineType
 from components.specs.node_autoscaling import NodeBounds, eks_scaling_config, gke_autoscaling
 
 Args = dict[str, Any]
-POOL_LABEL = "llm-d.ai/node-pool"  # created pools label their nodes with their key
+POOL_LABEL = NODE_POOL_LABEL  # created pools label their nodes with their key
 
 # GKE image streaming reads images through the Container File System API, which must be enabled.
 IMAGE_STREAMING_API = "containerfilesystem.googleapis.com"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from components.catalog import versions
+from components.catalog import labels, versions
 from components.manifest import Manifest
 from components.specs import security
 from components.specs.workload_type import WorkloadType
@@ -21,6 +21,7 @@ SERVER_WORKLOAD = WorkloadType("llmd:lmcache_server:LMCacheServer", "lmcache-ser
 
 NAME = "lmcache-engine"  # DaemonSet, Service; the ConfigMap is `<NAME>-connection`
 CONNECTION_CONFIG_MAP = f"{NAME}-connection"
+MP_CONNECTOR_CLASS = "LMCacheMPConnector"  # vLLM's connector to the server (its kv-transfer config names it)
 SERVER_PORT, HTTP_PORT, METRICS_PORT = 5555, 8080, 9090
 REUSE_KEY = "kv-transfer-config.json"
 PREFILLER_KEY = "kv-transfer-config-prefiller.json"
@@ -88,7 +89,7 @@ def server_memory_formula() -> str:
 
 def mp_connector(settings: LMCacheServerSettings) -> Manifest:
     return {
-        "kv_connector": "LMCacheMPConnector",
+        "kv_connector": MP_CONNECTOR_CLASS,
         "kv_connector_module_path": "lmcache.integration.vllm.lmcache_mp_connector",
         "kv_role": "kv_both",
         "kv_connector_extra_config": {
@@ -197,7 +198,9 @@ def server_manifests(settings: LMCacheServerSettings) -> list[Manifest]:
         {
             "apiVersion": "apps/v1",
             "kind": "DaemonSet",
-            "metadata": meta,
+            # The L1 each server holds (the CPU tier of the node's pods), as the model servers' workloads say
+            # theirs: the policy rule `memory-limit-covers-tier` reads it.
+            "metadata": {**meta, "annotations": {labels.CPU_TIER_BYTES_ANNOTATION: str(settings.l1_size.bytes)}},
             "spec": {
                 "selector": {"matchLabels": LABELS},
                 "template": {

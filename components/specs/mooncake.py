@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from components.catalog import versions
+from components.catalog import labels, versions
 from components.manifest import Manifest
 from components.specs import security
 from components.specs.workload_type import WorkloadType
@@ -248,7 +248,12 @@ def _client_manifests(sizing: MooncakeClientSizing) -> list[Manifest]:
         {
             "apiVersion": "apps/v1",
             "kind": "DaemonSet",
-            "metadata": _meta(CLIENT, CLIENT_LABELS),
+            # The DRAM pool share each client holds, as the model servers' workloads say theirs (the policy rule
+            # `memory-limit-covers-tier` reads it).
+            "metadata": {
+                **_meta(CLIENT, CLIENT_LABELS),
+                "annotations": {labels.CPU_TIER_BYTES_ANNOTATION: str(sizing.dram.bytes)},
+            },
             "spec": {
                 "selector": {"matchLabels": CLIENT_LABELS},
                 "template": {"metadata": {"labels": CLIENT_LABELS}, "spec": pod},

@@ -55,6 +55,9 @@ class Exemption:
     root: bool = False
     privileged: bool = False
     capabilities: tuple[str, ...] = ()
+    # An accelerator profile's exemption (its `root_reason`): it holds only for a pod that also holds that
+    # profile's devices (the policy rule `root-containers` checks them; the label alone is no reason).
+    profile: str | None = None
 
 
 def _accelerator(key: str) -> Callable[[Subject], bool]:
@@ -115,7 +118,7 @@ EXEMPTIONS: tuple[Exemption, ...] = (
     ),
     # An accelerator whose guide runs its image as root: the profile says why (`root_reason`).
     *(
-        Exemption(profile.key, profile.root_reason, _accelerator(profile.key), root=True)
+        Exemption(profile.key, profile.root_reason, _accelerator(profile.key), root=True, profile=profile.key)
         for profile in ACCELERATORS.values()
         if profile.root_reason
     ),

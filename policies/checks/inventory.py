@@ -1,18 +1,27 @@
 """What the stack runs, as the rules find it in resource inputs: the model servers and their
 connector configs, the router charts, LMCache's clients and servers, the accelerator a pod holds (by the
-profile key it carries), the transfer block its workload is stamped with; and the rule that every accelerator or
-connector pod carries its keys and every connector's workload its stamp."""
+profile key it carries) and the devices it requests, the connectors it runs (by what each writes: its
+`kv_connector` class or engine flag), the node pools the stack creates, and what its workload is stamped with
+(the transfer block, the CPU tier). The rule that holds these together is `identity.py`'s."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from components.catalog.accelerators import ACCELERATORS
-from components.catalog.labels import ACCELERATOR_PROFILE_LABEL, KV_CONNECTOR_LABEL, KV_TRANSFER_BLOCK_ANNOTATION
-from policies.checks.rule_types import NoConfig, Violation
+from components.catalog.accelerators import ACCELERATORS, AcceleratorProfile
+from components.catalog.labels import (
+    ACCELERATOR_PROFILE_LABEL,
+    CPU_TIER_BYTES_ANNOTATION,
+    KV_TRANSFER_BLOCK_ANNOTATION,
+    NODE_POOL_LABEL,
+)
+from components.catalog.machines import MACHINES
+from components.specs.connectors import IMPLEMENTATIONS, Connector
 from policies.resources import (
     CHART_TYPE,
     Pod,
+    Props,
     Resource,
     args,
     chart_values,
@@ -21,6 +30,9 @@ from policies.resources import (
     kv_transfer_config,
     pods,
 )
+
+# The connectors by key (`llm-d.ai/kv-connector`), from the registry: what each writes is its own module's.
+CONNECTORS: dict[str, Connector] = {c.key: c for c in IMPLEMENTATIONS}
 
 
 def model_servers(resources: list[Resource]) -> list[tuple[Pod, dict[str, Any], dict[str, Any]]]:
@@ -57,6 +69,37 @@ def lmcache_servers(resources: list[Resource]) -> list[tuple[Pod, dict[str, Any]
     ]
 
 
+def devices_of(resources: list[Resource], pod: Pod, container: dict[str, Any], profile: AcceleratorProfile) -> int:
+    """How many of a profile's devices a container requests: its extended resource (`nvidia.com/gpu: N`) or a
+    DRA claim of its device class (the catalog's `device_resource`, `dra_device_class`); 0: none."""
+    limits = ((container.get("resources") or {}).get("limits")) or {}
+    if profile.device_resource and profile.device_resource in limits:
+        return _count(limits[profile.device_resource])
+    if profile.dra_device_class and _claims(container):
+        return sum(
+            int(request.get("count") or 1)
+            for request in _dra_requests(resources, pod)
+            if request.get("deviceClassName") == profile.dra_device_class
+        )
+    return 0
+
+
+def _count(value: object) -> int:
+    """A device count as a quantity: a whole number, its string, or a whole float (the engine's protobuf
+    Struct carries every number as one); 0 for anything else."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return max(value, 0)
+    text = str(value)
+    return int(text) if text.isascii() and text.isdigit() else 0
+
+
+def _claims(container: dict[str, Any]) -> bool:
+    """Whether the container uses the pod's resource claims (DRA devices are the containers' that name them)."""
+    return bool(((container.get("resources") or {}).get("claims")) or [])
+
+
 def accelerator_of(resources: list[Resource], pod: Pod, container: dict[str, Any]) -> tuple[str, int] | None:
     """The catalog accelerator a model-server pod runs on, by the profile key it carries
     (`llm-d.ai/accelerator-profile`), and how many of that profile's devices it holds. None: it carries no
@@ -65,19 +108,25 @@ def accelerator_of(resources: list[Resource], pod: Pod, container: dict[str, Any
     profile = ACCELERATORS.get(pod.labels.get(ACCELERATOR_PROFILE_LABEL, ""))
     if profile is None:
         return None
-    limits = ((container.get("resources") or {}).get("limits")) or {}
-    if profile.device_resource and profile.device_resource in limits:
-        return profile.key, int(limits[profile.device_resource])
-    if profile.dra_device_class:
-        for request in _dra_requests(resources, pod):
-            if request.get("deviceClassName") == profile.dra_device_class:
-                return profile.key, int(request.get("count") or 1)
-    return None
+    count = devices_of(resources, pod, container, profile)
+    return (profile.key, count) if count > 0 else None
 
 
-def _transfer_block_stamp(pod: Pod) -> object:
-    """The value of the workload's `llm-d.ai/kv-transfer-block-tokens` annotation (None: it has none)."""
-    return ((pod.owner.props.get("metadata") or {}).get("annotations") or {}).get(KV_TRANSFER_BLOCK_ANNOTATION)
+def holds_profile_devices(resources: list[Resource], pod: Pod, key: str) -> bool:
+    """Whether any container of the pod requests the devices of profile `key` (its label aside)."""
+    profile = ACCELERATORS.get(key)
+    return profile is not None and any(devices_of(resources, pod, c, profile) for c in pod.containers())
+
+
+def _stamp(pod: Pod, key: str) -> object:
+    """The value of one annotation on the workload's own metadata (None: it has none)."""
+    return ((pod.owner.props.get("metadata") or {}).get("annotations") or {}).get(key)
+
+
+def _whole(value: object) -> int | None:
+    """An annotation's value as a whole number (ASCII digits in a string), else None."""
+    text = value if isinstance(value, str) else ""
+    return int(text) if text.isascii() and text.isdigit() else None
 
 
 def transfer_block_of(pod: Pod) -> int | None:
@@ -85,77 +134,85 @@ def transfer_block_of(pod: Pod) -> int | None:
     workload is stamped (`llm-d.ai/kv-transfer-block-tokens` on the workload's own metadata; the connector's
     `transfer_block`). None: no stamp, or not a positive whole number (`identity_labels` reports both; never
     re-derived from the server's arguments)."""
-    value = _transfer_block_stamp(pod)
-    text = value if isinstance(value, str) else ""
-    return int(text) if text.isascii() and text.isdigit() and int(text) > 0 else None
+    block = _whole(_stamp(pod, KV_TRANSFER_BLOCK_ANNOTATION))
+    return block if block else None
 
 
-def _holds_devices(resources: list[Resource], pod: Pod) -> bool:
+def cpu_tier_of(pod: Pod) -> int | None:
+    """Bytes of the CPU tier one pod of its workload holds in its own memory, as the workload is stamped
+    (`llm-d.ai/cpu-tier-bytes`: the connector's `pod_cpu_tier`, or the L1 or DRAM share of a per-node daemon;
+    0: a daemon holds the pod's tier). None: no stamp, or not a whole number (`identity_labels` reports it
+    on a connector's workload)."""
+    return _whole(_stamp(pod, CPU_TIER_BYTES_ANNOTATION))
+
+
+def stamp_problems(pod: Pod) -> list[tuple[str, object, str, str]]:
+    """(annotation, its value, the number it must be, what it says) for each stamp of a connector's workload
+    that is missing or not that number."""
+    out: list[tuple[str, object, str, str]] = []
+    if transfer_block_of(pod) is None:
+        what = "the tokens per block its connector moves between host memory and the accelerator (the connector's"
+        what += " transfer block)"
+        value = _stamp(pod, KV_TRANSFER_BLOCK_ANNOTATION)
+        out.append((KV_TRANSFER_BLOCK_ANNOTATION, value, "a positive whole number", what))
+    if cpu_tier_of(pod) is None:
+        what = "the bytes of the CPU tier one of its pods holds in its own memory (the connector's pod_cpu_tier)"
+        out.append((CPU_TIER_BYTES_ANNOTATION, _stamp(pod, CPU_TIER_BYTES_ANNOTATION), "a whole number", what))
+    return out
+
+
+def holds_devices(resources: list[Resource], pod: Pod) -> bool:
     """Whether any container of the pod requests a catalog accelerator's devices (whichever profile's)."""
-    resources_named = {p.device_resource for p in ACCELERATORS.values() if p.device_resource}
-    classes = {p.dra_device_class for p in ACCELERATORS.values() if p.dra_device_class}
-    limits = {k for c in pod.containers() for k in (((c.get("resources") or {}).get("limits")) or {})}
-    return bool(limits & resources_named) or any(
-        r.get("deviceClassName") in classes for r in _dra_requests(resources, pod)
-    )
+    return any(devices_of(resources, pod, c, p) for c in pod.containers() for p in ACCELERATORS.values())
 
 
-def identity_labels(resources: list[Resource], _: NoConfig) -> list[Violation]:
-    """A pod that holds accelerator devices or runs a connector says what it is: its accelerator profile's key
-    and its connector's key as labels (components/catalog/labels.py), which the rules read instead of guessing
-    from the device resource it requests; a connector's workload also says the block its connector moves (an
-    annotation), which `tiers-beat-recompute` reads instead of re-deriving it from the server's arguments."""
-    out: dict[tuple[str, str], Violation] = {}
-    for pod in pods(resources):
-        for message in _stamp_problems(pod):
-            out.setdefault((pod.owner.urn or pod.owner.name, message), Violation(pod.owner, message))
-        connector = any(kv_transfer_config(c) is not None for c in pod.containers(init=False))
-        if not connector and not _holds_devices(resources, pod):
-            continue
-        profile = pod.labels.get(ACCELERATOR_PROFILE_LABEL)
-        problems = []
-        if profile is None:
-            problems.append(
-                f"its pods hold accelerator devices or a connector but carry no {ACCELERATOR_PROFILE_LABEL} label:"
-                " label them with their accelerator profile's key"
-            )
-        elif profile not in ACCELERATORS:
-            problems.append(
-                f"its pods carry {ACCELERATOR_PROFILE_LABEL}: {profile}, which names no accelerator profile"
-                f" (one of {', '.join(ACCELERATORS)})"
-            )
-        elif not any(accelerator_of(resources, pod, c) for c in pod.containers(init=False)):
-            p = ACCELERATORS[profile]
-            problems.append(
-                f"its pods carry {ACCELERATOR_PROFILE_LABEL}: {profile} but request none of its devices"
-                f" ({p.device_resource or f'DRA {p.dra_device_class}'})"
-            )
-        if not pod.labels.get(KV_CONNECTOR_LABEL):
-            problems.append(
-                f"its pods hold accelerator devices or a connector but carry no {KV_CONNECTOR_LABEL} label: label"
-                " them with their connector's key"
-            )
-        for message in problems:
-            out.setdefault((pod.owner.urn or pod.owner.name, message), Violation(pod.owner, message))
-    return list(out.values())
+def kv_connectors_run(resources: list[Resource], container: dict[str, Any]) -> set[str]:
+    """The `kv_connector` classes a container's kv-transfer config names (a MultiConnector's too), where the
+    flag names it inline or as `$(VAR)` from a ConfigMap key (the LMCache server's clients)."""
+    config = kv_transfer_config(container) or _config_from_env(resources, container)
+    return {str(c["kv_connector"]) for c in connectors(config) if c.get("kv_connector")}
 
 
-def _stamp_problems(pod: Pod) -> list[str]:
-    """A pod labelled with a connector whose workload does not say, as a positive whole number of tokens, the
-    block that connector moves."""
-    connector = pod.labels.get(KV_CONNECTOR_LABEL)
-    if not connector or transfer_block_of(pod) is not None:
-        return []
-    value = _transfer_block_stamp(pod)
-    what = "the tokens per block its connector moves between host memory and the accelerator (the connector's"
-    what += " transfer block)"
-    if value is None:
-        return [
-            f"its pods carry {KV_CONNECTOR_LABEL}: {connector} but it carries no {KV_TRANSFER_BLOCK_ANNOTATION}"
-            f" annotation: annotate the workload's own metadata with {what}"
-        ]
-    problem = f"it carries {KV_TRANSFER_BLOCK_ANNOTATION}: {value!r}, not a positive whole number as a string"
-    return [f"{problem}: set it to {what}"]
+def _config_from_env(resources: list[Resource], container: dict[str, Any]) -> Props | None:
+    argv = args(container)
+    value = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--kv-transfer-config"), "")
+    if not (value.startswith("$(") and value.endswith(")")):
+        return None
+    ref = (env(container).get(value[2:-1], {}).get("valueFrom") or {}).get("configMapKeyRef") or {}
+    for r in resources:
+        if r.type == "kubernetes:core/v1:ConfigMap" and (r.props.get("metadata") or {}).get("name") == ref.get("name"):
+            text = (r.props.get("data") or {}).get(ref.get("key"))
+            try:
+                parsed = json.loads(text) if isinstance(text, str) else None
+            except json.JSONDecodeError:
+                return None
+            return parsed if isinstance(parsed, dict) else None
+    return None
+
+
+def connectors_run(resources: list[Resource], pod: Pod) -> set[str]:
+    """The keys of the registry's connectors whose mark a pod's containers show: the `kv_connector` class its
+    kv-transfer config names, or its engine flag on the command line (HiCache takes no kv-transfer config)."""
+    out = set()
+    for container in pod.containers(init=False):
+        classes, argv = kv_connectors_run(resources, container), args(container)
+        for c in IMPLEMENTATIONS:
+            if (c.kv_connector_class and c.kv_connector_class in classes) or (c.engine_flag and c.engine_flag in argv):
+                out.add(c.key)
+    return out
+
+
+def node_pool_accelerators(resources: list[Resource]) -> dict[str, str]:
+    """The node pools the stack creates, by the key their nodes carry (`llm-d.ai/node-pool`), to the accelerator
+    profile their machine type serves (components/catalog/machines.py); pools of other machines left out."""
+    out = {}
+    for r in resources:
+        node = r.props.get("nodeConfig") or r.props  # GKE's node config, or an EKS node group's own inputs
+        key = (node.get("labels") or {}).get(NODE_POOL_LABEL) if isinstance(node, dict) else None
+        machine = node.get("machineType") or next(iter(r.props.get("instanceTypes") or []), None) if key else None
+        if key and machine in MACHINES:
+            out[str(key)] = MACHINES[str(machine)].accelerator
+    return out
 
 
 def _dra_requests(resources: list[Resource], pod: Pod) -> list[dict[str, Any]]:

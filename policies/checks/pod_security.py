@@ -10,6 +10,7 @@ from typing import Any
 
 from components.specs import mooncake, security
 from policies.checks.inventory import (
+    holds_profile_devices,
     namespace_of,
 )
 from policies.checks.rule_types import NoConfig, Settings, Violation, setting
@@ -65,12 +66,21 @@ def _runs_as_root(pod: Pod, container: dict[str, Any]) -> bool:
     return user == 0 or non_root is not True
 
 
+def _root_granted(resources: list[Resource], pod: Pod, container: dict[str, Any]) -> bool:
+    """An exemption lets the container run as root; an accelerator profile's (its `root_reason`) only where the
+    pod also holds that profile's devices: the profile label alone is no reason."""
+    return any(
+        e.root and (e.profile is None or holds_profile_devices(resources, pod, e.profile))
+        for e in security.exemptions(_subject(pod, container))
+    )
+
+
 def root_only_with_exemption(resources: list[Resource], _: NoConfig) -> list[Violation]:
     return [
         Violation(pod.owner, f"container {c.get('name')} runs as root without an exemption (components.specs.security)")
         for pod in pods(resources)
         for c in pod.containers()
-        if _runs_as_root(pod, c) and not any(e.root for e in security.exemptions(_subject(pod, c)))
+        if _runs_as_root(pod, c) and not _root_granted(resources, pod, c)
     ]
 
 

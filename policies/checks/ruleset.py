@@ -25,7 +25,7 @@ from policies.checks.cache_tiers import (
     prefix_caching_only_in_test_mode,
 )
 from policies.checks.cluster_isolation import NetworkPoliciesConfig, cluster_hardening, network_policy_per_pod
-from policies.checks.inventory import identity_labels
+from policies.checks.identity import identity_labels
 from policies.checks.pod_security import (
     HostPathsConfig,
     PrivilegedConfig,
@@ -50,7 +50,8 @@ from policies.checks.tier_payoff import TierPayoffConfig, tiers_beat_recompute
 RULES: list[Rule[Any]] = [
     Rule(
         "identity-labels",
-        "Accelerator and connector pods carry their profile's and connector's keys, connector workloads their block",
+        "Accelerator and connector pods carry their profile's and connector's keys, which agree with the devices,"
+        " nodes and connector they run; connector workloads carry their stamps",
         "mandatory",
         identity_labels,
         NoConfig,
@@ -64,7 +65,7 @@ RULES: list[Rule[Any]] = [
     ),
     Rule(
         "memory-limit-covers-tier",
-        "Pod memory limit holds the CPU tier and memory volumes",
+        "Pod memory limit holds the CPU tier (every connector's stamp) and memory volumes",
         "mandatory",
         memory_limit_covers_tier,
         NoConfig,
@@ -78,7 +79,7 @@ RULES: list[Rule[Any]] = [
     ),
     Rule(
         "filesystem-tier-capacity",
-        "The filesystem tier's claim has an evictor (or says off)",
+        "The filesystem tier's claim has an evictor that can work (or says off)",
         "mandatory",
         filesystem_tier_capacity,
         NoConfig,

@@ -236,6 +236,7 @@ def _decode_server(stack: Resolved, tier_sizing: sizing.TierSizing) -> ServerSpe
         image=image,
         sizing=tier_sizing,
         transfer_block_tokens=connector.transfer_block(chosen)[0],
+        cpu_tier_bytes=connector.pod_cpu_tier(tier_sizing, stack.group_size).bytes,
         scheduling=_scheduling(config),
         guide=connector.guide(chosen),
         disaggregated=disaggregated,

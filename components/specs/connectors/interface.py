@@ -89,6 +89,11 @@ class Connector:
     verification_check: ClassVar[str] = "external"
     peer_traffic: ClassVar[bool] = False  # model-server pods talk to each other (besides P/D and multi-host)
     reads_lmcache_section: ClassVar[bool] = False  # the config's `lmcache` section applies
+    # What a pod that runs it shows (the policy rule `identity-labels` holds a pod's `llm-d.ai/kv-connector` label
+    # to it): the `kv_connector` class its kv-transfer config names, or, for an engine's own cache (no
+    # kv-transfer config), the engine flag that turns it on.
+    kv_connector_class: ClassVar[str | None] = None
+    engine_flag: ClassVar[str | None] = None
     # How the tier replay (components/formulas/tier_replay.py) models its CPU tier: `inclusive` when it
     # stores every block as it is computed (a copy of what HBM holds: vLLM's OffloadingConnector, LMCache,
     # HiCache under the write_through policy the guide sets, the TPU offload connector), `exclusive` when it
@@ -118,6 +123,12 @@ class Connector:
     def per_node_memory(self, sizing: TierSizing) -> ByteSize:
         """Memory the connector's per-node daemon takes beside the model servers on each node."""
         return ByteSize(0)
+
+    def pod_cpu_tier(self, sizing: TierSizing, hosts: int) -> ByteSize:
+        """Bytes of the CPU tier one model-server pod holds in its own memory, the connector's own figure (from
+        its `Sizes`; 0 where a per-node daemon holds the tier); the plan stamps it on the workload
+        (`labels.CPU_TIER_BYTES_ANNOTATION`, `ServerSpec.cpu_tier_bytes`). `hosts`: pods per replica."""
+        raise NotImplementedError
 
     def uses_tier_claim(self, variant: Variant) -> bool:
         """The filesystem tier on the shared ReadWriteMany claim."""

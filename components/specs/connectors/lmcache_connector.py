@@ -79,7 +79,7 @@ def size_tiers(
 
 def lmcache_connector() -> dict[str, Any]:
     """LMCache's in-process connector; its sizes come from LMCACHE_* environment variables."""
-    return {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}
+    return {"kv_connector": LMCacheInProcess.kv_connector_class, "kv_role": "kv_both"}
 
 
 def lmcache_alerts(t: Thresholds) -> list[Alert]:
@@ -122,12 +122,17 @@ LMCACHE_METRICS = MetricFamily(
 
 class LMCacheInProcess(VllmConnector):
     key = "lmcache-connector"
+    kv_connector_class = "LMCacheConnectorV1"
     metric_families = (LMCACHE_METRICS,)
 
     def size(self, inputs: SizingInputs) -> TierSizing:
         i = inputs
         disk = i.disk if i.variant == "fs" else None
         return size_tiers(i.model, i.accelerator, i.tensor_parallelism, i.tier, disk)
+
+    def pod_cpu_tier(self, sizing: TierSizing, hosts: int) -> ByteSize:
+        """`LMCACHE_MAX_LOCAL_CPU_SIZE` in each of the pod's ranks."""
+        return sizes_of(LMCacheSizes, sizing).cpu_per_rank * sizing.tensor_parallelism
 
     def transfer_block(self, choice: Choice) -> tuple[int, str]:
         return LMCACHE_CHUNK_TOKENS, "LMCache chunk"

@@ -61,6 +61,7 @@ def size_client_pods(
 
 class LMCacheServer(VllmConnector):
     key = "lmcache-server"
+    kv_connector_class = lmcache.MP_CONNECTOR_CLASS
     cpu_scope = "pooled"  # the node's L1, shared by the pods on it (modelled as one pool for all pods)
     metric_families = (LMCACHE_METRICS,)
     reads_lmcache_section = True
@@ -71,6 +72,10 @@ class LMCacheServer(VllmConnector):
 
     def per_node_memory(self, sizing: TierSizing) -> ByteSize:
         return lmcache.server_memory(sizing.cpu_tier_per_pod)[0]
+
+    def pod_cpu_tier(self, sizing: TierSizing, hosts: int) -> ByteSize:
+        """None in the pod: the node's LMCache server holds the L1 (its DaemonSet carries that stamp)."""
+        return ByteSize(0)
 
     def transfer_block(self, choice: Choice) -> tuple[int, str]:
         return choice.lmcache.chunk_size, "LMCache chunk, `lmcache.chunk_size`"

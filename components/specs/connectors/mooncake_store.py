@@ -45,7 +45,7 @@ def client_of(sizing: TierSizing) -> MooncakeClientSizing | None:
 
 
 def mooncake_store_connector(standalone: bool) -> dict[str, Any]:
-    config: dict[str, Any] = {"kv_connector": "MooncakeStoreConnector", "kv_role": "kv_both"}
+    config: dict[str, Any] = {"kv_connector": MooncakeStore.kv_connector_class, "kv_role": "kv_both"}
     if standalone:
         config["kv_connector_extra_config"] = {"load_async": True}
     return config
@@ -127,6 +127,7 @@ def size_standalone(
 
 class MooncakeStore(VllmConnector):
     key = "mooncake-store"
+    kv_connector_class = "MooncakeStoreConnector"
     cpu_scope = "pooled"  # one pool of every rank's segment (or the Mooncake Clients'); any pod loads from it
     peer_traffic = True  # the pods read each other's segments
 
@@ -136,6 +137,12 @@ class MooncakeStore(VllmConnector):
             assert i.disk is not None, "MooncakeStore fs defaults its SSD size"
             return size_standalone(i.model, i.accelerator, i.tensor_parallelism, i.replicas, i.tier, i.disk)
         return size_embedded(i.model, i.accelerator, i.tensor_parallelism, i.replicas, i.tier)
+
+    def pod_cpu_tier(self, sizing: TierSizing, hosts: int) -> ByteSize:
+        """Embedded: each rank's `global_segment_size`; standalone: none (the node's Mooncake Client holds the
+        pool, and its DaemonSet carries that stamp)."""
+        segment = sizes_of(MooncakeSizes, sizing).segment
+        return segment * sizing.tensor_parallelism if segment is not None else ByteSize(0)
 
     def per_node_memory(self, sizing: TierSizing) -> ByteSize:
         client = client_of(sizing)

@@ -81,7 +81,7 @@ def offloading_connector(tier: TierSizing, filesystem_tier: bool) -> dict[str, A
                 }
             ],
         }
-    return {"kv_connector": "OffloadingConnector", "kv_role": "kv_both", "kv_connector_extra_config": extra}
+    return {"kv_connector": Native.kv_connector_class, "kv_role": "kv_both", "kv_connector_extra_config": extra}
 
 
 def offload_transfer_alerts(t: Thresholds) -> list[Alert]:
@@ -165,12 +165,16 @@ OFFLOAD_METRICS = MetricFamily(
 
 class Native(VllmConnector):
     key = "native"
+    kv_connector_class = "OffloadingConnector"
     metric_families = (OFFLOAD_METRICS,)
     verification_check = "native"
 
     def size(self, inputs: SizingInputs) -> TierSizing:
         i = inputs
         return size_cpu_tier(i.model, i.accelerator, i.tensor_parallelism, i.tier)
+
+    def pod_cpu_tier(self, sizing: TierSizing, hosts: int) -> ByteSize:
+        return sizes_of(NativeSizes, sizing).cpu_bytes_to_use
 
     def transfer_block(self, choice: Choice) -> tuple[int, str]:
         if choice.filesystem_tier:

@@ -115,6 +115,7 @@ HICACHE_METRICS = MetricFamily(
 
 class HiCache(Connector):
     key = "sglang-hicache"
+    engine_flag = "--enable-hierarchical-cache"
     engine = "sglang"
     metric_families = (HICACHE_METRICS,)
     verification_check = "sglang"
@@ -122,6 +123,10 @@ class HiCache(Connector):
     def size(self, inputs: SizingInputs) -> TierSizing:
         i = inputs
         return size_host_pool(i.model, i.accelerator, i.tensor_parallelism, i.tier)
+
+    def pod_cpu_tier(self, sizing: TierSizing, hosts: int) -> ByteSize:
+        """`--hicache-size` GB in each of the pod's ranks."""
+        return ByteSize(sizes_of(HiCacheSizes, sizing).per_rank_gb * GB * sizing.tensor_parallelism)
 
     def transfer_block(self, choice: Choice) -> tuple[int, str]:
         return PAGE_TOKENS, "HiCache page"
@@ -133,7 +138,7 @@ class HiCache(Connector):
         """HiCache on, every computed block written through to host memory, sized per rank; with the fs variant
         its file backend, a prefetch waiting for the whole prefix."""
         hicache = [
-            "--enable-hierarchical-cache",
+            HiCache.engine_flag,
             "--hicache-write-policy", "write_through",  # every computed block is copied to host memory
             "--hicache-io-backend", "kernel",
             "--hicache-size", str(sizes_of(HiCacheSizes, spec.sizing).per_rank_gb),

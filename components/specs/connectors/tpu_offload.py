@@ -40,7 +40,7 @@ class TPUOffloadSizes(Sizes):
 def tpu_offload_connector() -> dict[str, Any]:
     """The vLLM TPU offload connector; its tier size comes from TPU_OFFLOAD_NUM_CPU_CHUNKS."""
     return {
-        "kv_connector": "TPUOffloadConnector",
+        "kv_connector": TPUOffload.kv_connector_class,
         "kv_connector_module_path": "tpu_inference.offload.tpu_offload_connector",
         "kv_role": "kv_both",
     }
@@ -81,10 +81,16 @@ def size_chunks(
 
 class TPUOffload(VllmConnector):
     key = "tpu-offload"
+    kv_connector_class = "TPUOffloadConnector"
 
     def size(self, inputs: SizingInputs) -> TierSizing:
         i = inputs
         return size_chunks(i.model, i.accelerator, i.tensor_parallelism, i.tier, hosts=i.hosts)
+
+    def pod_cpu_tier(self, sizing: TierSizing, hosts: int) -> ByteSize:
+        """`TPU_OFFLOAD_NUM_CPU_CHUNKS` blocks (the tier it holds, `size_chunks`), split over a replica's hosts."""
+        sizes_of(TPUOffloadSizes, sizing)  # sized by this connector, or not its tier
+        return ByteSize(sizing.cpu_tier_per_pod.bytes // hosts)
 
     def transfer_block(self, choice: Choice) -> tuple[int, str]:
         return choice.accelerator.kv_block_tokens, "TPU offload KV block"

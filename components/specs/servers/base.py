@@ -93,6 +93,9 @@ class ServerSpec:
     # Tokens per block the CPU tier moves to the accelerator: the connector's `transfer_block` for the stack's
     # choice (a family cannot ask it: the choice is not the spec's), stamped on the workload (`workload_metadata`).
     transfer_block_tokens: int
+    # Bytes of the CPU tier one pod holds in its own memory: the connector's `pod_cpu_tier` (its own figure,
+    # from its `Sizes`), stamped on the workload beside the transfer block (`workload_metadata`).
+    cpu_tier_bytes: int
     scheduling: Scheduling = Scheduling()
     role: str = "decode"
     guide: str = labels.GUIDE  # the `llm-d.ai/guide` value the router selects
@@ -186,10 +189,14 @@ def metadata(spec: ServerSpec, name: str, with_labels: bool = True) -> Manifest:
 
 
 def workload_metadata(spec: ServerSpec, annotations: dict[str, str] | None = None) -> Manifest:
-    """The model-server workload's own metadata (a Deployment's, a LeaderWorkerSet's): its labels and the
-    transfer block its connector moves (`labels.KV_TRANSFER_BLOCK_ANNOTATION`). Here, not on the pod template:
-    a workload's annotations change in place and restart no pod."""
-    stamp = {labels.KV_TRANSFER_BLOCK_ANNOTATION: str(spec.transfer_block_tokens)}
+    """The model-server workload's own metadata (a Deployment's, a LeaderWorkerSet's): its labels, the transfer
+    block its connector moves (`labels.KV_TRANSFER_BLOCK_ANNOTATION`) and the CPU tier one pod holds
+    (`labels.CPU_TIER_BYTES_ANNOTATION`). Here, not on the pod template: a workload's annotations change in
+    place and restart no pod."""
+    stamp = {
+        labels.KV_TRANSFER_BLOCK_ANNOTATION: str(spec.transfer_block_tokens),
+        labels.CPU_TIER_BYTES_ANNOTATION: str(spec.cpu_tier_bytes),
+    }
     return {**metadata(spec, spec.workload_name), "annotations": {**(annotations or {}), **stamp}}
 
 

@@ -52,8 +52,8 @@ def _node_setup() -> Manifest:
 
 def _node_selector(spec: ServerSpec, topology: str | None = None) -> Manifest:
     return {
-        "cloud.google.com/gke-tpu-accelerator": str(spec.accelerator.tpu_accelerator),
-        "cloud.google.com/gke-tpu-topology": topology or str(spec.accelerator.tpu_topology),
+        labels.GKE_TPU_ACCELERATOR_LABEL: str(spec.accelerator.tpu_accelerator),
+        labels.GKE_TPU_TOPOLOGY_LABEL: topology or str(spec.accelerator.tpu_topology),
     }
 
 

@@ -1,0 +1,176 @@
+"""The rule that a pod is what its labels say (`identity-labels`): a pod that holds accelerator devices or runs a
+connector carries its accelerator profile's and its connector's keys (components/catalog/labels.py), and no
+label is trusted alone. The profile must agree with the devices the pod requests (resource and count) and the
+nodes it selects; the connector with what the pod runs (the `kv_connector` class or engine flag the
+connector's own module writes); a connector's workload carries its stamps (the transfer block, the CPU tier).
+The facts are the catalog's and the connectors' own, read through `inventory.py`."""
+
+from __future__ import annotations
+
+from components.catalog.accelerators import ACCELERATORS, AcceleratorProfile
+from components.catalog.labels import (
+    ACCELERATOR_PROFILE_LABEL,
+    GKE_ACCELERATOR_LABEL,
+    GKE_TPU_ACCELERATOR_LABEL,
+    KV_CONNECTOR_LABEL,
+    NODE_POOL_LABEL,
+)
+from components.catalog.machines import MACHINES
+from policies.checks.inventory import (
+    CONNECTORS,
+    connectors_run,
+    devices_of,
+    holds_devices,
+    node_pool_accelerators,
+    stamp_problems,
+)
+from policies.checks.rule_types import NoConfig, Violation
+from policies.resources import Pod, Resource, kv_transfer_config, pods
+
+
+def identity_labels(resources: list[Resource], _: NoConfig) -> list[Violation]:
+    """A pod that holds accelerator devices, runs a connector or carries either key says what it is, and what it
+    says agrees with what it requests, selects and runs; the rules read these keys instead of guessing from the
+    device resource a pod requests (which two profiles of one vendor share)."""
+    out: dict[tuple[str, str], Violation] = {}
+    pools = node_pool_accelerators(resources)
+    workloads: dict[int, set[str]] = {}  # what a workload's pods run (a LeaderWorkerSet's leader runs the server)
+    for pod in pods(resources):
+        workloads.setdefault(id(pod.owner), set()).update(connectors_run(resources, pod))
+    for pod in pods(resources):
+        run = workloads[id(pod.owner)]
+        configured = any(kv_transfer_config(c) is not None for c in pod.containers(init=False))
+        labelled = ACCELERATOR_PROFILE_LABEL in pod.labels or KV_CONNECTOR_LABEL in pod.labels
+        if not (labelled or run or configured or holds_devices(resources, pod)):
+            continue
+        problems = [
+            *_profile_problems(resources, pod, pools),
+            *_connector_problems(pod, run),
+            *_stamp_messages(pod),
+        ]
+        for message in problems:
+            out.setdefault((pod.owner.urn or pod.owner.name, message), Violation(pod.owner, message))
+    return list(out.values())
+
+
+def _profile_problems(resources: list[Resource], pod: Pod, pools: dict[str, str]) -> list[str]:
+    key = pod.labels.get(ACCELERATOR_PROFILE_LABEL)
+    if key is None:
+        return [
+            f"its pods hold accelerator devices or a connector but carry no {ACCELERATOR_PROFILE_LABEL} label:"
+            " label them with their accelerator profile's key"
+        ]
+    profile = ACCELERATORS.get(key)
+    if profile is None:
+        return [
+            f"its pods carry {ACCELERATOR_PROFILE_LABEL}: {key}, which names no accelerator profile"
+            f" (one of {', '.join(ACCELERATORS)})"
+        ]
+    said = f"its pods carry {ACCELERATOR_PROFILE_LABEL}: {key}"
+    counts = [n for c in pod.containers() if (n := devices_of(resources, pod, c, profile))]
+    out = []
+    if not counts:
+        out.append(f"{said} but request none of its devices ({_devices(profile)})")
+    for count in counts:
+        if count > profile.devices_per_node:
+            out.append(
+                f"{said} but request {count} of its devices ({_devices(profile)}), more than the"
+                f" {profile.devices_per_node} a node of it has"
+            )
+    out += [f"{said} but {problem}" for problem in _foreign_devices(resources, pod, profile)]
+    out += [f"{said} but {problem}" for problem in _selection_problems(pod, profile, pools)]
+    return out
+
+
+def _devices(profile: AcceleratorProfile) -> str:
+    return profile.device_resource or f"DRA {profile.dra_device_class}"
+
+
+def _foreign_devices(resources: list[Resource], pod: Pod, profile: AcceleratorProfile) -> list[str]:
+    """Another profile's devices the pod requests (a device resource or DRA class its own profile does not use)."""
+    own = {profile.device_resource, profile.dra_device_class} - {None}
+    found: dict[str, list[str]] = {}
+    for other in ACCELERATORS.values():
+        what = other.device_resource or other.dra_device_class
+        if what in own or not any(devices_of(resources, pod, c, other) for c in pod.containers()):
+            continue
+        found.setdefault(_devices(other), []).append(other.key)
+    return [f"also request {devices}, the devices of {', '.join(keys)}" for devices, keys in sorted(found.items())]
+
+
+def _selected(pod: Pod) -> list[tuple[str, str]]:
+    """(node label, value) pairs the pod requires of its node: its nodeSelector and the `In` values of its
+    required node affinity (each term's, as any term may place it)."""
+    out = [(str(k), str(v)) for k, v in (pod.spec.get("nodeSelector") or {}).items()]
+    affinity = ((pod.spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    for term in affinity.get("nodeSelectorTerms") or []:
+        for expression in term.get("matchExpressions") or []:
+            if expression.get("operator") == "In":
+                out += [(str(expression.get("key")), str(v)) for v in expression.get("values") or []]
+    return out
+
+
+def _selection_problems(pod: Pod, profile: AcceleratorProfile, pools: dict[str, str]) -> list[str]:
+    """The nodes a pod selects that serve another profile: a created pool whose machine type serves another
+    (components/catalog/machines.py), TPU slices not of the profile's accelerator type, a GKE guest accelerator
+    the catalog gives another profile's machines."""
+    own_gpus = {m.gke_accelerator for m in MACHINES.values() if m.accelerator == profile.key}
+    other_gpus = {m.gke_accelerator: m.accelerator for m in MACHINES.values() if m.gke_accelerator}
+    out = []
+    for key, value in _selected(pod):
+        if key == NODE_POOL_LABEL and pools.get(value, profile.key) != profile.key:
+            out.append(f"select node pool {value} ({key}), whose machines serve {pools[value]}")
+        elif key == GKE_TPU_ACCELERATOR_LABEL and value != profile.tpu_accelerator:
+            runs = f"runs on {profile.tpu_accelerator}" if profile.tpu_accelerator else "is no TPU"
+            out.append(f"select TPU nodes of {value} ({key}), where the profile {runs}")
+        elif key == GKE_ACCELERATOR_LABEL and value in other_gpus and value not in own_gpus:
+            out.append(f"select {value} nodes ({key}), the machines of {other_gpus[value]}")
+    return out
+
+
+def _connector_problems(pod: Pod, run: set[str]) -> list[str]:
+    key = pod.labels.get(KV_CONNECTOR_LABEL)
+    if not key:
+        return [
+            f"its pods hold accelerator devices or a connector but carry no {KV_CONNECTOR_LABEL} label: label"
+            " them with their connector's key"
+        ]
+    connector = CONNECTORS.get(key)
+    if connector is None:
+        known = ", ".join(CONNECTORS)
+        return [f"its pods carry {KV_CONNECTOR_LABEL}: {key}, which names no connector (one of {known})"]
+    said = f"its pods carry {KV_CONNECTOR_LABEL}: {key}"
+    out = []
+    if key not in run:
+        out.append(f"{said} but do not run it (no container {_mark(connector.key)})")
+    # another connector whose mark the pod shows, unless it writes the same one (a connector built on another's)
+    others = sorted(k for k in run - {key} if _mark(k) != _mark(key))
+    out += [f"{said} but run {other} ({_mark(other)})" for other in others]
+    return out
+
+
+def _mark(key: str) -> str:
+    """What shows a pod runs the connector: the class its kv-transfer config names, or its engine flag."""
+    connector = CONNECTORS[key]
+    if connector.kv_connector_class:
+        return f"names kv_connector {connector.kv_connector_class} in its kv-transfer config"
+    return f"runs with {connector.engine_flag}"
+
+
+def _stamp_messages(pod: Pod) -> list[str]:
+    """A pod labelled with a connector whose workload does not carry its stamps as whole numbers."""
+    connector = pod.labels.get(KV_CONNECTOR_LABEL)
+    if not connector:
+        return []
+    out = []
+    for annotation, value, number, what in stamp_problems(pod):
+        if value is None:
+            out.append(
+                f"its pods carry {KV_CONNECTOR_LABEL}: {connector} but it carries no {annotation} annotation:"
+                f" annotate the workload's own metadata with {what}"
+            )
+        else:
+            out.append(f"it carries {annotation}: {value!r}, not {number} as a string: set it to {what}")
+    return out
