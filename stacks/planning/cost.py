@@ -209,7 +209,7 @@ def stack_cost(
             f"node pool {pool.name}: {pool.node_count} x {pool.machine.key}",
             pool.machine.key,
             pool.node_count,
-            f"{pool.node_count} nodes x ${{usd:,.4f}}/hour{spot}",
+            f"{pool.node_count} x ${{usd:,.4f}}/hour per node{spot}",
         )
     if provider.describes_pools:
         for key, described in sorted(config.node_pools.items()):
@@ -222,7 +222,7 @@ def stack_cost(
                 f"node pool {key}: {described.node_count} x {described.machine_type}",
                 described.machine_type,
                 described.node_count,
-                f"{described.node_count} nodes x ${{usd:,.4f}}/hour",
+                f"{described.node_count} x ${{usd:,.4f}}/hour per node",
             )
     if bill is not None:
         ledger.add("cluster", "cluster management fee", bill.fee, 1, "1 cluster x ${usd:,.2f}/hour")
@@ -231,7 +231,7 @@ def stack_cost(
             f"system pool: {bill.system_nodes} x {bill.system_machine}",
             bill.system_machine,
             bill.system_nodes,
-            f"{bill.system_count} x ${{usd:,.4f}}/hour",
+            f"{bill.system_count} x ${{usd:,.4f}}/hour per node",
         )
     fs_unpriced = _filesystem(config, shared, curve, cpu_index, ledger)
     fs_usd = None if fs_unpriced else sum(x.usd_per_hour for x in ledger.lines if x.category in FS_CATEGORIES)
