@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from components.catalog import prices
+from components.catalog import labels, prices
 from components.catalog.prices import HOURS_PER_MONTH
 from components.specs.clusters import PoolSpec
 from stacks.config import StackConfig
@@ -132,6 +132,21 @@ class StackCost:
 
     def biggest(self, count: int = 3) -> list[Line]:
         return sorted(self.lines, key=lambda line: -line.usd_per_hour)[:count]
+
+    def annotations(self) -> dict[str, str]:
+        """The stamp on the stack's Namespace that the policy pack and the change plan read (none where nothing
+        is priced): USD per month, the budget, the biggest items (and what is left unpriced)."""
+        if not self.lines:
+            return {}
+        items = [f"{x.what}: ${x.usd_per_hour * HOURS_PER_MONTH:,.0f}/month" for x in self.biggest()]
+        items += [f"not priced: {u.what}" for u in self.unpriced]
+        out = {
+            labels.MONTHLY_COST_ANNOTATION: f"{self.usd_per_month:.2f}",
+            labels.COST_ITEMS_ANNOTATION: "; ".join(items),
+        }
+        if self.monthly_budget is not None:
+            out[labels.MONTHLY_BUDGET_ANNOTATION] = f"{self.monthly_budget:.2f}"
+        return out
 
 
 class _Prices:
