@@ -41,13 +41,30 @@ def test_a_stamp_that_is_not_numbers_is_reported() -> None:
     assert "not two numbers" in violation.message
 
 
+def test_a_budget_cannot_pass_a_stack_with_unpriced_items() -> None:
+    stamp = _stamp("10", "1000") | {labels.COST_UNPRICED_ANNOTATION: "system pool (set pricing.prices.x)"}
+    [violation] = monthly_budget([_namespace(stamp)], NoConfig())
+    assert "cannot be judged" in violation.message and "system pool (set pricing.prices.x)" in violation.message
+
+
+def _findings(name: str, *sets: str) -> list[str]:
+    stack_plan = plan(loading.load_preset(name, list(sets)))
+    return [f.violation.message for f in check(record(stack_plan, name)) if f.rule.name == "monthly-budget"]
+
+
 def test_the_rendered_stack_is_judged_at_its_plan_figure() -> None:
-    """eks-h100-efs plans $42,378.36/month (tests/golden/eks-h100-efs/summary.md): over a $40,000 budget."""
-    findings = check(record(plan(loading.load_preset("eks-h100-efs", ["pricing.monthly_budget=40000"])), "eks"))
-    [finding] = [f for f in findings if f.rule.name == "monthly-budget"]
-    assert "$42,378.36/month is over the stack's budget $40,000.00/month" in finding.violation.message
-    under = check(record(plan(loading.load_preset("eks-h100-efs", ["pricing.monthly_budget=45000"])), "eks"))
-    assert not [f for f in under if f.rule.name == "monthly-budget"]
+    """gke-tpu-v5p: 3 x ct5p-hightpu-4t at 16.80 + the $0.10 fee + 3 x e2-standard-8 at 0.26805 (a regional system
+    pool) = 51.30415 $/hour = $37,452.03/month: over a $37,000 budget, within $38,000."""
+    [message] = _findings("gke-tpu-v5p", "pricing.monthly_budget=37000")
+    assert "$37,452.03/month is over the stack's budget $37,000.00/month" in message
+    assert _findings("gke-tpu-v5p", "pricing.monthly_budget=38000") == []
+    assert _findings("gke-tpu-v5p") == []
+
+
+def test_a_rendered_stack_with_unpriced_items_cannot_pass_its_budget() -> None:
+    """eks-h100-efs without a workload: EFS's per-GB throughput is not priced."""
+    [message] = _findings("eks-h100-efs", "pricing.monthly_budget=1000000")
+    assert "cannot be judged" in message and "EFS elastic throughput" in message
 
 
 def _resources(cost: str | None) -> dict[tuple[str, str], dict[str, Any]]:

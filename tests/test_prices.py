@@ -39,13 +39,14 @@ def test_efs_prices_are_the_published_rates() -> None:
 
 
 def test_gke_cost_by_hand() -> None:
-    """gke-h100-lustre: 1 x a3-highgpu-8g (9.46006 VM + 33.60609 for 8 H100s) + the $0.10 cluster fee; the
-    system pool (3 x e2-standard-8, a regional pool) and Lustre (9000 GiB at 1000 MB/s/TiB) priced by override
-    here at 0.27 and 0.60: 43.06615 + 0.10 + 3 x 0.27 + 9000 x 0.60 / 730 = 51.37341 $/hour."""
+    """gke-h100-lustre: 1 x a3-highgpu-8g (9.46006 VM + 33.60609 for 8 H100s) + the $0.10 cluster fee + the
+    system pool, 3 x e2-standard-8 at 0.26805 (a regional pool) = 43.97030 $/hour, Lustre unpriced; with the
+    system machine and Lustre (9000 GiB at 1000 MB/s/TiB) overridden at 0.27 and 0.60:
+    43.06615 + 0.10 + 3 x 0.27 + 9000 x 0.60 / 730 = 51.37341 $/hour."""
     cost = _plan("gke-h100-lustre").cost
     assert cost is not None and cost.region == "us-central1"
-    assert cost.usd_per_hour == pytest.approx(43.06615 + 0.10)
-    assert {u.what.split(":")[0] for u in cost.unpriced} == {"system pool", "Managed Lustre"}
+    assert cost.usd_per_hour == pytest.approx(43.06615 + 0.10 + 3 * 0.26805)
+    assert [u.what.split(":")[0] for u in cost.unpriced] == ["Managed Lustre"]
     priced = _plan("gke-h100-lustre", ("pricing.prices.e2-standard-8=0.27", "pricing.prices.lustre-1000=0.6")).cost
     assert priced is not None and not priced.unpriced
     assert priced.usd_per_hour == pytest.approx(51.37341, abs=1e-5)

@@ -23,11 +23,12 @@ KV_CONNECTOR_LABEL = "llm-d.ai/kv-connector"
 # server's arguments, and `identity-labels` reports a connector's workload without it.
 KV_TRANSFER_BLOCK_ANNOTATION = "llm-d.ai/kv-transfer-block-tokens"
 # What the plan priced the stack at (stacks/planning/cost.py), stamped on the stack's Namespace: US dollars per
-# month, the stack's budget where it sets one (`pricing.monthly_budget`) and its biggest items; the policy rule
-# `monthly-budget` and the change plan read them rather than re-deriving the cost.
+# month, the stack's budget where it sets one (`pricing.monthly_budget`), its biggest items and what no price
+# covers; the policy rule `monthly-budget` and the change plan read them rather than re-deriving the cost.
 MONTHLY_COST_ANNOTATION = "llm-d.ai/monthly-cost-usd"
 MONTHLY_BUDGET_ANNOTATION = "llm-d.ai/monthly-budget-usd"
 COST_ITEMS_ANNOTATION = "llm-d.ai/cost-biggest-items"
+COST_UNPRICED_ANNOTATION = "llm-d.ai/cost-unpriced"
 SUBGUIDE_LABEL = "llm-d.ai/subguide"
 INFERENCE_SERVING_LABEL = "llm-d.ai/inference-serving"
 # The workload a model-server pod belongs to: with guide and role, the only labels its (immutable) selector holds.

@@ -4,7 +4,12 @@ anything."""
 
 from __future__ import annotations
 
-from components.catalog.labels import COST_ITEMS_ANNOTATION, MONTHLY_BUDGET_ANNOTATION, MONTHLY_COST_ANNOTATION
+from components.catalog.labels import (
+    COST_ITEMS_ANNOTATION,
+    COST_UNPRICED_ANNOTATION,
+    MONTHLY_BUDGET_ANNOTATION,
+    MONTHLY_COST_ANNOTATION,
+)
 from policies.checks.rule_types import NoConfig, Violation
 from policies.resources import Resource
 
@@ -20,7 +25,8 @@ def _usd(value: object) -> float | None:
 
 def monthly_budget(resources: list[Resource], _: NoConfig) -> list[Violation]:
     """A stack that sets `pricing.monthly_budget` is refused when its planned monthly cost is above it; the
-    message names the budget, the figure and the biggest items. A stack without a budget is not judged."""
+    message names the budget, the figure and the biggest items. A stack with a budget and an item no price covers
+    is refused too (its figure is short of what it costs). A stack without a budget is not judged."""
     out = []
     for namespace in (r for r in resources if r.type == NAMESPACE_TYPE):
         annotations = (namespace.props.get("metadata") or {}).get("annotations") or {}
@@ -30,6 +36,14 @@ def monthly_budget(resources: list[Resource], _: NoConfig) -> list[Violation]:
         if budget is None or cost is None:
             shown = {k: annotations.get(k) for k in (MONTHLY_BUDGET_ANNOTATION, MONTHLY_COST_ANNOTATION)}
             out.append(Violation(namespace, f"the cost stamp is not two numbers of US dollars: {shown}"))
+        elif COST_UNPRICED_ANNOTATION in annotations:
+            out.append(
+                Violation(
+                    namespace,
+                    f"the budget ${budget:,.2f}/month (pricing.monthly_budget) cannot be judged: the plan's"
+                    f" ${cost:,.2f}/month leaves out {annotations[COST_UNPRICED_ANNOTATION]}",
+                )
+            )
         elif cost > budget:
             items = annotations.get(COST_ITEMS_ANNOTATION, "")
             out.append(

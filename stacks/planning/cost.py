@@ -135,15 +135,16 @@ class StackCost:
 
     def annotations(self) -> dict[str, str]:
         """The stamp on the stack's Namespace that the policy pack and the change plan read (none where nothing
-        is priced): USD per month, the budget, the biggest items (and what is left unpriced)."""
+        is priced): USD per month, the budget, the biggest items and what is left unpriced."""
         if not self.lines:
             return {}
         items = [f"{x.what}: ${x.usd_per_hour * HOURS_PER_MONTH:,.0f}/month" for x in self.biggest()]
-        items += [f"not priced: {u.what}" for u in self.unpriced]
         out = {
             labels.MONTHLY_COST_ANNOTATION: f"{self.usd_per_month:.2f}",
             labels.COST_ITEMS_ANNOTATION: "; ".join(items),
         }
+        if self.unpriced:
+            out[labels.COST_UNPRICED_ANNOTATION] = "; ".join(f"{u.what} ({u.remedy})" for u in self.unpriced)
         if self.monthly_budget is not None:
             out[labels.MONTHLY_BUDGET_ANNOTATION] = f"{self.monthly_budget:.2f}"
         return out
