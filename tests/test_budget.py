@@ -42,9 +42,9 @@ def test_a_stamp_that_is_not_numbers_is_reported() -> None:
 
 
 def test_a_budget_cannot_pass_a_stack_with_unpriced_items() -> None:
-    stamp = _stamp("10", "1000") | {labels.COST_UNPRICED_ANNOTATION: "system pool (set pricing.prices.x)"}
+    stamp = _stamp("10", "1000") | {labels.COST_UNPRICED_ANNOTATION: "system pool: set pricing.prices.x"}
     [violation] = monthly_budget([_namespace(stamp)], NoConfig())
-    assert "cannot be judged" in violation.message and "system pool (set pricing.prices.x)" in violation.message
+    assert "cannot be judged" in violation.message and "system pool: set pricing.prices.x" in violation.message
 
 
 def _findings(name: str, *sets: str) -> list[str]:

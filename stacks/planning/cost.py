@@ -144,7 +144,7 @@ class StackCost:
             labels.COST_ITEMS_ANNOTATION: "; ".join(items),
         }
         if self.unpriced:
-            out[labels.COST_UNPRICED_ANNOTATION] = "; ".join(f"{u.what} ({u.remedy})" for u in self.unpriced)
+            out[labels.COST_UNPRICED_ANNOTATION] = "; ".join(f"{u.what}: {u.remedy}" for u in self.unpriced)
         if self.monthly_budget is not None:
             out[labels.MONTHLY_BUDGET_ANNOTATION] = f"{self.monthly_budget:.2f}"
         return out
