@@ -138,3 +138,30 @@ def test_an_uncovered_region_is_priced_by_overrides_alone() -> None:
     overrides = "pricing.prices={" + ", ".join(f"{i}: 1" for i in items) + "}"
     cost = _plan("eks-h100-efs", (*sets, overrides)).cost
     assert cost is not None and all(p.overridden for p in cost.prices)
+
+
+EXISTING_POOL = (
+    "node_pools={h100: {node_count: 2, accelerator: gpu, accelerators_per_node: 8, labels: {pool: h100}}}",
+    "cache.node_pool=h100",
+)
+
+
+def test_an_existing_cluster_prices_its_pools_by_machine_type_or_says_it_cannot() -> None:
+    """2 described nodes named p5.48xlarge, priced at us-east-1: 2 x 55.04 = 110.08 $/hour."""
+    named = (*EXISTING_POOL, "pricing.machine_types={h100: p5.48xlarge}")
+    cost = _plan("gpu-vllm-native-cpu", (*named, "pricing.region=us-east-1")).cost
+    assert cost is not None and not cost.unpriced
+    assert [(x.what, x.usd_per_hour) for x in cost.lines] == [("node pool h100: 2 x p5.48xlarge", 110.08)]
+    unnamed = _plan("gpu-vllm-native-cpu", EXISTING_POOL).cost
+    assert unnamed is not None and not unnamed.lines
+    assert [u.remedy for u in unnamed.unpriced] == ["set pricing.machine_types.h100"]
+    no_region = _plan("gpu-vllm-native-cpu", named).cost
+    assert no_region is not None and [u.remedy for u in no_region.unpriced] == [
+        "set pricing.prices.p5.48xlarge (USD per hour)"
+    ]
+
+
+def test_a_machine_type_for_no_described_pool_is_one_line() -> None:
+    with pytest.raises(ConfigError) as caught:
+        _plan("gpu-vllm-native-cpu", (*EXISTING_POOL, "pricing.machine_types={a100: p5.48xlarge}"))
+    assert str(caught.value).endswith("pricing.machine_types.a100 = 'p5.48xlarge': names no node pool; allowed: h100")

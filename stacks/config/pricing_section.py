@@ -41,10 +41,15 @@ class PricingConfig(Section):
         " the summary marks each overridden price; a key with dots is set as a map: `--set"
         " 'pricing.prices={p5.48xlarge: 30.5}'`",
     )
+    machine_types: dict[str, PriceKey] = Field(
+        default_factory=dict,
+        description="an existing cluster's described pools by key: the machine type each runs, priced by the"
+        " catalog at pricing.region or by pricing.prices (`h100: p5.48xlarge`); unset: the pool is listed unpriced",
+    )
     region: str | None = Field(
         default=None,
-        description="the region whose catalog prices an existing cluster's described pools (a created cluster's"
-        " region is its own); unset: an existing cluster's pools are priced only by pricing.prices",
+        description="the region whose catalog prices an existing cluster's pools (pricing.machine_types; a created"
+        " cluster's region is its own); unset: they are priced only by pricing.prices",
     )
     monthly_budget: float | None = Field(
         default=None,

@@ -228,18 +228,7 @@ def stack_cost(
             f"{pool.node_count} x ${{usd:,.4f}}/hour per node{spot}",
         )
     if provider.describes_pools:
-        for key, described in sorted(config.node_pools.items()):
-            if described.machine_type is None:
-                why = "its machine type is not described"
-                ledger.unpriced.append(Unpriced(f"node pool {key}", why, f"set node_pools.{key}.machine_type"))
-                continue
-            ledger.add(
-                "accelerators",
-                f"node pool {key}: {described.node_count} x {described.machine_type}",
-                described.machine_type,
-                described.node_count,
-                f"{described.node_count} x ${{usd:,.4f}}/hour per node",
-            )
+        _described_pools(config, ledger)
     if bill is not None:
         ledger.add("cluster", "cluster management fee", bill.fee, 1, "1 cluster x ${usd:,.2f}/hour")
         ledger.add(
@@ -260,6 +249,24 @@ def stack_cost(
     )
 
 
+def _described_pools(config: StackConfig, ledger: _Ledger) -> None:
+    """An existing cluster's pools, by the machine type `pricing.machine_types` names for each."""
+    types = config.pricing.machine_types
+    for key in types:
+        if key not in config.node_pools:
+            allowed = ", ".join(sorted(config.node_pools)) or "none described"
+            raise ConfigError(f"pricing.machine_types.{key}", types[key], f"names no node pool; allowed: {allowed}")
+    for key, described in sorted(config.node_pools.items()):
+        machine = types.get(key)
+        if machine is None:
+            why = "an existing cluster's pool: its machine type is not known"
+            ledger.unpriced.append(Unpriced(f"node pool {key}", why, f"set pricing.machine_types.{key}"))
+            continue
+        count = described.node_count
+        what = f"node pool {key}: {count} x {machine}"
+        ledger.add("accelerators", what, machine, count, f"{count} x ${{usd:,.4f}}/hour per node")
+
+
 def _device_usd_per_hour(config: StackConfig, pools: Sequence[PoolSpec], book: _Prices) -> float | None:
     """One accelerator device of the serving pool per hour: the machine's price over its devices."""
     key = config.cache.node_pool
@@ -268,8 +275,9 @@ def _device_usd_per_hour(config: StackConfig, pools: Sequence[PoolSpec], book: _
             price = book.get(pool.machine.key)
             return None if price is None else price.usd / pool.machine.devices_per_node
     described = config.node_pools.get(key) if key else None
-    if described is not None and described.machine_type and described.accelerators_per_node:
-        price = book.get(described.machine_type)
+    machine = config.pricing.machine_types.get(key) if key else None
+    if described is not None and machine is not None and described.accelerators_per_node:
+        price = book.get(machine)
         return None if price is None else price.usd / described.accelerators_per_node
     return None
 
@@ -349,13 +357,13 @@ def _tiers(
 
     def saving(before: float, after: float) -> tuple[Saving, ...]:
         seconds = (after - before) / span
-        formula = f"{seconds:.4f} prefill s saved per s x ${replica_usd:,.4f}/hour per replica"
+        formula = f"{round(seconds, 4) + 0.0:.4f} prefill s saved per s x ${replica_usd:,.4f}/hour per replica"
         return (Saving("accelerator time not spent on prefill", seconds * replica_usd, formula),)
 
     out = []
     if curve.cpu_sizes[cpu_index].bytes:
         cpu = saving(float(saved[0, 0]), float(saved[cpu_index, 0]))
-        out.append(TierCost("CPU", 0.0, "host memory of the machine type (not priced apart)", cpu))
+        out.append(TierCost("CPU", 0.0, "host memory the machine type carries, not priced apart", cpu))
     if curve.fs_sizes and fs:
         files = saving(float(saved[cpu_index, 0]), float(saved[cpu_index, fs]))
         out.append(TierCost("filesystem", fs_usd, "its storage and throughput lines", files))

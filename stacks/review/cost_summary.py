@@ -9,7 +9,8 @@ from stacks.planning.cost import StackCost
 
 
 def usd(value: float) -> str:
-    return f"${value:,.2f}"
+    """Dollars to the cent; a figure that rounds to zero is $0.00, never $-0.00."""
+    return f"${round(value, 2) + 0.0:,.2f}"
 
 
 def cost_lines(cost: StackCost | None) -> list[str]:
@@ -19,8 +20,9 @@ def cost_lines(cost: StackCost | None) -> list[str]:
         return [
             "## Cost",
             "",
-            "Nothing this stack creates is priced: it runs on an existing cluster's nodes. Describe their"
-            " `node_pools.<pool>.machine_type` and set `pricing.region` (or `pricing.prices`) to price them.",
+            "Nothing this stack creates is priced: it runs on an existing cluster's nodes. Describe its pool"
+            " (`node_pools`), name its machine type in `pricing.machine_types` and set `pricing.region` (or"
+            " `pricing.prices`) to price it.",
             "",
         ]
     where = f"region {cost.region}" if cost.region else "no region (pricing.region unset)"
