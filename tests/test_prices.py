@@ -11,6 +11,7 @@ import pytest
 from components.catalog import prices
 from stacks.config import loading
 from stacks.config.errors import ConfigError
+from stacks.planning.cluster_plan import plan_cluster
 from stacks.planning.plan import StackPlan, plan
 
 FIXTURE = Path(__file__).parent / "fixtures" / "prices" / "prices.csv"
@@ -165,3 +166,14 @@ def test_a_machine_type_for_no_described_pool_is_one_line() -> None:
     with pytest.raises(ConfigError) as caught:
         _plan("gpu-vllm-native-cpu", (*EXISTING_POOL, "pricing.machine_types={a100: p5.48xlarge}"))
     assert str(caught.value).endswith("pricing.machine_types.a100 = 'p5.48xlarge': names no node pool; allowed: h100")
+
+
+def test_a_cluster_stack_prices_what_it_creates_and_its_serving_stacks_do_not_again() -> None:
+    """gke-cluster: 2 x a3-highgpu-8g + the fee + 3 x e2-standard-8 = 2 x 43.06615 + 0.10 + 3 x 0.26805 $/hour,
+    its Lustre unpriced; qwen3-32b serves on it and pays for none of them."""
+    cluster = plan_cluster(loading.load_named("gke-cluster", []), "gke-cluster").cost
+    assert cluster is not None
+    assert cluster.usd_per_hour == pytest.approx(2 * 43.06615 + 0.10 + 3 * 0.26805)
+    assert [u.what.split(":")[0] for u in cluster.unpriced] == ["Managed Lustre"]
+    serving = _plan("qwen3-32b").cost
+    assert serving is not None and not serving.lines and not serving.unpriced

@@ -285,42 +285,32 @@ def _device_usd_per_hour(config: StackConfig, pools: Sequence[PoolSpec], book: _
 def _filesystem(
     config: StackConfig, shared: SharedTier | None, curve: TierCurve | None, cpu_index: int | None, ledger: _Ledger
 ) -> bool:
-    """The filesystem tier's storage and throughput charges, as lines; True where part of them is unpriced."""
+    """The shared file system's storage (where this stack creates it) and, on EFS, the throughput the tier's
+    traffic is billed (wherever it was created), as lines; True where part of the tier's cost is unpriced."""
     backend = config.storage.backend
-    if shared is None or backend == "existing":  # the cluster's StorageClass: its price is not the stack's
-        return shared is not None
+    provider = provider_of(config)
+    creates = provider.creates and backend in provider.storage_backends  # a serving stack's is its cluster stack's
+    if backend == "existing" or (shared is None and not creates):  # a StorageClass the stack does not pay for
+        return False
     before = len(ledger.unpriced)
     if backend == "aws-efs":
-        capacity = shared.capacity
-        held = capacity.capacity_bytes * (capacity.high if shared.managed else 1)
-        bound = "up to the evictor's high watermark" if shared.managed else "its budget, nothing evicts"
-        ledger.add(
-            "storage",
-            f"EFS storage: {held / GB:,.0f} GB held ({bound})",
-            "efs-storage",
-            held / GB / HOURS_PER_MONTH,
-            f"{held / GB:,.0f} GB x ${{usd}}/GB-month / {HOURS_PER_MONTH} h",
-        )
-        rates = _fs_rates(curve, cpu_index)
-        if rates is None:
-            ledger.unpriced.append(
-                Unpriced(
-                    "EFS elastic throughput",
-                    "billed per GB read and written: no workload to measure the tier's rates",
-                    "set workload.trace or workload.shared_prefix",
-                )
+        if shared is not None and creates:
+            capacity = shared.capacity
+            held = capacity.capacity_bytes * (capacity.high if shared.managed else 1)
+            bound = "up to the evictor's high watermark" if shared.managed else "its budget, nothing evicts"
+            ledger.add(
+                "storage",
+                f"EFS storage: {held / GB:,.0f} GB held ({bound})",
+                "efs-storage",
+                held / GB / HOURS_PER_MONTH,
+                f"{held / GB:,.0f} GB x ${{usd}}/GB-month / {HOURS_PER_MONTH} h",
             )
-        else:
-            read, write = rates
-            for item, rate, verb in (("efs-read", read, "reads"), ("efs-write", write, "writes")):
-                ledger.add(
-                    "throughput",
-                    f"EFS {verb}: {rate / 1e6:,.2f} MB/s (the workload's replay)",
-                    item,
-                    rate * 3600 / GB,
-                    f"{rate / 1e6:,.2f} MB/s x 3600 s / 1e9 x ${{usd}}/GB",
-                )
-    elif backend == "gcp-lustre":
+        elif creates:
+            why = "billed on the bytes held, which the serving stacks' evictors bound"
+            ledger.unpriced.append(Unpriced("EFS storage", why, "each serving stack's cost prices what it holds"))
+        if shared is not None:
+            _efs_throughput(curve, cpu_index, ledger)
+    elif backend == "gcp-lustre" and creates:
         tier = config.storage.lustre.per_unit_storage_throughput
         gib = config.storage.size.bytes / GIB
         ledger.add(
@@ -331,6 +321,28 @@ def _filesystem(
             f"{gib:,.0f} GiB x ${{usd}}/GiB-month / {HOURS_PER_MONTH} h",
         )
     return len(ledger.unpriced) > before
+
+
+def _efs_throughput(curve: TierCurve | None, cpu_index: int | None, ledger: _Ledger) -> None:
+    """EFS Elastic Throughput, per GB read and written at the rates the workload's replay measured."""
+    rates = _fs_rates(curve, cpu_index)
+    if rates is None:
+        ledger.unpriced.append(
+            Unpriced(
+                "EFS elastic throughput",
+                "billed per GB read and written: no workload to measure the tier's rates",
+                "set workload.trace or workload.shared_prefix",
+            )
+        )
+        return
+    for item, rate, verb in (("efs-read", rates[0], "reads"), ("efs-write", rates[1], "writes")):
+        ledger.add(
+            "throughput",
+            f"EFS {verb}: {rate / 1e6:,.2f} MB/s (the workload's replay)",
+            item,
+            rate * 3600 / GB,
+            f"{rate / 1e6:,.2f} MB/s x 3600 s / 1e9 x ${{usd}}/GB",
+        )
 
 
 def _fs_rates(curve: TierCurve | None, cpu_index: int | None) -> tuple[float, float] | None:

@@ -20,9 +20,9 @@ def cost_lines(cost: StackCost | None) -> list[str]:
         return [
             "## Cost",
             "",
-            "Nothing this stack creates is priced: it runs on an existing cluster's nodes. Describe its pool"
-            " (`node_pools`), name its machine type in `pricing.machine_types` and set `pricing.region` (or"
-            " `pricing.prices`) to price it.",
+            "Nothing this stack creates is priced: it runs on nodes it does not create (a cluster stack's are"
+            " priced in its own plan). On an existing cluster, describe the pool (`node_pools`), name its machine"
+            " type in `pricing.machine_types` and set `pricing.region` (or `pricing.prices`) to price it.",
             "",
         ]
     where = f"region {cost.region}" if cost.region else "no region (pricing.region unset)"
