@@ -112,7 +112,11 @@ REJECTED = [
     (("pricing.monthly_budget=3 EUR",), "pricing.monthly_budget = '3 EUR': must be US dollars per month"),
     (("pricing.monthly_budget=80/hour",), "must be US dollars per month"),
     (
-        ("cluster.eks.region=eu-west-1", "cluster.eks.availability_zones=[eu-west-1a, eu-west-1b]"),
+        (
+            "cluster.eks.region=eu-west-1",
+            "cluster.eks.availability_zones=[eu-west-1a, eu-west-1b]",
+            "pricing.monthly_budget=50000",
+        ),
         "pricing.prices.p5.48xlarge = 'eu-west-1': the price catalog has no prices for this region",
     ),
 ]
@@ -130,6 +134,14 @@ def test_a_budget_with_its_unit_is_read_as_dollars_per_month() -> None:
     for written in ("25000", "25000 USD/month", "$25,000 per month"):
         cost = _plan("eks-h100-efs", (f"pricing.monthly_budget={written}",)).cost
         assert cost is not None and cost.monthly_budget == 25000.0
+
+
+def test_an_uncovered_region_without_a_budget_lists_its_items_unpriced() -> None:
+    sets = ("cluster.eks.region=eu-west-1", "cluster.eks.availability_zones=[eu-west-1a, eu-west-1b]")
+    cost = _plan("eks-h100-efs", sets).cost
+    assert cost is not None and not cost.lines
+    assert "set pricing.prices.p5.48xlarge (USD per hour)" in [u.remedy for u in cost.unpriced]
+    assert all("no prices for this region" in u.reason for u in cost.unpriced if u.remedy.startswith("set pricing"))
 
 
 def test_an_uncovered_region_is_priced_by_overrides_alone() -> None:

@@ -4,8 +4,8 @@ the cluster's system pool and fee, the filesystem tier's storage and, on EFS, it
 the workload's replay measured), $ per million prompt tokens at the workload's rate, and per tier what it costs
 against what it saves. The summary, the change plan and the policy pack read this record; none re-derives it.
 
-A price the catalog lacks is not guessed: the item is listed unpriced with the `pricing.prices` key to set, and a
-created cluster in a region the catalog does not cover stops the plan in one line naming that key.
+A price the catalog lacks is not guessed: the item is listed unpriced with the `pricing.prices` key to set; a stack
+with a budget in a region the catalog does not cover stops the plan in one line naming that key.
 """
 
 from __future__ import annotations
@@ -156,26 +156,37 @@ class _Prices:
     def __init__(self, config: StackConfig, region: str | None) -> None:
         self.overrides = config.pricing.prices
         self.region = region
+        self.budgeted = config.pricing.monthly_budget is not None
 
     def get(self, item: str) -> PriceUsed | None:
+        """The item's price; None where there is none. A stack with a budget in a region the catalog does not
+        cover stops here in one line (its budget cannot be judged); without one, the item is listed unpriced."""
         unit = prices.unit_of(item)
         if item in self.overrides:
             return PriceUsed(item, self.region, unit, self.overrides[item], "pricing.prices", "stack config", True)
         row = prices.BY_KEY.get((item, self.region)) if self.region else None
         if row is None:
-            if self.region is not None and self.region not in prices.REGIONS:
-                covered = ", ".join(sorted(prices.REGIONS))
+            if self.budgeted and self.region is not None and self.region not in prices.REGIONS:
                 raise ConfigError(
                     f"pricing.prices.{item}",
                     self.region,
-                    f"the price catalog has no prices for this region (it covers {covered}); set"
-                    f" pricing.prices.{item} to what you pay, in USD per {unit}",
+                    f"the price catalog has no prices for this region ({self.uncovered()}), so"
+                    f" pricing.monthly_budget cannot be judged; set pricing.prices.{item} to what you pay, in USD per"
+                    f" {unit}",
                 )
             return None
         return PriceUsed(item, row.region, row.unit, row.usd, row.source, row.as_of, False)
 
+    def uncovered(self) -> str:
+        return f"it covers {', '.join(sorted(prices.REGIONS))}"
+
     def missing(self, what: str, item: str) -> Unpriced:
-        where = f"in {self.region}" if self.region else "without a region (pricing.region)"
+        if self.region is None:
+            where = "without a region (pricing.region)"
+        elif self.region not in prices.REGIONS:
+            where = f"in {self.region}: the catalog has no prices for this region ({self.uncovered()})"
+        else:
+            where = f"in {self.region}"
         return Unpriced(
             what,
             f"no catalog price for {item} {where}",
