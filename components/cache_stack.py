@@ -39,6 +39,7 @@ class CacheStackArgs:
     # False on a serving stack: its cluster stack applied the CRDs, cluster-wide, once for every model.
     crds: bool = True
     namespace_labels: dict[str, str] = field(default_factory=dict)  # e.g. the one its cluster's Gateway admits by
+    namespace_annotations: dict[str, str] = field(default_factory=dict)  # the plan's cost stamp (labels.py)
 
 
 class CacheStack(pulumi.ComponentResource):
@@ -73,7 +74,11 @@ class CacheStack(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         namespace = k8s.core.v1.Namespace(
             f"{self._name}-namespace",
-            metadata={"name": args.namespace, "labels": {labels.GUIDE_LABEL: labels.GUIDE, **args.namespace_labels}},
+            metadata={
+                "name": args.namespace,
+                "labels": {labels.GUIDE_LABEL: labels.GUIDE, **args.namespace_labels},
+                **({"annotations": dict(args.namespace_annotations)} if args.namespace_annotations else {}),
+            },
             opts=child,
         )
         hf_token = k8s.core.v1.Secret(

@@ -13,6 +13,7 @@ from policies.checks.artifacts import (
     images_pinned,
     weights_fetched_once,
 )
+from policies.checks.budget import monthly_budget
 from policies.checks.cache_tiers import (
     PrefixCachingConfig,
     filesystem_tier_capacity,
@@ -197,6 +198,13 @@ RULES: list[Rule[Any]] = [
         "Private nodes, workload identity, shielded nodes",
         "mandatory",
         cluster_hardening,
+        NoConfig,
+    ),
+    Rule(
+        "monthly-budget",
+        "A stack that sets pricing.monthly_budget costs no more per month than it (the plan's figure)",
+        "mandatory",
+        monthly_budget,
         NoConfig,
     ),
 ]

@@ -18,6 +18,7 @@ from stacks.config.fields import MAX_NODE_MEMORY, DnsLabel, Section
 from stacks.config.gateway_section import GatewayConfig
 from stacks.config.images_section import ImagesConfig
 from stacks.config.observability_section import MonitoringConfig, NetworkPoliciesConfig, VerificationConfig
+from stacks.config.pricing_section import PricingConfig
 from stacks.config.provider_kinds import PROVIDER_KINDS
 from stacks.config.router_section import RouterConfig
 from stacks.config.storage_section import ModelCacheConfig, StorageConfig
@@ -64,6 +65,8 @@ class StackConfig(Section):
     """KEDA scaling the model servers on the router's queue or saturation; off by default"""
     gateway: GatewayConfig = GatewayConfig()
     """a cluster stack's Gateway in front of its serving stacks (layer cluster); off by default"""
+    pricing: PricingConfig = PricingConfig()
+    """prices of what the stack creates (the catalog's on-demand prices, overrides) and its monthly budget"""
     workload: WorkloadConfig | None = None
     """the workload the stack is sized for: a Mooncake-format trace (workload.trace) or a synthetic shared-prefix
     workload (workload.shared_prefix); default: none"""

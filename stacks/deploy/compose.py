@@ -151,6 +151,7 @@ def _cache_stack(
             serving_needs=serving_needs,
             crds=config.effective_layer != "serving",
             namespace_labels=namespace_labels(config),
+            namespace_annotations=stack_plan.cost.annotations() if stack_plan.cost is not None else {},
         ),
         pulumi.ResourceOptions(providers=[provider]),
     )

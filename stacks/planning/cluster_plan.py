@@ -17,6 +17,7 @@ from stacks.config import StackConfig
 from stacks.config.cluster_facts import ClusterOutputs, GatewayFacts
 from stacks.config.cluster_outputs import GATEWAY_ROUTES_LABEL, describe
 from stacks.config.providers import provider_of
+from stacks.planning.cost import StackCost, stack_cost
 from stacks.planning.mirror import Mirror, from_facts
 from stacks.planning.plan import StackPlan, plan, pool_specs
 
@@ -42,6 +43,7 @@ class ClusterPlan:
     pools: list[PoolSpec]
     mirror: Mirror | None
     gateway: GatewayPlan | None = None
+    cost: StackCost | None = None  # its pools, fee, system pool and shared file system (stacks/planning/cost.py)
 
 
 def _gateway_plan(config: StackConfig, facts: GatewayFacts | None, mirror: Mirror | None) -> GatewayPlan | None:
@@ -75,13 +77,15 @@ def _gateway_plan(config: StackConfig, facts: GatewayFacts | None, mirror: Mirro
 def plan_cluster(config: StackConfig, stack: str) -> ClusterPlan:
     outputs = describe(config, stack)
     mirror = from_facts(outputs.mirror) if outputs.mirror is not None else None
+    pools = pool_specs(config)
     return ClusterPlan(
         config=config,
         stack=stack,
         outputs=outputs,
-        pools=pool_specs(config),
+        pools=pools,
         mirror=mirror,
         gateway=_gateway_plan(config, outputs.gateway, mirror),
+        cost=stack_cost(config, pools, None, None, None, 1),
     )
 
 

@@ -28,6 +28,7 @@ from stacks.config.loading import PROJECT_DIR
 from stacks.config.providers import provider_of
 from stacks.config.workload_section import SloConfig
 from stacks.planning import autoscaling, capacity_plan, cold_starts, hardware, hbm_fit, workload_sizing
+from stacks.planning.cost import stack_cost
 from stacks.planning.gateway_route import route_workload
 from stacks.planning.mirror import mirror_registry
 from stacks.planning.passes import hardened, through_mirror, with_await_budgets, with_network_policies, with_rollouts
@@ -100,7 +101,7 @@ def plan(config: StackConfig, *, keep_up: bool = True) -> StackPlan:
     stack_plan = _plan(stack)
     source = workload_sizing.config_source(config, PROJECT_DIR)
     if source is None:
-        return stack_plan
+        return with_cost(stack_plan)
     source = workload_sizing.in_memory(source)
     capacity = plan_capacity_of(stack_plan, source, config.workload.slo if config.workload is not None else None)
     if config.cache.replicas == "auto":
@@ -110,12 +111,14 @@ def plan(config: StackConfig, *, keep_up: bool = True) -> StackPlan:
         stack_plan = _plan(stack)
     elif keep_up:
         capacity_plan.check_fits(capacity)
-    sized = workload_sizing.size_tiers(stack_shape(stack_plan), source, router=assigned(capacity.configured.assignment))
+    sized = workload_sizing.size_tiers(
+        stack_shape(stack_plan), source, assigned(capacity.configured.assignment), ROUTED_BY_TIME_MODEL
+    )
     chosen = sized.choice.size if config.cache.tier.cpu == "auto" and sized.choice is not None else None
     measured = workload_sizing.filesystem_store_rate(sized, chosen)  # the evictor's watermarks, from the replay
     if chosen is not None or measured is not None:
         stack_plan = _plan(stack, chosen, measured)
-    return dataclasses.replace(stack_plan, tier_curve=sized, capacity=capacity)
+    return with_cost(dataclasses.replace(stack_plan, tier_curve=sized, capacity=capacity), chosen)
 
 
 def plan_capacity_of(
@@ -130,6 +133,18 @@ def plan_capacity_of(
         routing_of(stack_plan.router_values),
         slo,
     )
+
+
+def with_cost(stack_plan: StackPlan, chosen: ByteSize | None = None) -> StackPlan:
+    """The final plan with its cost (stacks/planning/cost.py), computed once; `chosen`: the CPU tier auto took."""
+    sized, stack = stack_plan.tier_curve, stack_plan.stack
+    cpu_index = None
+    if sized is not None:
+        cpu_index = sized.cpu_sizes.index(chosen) if chosen is not None else sized.configured[0]
+    cost = stack_cost(
+        stack.config, stack_plan.pools, stack_plan.shared_tier, sized, cpu_index, stack.devices * stack.group_size
+    )
+    return dataclasses.replace(stack_plan, cost=cost)
 
 
 def stack_shape(stack_plan: StackPlan) -> workload_sizing.StackShape:

@@ -17,6 +17,7 @@ from components.specs.workloads import Workload, WorkloadType
 from components.units import ByteSize
 from stacks.config import StackConfig
 from stacks.planning import autoscaling, capacity_plan, hardware, rollout_choice, workload_sizing
+from stacks.planning.cost import StackCost
 from stacks.planning.mirror import Mirror
 from stacks.planning.resolution import Resolved
 from stacks.planning.tier_capacity import SharedTier
@@ -53,6 +54,7 @@ class StackPlan:
     shared_tier: SharedTier | None = None  # the filesystem tier's claim, its store rate and its evictor
     tier_curve: workload_sizing.TierCurve | None = None  # the tiers replayed on the stack's workload
     capacity: capacity_plan.CapacityPlan | None = None  # the workload through the time model: replicas it needs
+    cost: StackCost | None = None  # what it costs (stacks/planning/cost.py), set once the plan is final
 
     @property
     def config(self) -> StackConfig:

@@ -12,6 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from components.catalog import labels
 from policies.resources import CHART_TYPE
 from stacks.review import chart_objects
 from stacks.review.field_changes import changed_fields
@@ -211,3 +212,30 @@ def plan_lines(
     fields: dict[tuple[str, str], list[str]],
 ) -> list[str]:
     return [c.line() for c in plan_changes(before, after, fields)]
+
+
+NAMESPACE_TYPE = "kubernetes:core/v1:Namespace"
+
+
+def _monthly_cost(resources: dict[tuple[str, str], dict[str, Any]]) -> float | None:
+    """The plan's monthly cost as the render stamped it on the stack's Namespace (None: not priced)."""
+    for (kind, _), row in resources.items():
+        if kind == NAMESPACE_TYPE:
+            annotations = ((row.get("inputs") or {}).get("metadata") or {}).get("annotations") or {}
+            if labels.MONTHLY_COST_ANNOTATION in annotations:
+                return float(annotations[labels.MONTHLY_COST_ANNOTATION])
+    return None
+
+
+def cost_line(before: dict[tuple[str, str], dict[str, Any]], after: dict[tuple[str, str], dict[str, Any]]) -> str:
+    """The monthly cost before and after and the delta, from each render's stamp (stacks/planning/cost.py)."""
+    old, new = _monthly_cost(before), _monthly_cost(after)
+    if old is None and new is None:
+        return "- monthly cost: not priced at either revision"
+    shown = [f"${v:,.2f}" if v is not None else "not priced" for v in (old, new)]
+    delta = (
+        f" ({'+' if new - old >= 0 else '-'}${abs(new - old):,.2f}/month)"
+        if old is not None and new is not None
+        else ""
+    )
+    return f"- monthly cost: {shown[0]} -> {shown[1]}{delta}"

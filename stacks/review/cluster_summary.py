@@ -7,6 +7,7 @@ from components.catalog import versions
 from stacks.config.cluster_facts import CLUSTER_OUTPUT, KUBECONFIG_OUTPUT, ClusterOutputs
 from stacks.config.providers import PROVIDERS
 from stacks.planning.cluster_plan import ClusterPlan
+from stacks.review.cost_summary import cost_lines
 
 
 def _pools(outputs: ClusterOutputs) -> list[str]:
@@ -60,6 +61,7 @@ def cluster_summary(cluster_plan: ClusterPlan, stack: str, servings: list[tuple[
         else "- Registry mirror: none; images come from the upstream registries."
     )
     lines += ["", "## Node pools", "", *_pools(outputs), ""]
+    lines += cost_lines(cluster_plan.cost)
     front = cluster_plan.gateway
     lines += ["## Gateway", ""]
     if front is None:

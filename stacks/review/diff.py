@@ -79,7 +79,10 @@ def diff_renders(name: str, old: str, new: str) -> str:
     if not lines:
         return ""
     plan = changeplan.plan_lines(before, after, input_paths)
-    return "\n".join([f"### {name}", "", "#### Change plan", "", *plan, "", "#### Field diff", "", *lines, ""])
+    cost = changeplan.cost_line(before, after)
+    return "\n".join(
+        [f"### {name}", "", cost, "", "#### Change plan", "", *plan, "", "#### Field diff", "", *lines, ""]
+    )
 
 
 def _tree(revision: str, into: Path, option: str) -> Path:

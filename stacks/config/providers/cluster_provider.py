@@ -23,6 +23,22 @@ def _always(config: StackConfig) -> bool:
 
 
 @dataclass(frozen=True)
+class ClusterBill:
+    """What a created cluster costs besides its node pools: where it is priced, its management fee and its
+    system pool (components/catalog/prices.py keys)."""
+
+    region: str
+    fee: str  # the management fee's price key, per cluster-hour
+    system_machine: str
+    system_nodes: int
+    system_count: str  # how `system_nodes` is counted, for the summary
+
+
+def _unbilled(config: StackConfig) -> ClusterBill | None:
+    return None
+
+
+@dataclass(frozen=True)
 class ClusterProvider:
     kind: ProviderKind  # its key, default platform and layer, and its mirror's cloud (what the config model reads)
     creates: bool  # creates the cluster and its pools (else its pools are described, not created)
@@ -43,6 +59,7 @@ class ClusterProvider:
     ecr_credentials: bool = False  # takes `images.ecr_credentials` (ECR pull-through rules)
     # The registry mirror a created cluster gets for these registries (None: pulled from upstream).
     mirror: Callable[[StackConfig, set[str]], MirrorFacts | None] = _no_mirror
+    bill: Callable[[StackConfig], ClusterBill | None] = _unbilled  # a created cluster's own charges
     # Whether a cluster stack on it exports a kubeconfig (else its serving stacks use the ambient one).
     exports_kubeconfig: Callable[[StackConfig], bool] = _always
     # The summary's image source without a mirror.

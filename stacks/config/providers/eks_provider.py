@@ -5,7 +5,7 @@ from __future__ import annotations
 from components.specs import images
 from stacks.config import StackConfig, formats, provider_kinds
 from stacks.config.cluster_facts import MirrorFacts
-from stacks.config.providers.cluster_provider import ClusterProvider
+from stacks.config.providers.cluster_provider import ClusterBill, ClusterProvider
 
 
 def mirror(config: StackConfig, registries: set[str]) -> MirrorFacts | None:
@@ -23,6 +23,14 @@ def mirror(config: StackConfig, registries: set[str]) -> MirrorFacts | None:
         direct={r: why for r, why in reasons.items() if why is not None},
         credentials={r: a for r, a in credentials.items() if r in registries},
     )
+
+
+def bill(config: StackConfig) -> ClusterBill | None:
+    eks = config.cluster.eks
+    if eks is None:
+        return None
+    count = f"{eks.system_node_count} (the system node group)"
+    return ClusterBill(eks.region, "eks-cluster", eks.system_instance_type, eks.system_node_count, count)
 
 
 def unmirrored(config: StackConfig) -> str:
@@ -45,4 +53,5 @@ EKS = ClusterProvider(
     ecr_credentials=True,
     mirror=mirror,
     unmirrored=unmirrored,
+    bill=bill,
 )

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from stacks.config import StackConfig, formats, provider_kinds
 from stacks.config.cluster_facts import MirrorFacts
-from stacks.config.providers.cluster_provider import ClusterProvider
+from stacks.config.providers.cluster_provider import ClusterBill, ClusterProvider
+
+# A regional node pool with no node locations runs its node count in each of three zones of the region (GKE's
+# default for regional clusters: https://cloud.google.com/kubernetes-engine/docs/concepts/regional-clusters).
+REGIONAL_POOL_ZONES = 3
 
 
 def mirror(config: StackConfig, registries: set[str]) -> MirrorFacts | None:
@@ -13,6 +17,15 @@ def mirror(config: StackConfig, registries: set[str]) -> MirrorFacts | None:
     if config.images.mirror == "off" or gke is None:
         return None
     return MirrorFacts(cloud="gke", region=gke.region, project=gke.project, registries=sorted(registries))
+
+
+def bill(config: StackConfig) -> ClusterBill | None:
+    gke = config.cluster.gke
+    if gke is None:
+        return None
+    nodes = gke.system_node_count * REGIONAL_POOL_ZONES
+    count = f"{gke.system_node_count} per zone x {REGIONAL_POOL_ZONES} zones (a regional pool)"
+    return ClusterBill(gke.region, "gke-cluster", gke.system_machine_type, nodes, count)
 
 
 def unmirrored(config: StackConfig) -> str:
@@ -37,4 +50,5 @@ GKE = ClusterProvider(
     proxy_subnet=True,
     mirror=mirror,
     unmirrored=unmirrored,
+    bill=bill,
 )

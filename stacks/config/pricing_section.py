@@ -1,0 +1,94 @@
+"""What the stack's prices are: the catalog's on-demand prices (components/catalog/prices.py), any of them
+overridden by the rates the user pays (committed-use, negotiated), and the monthly budget the policy pack holds
+the stack to."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Annotated
+
+from pydantic import BeforeValidator, Field, field_validator
+
+from components.catalog.regions import AWS_REGIONS, GCP_REGIONS
+from stacks.config.fields import Section
+
+MAX_USD = 1e12  # far above any fleet's bill; a typo of many zeros is refused rather than shown
+
+
+def _usd(value: object) -> float:
+    """A price: a finite number of dollars, zero or more (a free item is 0)."""
+    number = _number(value)
+    if number is None or not math.isfinite(number) or not 0 <= number <= MAX_USD:
+        raise ValueError(f"must be a number of US dollars per unit, 0 to {MAX_USD:g}")
+    return number
+
+
+PriceKey = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.-]{0,62}$")]
+Usd = Annotated[float, BeforeValidator(_usd)]
+# A budget written with its unit: `25000`, `25000 USD/month`, `$25,000 per month`.
+_BUDGET = re.compile(r"^\s*\$?\s*(?P<usd>[0-9][0-9,]*(\.[0-9]+)?)\s*(usd)?\s*((/|per)\s*(month|mo))?\s*$", re.I)
+
+
+class PricingConfig(Section):
+    """Prices of what the stack creates, in US dollars: the catalog's on-demand price unless overridden here."""
+
+    prices: dict[PriceKey, Usd] = Field(
+        default_factory=dict,
+        description="USD per unit by item, over the catalog's on-demand price (committed-use or negotiated rates):"
+        " a machine type per node-hour (`a3-highgpu-8g: 30.5`), `gke-cluster` or `eks-cluster` per hour,"
+        " `efs-storage` per GB-month, `efs-read` and `efs-write` per GB, `lustre-<MB/s per TiB>` per GiB-month;"
+        " the summary marks each overridden price; a key with dots is set as a map: `--set"
+        " 'pricing.prices={p5.48xlarge: 30.5}'`",
+    )
+    machine_types: dict[str, PriceKey] = Field(
+        default_factory=dict,
+        description="an existing cluster's described pools by key: the machine type each runs, priced by the"
+        " catalog at pricing.region or by pricing.prices (`h100: p5.48xlarge`); unset: the pool is listed unpriced",
+    )
+    region: str | None = Field(
+        default=None,
+        description="the region whose catalog prices an existing cluster's pools (pricing.machine_types; a created"
+        " cluster's region is its own); unset: they are priced only by pricing.prices",
+    )
+    monthly_budget: float | None = Field(
+        default=None,
+        description="US dollars per month the stack may cost (`25000` or `25000 USD/month`); set, the policy"
+        " pack's monthly-budget rule refuses a stack whose planned cost is above it (mandatory); unset: advisory",
+    )
+
+    @field_validator("region")
+    @classmethod
+    def _a_region(cls, value: str | None) -> str | None:
+        if value is not None and value not in GCP_REGIONS and value not in AWS_REGIONS:
+            raise ValueError("must be a GCP or AWS region (components/catalog/regions.py)")
+        return value
+
+    @field_validator("monthly_budget", mode="before")
+    @classmethod
+    def _usd_per_month(cls, value: object) -> object:
+        """A number, or a number with `USD`, `$` and `/month`: any other unit (per hour, EUR, k) is refused."""
+        if value is None or isinstance(value, bool):
+            return value
+        number = _number(value)
+        if number is None and isinstance(value, str) and (found := _BUDGET.match(value)):
+            number = float(found["usd"].replace(",", ""))
+        if number is None or not math.isfinite(number) or not 0 < number <= MAX_USD:
+            raise ValueError(
+                "must be US dollars per month: a number above 0 such as 25000, or '25000 USD/month'"
+                " (a figure per hour is 730 times less: multiply it by 730)"
+            )
+        return number
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return None
+    return None

@@ -1,0 +1,70 @@
+"""The summary's cost section: the plan's `StackCost` (stacks/planning/cost.py) as a reader checks it: each line
+with its formula, what is unpriced and how to price it, $ per million prompt tokens, each tier's cost against its
+saving, and every price with its source and date, the overridden ones marked."""
+
+from __future__ import annotations
+
+from components.catalog.prices import HOURS_PER_MONTH
+from stacks.planning.cost import StackCost
+
+
+def usd(value: float) -> str:
+    """Dollars to the cent; a figure that rounds to zero is $0.00, never $-0.00."""
+    return f"${round(value, 2) + 0.0:,.2f}"
+
+
+def cost_lines(cost: StackCost | None) -> list[str]:
+    if cost is None:
+        return []
+    if not cost.lines and not cost.unpriced:
+        return [
+            "## Cost",
+            "",
+            "Nothing this stack creates is priced: it runs on nodes it does not create (a cluster stack's are"
+            " priced in its own plan). On an existing cluster, describe the pool (`node_pools`), name its machine"
+            " type in `pricing.machine_types` and set `pricing.region` (or `pricing.prices`) to price it.",
+            "",
+        ]
+    where = f"region {cost.region}" if cost.region else "no region (pricing.region unset)"
+    partial = " (partial: the unpriced items below are not in it)" if cost.partial else ""
+    lines = [
+        "## Cost",
+        "",
+        f"On-demand prices, {where}: {usd(cost.usd_per_hour)}/hour, {usd(cost.usd_per_month)}/month"
+        f" ({HOURS_PER_MONTH} hours){partial}.",
+        "",
+    ]
+    if cost.lines:
+        lines += ["| item | $/hour | formula |", "|---|---|---|"]
+        lines += [f"| {x.what} | {usd(x.usd_per_hour)} | {x.formula} |" for x in cost.lines]
+        lines.append("")
+    lines += [f"- not priced: {u.what}: {u.reason}; {u.remedy}" for u in cost.unpriced]
+    per_million = cost.usd_per_million_prompt_tokens
+    if per_million is not None and cost.prompt_tokens_per_s is not None:
+        lines.append(
+            f"- {usd(per_million)} per million prompt tokens at the workload's {cost.prompt_tokens_per_s:,.0f} prompt"
+            f" tokens/s ($/hour / (tokens/s x 3600) x 1e6)"
+        )
+    if cost.monthly_budget is not None:
+        over = cost.usd_per_month > cost.monthly_budget
+        verdict = "over it: the policy pack refuses the stack" if over else "within it"
+        lines.append(f"- budget {usd(cost.monthly_budget)}/month (pricing.monthly_budget): {verdict}")
+    if lines[-1] != "":
+        lines.append("")
+    if cost.tiers:
+        lines += ["| tier | costs $/hour | saves $/hour | how it saves | verdict |", "|---|---|---|---|---|"]
+        for tier in cost.tiers:
+            costs = "unpriced" if tier.cost_usd_per_hour is None else usd(tier.cost_usd_per_hour)
+            how = "; ".join(f"{s.basis}: {s.formula}" for s in tier.savings)
+            lines.append(
+                f"| {tier.tier} | {costs} ({tier.cost_formula}) | {usd(tier.saving_usd_per_hour)} | {how}"
+                f" | {tier.verdict} |"
+            )
+        lines.append("")
+    if cost.prices:
+        lines += ["| price | region | USD | per | source | as of |", "|---|---|---|---|---|---|"]
+        for p in cost.prices:
+            source = f"overridden ({p.key})" if p.overridden else p.source
+            lines.append(f"| {p.item} | {p.region or '-'} | {p.usd:g} | {p.unit} | {source} | {p.as_of} |")
+        lines.append("")
+    return lines
