@@ -42,25 +42,26 @@ def _conversation(replicas: str) -> StackPlan:
 
 
 def test_two_replicas_do_not_keep_up_with_the_conversation_trace() -> None:
-    """The issue's finding, now a refusal: the trace asks more than two Qwen3-32B TP=2 replicas give. The counts are
-    the reviewed figures of `./run size gpu-vllm-native-cpu --trace` (5 with HBM only, 4 with the 300 GiB tier)."""
+    """The issue's finding, now a refusal: the trace (its requests within Qwen3's context) asks more than two
+    Qwen3-32B TP=2 replicas give. The counts are the reviewed figures of `./run size gpu-vllm-native-cpu --trace`
+    (3 with HBM only, 3 with the 300 GiB tier: it catches 4% of prompt tokens, too little to save a replica)."""
     with pytest.raises(ConfigError) as caught:
         _conversation("2")
     message = str(caught.value)
     assert message.startswith("invalid stack config: cache.replicas = 2: too few for trace")
     assert "asks 1" in message and "% of what 2 replicas give" in message
-    assert "5 with HBM only, 4 with CPU tier would" in message
+    assert "3 with HBM only, 3 with CPU tier would" in message
     assert "\n" not in message
 
 
 def test_auto_renders_the_count_that_keeps_up() -> None:
     stack_plan = _conversation("auto")
-    assert stack_plan.model_server.replicas == 4
+    assert stack_plan.model_server.replicas == 3
     capacity = stack_plan.capacity
-    assert capacity is not None and capacity.configured.replicas == 4 and capacity.configured.keeps_up
+    assert capacity is not None and capacity.configured.replicas == 3 and capacity.configured.keeps_up
     summary = render(stack_plan, "t").summary
     assert "## Replicas for the workload" in summary
-    assert "as configured (`cache.replicas: auto`) | 4 | yes |" in summary
+    assert "as configured (`cache.replicas: auto`) | 3 | yes |" in summary
 
 
 def test_the_router_is_the_rendered_one() -> None:

@@ -19,6 +19,7 @@ from components.specs.clusters import PoolSpec
 from stacks.config import StackConfig
 from stacks.config.errors import ConfigError
 from stacks.config.providers import provider_of
+from stacks.planning.capacity_plan import CapacityPlan
 from stacks.planning.tier_capacity import SharedTier
 from stacks.planning.workload_sizing import TierCurve
 
@@ -61,10 +62,13 @@ class Unpriced:
     remedy: str
 
 
+REPLICAS_BASIS = "replicas not needed (the capacity plan; the one counted)"
+
+
 @dataclass(frozen=True)
 class Saving:
-    """One thing a tier saves, in $/hour. Today: accelerator time not spent on prefill; the capacity plan adds
-    replicas not needed as another `Saving` of the same tier."""
+    """One measure of what a tier saves, in $/hour: accelerator time not spent on prefill, or the capacity plan's
+    replicas not needed (`REPLICAS_BASIS`)."""
 
     basis: str
     usd_per_hour: float
@@ -80,7 +84,10 @@ class TierCost:
 
     @property
     def saving_usd_per_hour(self) -> float:
-        return sum(s.usd_per_hour for s in self.savings)
+        """The measures are of one benefit, so one is counted: the replicas the capacity plan gives back where it
+        has them (a fleet returns whole replicas, not prefill seconds), else the accelerator time."""
+        replicas = [s.usd_per_hour for s in self.savings if s.basis == REPLICAS_BASIS]
+        return replicas[0] if replicas else sum(s.usd_per_hour for s in self.savings)
 
     @property
     def net_usd_per_hour(self) -> float | None:
@@ -221,10 +228,12 @@ def stack_cost(
     curve: TierCurve | None,
     cpu_index: int | None,
     replica_devices: int,
+    capacity: CapacityPlan | None = None,
 ) -> StackCost:
     """The stack's cost. `pools`: the node pools it creates; `shared`: the filesystem tier's claim; `curve` and
     `cpu_index`: the workload's replay and the CPU tier it runs (its configured or auto-chosen size);
-    `replica_devices`: accelerator devices of one model-server replica (what a saved prefill second is worth)."""
+    `replica_devices`: accelerator devices of one model-server replica (what a saved prefill second is worth);
+    `capacity`: the replicas each tier configuration needs (a tier that lets fewer run saves those)."""
     provider = provider_of(config)
     bill = provider.bill(config)
     book = _Prices(config, bill.region if bill is not None else config.pricing.region)
@@ -253,7 +262,7 @@ def stack_cost(
     fs_usd = None if fs_unpriced else sum(x.usd_per_hour for x in ledger.lines if x.category in FS_CATEGORIES)
     device_usd = _device_usd_per_hour(config, pools, book)
     replica_usd = None if device_usd is None else device_usd * replica_devices
-    tiers = _tiers(curve, cpu_index, replica_usd, fs_usd if shared is not None else None)
+    tiers = _tiers(curve, cpu_index, replica_usd, fs_usd if shared is not None else None, capacity)
     tokens = curve.curve.prompt_tokens / curve.duration_s if curve is not None else None
     return StackCost(
         book.region, tuple(ledger.lines), tuple(ledger.unpriced), tiers, tokens, config.pricing.monthly_budget
@@ -367,8 +376,27 @@ def _fs_rates(curve: TierCurve | None, cpu_index: int | None) -> tuple[float, fl
     return read, write
 
 
+def _replicas_saved(
+    capacity: CapacityPlan | None, without: int, with_tier: int, replica_usd: float
+) -> tuple[Saving, ...]:
+    """Replicas the capacity plan needs without the tier and with it (scenarios by index: HBM only, CPU tier, CPU +
+    filesystem); none where either count is past the search's bound."""
+    if capacity is None or len(capacity.needed) <= with_tier:
+        return ()
+    before, after = capacity.needed[without][1], capacity.needed[with_tier][1]
+    if before is None or after is None:
+        return ()
+    fewer = before.replicas - after.replicas
+    formula = f"({before.replicas} - {after.replicas}) replicas x ${replica_usd:,.4f}/hour per replica"
+    return (Saving(REPLICAS_BASIS, fewer * replica_usd, formula),)
+
+
 def _tiers(
-    curve: TierCurve | None, cpu_index: int | None, replica_usd: float | None, fs_usd: float | None
+    curve: TierCurve | None,
+    cpu_index: int | None,
+    replica_usd: float | None,
+    fs_usd: float | None,
+    capacity: CapacityPlan | None = None,
 ) -> tuple[TierCost, ...]:
     """Each tier's cost against the accelerator time it saves: prefill seconds not spent (the replay's, over
     recomputing every prompt) per second of the workload, at one replica's accelerator price. The CPU tier is
@@ -385,9 +413,10 @@ def _tiers(
 
     out = []
     if curve.cpu_sizes[cpu_index].bytes:
-        cpu = saving(float(saved[0, 0]), float(saved[cpu_index, 0]))
+        cpu = saving(float(saved[0, 0]), float(saved[cpu_index, 0])) + _replicas_saved(capacity, 0, 1, replica_usd)
         out.append(TierCost("CPU", 0.0, "host memory the machine type carries, not priced apart", cpu))
     if curve.fs_sizes and fs:
         files = saving(float(saved[cpu_index, 0]), float(saved[cpu_index, fs]))
+        files += _replicas_saved(capacity, 1, 2, replica_usd)
         out.append(TierCost("filesystem", fs_usd, "its storage and throughput lines", files))
     return tuple(out)

@@ -141,8 +141,9 @@ def with_cost(stack_plan: StackPlan, chosen: ByteSize | None = None) -> StackPla
     cpu_index = None
     if sized is not None:
         cpu_index = sized.cpu_sizes.index(chosen) if chosen is not None else sized.configured[0]
+    devices = stack.devices * stack.group_size
     cost = stack_cost(
-        stack.config, stack_plan.pools, stack_plan.shared_tier, sized, cpu_index, stack.devices * stack.group_size
+        stack.config, stack_plan.pools, stack_plan.shared_tier, sized, cpu_index, devices, stack_plan.capacity
     )
     return dataclasses.replace(stack_plan, cost=cost)
 
