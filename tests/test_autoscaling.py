@@ -110,7 +110,9 @@ def test_a_replica_change_under_autoscaling_is_no_step_and_says_who_owns_it() ->
     plan_lines = [line for line in text.split("#### Field diff")[0].splitlines() if line.startswith("- ")]
     ignored = [line for line in plan_lines if line.startswith("- **ignored**")]
     assert ignored and all("`spec.replicas` left to its owner" in line for line in ignored)
-    assert not [line for line in plan_lines if not line.startswith("- **ignored**")]
+    cost = [line for line in plan_lines if line.startswith("- monthly cost:")]
+    assert cost == ["- monthly cost: $32,098.32 -> $32,098.32 (+$0.00/month)"]  # the pools bound it, not the count
+    assert not [line for line in plan_lines if not line.startswith(("- **ignored**", "- monthly cost:"))]
 
 
 def test_the_scale_down_window_grows_with_the_modeled_cold_start() -> None:
