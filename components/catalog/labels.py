@@ -22,6 +22,10 @@ KV_CONNECTOR_LABEL = "llm-d.ai/kv-connector"
 # the stamp rolls no pod); the policy rule `tiers-beat-recompute` reads it rather than re-deriving it from the
 # server's arguments, and `identity-labels` reports a connector's workload without it.
 KV_TRANSFER_BLOCK_ANNOTATION = "llm-d.ai/kv-transfer-block-tokens"
+# The shared tier's namespace the workload's servers write under (components/specs/tier_namespace.py) and the
+# fields it is derived from (canonical JSON), on the same metadata: the change plan names the field that moved it.
+KV_TIER_NAMESPACE_ANNOTATION = "llm-d.ai/kv-tier-namespace"
+KV_TIER_IDENTITY_ANNOTATION = "llm-d.ai/kv-tier-identity"
 SUBGUIDE_LABEL = "llm-d.ai/subguide"
 INFERENCE_SERVING_LABEL = "llm-d.ai/inference-serving"
 # The workload a model-server pod belongs to: with guide and role, the only labels its (immutable) selector holds.
