@@ -63,9 +63,13 @@ def test_every_field_is_listed_and_says_what_sets_it() -> None:
 
 
 @pytest.mark.parametrize("field", FIELD_NAMES)
-def test_each_field_moves_the_namespace(field: str) -> None:
+def test_each_field_moves_the_namespaces_digest(field: str) -> None:
+    """The digest itself, not only the readable model part: two organisations' models of one name differ."""
     moved = dataclasses.replace(IDENTITY, **{field: OTHER[field]})
-    assert tier_namespace(moved) != tier_namespace(IDENTITY)
+    assert tier_namespace(moved).rsplit("-", 1)[1] != tier_namespace(IDENTITY).rsplit("-", 1)[1]
+    if field == "model":
+        fork = tier_namespace(dataclasses.replace(IDENTITY, model="someone/Qwen3-32B"))
+        assert fork.startswith("Qwen3-32B-") and fork != tier_namespace(IDENTITY)
 
 
 def test_a_model_name_becomes_one_safe_directory() -> None:
