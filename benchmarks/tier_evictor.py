@@ -20,7 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from components.tier_evictor.evict_tier import Evictor, Settings, scan
+from components.tier_evictor.evict_tier import Evictor, Settings
+from components.tier_evictor.tier_scan import scan
 
 BLOCK = 32 * 2**20
 

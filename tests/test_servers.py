@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,14 @@ def _env(container: dict[str, Any]) -> dict[str, Any]:
     return {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
 
 
+def _tier_dir(workload: dict[str, Any]) -> str:
+    """Where the connector's files go: the namespace the workload says it writes, under the tier's mount; the
+    namespace is the model and 12 hex digits (tests/test_tier_namespace.py holds its fields)."""
+    namespace = workload["metadata"]["annotations"]["llm-d.ai/kv-tier-namespace"]
+    assert re.fullmatch(r"Qwen3-(32|8)B-[0-9a-f]{12}", namespace), namespace
+    return f"/mnt/files-storage/{namespace}"
+
+
 def _kv(container: dict[str, Any]) -> dict[str, Any]:
     args = container["args"]
     config: dict[str, Any] = json.loads(args[args.index("--kv-transfer-config") + 1])
@@ -66,7 +75,7 @@ def test_native_fs_uses_the_tiering_spec_on_the_shared_claim() -> None:
             "cpu_bytes_to_use": QWEN3_32B_100GIB,
             "block_size": 256,
             "secondary_tiers": [
-                {"type": "fs", "root_dir": "/mnt/files-storage", "n_read_threads": 16, "n_write_threads": 16}
+                {"type": "fs", "root_dir": _tier_dir(deployment), "n_read_threads": 16, "n_write_threads": 16}
             ],
         },
     }
@@ -103,8 +112,9 @@ def test_lmcache_connector_settings() -> None:
     assert (env["LMCACHE_MAX_LOCAL_CPU_SIZE"], env["PYTHONHASHSEED"]) == ("100.0", "123")
     assert env["PROMETHEUS_MULTIPROC_DIR"] == "/tmp/lmcache_prometheus"
     assert _capacity("gpu-vllm-lmcache-connector-cpu") == 12800
-    fs = _env(_container(_server("gpu-vllm-lmcache-connector-fs")))
-    assert fs["LMCACHE_LOCAL_DISK"] == "file:///mnt/files-storage/kv-cache/"
+    fs_server = _server("gpu-vllm-lmcache-connector-fs")
+    fs = _env(_container(fs_server))
+    assert fs["LMCACHE_LOCAL_DISK"] == f"file://{_tier_dir(fs_server)}/"
     assert fs["LMCACHE_EXTRA_CONFIG"] == '{"use_odirect":true}'  # upstream: "True", a string
     assert fs["LMCACHE_MAX_LOCAL_DISK_SIZE"] == "1120.0"
 
@@ -156,14 +166,15 @@ def test_sglang_hicache_args() -> None:
         "--mem-fraction-static=0.9", "--enable-metrics", "--enable-hierarchical-cache",
         "--hicache-write-policy", "write_through", "--hicache-io-backend", "kernel", "--hicache-size", "200",
     ]  # fmt: skip
-    fs = _container(_server("gpu-sglang-native-fs"))
+    fs_server = _server("gpu-sglang-native-fs")
+    fs = _container(fs_server)
     assert fs["args"][-4:] == [
         "--hicache-storage-backend",
         "file",
         "--hicache-storage-prefetch-policy",
         "wait_complete",
     ]
-    assert _env(fs)["SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR"] == "/mnt/files-storage"
+    assert _env(fs)["SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR"] == _tier_dir(fs_server)
     assert _server("gpu-sglang-native-cpu")["metadata"]["labels"]["llm-d.ai/engine-type"] == "sglang"
     assert _capacity("gpu-sglang-native-cpu") == 23841
 

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from components.tier_evictor import evict_tier
-from components.tier_evictor.evict_tier import Evictor, Settings, scan
+from components.tier_evictor import evict_tier, tier_scan
+from components.tier_evictor.evict_tier import Evictor, Settings
+from components.tier_evictor.tier_scan import scan
 
 BLOCK = 32 * 2**20  # 256 tokens x 256 KiB per token / TP 2
 HOUR = 3600.0
@@ -185,7 +186,7 @@ def test_a_file_written_after_the_scan_is_spared(tmp_path: Path) -> None:
     try:
         oldest = found.oldest_first()[0]
         assert oldest.path[-1] == files[0].name
-        assert evict_tier.delete_inside(fd, oldest, time.time(), 60, "atime") == 0
+        assert tier_scan.delete_inside(fd, oldest, time.time(), 60, "atime") == 0
     finally:
         os.close(fd)
     assert files[0].exists()
@@ -284,8 +285,12 @@ def test_permission_errors_are_counted_and_skipped() -> None:
         locked_dir, sealed_dir = root / "locked", root / "sealed"
         locked_file = block_file(locked_dir / "a.bin", age_seconds=HOUR * 100)  # the oldest of all
         sealed_file = block_file(sealed_dir / "b.bin", age_seconds=HOUR * 99)
-        # The script beside the tree: the checkout may sit under a directory the unprivileged user cannot enter.
-        script = shutil.copy(evict_tier.__file__, base / "evict_tier.py")
+        # The package beside the tree, as its ConfigMap lays it out: the checkout may sit under a directory the
+        # unprivileged user cannot enter.
+        package = base / "components" / "tier_evictor"
+        package.mkdir(parents=True)
+        shutil.copy(tier_scan.__file__, package / "tier_scan.py")
+        script = shutil.copy(evict_tier.__file__, package / "evict_tier.py")
         if os.geteuid() == 0:
             for directory, dirs, names in os.walk(base):
                 for name in [*dirs, *names, "."]:
@@ -327,8 +332,8 @@ def test_never_crosses_out_of_its_directory(tmp_path: Path) -> None:
     try:
         candidate = found.oldest_first()[0]
         assert candidate.path == ("swap", "model-1.safetensors")
-        with pytest.raises(evict_tier.OutsideError):
-            evict_tier.delete_inside(fd, candidate, time.time(), 60, "atime")
+        with pytest.raises(tier_scan.OutsideError):
+            tier_scan.delete_inside(fd, candidate, time.time(), 60, "atime")
     finally:
         os.close(fd)
     evictor = Evictor(settings(root, high=0.01, low=0.001), usage_of(root, 10 * BLOCK))
@@ -401,3 +406,87 @@ def test_metrics_and_log_line(tmp_path: Path) -> None:
     assert f"tier_evictor_deleted_bytes_total {8 * BLOCK}" in text
     assert "tier_evictor_usage_ratio 0.2" in text and "tier_evictor_scan_seconds" in text
     assert lines[0].startswith("pass 1: usage 100.0% (high 50%, low 20%): scanned 10 files (0.3 GiB)")
+
+
+def namespaced_tree(root: Path) -> dict[str, list[Path]]:
+    """The tier as the servers write it: one directory per namespace. The live namespace holds the OLDEST files,
+    a former one newer files, and the layout before namespaces files at the top level (the newest of all)."""
+    now = time.time()
+    return {
+        "live": [
+            block_file(root / "Qwen3-32B-aaaaaaaaaaaa" / f"{i:03x}.bin", HOUR * (50 - i), now=now) for i in range(10)
+        ],
+        "former": [
+            block_file(root / "Qwen3-32B-bbbbbbbbbbbb" / f"{i:03x}.bin", HOUR * (20 - i), now=now) for i in range(10)
+        ],
+        "flat": [block_file(root / f"{i:03x}_2.bin", HOUR * (10 - i), now=now) for i in range(5)],
+    }
+
+
+def test_namespaces_no_server_writes_go_first_oldest_first_and_the_live_one_last(tmp_path: Path) -> None:
+    root = tmp_path / "kv-cache"
+    files = namespaced_tree(root)
+    live = frozenset({"Qwen3-32B-aaaaaaaaaaaa"})
+    # 25 files at 100%: down to 40% deletes 15, every stale one; then down to 10% five more, the live oldest.
+    evictor = Evictor(settings(root, high=0.9, low=0.4, live_namespaces=live), usage_of(root, 25 * BLOCK))
+    result = evictor.one_pass()
+    assert result.deleted_files == result.deleted_stale == 15
+    assert not any(f.exists() for f in files["former"] + files["flat"])
+    assert all(f.exists() for f in files["live"])  # older than every stale file, still kept
+    assert "15 of the 15 outside the live namespaces first" in result.line(evictor.settings)
+    evictor = Evictor(settings(root, high=0.3, low=0.2, live_namespaces=live), usage_of(root, 25 * BLOCK))
+    result = evictor.one_pass()
+    assert (result.deleted_files, result.deleted_stale) == (5, 0)
+    assert [f.exists() for f in files["live"]] == [False] * 5 + [True] * 5  # then the live one, oldest first
+
+
+def test_without_live_namespaces_the_order_is_age_alone(tmp_path: Path) -> None:
+    root = tmp_path / "kv-cache"
+    files = namespaced_tree(root)
+    Evictor(settings(root, high=0.9, low=0.6), usage_of(root, 25 * BLOCK)).one_pass()
+    assert not any(f.exists() for f in files["live"]) and all(f.exists() for f in files["flat"])
+
+
+def test_a_bounded_scan_keeps_the_stale_files_first(tmp_path: Path) -> None:
+    root = tmp_path / "kv-cache"
+    files = namespaced_tree(root)
+    found = scan(str(root), time.time(), 60, 12, "atime", frozenset({"Qwen3-32B-aaaaaaaaaaaa"}))
+    assert (found.files, found.stale_files, found.stale_bytes) == (25, 15, 15 * BLOCK)
+    kept = [c.path for c in found.oldest_first()]
+    stale_in_age_order = [f.relative_to(root).parts for f in files["former"] + files["flat"]]
+    assert kept == [tuple(p) for p in stale_in_age_order[:12]]
+
+
+@pytest.mark.parametrize("value", ["a/b", "..", "ok,.", "/abs"])
+def test_a_live_namespace_that_is_not_one_directory_name_is_refused(value: str) -> None:
+    env = {"TIER_DIR": "/t", "HIGH_WATERMARK_PERCENT": "90", "LOW_WATERMARK_PERCENT": "80", "LIVE_NAMESPACES": value}
+    with pytest.raises(ValueError, match="LIVE_NAMESPACES"):
+        Settings.from_env(env)
+    parsed = Settings.from_env({**env, "LIVE_NAMESPACES": "Qwen3-32B-aaaaaaaaaaaa,Qwen3-8B-bbbbbbbbbbbb"})
+    assert parsed.live_namespaces == {"Qwen3-32B-aaaaaaaaaaaa", "Qwen3-8B-bbbbbbbbbbbb"}
+
+
+def test_the_configmap_runs_as_the_package_it_lays_out(tmp_path: Path) -> None:
+    """The pod's terms: the ConfigMap's files at their items' paths, `python3 -m` from the mount (not the
+    checkout: nothing of the repository is on the path)."""
+    import subprocess
+    import sys
+
+    from components.specs import tier_evictor as spec
+
+    [config_map, deployment] = spec.evictor_manifests(
+        spec.EvictorSpec("ns", "python:3.12", "claim", None, "existing", 90, 80, 60, 10, 1000, 1, ("a-1",))
+    )
+    pod = deployment["spec"]["template"]["spec"]
+    items = next(v for v in pod["volumes"] if v["name"] == "script")["configMap"]["items"]
+    for item in items:
+        target = tmp_path / item["path"]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(config_map["data"][item["key"]])
+    container = pod["containers"][0]
+    assert container["workingDir"] == "/evictor"
+    env = {"TIER_DIR": str(tmp_path), "HIGH_WATERMARK_PERCENT": "50", "LOW_WATERMARK_PERCENT": "60"}
+    done = subprocess.run(
+        [sys.executable, *container["command"][1:]], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 2 and "tier evictor: bad configuration: watermarks" in done.stderr

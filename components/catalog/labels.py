@@ -42,6 +42,10 @@ MONTHLY_COST_ANNOTATION = "llm-d.ai/monthly-cost-usd"
 MONTHLY_BUDGET_ANNOTATION = "llm-d.ai/monthly-budget-usd"
 COST_ITEMS_ANNOTATION = "llm-d.ai/cost-biggest-items"
 COST_UNPRICED_ANNOTATION = "llm-d.ai/cost-unpriced"
+# The shared tier's namespace the workload's servers write under (components/specs/tier_namespace.py) and the
+# fields it is derived from (canonical JSON), on the same metadata: the change plan names the field that moved it.
+KV_TIER_NAMESPACE_ANNOTATION = "llm-d.ai/kv-tier-namespace"
+KV_TIER_IDENTITY_ANNOTATION = "llm-d.ai/kv-tier-identity"
 SUBGUIDE_LABEL = "llm-d.ai/subguide"
 INFERENCE_SERVING_LABEL = "llm-d.ai/inference-serving"
 # The workload a model-server pod belongs to: with guide and role, the only labels its (immutable) selector holds.

@@ -186,10 +186,17 @@ def _master_deployment() -> Manifest:
     }
 
 
-def client_manifests(sizing: MooncakeClientSizing) -> list[Manifest]:
+def offload_dir(tier_namespace: str) -> str:
+    """The client's SSD tier on its node: the stack's namespace of the offload directory."""
+    return f"{HOST_OFFLOAD_DIR}/{tier_namespace}"
+
+
+def client_manifests(sizing: MooncakeClientSizing, tier_namespace: str) -> list[Manifest]:
     """One client per node: it registers `dram` of CPU memory and `ssd` of local disk with the master. The plan
-    places it beside the model servers (`prepull.placed`)."""
-    return _client_manifests(sizing)
+    places it beside the model servers (`prepull.placed`). Its SSD tier persists on the node: the stack's
+    namespace of it (components/specs/tier_namespace.py) is what the client mounts, so a configuration that
+    writes other KV starts on an empty directory."""
+    return _client_manifests(sizing, tier_namespace)
 
 
 def _client_container(sizing: MooncakeClientSizing) -> Manifest:
@@ -225,12 +232,13 @@ def _client_container(sizing: MooncakeClientSizing) -> Manifest:
     }
 
 
-def _client_manifests(sizing: MooncakeClientSizing) -> list[Manifest]:
+def _client_manifests(sizing: MooncakeClientSizing, tier_namespace: str) -> list[Manifest]:
     pod: Manifest = {
         "terminationGracePeriodSeconds": 30,
         "containers": [_client_container(sizing)],
         "volumes": [
-            {"name": "offload", "hostPath": {"path": HOST_OFFLOAD_DIR, "type": "DirectoryOrCreate"}},
+            # DirectoryOrCreate: the kubelet creates the path with its parents (0755, its own owner).
+            {"name": "offload", "hostPath": {"path": offload_dir(tier_namespace), "type": "DirectoryOrCreate"}},
             {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": MOONCAKE_CLIENT_SHM.quantity()}},
         ],
     }

@@ -4,7 +4,8 @@ pinned Python image the project's other scripts use (the model fetch, the verifi
 llm-d-kv-cache has a reference PVC evictor (kv_connectors/pvc_evictor), but no pinned, official image of it: its
 chart defaults to `quay.io/pvc-evictor/pvc-evictor:latest` (at 7be76e11, 2026-06-12; earlier
 `ghcr.io/guygir/pvc-evictor:latest`), built by hand (`make docker-build`), and the repository's release workflow
-publishes no evictor image. So the stack runs its own (`components/tier_evictor/evict_tier.py`, stdlib only).
+publishes no evictor image. So the stack runs its own (`components/tier_evictor/`: `evict_tier.py` and the tree walk
+it imports, `tier_scan.py`; stdlib only), from its ConfigMap laid out as the package it is in this repository.
 
 It mounts the claim where the model servers do, with the tier's subPath beside the model cache (so it never
 sees the weights or the compile caches), and runs as the model servers' user: the `shared-tier-writer`
@@ -34,7 +35,10 @@ from components.specs.workload_type import WorkloadType
 WORKLOAD = WorkloadType("llmd:tier_evictor:TierEvictor", "tier-evictor")
 
 NAME = labels.TIER_EVICTOR
-SCRIPT = Path(__file__).resolve().parents[1] / "tier_evictor" / "evict_tier.py"
+PACKAGE = Path(__file__).resolve().parents[1] / "tier_evictor"
+SCRIPT = PACKAGE / "evict_tier.py"
+MODULES = (SCRIPT, PACKAGE / "tier_scan.py")  # what the ConfigMap carries
+SCRIPT_ROOT = "/evictor"  # the ConfigMap's mount: components/tier_evictor/<module> under it
 # Not the guide label: the InferencePool selects on it, and the EPP would route requests to this pod.
 LABELS = {labels.WORKLOAD_LABEL: NAME, "app.kubernetes.io/part-of": labels.GUIDE}
 METRICS_PORT = 9400
@@ -70,6 +74,9 @@ class EvictorSpec:
     poll_seconds: int
     max_candidates: int
     capacity_bytes: int
+    # The namespaces the stack's servers write (components/specs/tier_namespace.py): the evictor reclaims every
+    # other top-level directory of the tier first (what a former configuration wrote, which no server reads).
+    live_namespaces: tuple[str, ...] = ()
 
     @property
     def memory(self) -> int:
@@ -94,6 +101,7 @@ def _container(spec: EvictorSpec) -> Manifest:
         "TIMESTAMP": TIMESTAMPS[spec.backend],
         "USAGE": USAGE[spec.backend],
         "CAPACITY_BYTES": str(spec.capacity_bytes),
+        "LIVE_NAMESPACES": ",".join(spec.live_namespaces),
         "METRICS_PORT": str(METRICS_PORT),
         "PYTHONUNBUFFERED": "1",
     }
@@ -105,13 +113,14 @@ def _container(spec: EvictorSpec) -> Manifest:
     return {
         "name": NAME,
         "image": spec.image,
-        "command": ["python3", f"/evictor/{SCRIPT.name}"],
+        "command": ["python3", "-m", f"components.tier_evictor.{SCRIPT.stem}"],
+        "workingDir": SCRIPT_ROOT,  # `-m` imports the package from here
         "env": [{"name": k, "value": v} for k, v in env.items()],
         "ports": [{"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"}],
         "readinessProbe": probe,
         "livenessProbe": {**probe, "failureThreshold": 4},
         "resources": {"requests": {"cpu": "100m", "memory": memory}, "limits": {"memory": memory}},
-        "volumeMounts": [{"name": "script", "mountPath": "/evictor", "readOnly": True}, mount],
+        "volumeMounts": [{"name": "script", "mountPath": SCRIPT_ROOT, "readOnly": True}, mount],
     }
 
 
@@ -123,7 +132,13 @@ def evictor_manifests(spec: EvictorSpec) -> list[Manifest]:
         "terminationGracePeriodSeconds": 30,
         "containers": [_container(spec)],
         "volumes": [
-            {"name": "script", "configMap": {"name": f"{NAME}-script"}},
+            {
+                "name": "script",
+                "configMap": {
+                    "name": f"{NAME}-script",
+                    "items": [{"key": m.name, "path": f"components/tier_evictor/{m.name}"} for m in MODULES],
+                },
+            },
             {"name": "files-storage", "persistentVolumeClaim": {"claimName": spec.claim}},
         ],
     }
@@ -132,7 +147,7 @@ def evictor_manifests(spec: EvictorSpec) -> list[Manifest]:
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {**meta, "name": f"{NAME}-script"},
-            "data": {SCRIPT.name: SCRIPT.read_text(encoding="utf-8")},
+            "data": {m.name: m.read_text(encoding="utf-8") for m in MODULES},
         },
         {
             "apiVersion": "apps/v1",

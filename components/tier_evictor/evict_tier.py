@@ -4,7 +4,10 @@ the low watermark. Stdlib only, run by the tier evictor's Deployment; configured
 
 What it promises, and how:
 - Bounded memory on millions of files: a scan streams the tree (`os.scandir`) and keeps only the
-  `MAX_CANDIDATES` oldest files (a bounded max-heap); a pass needing more, the next one continues.
+  `MAX_CANDIDATES` first files to delete (a bounded max-heap); a pass needing more, the next one continues.
+- Namespaces no stack writes any more first: each top-level directory is one (components/specs/tier_namespace.py);
+  files outside `LIVE_NAMESPACES` (a former configuration's, or the layout before namespaces) go before any live
+  file, oldest first among them; an empty list prefers none.
 - Oldest first by `TIMESTAMP`: `atime`, the later of the last access and write (Lustre); `mtime`, the last
   write (EFS does not update atime on reads). components/specs/tier_evictor.py says why.
 - Never a file younger than a pass (`MIN_AGE_SECONDS`, at least the last pass's duration) nor one being
@@ -18,17 +21,16 @@ It runs until stopped (SIGTERM ends the loop after the current file).
 
 from __future__ import annotations
 
-import errno
-import heapq
 import http.server
 import os
 import signal
-import stat
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from components.tier_evictor.tier_scan import OutsideError, Scan, delete_inside, scan
 
 Usage = Callable[[], tuple[int, int]]  # (used bytes, total bytes)
 
@@ -45,6 +47,7 @@ class Settings:
     usage: str  # statvfs | scan (the claim's size is the budget: EFS is elastic)
     capacity_bytes: int  # scan: the budget
     metrics_port: int
+    live_namespaces: frozenset[str] = frozenset()  # top-level directories the servers write now (evicted last)
 
     @staticmethod
     def from_env(env: dict[str, str]) -> Settings:
@@ -60,9 +63,9 @@ class Settings:
             get("USAGE", "statvfs"),
             int(get("CAPACITY_BYTES", "0")),
             int(get("METRICS_PORT", "9400")),
+            frozenset(n for n in get("LIVE_NAMESPACES", "").split(",") if n),
         )
-        problem = settings.problem()
-        if problem:
+        if problem := settings.problem():
             raise ValueError(problem)
         return settings
 
@@ -75,6 +78,8 @@ class Settings:
             return f"USAGE must be statvfs or scan, got {self.usage}"
         if self.usage == "scan" and self.capacity_bytes <= 0:
             return "USAGE scan needs CAPACITY_BYTES (the budget the tier's directory may hold)"
+        if any("/" in n or n in (".", "..") for n in self.live_namespaces):
+            return f"LIVE_NAMESPACES must name directories under TIER_DIR, got {sorted(self.live_namespaces)}"
         bad = self.max_candidates < 1 or self.poll_seconds <= 0 or self.min_age_seconds < 0
         return "MAX_CANDIDATES, POLL_SECONDS must be positive, MIN_AGE_SECONDS not negative" if bad else None
 
@@ -90,123 +95,6 @@ def statvfs_usage(path: str) -> Usage:
     return usage
 
 
-def stamp(st: os.stat_result, timestamp: str) -> float:
-    """When the file was last used, as far as the backend says: the later of its access and its last write
-    (`atime`), or its last write (`mtime`)."""
-    return max(st.st_atime, st.st_mtime) if timestamp == "atime" else st.st_mtime
-
-
-@dataclass(frozen=True)
-class Candidate:
-    used: float  # the timestamp it is ordered by
-    path: tuple[str, ...]  # path components under the tier's directory
-    bytes: int
-    mtime_ns: int  # as scanned: a changed file is no longer the one the scan judged
-
-
-@dataclass
-class Scan:
-    files: int = 0
-    bytes: int = 0  # bytes of every regular file met
-    young: int = 0  # younger than the minimum age: never candidates
-    vanished: int = 0
-    denied: int = 0
-    skipped_other: int = 0  # symlinks, devices, sockets, other file systems
-    seconds: float = 0.0
-    heap: list[tuple[float, int, Candidate]] = field(default_factory=list)  # max-heap on -used
-
-    def oldest_first(self) -> list[Candidate]:
-        return [c for _, _, c in sorted(self.heap, key=lambda item: -item[0])]
-
-
-def _walk(root: str, root_dev: int, out: Scan) -> Iterator[tuple[tuple[str, ...], os.stat_result]]:
-    """Every entry under `root` but its directories, with its own stat (a symlink's, never its target's): depth
-    first, one open directory at a time; no symlink is followed, no other file system entered. An entry that
-    vanishes or cannot be read is counted once, here."""
-    stack: list[tuple[str, ...]] = [()]
-    while stack:
-        parts = stack.pop()
-        path = os.path.join(root, *parts)
-        try:
-            with os.scandir(path) as entries:
-                for entry in entries:
-                    try:
-                        st = entry.stat(follow_symlinks=False)
-                    except FileNotFoundError:
-                        out.vanished += 1
-                        continue
-                    except PermissionError:
-                        out.denied += 1
-                        continue
-                    if stat.S_ISDIR(st.st_mode):
-                        if st.st_dev == root_dev:
-                            stack.append((*parts, entry.name))
-                        else:
-                            out.skipped_other += 1  # another file system mounted inside: not ours
-                        continue
-                    yield (*parts, entry.name), st
-        except FileNotFoundError:
-            out.vanished += 1
-        except (PermissionError, NotADirectoryError):
-            out.denied += 1
-
-
-def scan(root: str, now: float, min_age: float, limit: int, timestamp: str) -> Scan:
-    """Stream the tree once: count its files and bytes, keep the `limit` oldest files older than `min_age`."""
-    out, started, order = Scan(), time.monotonic(), 0
-    root_dev = os.stat(root).st_dev
-    for parts, st in _walk(root, root_dev, out):
-        if not stat.S_ISREG(st.st_mode):
-            out.skipped_other += 1
-            continue
-        size = st.st_size  # what the connector wrote (a block file is written whole)
-        out.files += 1
-        out.bytes += size
-        used = stamp(st, timestamp)
-        if now - used < min_age:
-            out.young += 1
-            continue
-        order += 1  # ties broken by scan order, never by comparing candidates
-        item = (-used, order, Candidate(used, parts, size, st.st_mtime_ns))
-        if len(out.heap) < limit:
-            heapq.heappush(out.heap, item)
-        elif -used > out.heap[0][0]:  # older than the newest candidate kept
-            heapq.heapreplace(out.heap, item)
-    out.seconds = time.monotonic() - started
-    return out
-
-
-class OutsideError(Exception):
-    """A path component is no longer a directory of the tree (a symlink or a file took its place)."""
-
-
-def delete_inside(root_fd: int, candidate: Candidate, now: float, min_age: float, timestamp: str) -> int:
-    """Unlink the candidate if still the regular file the scan judged, old enough, reached through directories of
-    the tree; the bytes freed (0: spared). Raises FileNotFoundError, PermissionError, OutsideError."""
-    fds: list[int] = []
-    try:
-        fd = root_fd
-        for part in candidate.path[:-1]:
-            try:
-                fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-            except OSError as e:
-                if e.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise OutsideError(os.path.join(*candidate.path)) from e
-                raise
-            fds.append(fd)
-        name = candidate.path[-1]
-        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-        if not stat.S_ISREG(st.st_mode):
-            raise OutsideError(os.path.join(*candidate.path))
-        if st.st_mtime_ns != candidate.mtime_ns or now - stamp(st, timestamp) < min_age:
-            return 0  # written or read since the scan: no longer the oldest
-        os.unlink(name, dir_fd=fd)
-        return candidate.bytes
-    finally:
-        for opened in reversed(fds):
-            os.close(opened)
-
-
 @dataclass
 class PassResult:
     number: int
@@ -216,6 +104,7 @@ class PassResult:
     scanned: Scan | None = None
     deleted_files: int = 0
     deleted_bytes: int = 0
+    deleted_stale: int = 0  # of the files deleted, those outside every live namespace
     changed: int = 0  # candidates written or read since the scan
     refused: int = 0  # candidates no longer reached through directories of the tree
     oldest_deleted: float | None = None
@@ -235,9 +124,15 @@ class PassResult:
         if self.oldest_deleted is not None and self.newest_deleted is not None:
             now = time.time()
             ages = f", their last use {now - self.oldest_deleted:.0f} to {now - self.newest_deleted:.0f} s ago"
+        outside = (
+            f", {self.deleted_stale} of the {s.stale_files} outside the live namespaces first"
+            if settings.live_namespaces
+            else ""
+        )
         return (
             f"{head}: scanned {s.files} files ({s.bytes / 2**30:.1f} GiB) in {s.seconds:.1f} s, deleted"
-            f" {self.deleted_files} files ({self.deleted_bytes / 2**30:.1f} GiB) oldest first{ages}; usage now"
+            f" {self.deleted_files} files ({self.deleted_bytes / 2**30:.1f} GiB){outside}, oldest first{ages};"
+            f" usage now"
             f" {pct(self.used_after)}; skipped {s.young} younger than {self.min_age:.0f} s,"
             f" {self.changed} used since the scan, {s.vanished} vanished, {s.denied} denied,"
             f" {self.refused + s.skipped_other} not regular files of the tree; {self.seconds:.1f} s"
@@ -254,9 +149,8 @@ class Evictor:
         self.stopping = threading.Event()
 
     def _scan(self) -> Scan:
-        return scan(
-            self.settings.tier_dir, self.clock(), self.min_age, self.settings.max_candidates, self.settings.timestamp
-        )
+        s = self.settings
+        return scan(s.tier_dir, self.clock(), self.min_age, s.max_candidates, s.timestamp, s.live_namespaces)
 
     def one_pass(self) -> PassResult:
         settings, started = self.settings, time.monotonic()
@@ -292,6 +186,7 @@ class Evictor:
                     continue
                 result.deleted_files += 1
                 result.deleted_bytes += freed
+                result.deleted_stale += candidate.stale
                 result.oldest_deleted = result.oldest_deleted or candidate.used
                 result.newest_deleted = candidate.used
         finally:
@@ -346,7 +241,7 @@ class Metrics:
                 return
             self._add(scans=1, scanned_files=s.files, deleted_files=result.deleted_files)
             self._add(deleted_bytes=result.deleted_bytes, vanished_files=s.vanished, denied=s.denied)
-            self._gauge(scan_seconds=s.seconds, pass_seconds=result.seconds, files=s.files)
+            self._gauge(scan_seconds=s.seconds, pass_seconds=result.seconds, files=s.files, stale_bytes=s.stale_bytes)
 
     def text(self) -> str:
         with self.lock:

@@ -4,6 +4,7 @@ allowed, tokens only for API access, the HF token from a Secret."""
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -134,15 +135,23 @@ class HostPathsConfig(Settings):
 
 
 def host_paths_allowed(resources: list[Resource], config: HostPathsConfig) -> list[Violation]:
+    """An allowed path or a directory under one (the Mooncake client mounts its stack's namespace of the
+    offload directory); `..` is resolved first, so no path climbs out of an allowed one."""
+
     def normal(path: Any) -> str:
-        return str(path or "").rstrip("/") or "/"
+        return posixpath.normpath("/" + str(path or "").lstrip("/"))
 
     allowed = {normal(p) for p in config.allowed_host_paths}
+
+    def inside(path: Any) -> bool:
+        p = normal(path)
+        return any(p == a or p.startswith(a.rstrip("/") + "/") for a in allowed)
+
     return [
         Violation(pod.owner, f"volume {v.get('name')} mounts host path {v['hostPath'].get('path')}")
         for pod in pods(resources)
         for v in pod.spec.get("volumes") or []
-        if "hostPath" in v and normal(v["hostPath"].get("path")) not in allowed
+        if "hostPath" in v and not inside(v["hostPath"].get("path"))
     ]
 
 

@@ -38,6 +38,7 @@ from stacks.planning.stack_plan import Role as Role  # the records, named here t
 from stacks.planning.stack_plan import StackPlan as StackPlan
 from stacks.planning.tier_capacity import EVICTOR_METRICS, shared_tier
 from stacks.planning.tier_fit import node_largest_tier, size_on_hardware, tier_capacity
+from stacks.planning.tier_identity import tier_identity
 from stacks.planning.workload_builders import Serving, resolve_model_cache, workloads
 
 
@@ -236,7 +237,7 @@ def _decode_server(stack: Resolved, tier_sizing: sizing.TierSizing) -> ServerSpe
     cold = cold_starts.model_server_cold_start(
         config, cache.accelerator, tier_sizing.model, image, cached, readers=stack.pods
     )  # a first rollout reads all at once
-    return ServerSpec(
+    spec = ServerSpec(
         namespace=config.namespace,
         accelerator=stack.accelerator,
         server=cache.server,
@@ -263,6 +264,7 @@ def _decode_server(stack: Resolved, tier_sizing: sizing.TierSizing) -> ServerSpe
         memory_fraction=cache.memory_fraction,
         max_model_len=cache.max_model_len or stack.defaults.max_model_len,
     )
+    return dataclasses.replace(spec, tier_identity=tier_identity(config, spec))
 
 
 def _router_values(

@@ -122,8 +122,11 @@ def as_rendered(high_percent: float, low_percent: float) -> tuple[float, float]:
     return high, low
 
 
-def evictor_workload(config: StackConfig, tier: Capacity, cache: ModelCache | None) -> Workload:
-    """One replica beside the tier's claim, after it; only the scraper may connect (its metrics)."""
+def evictor_workload(
+    config: StackConfig, tier: Capacity, cache: ModelCache | None, live_namespaces: tuple[str, ...]
+) -> Workload:
+    """One replica beside the tier's claim, after it; only the scraper may connect (its metrics).
+    `live_namespaces`: the tier's namespaces the servers write, reclaimed after every other."""
     shared = cache is not None and cache.shared_with_tier
     evictor = spec.EvictorSpec(
         namespace=config.namespace,
@@ -137,6 +140,7 @@ def evictor_workload(config: StackConfig, tier: Capacity, cache: ModelCache | No
         poll_seconds=round(formulas.STATVFS_POLL_SECONDS),
         max_candidates=tier.max_candidates,
         capacity_bytes=tier.capacity_bytes,
+        live_namespaces=live_namespaces,
     )
     return Workload(
         spec.WORKLOAD,

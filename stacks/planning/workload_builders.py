@@ -76,7 +76,8 @@ def workloads(s: Serving) -> dict[str, Workload]:
         managed = s.shared_tier is not None and s.shared_tier.managed
         out.append(_storage(config, managed))
         if s.shared_tier is not None and managed:
-            out.append(tier_capacity.evictor_workload(config, s.shared_tier.capacity, s.decode.model_cache))
+            live = tuple(sorted({r.tier_namespace for r in s.servers if r.tier_identity is not None}))
+            out.append(tier_capacity.evictor_workload(config, s.shared_tier.capacity, s.decode.model_cache, live))
     server_objects = [model_server_manifests(server) for server in s.servers]
     daemons = _daemons(s, server_objects[-1][-1])
     if config.images.prepull:
@@ -188,6 +189,7 @@ def _daemons(s: Serving, decode_workload: Manifest) -> list[Workload]:
             sizing=s.sizing,
             nodes=s.nodes,
             cold_start=cold_starts.daemon_cold_start,
+            tier_namespace=s.decode.tier_namespace if s.decode.tier_identity is not None else None,
         )
     )
     per_node = [w for w in built if w.rolls == "node-by-node"]

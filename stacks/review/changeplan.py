@@ -3,16 +3,19 @@
 Each changed resource is updated in place, rolled (its pods restart under its strategy, each dropping
 its CPU tier), or replaced: delete-first where the object keeps a fixed name (pulumi-kubernetes deletes
 before it creates when name and namespace stay), create-first otherwise, and why (the field that
-forces it). State that a replacement or removal deletes (claims, volumes, Lustre, EFS) is at risk.
+forces it). State that a replacement or removal deletes (claims, volumes, Lustre, EFS) is at risk. A model
+server whose shared tier's namespace moves says the tier goes cold, and which field moved it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from components.catalog import labels
+from components.specs import tier_namespace
 from policies.resources import CHART_TYPE
 from stacks.review import chart_objects
 from stacks.review.field_changes import changed_fields
@@ -165,6 +168,39 @@ def classify(before: dict[str, Any], after: dict[str, Any], paths: list[str]) ->
     return Change("update", kind, name, why)
 
 
+def _stamps(row: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    """A workload's shared-tier namespace and the fields it was derived from, as stamped on its metadata."""
+    annotations = (row["inputs"].get("metadata") or {}).get("annotations") or {}
+    try:
+        identity = json.loads(annotations.get(labels.KV_TIER_IDENTITY_ANNOTATION) or "{}")
+    except json.JSONDecodeError:
+        identity = {}
+    return annotations.get(labels.KV_TIER_NAMESPACE_ANNOTATION), identity if isinstance(identity, dict) else {}
+
+
+def tier_goes_cold(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """What a model server's new shared-tier namespace means ("" where it has none or keeps its own): its
+    servers start on an empty directory, and the fields that moved it with the config keys that set them."""
+    (old, old_fields), (new, new_fields) = _stamps(before), _stamps(after)
+    if new is None or old == new:
+        return ""
+    if old is None:
+        return (
+            f"; **the shared tier goes cold**: its servers write under namespace `{new}` where the base wrote"
+            " outside any namespace; the evictor reclaims the old files first"
+        )
+    moved = [
+        f"`{name}` {old_fields.get(name)} → {new_fields.get(name)}"
+        + (f" (set by {tier_namespace.SET_BY[name]})" if name in tier_namespace.SET_BY else "")
+        for name in tier_namespace.changed_fields(old_fields, new_fields)
+    ]
+    return (
+        f"; **the shared tier goes cold**: namespace `{old}` → `{new}`"
+        f" ({'; '.join(moved) or 'the namespace function changed'}); no server reads the old namespace any"
+        " more, and the evictor reclaims it first"
+    )
+
+
 def _chart_children(before: dict[str, Any], after: dict[str, Any], paths: list[str]) -> list[Change]:
     """What a change to a chart's inputs does to the objects it renders (helm.v4 children: each is a resource of
     its own under the real engine, named `<chart>:<namespace>/<object>`): the chart expanded at both sides
@@ -199,7 +235,11 @@ def plan_changes(
         )
         for k in sorted(before.keys() - after.keys())
     ]
-    changes += [classify(before[k], after[k], paths) for k, paths in sorted(fields.items()) if paths]
+    for k, paths in sorted(fields.items()):
+        if paths:
+            change = classify(before[k], after[k], paths)
+            cold = tier_goes_cold(before[k], after[k]) if change.kind != "ignored" else ""
+            changes.append(dataclasses.replace(change, why=change.why + cold) if cold else change)
     for k, paths in sorted(fields.items()):
         if k[0] == CHART_TYPE and paths:
             changes += _chart_children(before[k], after[k], paths)

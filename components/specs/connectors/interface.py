@@ -75,6 +75,7 @@ class DaemonInputs:
     sizing: TierSizing  # the connector's own sizes within (`sizing.sizes_of`)
     nodes: int  # nodes a per-node daemon rolls over
     cold_start: Callable[[str, int], ColdStart]  # a daemon's cold start: (image, bytes it pins)
+    tier_namespace: str | None = None  # the persistent tier's namespace (components/specs/tier_namespace.py)
 
 
 class Connector:

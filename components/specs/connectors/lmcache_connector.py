@@ -11,7 +11,7 @@ from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
 from components.formulas.payoff import LMCACHE_CHUNK_TOKENS
 from components.manifest import Manifest
-from components.specs.connectors.interface import FILES_STORAGE, Choice, SizingInputs
+from components.specs.connectors.interface import Choice, SizingInputs
 from components.specs.connectors.vllm_family import (
     XPU_LOG_ARGS,
     XPU_TAIL_ARGS,
@@ -20,7 +20,7 @@ from components.specs.connectors.vllm_family import (
     xpu_dtype_args,
 )
 from components.specs.metric_family import Alert, MetricFamily, Panel, Thresholds
-from components.specs.servers.base import empty_dir, env_var
+from components.specs.servers.base import empty_dir, env_var, tier_dir
 from components.specs.servers.limits import GuideLimits, limit_args, limits
 from components.specs.sizing import SHM_HEADROOM, Derivation, Sizes, TierSizing, sized, sizes_of
 from components.units import ByteSize, GiB
@@ -176,7 +176,7 @@ class LMCacheInProcess(VllmConnector):
         if spec.filesystem_tier:
             assert sizes.disk_per_rank is not None, "the filesystem tier sizes the local disk"
             env += [
-                env_var("LMCACHE_LOCAL_DISK", f"file://{FILES_STORAGE}/kv-cache/"),
+                env_var("LMCACHE_LOCAL_DISK", f"file://{tier_dir(spec)}/"),
                 env_var("LMCACHE_EXTRA_CONFIG", '{"use_odirect":true}'),
                 env_var("LMCACHE_MAX_LOCAL_DISK_SIZE", gib_text(sizes.disk_per_rank)),
             ]

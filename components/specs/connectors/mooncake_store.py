@@ -221,12 +221,13 @@ class MooncakeStore(VllmConnector):
         client = client_of(inputs.sizing)
         if client is None:
             return [master]
+        assert inputs.tier_namespace is not None, "the fs variant persists KV under the stack's namespace"
         cold = inputs.cold_start(versions.MOONCAKE_IMAGE, client.dram.bytes)
         return [
             master,
             Workload(
                 mooncake.CLIENT_WORKLOAD,
-                mooncake.client_manifests(client),
+                mooncake.client_manifests(client, inputs.tier_namespace),
                 needs=(mooncake.MASTER_WORKLOAD.key,),
                 rolls="node-by-node",
                 awaited=Await(AwaitBudget(mooncake.CLIENT, cold, inputs.nodes), "DaemonSet", "beside"),

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
 from components.manifest import Manifest
-from components.specs.connectors.interface import FILES_STORAGE, Choice, SizingInputs
+from components.specs.connectors.interface import Choice, SizingInputs
 from components.specs.connectors.vllm_family import VllmConnector, shared_tier_volumes, vllm_layout
 from components.specs.metric_family import Alert, MetricFamily, Panel, Thresholds
 from components.specs.promql import rate, ratio
-from components.specs.servers.base import empty_dir, env_var
+from components.specs.servers.base import empty_dir, env_var, tier_dir
 from components.specs.sizing import SHM_HEADROOM, Derivation, Sizes, TierSizing, sized, sizes_of
 from components.units import ByteSize, GiB
 
@@ -63,11 +63,12 @@ def size_cpu_tier(
     )
 
 
-def offloading_connector(tier: TierSizing, filesystem_tier: bool) -> dict[str, Any]:
-    """vLLM's native OffloadingConnector; with a filesystem tier, through TieringOffloadingSpec."""
+def offloading_connector(tier: TierSizing, root_dir: str | None) -> dict[str, Any]:
+    """vLLM's native OffloadingConnector; with a filesystem tier (its `root_dir`: the stack's namespace on the
+    shared claim), through TieringOffloadingSpec."""
     cpu_bytes = sizes_of(NativeSizes, tier).cpu_bytes_to_use.bytes
     extra: dict[str, Any] = {"cpu_bytes_to_use": cpu_bytes}
-    if filesystem_tier:
+    if root_dir is not None:
         extra = {
             "spec_name": "TieringOffloadingSpec",
             "cpu_bytes_to_use": cpu_bytes,
@@ -75,7 +76,7 @@ def offloading_connector(tier: TierSizing, filesystem_tier: bool) -> dict[str, A
             "secondary_tiers": [
                 {
                     "type": "fs",
-                    "root_dir": FILES_STORAGE,
+                    "root_dir": root_dir,
                     "n_read_threads": FS_IO_THREADS,
                     "n_write_threads": FS_IO_THREADS,
                 }
@@ -185,7 +186,7 @@ class Native(VllmConnector):
         return choice.filesystem_tier
 
     def kv_transfer_config(self, spec: ServerSpec) -> dict[str, Any]:
-        return offloading_connector(spec.sizing, spec.filesystem_tier)
+        return offloading_connector(spec.sizing, tier_dir(spec) if spec.filesystem_tier else None)
 
     def vllm_args(self, spec: ServerSpec, model: list[str], tp: str, kv: list[str]) -> list[str]:
         extra = ["--disable-hybrid-kv-cache-manager"] if spec.model.hybrid_attention else []

@@ -13,7 +13,7 @@ from components.manifest import Manifest
 from components.specs.connectors.interface import Choice, Connector, SizingInputs
 from components.specs.metric_family import Alert, MetricFamily, Panel, Thresholds
 from components.specs.promql import rate
-from components.specs.servers.base import FILES_STORAGE, env_var
+from components.specs.servers.base import env_var, tier_dir
 from components.specs.servers.limits import GuideLimits
 from components.specs.servers.sglang import MEMORY_FRACTION, PAGE_TOKENS, SGLANG_SHM, sglang_manifests
 from components.specs.sizing import Derivation, Sizes, TierSizing, sized, sizes_of
@@ -152,7 +152,7 @@ class HiCache(Connector):
         if not spec.filesystem_tier:
             return []
         return [
-            env_var("SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR", FILES_STORAGE),
+            env_var("SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR", tier_dir(spec)),
             env_var("SGLANG_HICACHE_FILE_BACKEND_ENABLE_METADATA_CACHE", "true"),
             env_var("SGLANG_HICACHE_FILE_BACKEND_METADATA_TTL", "5.0"),
             env_var("PYTHONHASHSEED", "42"),

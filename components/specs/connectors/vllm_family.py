@@ -17,11 +17,12 @@ from components.specs.servers.vllm import vllm_manifests
 XPU_TAIL_ARGS = ["--max-num-seqs", "128"]
 XPU_LOG_ARGS = ["--uvicorn-log-level", "warning"]
 XPU_MEMORY_FRACTION = 0.85
+XPU_DTYPE = "bfloat16"
 
 
 def xpu_dtype_args(spec: ServerSpec) -> list[str]:
     """bf16, and the profile's KV block (`kv_block_tokens`: the overlays' 64, what the tier is counted in)."""
-    return ["--dtype", "bfloat16", "--block-size", str(spec.accelerator.kv_block_tokens)]
+    return ["--dtype", XPU_DTYPE, "--block-size", str(spec.accelerator.kv_block_tokens)]
 
 
 def vllm_layout(spec: ServerSpec, model: list[str], tp: str, kv: list[str], extra: list[str]) -> list[str]:

@@ -15,6 +15,7 @@ from components.specs.model_cache import TIER_SUBPATH, ModelCache
 from components.specs.security import LUSTRE_PERMISSIONS_CONTAINER
 from components.specs.sizing import TierSizing
 from components.specs.startup import probe_failure_threshold
+from components.specs.tier_namespace import TierIdentity, identity_text, tier_namespace
 
 # The config's Literals for what a model server runs (stacks/config/cache_section.py types its fields with them).
 EngineKey = Literal["vllm", "sglang"]
@@ -107,10 +108,18 @@ class ServerSpec:
     # The stack's own device-memory share and context length (None: the guide's or the engine's; servers/limits.py).
     memory_fraction: float | None = None
     max_model_len: int | None = None
+    # What the KV its servers persist depends on (None: no persistent tier); the plan sets it from the spec.
+    tier_identity: TierIdentity | None = None
 
     @property
     def filesystem_tier(self) -> bool:
         return self.variant == "fs"
+
+    @property
+    def tier_namespace(self) -> str:
+        """The persistent tier's directory under the connector's root (components/specs/tier_namespace.py)."""
+        assert self.tier_identity is not None, "the plan derives the tier's identity for a persistent tier"
+        return tier_namespace(self.tier_identity)
 
     @property
     def name_prefix(self) -> str:
@@ -190,13 +199,16 @@ def metadata(spec: ServerSpec, name: str, with_labels: bool = True) -> Manifest:
 
 def workload_metadata(spec: ServerSpec, annotations: dict[str, str] | None = None) -> Manifest:
     """The model-server workload's own metadata (a Deployment's, a LeaderWorkerSet's): its labels, the transfer
-    block its connector moves (`labels.KV_TRANSFER_BLOCK_ANNOTATION`) and the CPU tier one pod holds
-    (`labels.CPU_TIER_BYTES_ANNOTATION`). Here, not on the pod template: a workload's annotations change in
-    place and restart no pod."""
+    block its connector moves (`labels.KV_TRANSFER_BLOCK_ANNOTATION`), the CPU tier one pod holds
+    (`labels.CPU_TIER_BYTES_ANNOTATION`) and, with a persistent tier, its namespace and the fields it comes from.
+    Here, not on the pod template: a workload's annotations change in place and restart no pod."""
     stamp = {
         labels.KV_TRANSFER_BLOCK_ANNOTATION: str(spec.transfer_block_tokens),
         labels.CPU_TIER_BYTES_ANNOTATION: str(spec.cpu_tier_bytes),
     }
+    if spec.tier_identity is not None:
+        stamp[labels.KV_TIER_NAMESPACE_ANNOTATION] = spec.tier_namespace
+        stamp[labels.KV_TIER_IDENTITY_ANNOTATION] = identity_text(spec.tier_identity)
     return {**metadata(spec, spec.workload_name), "annotations": {**(annotations or {}), **stamp}}
 
 
@@ -271,6 +283,11 @@ def empty_dir(name: str) -> Manifest:
 
 def files_storage_volume() -> Manifest:
     return {"name": "files-storage", "persistentVolumeClaim": {"claimName": FILES_STORAGE_CLAIM}}
+
+
+def tier_dir(spec: ServerSpec) -> str:
+    """Where the connector keeps its files on the shared tier: the stack's namespace under the tier's mount."""
+    return f"{FILES_STORAGE}/{spec.tier_namespace}"
 
 
 def files_storage_mount(spec: ServerSpec) -> Manifest:
