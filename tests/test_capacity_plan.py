@@ -116,3 +116,18 @@ def test_a_workload_past_the_time_models_bound_is_refused_before_it_runs() -> No
     with pytest.raises(ConfigError, match=r"the time model would take .* at most 50,000,000"):
         check_bounded(huge, costs, 512, "workload.trace")
     check_bounded([Request(0, 1000, 1000, (0, 1))], costs, 512, "workload.trace")  # small: no error
+
+
+def test_auto_takes_the_count_the_target_needs() -> None:
+    """Qwen3-32B at 20 requests/s of the small workload: one replica keeps up at a TTFT p90 of about 40 ms (a
+    prompt's 2,560 tokens at ~61 us each, less the shared system prompt's hits), two give about 21 ms (reviewed
+    figures of this model): a 30 ms target takes two, no target one."""
+    faster = [o for o in _small() if "request_rate" not in o] + ["workload.shared_prefix.request_rate=20"]
+    alone = plan(loading.load_named("gpu-vllm-native-cpu", [*faster, "cache.replicas=auto"]))
+    targeted = plan(
+        loading.load_named("gpu-vllm-native-cpu", [*faster, "cache.replicas=auto", "workload.slo.ttft_p90=0.03"])
+    )
+    assert alone.model_server.replicas == 1
+    assert targeted.model_server.replicas == 2
+    capacity = targeted.capacity
+    assert capacity is not None and capacity.configured.ttft_s[1] <= 0.03 and capacity.configured.slo_met
