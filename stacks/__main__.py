@@ -4,6 +4,7 @@ size NAME | diff --base REV`."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import io
 import os
 import re
@@ -19,10 +20,11 @@ from stacks.config.providers import provider_of
 from stacks.config.workload_section import DEFAULT_BLOCK_TOKENS, MAX_BLOCK_TOKENS
 from stacks.planning import workload_sizing
 from stacks.planning.cluster_plan import ClusterPlan, plan_any
-from stacks.planning.plan import ROUTED_BY_TIME_MODEL, StackPlan, plan, plan_capacity_of, stack_shape
+from stacks.planning.plan import ROUTED_BY_TIME_MODEL, StackPlan, plan, plan_capacity_of, stack_shape, with_cost
 from stacks.review import docs_pages, offline, pool_demand, shared_cluster
 from stacks.review.capacity_table import capacity_lines
 from stacks.review.check import check, stack_policy_config
+from stacks.review.cost_summary import cost_lines
 from stacks.review.diff import diff_revisions
 from stacks.review.render import render
 from stacks.review.tier_curve_table import tier_curve_lines
@@ -199,11 +201,13 @@ def size_lines(name: str, overrides: list[str], trace: str | None, block_tokens:
         stack_plan = plan(config, keep_up=False)
         assert stack_plan.tier_curve is not None and stack_plan.capacity is not None, "a workload is replayed"
         sized, capacity = stack_plan.tier_curve, stack_plan.capacity
+    priced = with_cost(dataclasses.replace(stack_plan, tier_curve=sized, capacity=capacity))
     return [
-        f"# {name}: replicas and tier sizes",
+        f"# {name}: replicas, tier sizes and cost",
         "",
         *capacity_lines(capacity, config.cache.replicas == "auto"),
         *tier_curve_lines(sized, chosen_by_auto=False, plotted=False),
+        *cost_lines(priced.cost),
     ]
 
 

@@ -154,11 +154,12 @@ def test_size_prints_the_curve_without_rendering(capsys: pytest.CaptureFixture[s
     assert main(args) == 0
     out = capsys.readouterr().out
     assert (
-        out.startswith("# dev: replicas and tier sizes\n")
+        out.startswith("# dev: replicas, tier sizes and cost\n")
         and "## Replicas for the workload" in out
         and "| 200 GiB (configured) |" in out
         and "tier-curve" not in out
     )
+    assert "## Cost" in out and "per million prompt tokens" in out
 
 
 @pytest.mark.parametrize(
