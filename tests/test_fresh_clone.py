@@ -29,7 +29,7 @@ COMMANDS = {
     "keys": [["-m", "stacks", "keys"]],
     "docs": [["-m", "stacks", "docs"]],
     "golden": [["-m", "tests.golden"]],
-    "bench": [["benchmarks/render.py"], ["benchmarks/tier_replay.py"]],
+    "bench": [["benchmarks/render.py"], ["benchmarks/tier_replay.py"], ["benchmarks/capacity.py"]],
 }
 ARGS = {
     "test": ["-q"],

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import Field, field_validator
+from pydantic import Field, TypeAdapter, ValidatorFunctionWrapHandler, field_validator
 
 from components.catalog import versions
 from components.catalog.accelerators import ACCELERATORS
@@ -20,6 +20,7 @@ from stacks.config.fields import (
 )
 
 MAX_REPLICAS = 256  # model-server replicas one stack runs (the capacity plan searches no further)
+REPLICA_COUNT = TypeAdapter(Annotated[int, Field(ge=1, le=MAX_REPLICAS)])
 MAX_MEMORY_FRACTION = 0.99  # cache.memory_fraction's ceiling: the engine keeps a sliver for itself
 
 
@@ -58,7 +59,7 @@ class CacheConfig(Section):
     model: str | None = None
     """model served, a catalog key (Hugging Face id); default: the combination's from the seed (Qwen/Qwen3-32B on
     GPUs)"""
-    replicas: Annotated[int, Field(ge=1, le=MAX_REPLICAS)] | Literal["auto"] | None = None
+    replicas: int | Literal["auto"] | None = None
     """model-server replicas (pods, or LeaderWorkerSet groups); default: the combination's from the seed (2 on GPUs);
     auto: the fewest that keep up with `workload` and meet `workload.slo` (the capacity plan, with the tiers as
     configured)"""
@@ -75,6 +76,14 @@ class CacheConfig(Section):
         description="key of `node_pools` the model servers run on; default: none (required on a created cluster)",
     )
     image: ImageReference | None = Field(default=None, description="model-server image; default: the pinned one")
+
+    @field_validator("replicas", mode="wrap")
+    @classmethod
+    def _replica_count(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        """`auto`, or a whole count validated alone (one line, not one per member of the union)."""
+        if value == "auto" or value is None or isinstance(value, bool):  # a boolean: Section's own one line
+            return handler(value)
+        return handler(REPLICA_COUNT.validate_python(value))
 
     @field_validator("accelerator")
     @classmethod

@@ -14,6 +14,7 @@ from components.formulas import payoff
 from components.specs.clusters import POOL_LABEL
 from components.units import ByteSize, GiB, MiB
 from stacks.config import StackConfig, formats
+from stacks.config.capacity_checks import check_replicas_auto
 from stacks.config.connector_choice import choice, connector_of
 from stacks.config.errors import HIDDEN, ConfigError
 from stacks.config.evictor_checks import check_evictor_applies
@@ -67,26 +68,6 @@ def check_stack(config: StackConfig) -> None:
     check_evictor_applies(config)
     check_workload(config.workload)
     check_replicas_auto(config)
-
-
-def check_replicas_auto(config: StackConfig) -> None:
-    """`cache.replicas: auto` is planned from a workload, and is a fixed count (KEDA would own it otherwise)."""
-    if config.cache.replicas != "auto":
-        return
-    if config.workload is None:
-        raise ConfigError(
-            "cache.replicas",
-            "auto",
-            "needs a workload to size from: set workload.trace or workload.shared_prefix (and workload.slo for a"
-            " latency target), or give a count",
-        )
-    if config.autoscaling.enabled:
-        raise ConfigError(
-            "cache.replicas",
-            "auto",
-            "plans a fixed count from the workload, and autoscaling.enabled lets KEDA own the count: give a count"
-            " (the initial one) or turn autoscaling off",
-        )
 
 
 def check_namespace(config: StackConfig) -> None:
