@@ -11,7 +11,6 @@ import re
 import sys
 from pathlib import Path
 
-from components.formulas.tier_replay import assigned
 from policies.checks.ruleset import RULES
 from stacks.config import loading
 from stacks.config.errors import MISSING, ConfigError
@@ -20,7 +19,7 @@ from stacks.config.providers import provider_of
 from stacks.config.workload_section import DEFAULT_BLOCK_TOKENS, MAX_BLOCK_TOKENS
 from stacks.planning import workload_sizing
 from stacks.planning.cluster_plan import ClusterPlan, plan_any
-from stacks.planning.plan import ROUTED_BY_TIME_MODEL, StackPlan, plan, plan_capacity_of, stack_shape, with_cost
+from stacks.planning.plan import StackPlan, plan, plan_capacity_of, routed_curve, with_cost
 from stacks.review import docs_pages, offline, pool_demand, shared_cluster
 from stacks.review.capacity_table import capacity_lines
 from stacks.review.check import check, stack_policy_config
@@ -190,9 +189,7 @@ def size_lines(name: str, overrides: list[str], trace: str | None, block_tokens:
         source = workload_sizing.in_memory(source)
         slo = config.workload.slo if config.workload is not None else None
         capacity = plan_capacity_of(stack_plan, source, slo)
-        sized = workload_sizing.size_tiers(
-            stack_shape(stack_plan), source, assigned(capacity.configured.assignment), ROUTED_BY_TIME_MODEL
-        )
+        sized = routed_curve(stack_plan, source, capacity)
     else:
         if block_tokens is not None:
             raise ConfigError(

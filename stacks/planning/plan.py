@@ -89,7 +89,8 @@ def check_router_reaches_model_servers(values: dict[str, Any], servers: list[Ser
 
 ROUTED_BY_TIME_MODEL = (
     "as the capacity plan's router routed them at the configured sizes (the rendered profile's scorers on the"
-    " replicas' waiting requests and KV usage, in the time model); the rows at other sizes keep that routing"
+    " replicas' waiting requests and KV usage, in the time model), and where a row's figures differ, again as at the"
+    " largest size (a band)"
 )
 
 
@@ -112,14 +113,31 @@ def plan(config: StackConfig, *, keep_up: bool = True) -> StackPlan:
         stack_plan = _plan(stack)
     elif keep_up:
         capacity_plan.check_fits(capacity)
-    sized = workload_sizing.size_tiers(
-        stack_shape(stack_plan), source, assigned(capacity.configured.assignment), ROUTED_BY_TIME_MODEL
-    )
+    sized = routed_curve(stack_plan, source, capacity)
     chosen = sized.choice.size if config.cache.tier.cpu == "auto" and sized.choice is not None else None
     measured = workload_sizing.filesystem_store_rate(sized, chosen)  # the evictor's watermarks, from the replay
     if chosen is not None or measured is not None:
         stack_plan = _plan(stack, chosen, measured)
     return with_cost(dataclasses.replace(stack_plan, tier_curve=sized, capacity=capacity), chosen)
+
+
+def routed_curve(
+    stack_plan: StackPlan, source: workload_sizing.WorkloadSource, capacity: capacity_plan.CapacityPlan
+) -> workload_sizing.TierCurve:
+    """The tier curve routed as the time model's router routed the configured run, banded by a second routing: the
+    time model's at the grid's largest CPU tier (the router's CPU index at that size)."""
+    shape = stack_shape(stack_plan)
+    sized = workload_sizing.size_tiers(shape, source, assigned(capacity.configured.assignment), ROUTED_BY_TIME_MODEL)
+    finite = [c for c in sized.cpu_sizes if c != workload_sizing.UNBOUNDED]
+    top = finite[-1]
+    if top == shape.configured_cpu:
+        return sized
+    scenario = capacity_plan.Scenario("band", top, shape.fs_configured)
+    run, _ = capacity_plan.replay_scenario(
+        shape, source.requests_list(), source.block_tokens, capacity.routing, scenario, shape.replicas
+    )
+    other = workload_sizing.size_tiers(shape, source, assigned(run.assignment), ROUTED_BY_TIME_MODEL)
+    return dataclasses.replace(sized, band=other.curve, band_size=top)
 
 
 def plan_capacity_of(

@@ -140,6 +140,10 @@ class TierCurve:
     block_bytes: int  # KV bytes of one workload block
     choice: Choice | None  # the smallest size within AUTO_MARGIN of the best the node allows
     routing: str = IN_FLIGHT_ROUTING  # how the requests were routed, for the summary
+    # The same grid routed as at another CPU-tier size (`band_size`, the largest): a row's two figures bound what
+    # routing at its own size would give (None: one routing, every row at the configured size's)
+    band: Curve | None = None
+    band_size: ByteSize | None = None
 
     @property
     def duration_s(self) -> float:

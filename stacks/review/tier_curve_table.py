@@ -3,6 +3,7 @@ what it writes, and the size `cache.tier.cpu: auto` takes (stacks/planning/workl
 
 from __future__ import annotations
 
+from components.formulas.tier_grid import Floats
 from components.units import ByteSize
 from stacks.planning.workload_sizing import AUTO_MARGIN, UNBOUNDED, TierCurve
 
@@ -35,6 +36,37 @@ def _fill(size: ByteSize, rate: float) -> str:
     return f"{minutes:.0f} min" if minutes < 120 else f"{minutes / 60:.1f} h"
 
 
+Shares = tuple[Floats, Floats, Floats, Floats]  # HBM, CPU tier, filesystem tier, recomputed
+
+
+def _band_shares(sized: TierCurve) -> Shares | None:
+    b = sized.band
+    if b is None:
+        return None
+    return (b.share(b.hbm_tokens), b.share(b.cpu_tokens), b.share(b.fs_tokens), b.share(b.recomputed_tokens))
+
+
+def _cell(shares: Floats, band: Shares | None, column: int, i: int, j: int) -> str:
+    """A share, and where the second routing gives another (by a tenth of a point or more), the band between."""
+    first = float(shares[i, j])
+    if band is None or _pct(float(band[column][i, j])) == _pct(first):
+        return _pct(first)
+    low, high = sorted((first, float(band[column][i, j])))
+    return f"{low:.1%}-{high:.1%}"
+
+
+def _band_line(sized: TierCurve) -> list[str]:
+    if sized.band is None or sized.band_size is None:
+        return []
+    return [
+        "A share given as a band was replayed with two routings: as at the configured size and as at"
+        f" {sized.band_size.readable()} (the time model's router with its CPU index at that size); routed at its own"
+        " size, a row's figure would lie near or between them (the configured row is routed at its own size; the"
+        " largest is, in the second figure). The filesystem rows are routed as at the configured CPU tier.",
+        "",
+    ]
+
+
 def tier_curve_lines(sized: TierCurve, chosen_by_auto: bool, plotted: bool = True) -> list[str]:
     c, shape = sized.curve, sized.shape
     hbm, cpu, fs, miss = (c.share(x) for x in (c.hbm_tokens, c.cpu_tokens, c.fs_tokens, c.recomputed_tokens))
@@ -56,13 +88,16 @@ def tier_curve_lines(sized: TierCurve, chosen_by_auto: bool, plotted: bool = Tru
         " CPU tier writes (all pods) |",
         "|---|---|---|---|---|---|---|",
     ]
+    band = _band_shares(sized)
     for i, size in enumerate(sized.cpu_sizes):
+        row_band = band if i != cfg_cpu else None  # the configured row is routed at its own size: exact
         mark = " (configured)" if i == cfg_cpu else ""
         mark += " (chosen)" if sized.choice is not None and size == sized.choice.size else ""
         rate = sized.store_rate(int(c.cpu_stored_blocks[i, cfg_fs]))
         lines.append(
-            f"| {_size(size, 'HBM only')}{mark} | {_pct(hbm[i, cfg_fs])} | {_pct(cpu[i, cfg_fs])} |"
-            f" {_pct(fs[i, cfg_fs])} | {_pct(miss[i, cfg_fs])} | {_saved(sized, i, cfg_fs)} |"
+            f"| {_size(size, 'HBM only')}{mark} | {_cell(hbm, row_band, 0, i, cfg_fs)} |"
+            f" {_cell(cpu, row_band, 1, i, cfg_fs)} | {_cell(fs, row_band, 2, i, cfg_fs)} |"
+            f" {_cell(miss, row_band, 3, i, cfg_fs)} | {_saved(sized, i, cfg_fs)} |"
             f" {_rate(rate) if size.bytes else '-'} |"
         )
     if sized.fs_sizes:
@@ -80,7 +115,7 @@ def tier_curve_lines(sized: TierCurve, chosen_by_auto: bool, plotted: bool = Tru
                 f" {_pct(fs[cfg_cpu, j])} | {_pct(miss[cfg_cpu, j])} | {_saved(sized, cfg_cpu, j)} |"
                 f" {_rate(rate) if size.bytes else '-'} | {_fill(size, rate)} |"
             )
-    lines += ["", *_choice_lines(sized, chosen_by_auto), ""]
+    lines += ["", *_band_line(sized), *_choice_lines(sized, chosen_by_auto), ""]
     lines += [
         "Shares are of prompt tokens; writes are what each tier stores over the workload's span (every block"
         " computed or loaded that it does not hold). Prefill saved is the payoff model's (the Payoff section)"
