@@ -28,7 +28,7 @@ from components.formulas.shared_prefix import SharedPrefixShape, shared_prefix_r
 from components.units import ByteSize  # noqa: E402
 from stacks.config import loading  # noqa: E402
 from stacks.planning.capacity_plan import Scenario, replay_scenario  # noqa: E402
-from stacks.planning.plan import plan, plan_capacity_of, stack_shape  # noqa: E402
+from stacks.planning.plan import plan, plan_capacity_of, routed_curve, stack_shape  # noqa: E402
 from stacks.planning.routing_weights import routing_of  # noqa: E402
 from stacks.planning.workload_sizing import file_source, in_memory  # noqa: E402
 
@@ -61,6 +61,16 @@ def conversation_cost() -> None:
     )
     for scenario, needed in capacity.needed:
         print(f"  {scenario.name}: {needed.replicas if needed else '>256'} replicas")
+    start = time.perf_counter()
+    sized = routed_curve(stack_plan, source, capacity)
+    curve_s = time.perf_counter() - start
+    assert sized.band is not None
+    c, b, fs = sized.curve, sized.band, sized.configured[1]
+    width = abs(c.share(c.hit_tokens)[:, fs] - b.share(b.hit_tokens)[:, fs])
+    print(
+        f"the tier curve with its two routings: {curve_s:.1f} s; the band (how far routing at the configured size"
+        f" lies from routing at {sized.band_size}): up to {float(width.max()):.1%} of prompt tokens"
+    )
     print()
 
 

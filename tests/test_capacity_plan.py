@@ -62,6 +62,10 @@ def test_auto_renders_the_count_that_keeps_up() -> None:
     summary = render(stack_plan, "t").summary
     assert "## Replicas for the workload" in summary
     assert "as configured (`cache.replicas: auto`) | 3 | yes |" in summary
+    sized = stack_plan.tier_curve
+    assert sized is not None and sized.band is not None and sized.band_size is not None
+    assert sized.band_size == max(c for c in sized.cpu_sizes if c.bytes < 2**60)  # the second routing: the largest
+    assert "A share given as a band was replayed with two routings" in summary
 
 
 def test_the_router_is_the_rendered_one() -> None:
