@@ -345,11 +345,6 @@ class Served:
     def requests_per_s(self) -> float:
         return len(self.arrival_s) / max(self.span_s, 1e-9)
 
-    def utilisation(self) -> list[float]:
-        """Each replica's time running steps over the replay's span."""
-        span = max(self.span_s, 1e-9)
-        return [t.compute_s / span for t in self.totals]
-
     def load_share(self) -> list[float]:
         span = max(self.span_s, 1e-9)
         return [t.load_s / span for t in self.totals]
