@@ -105,7 +105,8 @@ def plan(config: StackConfig, *, keep_up: bool = True) -> StackPlan:
     if source is None:
         return with_cost(stack_plan)
     source = workload_sizing.in_memory(source)
-    capacity = plan_capacity_of(stack_plan, source, config.workload.slo if config.workload is not None else None)
+    slo = config.workload.slo if config.workload is not None else None
+    capacity = plan_capacity_of(stack_plan, source, slo)
     if config.cache.replicas == "auto":
         run = capacity_plan.chosen(capacity)
         capacity = capacity.with_replicas(run)
@@ -117,7 +118,12 @@ def plan(config: StackConfig, *, keep_up: bool = True) -> StackPlan:
     chosen = sized.choice.size if config.cache.tier.cpu == "auto" and sized.choice is not None else None
     measured = workload_sizing.filesystem_store_rate(sized, chosen)  # the evictor's watermarks, from the replay
     if chosen is not None or measured is not None:
+        first_tier = stack_plan.tier
         stack_plan = _plan(stack, chosen, measured)
+        if stack_plan.tier != first_tier:  # auto chose another CPU tier: the replicas at the one rendered
+            capacity = plan_capacity_of(stack_plan, source, slo)
+            if keep_up and config.cache.replicas != "auto":
+                capacity_plan.check_fits(capacity)
     return with_cost(dataclasses.replace(stack_plan, tier_curve=sized, capacity=capacity), chosen)
 
 
