@@ -5,8 +5,9 @@
 Keeping up: the workload asks less than the replicas give (`Demand.share` < 1: compute at full batches, and the
 host link's loads), and the replay's last request finishes within `DRAIN_SHARE` of the workload's span after the
 last arrival (a backlog that grows with the span is a stack that does not keep up: at 110% of capacity it is 10%
-of the span). Replica counts are searched upward from the demand's lower bound, doubling the step until a count
-keeps up, then halving back to the fewest (`MAX_REPLICAS` at most).
+of the span). Replica counts are searched from the demand's estimate (the count at which the workload asks all of
+what they give): up, doubling the step until a count keeps up, halving back to the fewest, and down while a count
+below the estimate still does (`MAX_REPLICAS` at most).
 """
 
 from __future__ import annotations
@@ -31,9 +32,10 @@ from stacks.planning.routing_weights import Routing
 from stacks.planning.workload_sizing import StackShape, service_rates, tier_blocks
 
 DRAIN_SHARE = 0.05
-# The time model's work: each prompt or output block a few dictionary operations, each engine step a few dozen;
-# measured at ~1.5 us a block and ~10 us a step on one core (./run bench). Past this many, a replay would take
-# minutes: refused before it starts.
+# The time model's work, counted as `check_bounded` counts it (blocks touched, and an engine step per output token
+# and per budget of prompt tokens, an upper bound: decode stretches are jumped). The conversation trace within
+# Qwen3's context counts 4.1 million and one replay took 2.8 s (./run bench, one core): about 0.7 us each. At this
+# bound a replay takes about 35 s and the search runs several: past it, refused before it starts.
 MAX_EVENTS = 50_000_000
 QUANTILES = (0.5, 0.9, 0.99)
 
@@ -206,6 +208,10 @@ def fewest(inputs: _Inputs, scenario: Scenario, hint: Run) -> Run | None:
             count = mid
         else:
             failed = mid
+    # The bound is the demand at the hint's count; fewer replicas each see more of a prompt's prefix, so the demand
+    # can fall below it: below the bound, step down while a count still fits.
+    while count == low and count > 1 and at(count - 1).fits:
+        count = low = count - 1
     return at(count)
 
 

@@ -77,7 +77,7 @@ def capacity_lines(plan: CapacityPlan, auto: bool) -> list[str]:
         + " (the payoff's bandwidths), over one host link per replica. Asks: the workload's compute at full batches"
         " (and its loads) over what the replicas give in its span; keeping up: asks below 100% and the last"
         f" request done within {DRAIN_SHARE:.0%} of the span after the last arrival. The replica count is searched"
-        " up from the asks' lower bound. Approximations (serving_time.py): KV reserved whole at admission (no"
+        " from the asks' estimate. Approximations (serving_time.py): KV reserved whole at admission (no"
         " preemption), no per-step overhead, loads and stores on one link. Sizes of the rows are the configured"
         " ones.",
         "",
