@@ -51,10 +51,6 @@ class Replayed:
     assignment: Sequence[int]
     alone_s: Sequence[float]  # each request's first token with the replica to itself: its loads, then its prefill
 
-    @property
-    def recomputed_tokens(self) -> int:
-        return self.prompt_tokens - self.hbm_tokens - self.cpu_tokens - self.fs_tokens
-
 
 def decode_seconds(costs: EngineCosts, prompt: int, output: int) -> float:
     """A request's output tokens at a full batch: each its GEMMs and attention, or its context's KV read."""

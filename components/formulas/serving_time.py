@@ -106,10 +106,8 @@ class Record:
 
 @dataclass
 class ReplicaTotals:
-    steps: int = 0
     compute_s: float = 0.0  # time running steps
     load_s: float = 0.0  # time the link spent loading
-    requests: int = 0
 
 
 class Engine:
@@ -150,7 +148,6 @@ class Engine:
             self.loading.append(_Job(index, work, self.link_free))
         else:
             self.waiting.append(_Job(index, work, work.arrival_s))
-        self.totals.requests += 1
 
     def advance(self, until: float) -> None:
         """Run the steps that start before `until` (math.inf: until the work is done)."""
@@ -202,7 +199,6 @@ class Engine:
         self.clock = end
         self.totals.compute_s += dt
         self.steps += 1
-        self.totals.steps += 1
         self.context += self.decoding
         self._finish_due(end)
         for job, take in chunks:
@@ -250,7 +246,6 @@ class Engine:
         self.clock = now + dt
         self.totals.compute_s += dt
         self.steps += steps
-        self.totals.steps += steps
         self.context += n * steps
         self._finish_due(self.clock)
 
