@@ -19,7 +19,7 @@ from stacks.config.providers import provider_of
 from stacks.config.workload_section import DEFAULT_BLOCK_TOKENS, MAX_BLOCK_TOKENS
 from stacks.planning import workload_sizing
 from stacks.planning.cluster_plan import ClusterPlan, plan_any
-from stacks.planning.plan import StackPlan, plan, plan_capacity_of, routed_curve, with_cost
+from stacks.planning.plan import StackPlan, held_workload, plan, plan_capacity_of, routed_curve, with_cost
 from stacks.review import docs_pages, offline, pool_demand, shared_cluster
 from stacks.review.capacity_table import capacity_lines
 from stacks.review.check import check, stack_policy_config
@@ -186,7 +186,7 @@ def size_lines(name: str, overrides: list[str], trace: str | None, block_tokens:
         source = workload_sizing.file_source(trace, block_tokens or DEFAULT_BLOCK_TOKENS)
         source.requests()  # checks the file (a regular file, its size) before anything is replayed
         stack_plan = plan(config.model_copy(update={"workload": None}))
-        source = workload_sizing.in_memory(source)
+        source = held_workload(stack_plan, source)
         slo = config.workload.slo if config.workload is not None else None
         capacity = plan_capacity_of(stack_plan, source, slo)
         sized = routed_curve(stack_plan, source, capacity)

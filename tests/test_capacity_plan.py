@@ -5,14 +5,17 @@ held to closed forms in test_serving_time.py."""
 from __future__ import annotations
 
 import functools
+import json
+from pathlib import Path
 
 import pytest
 
 from components.formulas.requests import Request
 from components.formulas.serving_time import EngineCosts
-from stacks.__main__ import main
+from stacks.__main__ import main, size_lines
 from stacks.config import loading
 from stacks.config.errors import ConfigError
+from stacks.planning import capacity_plan, workload_sizing
 from stacks.planning.capacity_plan import MAX_EVENTS, check_bounded
 from stacks.planning.plan import StackPlan, plan
 from stacks.planning.routing_weights import routing_of
@@ -135,3 +138,21 @@ def test_auto_takes_the_count_the_target_needs() -> None:
     assert targeted.model_server.replicas == 2
     capacity = targeted.capacity
     assert capacity is not None and capacity.configured.ttft_s[1] <= 0.03 and capacity.configured.slo_met
+
+
+def test_the_workloads_bounds_are_checked_before_the_time_model_holds_or_replays_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request past the servers' context is refused by the work measure, before any request is held or replayed."""
+
+    def replayed(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the time model ran before the workload's bounds were checked")
+
+    monkeypatch.setattr(capacity_plan, "plan_capacity", replayed)
+    monkeypatch.setattr(workload_sizing, "in_memory", replayed)
+    trace = tmp_path / "long.jsonl"
+    lines = [{"timestamp": 0, "input_length": 512, "output_length": 8, "hash_ids": [0]}]
+    lines.append({"timestamp": 1000, "input_length": 50_000, "output_length": 8, "hash_ids": list(range(1, 99))})
+    trace.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with pytest.raises(ConfigError, match="request 2 = '50,008 tokens': prompt and output longer than the 40,960"):
+        size_lines("dev", [], str(trace), None)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -215,16 +215,19 @@ def fewest(inputs: _Inputs, scenario: Scenario, hint: Run) -> Run | None:
     return at(count)
 
 
-def check_bounded(requests: Sequence[Request], costs: EngineCosts, block_tokens: int, where: str) -> None:
-    """The replay's work, counted before it starts: every block touched, and at most one engine step per output
-    token plus one per budget of prompt tokens."""
-    prompt = sum(r.input_length for r in requests)
-    output = sum(r.output_length for r in requests)
+def check_bounded(requests: Iterable[Request], costs: EngineCosts, block_tokens: int, where: str) -> None:
+    """The replay's work, counted in one pass before the requests are held or replayed: every block touched, and at
+    most one engine step per output token plus one per budget of prompt tokens."""
+    count = prompt = output = 0
+    for request in requests:
+        count += 1
+        prompt += request.input_length
+        output += request.output_length
     events = -(-prompt // block_tokens) + -(-output // block_tokens) + prompt // costs.max_batched_tokens + output
     if events > MAX_EVENTS:
         raise ConfigError(
             where,
-            f"{len(requests):,} requests, {prompt:,} prompt and {output:,} output tokens",
+            f"{count:,} requests, {prompt:,} prompt and {output:,} output tokens",
             f"the time model would take {events:,} steps and block updates; at most {MAX_EVENTS:,} (minutes of"
             " replay): shorten the workload (fewer requests, or a shorter span)",
         )
@@ -260,7 +263,6 @@ def plan_capacity(
     slo: SloConfig | None,
 ) -> CapacityPlan:
     costs = stack_costs(shape)
-    check_bounded(requests, costs, block_tokens, source)
     inputs = _Inputs(shape, requests, block_tokens, routing, slo, costs)
     configured_scenario = scenarios(shape)[-1]  # the tiers as configured
     configured, replayed = _run(inputs, configured_scenario, shape.replicas)

@@ -39,6 +39,7 @@ from stacks.planning.stack_plan import StackPlan as StackPlan
 from stacks.planning.tier_capacity import EVICTOR_METRICS, shared_tier
 from stacks.planning.tier_fit import node_largest_tier, size_on_hardware, tier_capacity
 from stacks.planning.tier_identity import tier_identity
+from stacks.planning.workload_bounds import check_work
 from stacks.planning.workload_builders import Serving, resolve_model_cache, workloads
 
 
@@ -104,7 +105,7 @@ def plan(config: StackConfig, *, keep_up: bool = True) -> StackPlan:
     source = workload_sizing.config_source(config, PROJECT_DIR)
     if source is None:
         return with_cost(stack_plan)
-    source = workload_sizing.in_memory(source)
+    source = held_workload(stack_plan, source)
     slo = config.workload.slo if config.workload is not None else None
     capacity = plan_capacity_of(stack_plan, source, slo)
     if config.cache.replicas == "auto":
@@ -144,6 +145,16 @@ def routed_curve(
     )
     other = workload_sizing.size_tiers(shape, source, assigned(run.assignment), ROUTED_BY_TIME_MODEL)
     return dataclasses.replace(sized, band=other.curve, band_size=top)
+
+
+def held_workload(stack_plan: StackPlan, source: workload_sizing.WorkloadSource) -> workload_sizing.WorkloadSource:
+    """The workload's work measured before anything holds or replays it (the servers' context, its span and block
+    references: `workload_bounds.check_work`; the time model's steps: `capacity_plan.check_bounded`), each a pass
+    over the source; then read once and held for the replays."""
+    check_work(source.description, source.requests(), source.block_tokens, stack_plan.hbm)
+    costs = capacity_plan.stack_costs(stack_shape(stack_plan))
+    capacity_plan.check_bounded(source.requests(), costs, source.block_tokens, source.description)
+    return workload_sizing.in_memory(source)
 
 
 def plan_capacity_of(
