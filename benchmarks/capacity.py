@@ -120,7 +120,7 @@ def llm_d_benchmark() -> None:
     for name, size in (("hbm_only", ByteSize(0)), ("hbm_plus_cpu", cpu)):
         start = time.perf_counter()
         run, replayed = replay_scenario(shape, requests, BLOCK_TOKENS, routing, Scenario(name, size, None), replicas)
-        finish = [f + first for f in replayed.served.finish_s]
+        finish = [f + first for f in replayed.served.record.finish]
         results[name] = (stage_throughput(requests, finish, stages), time.perf_counter() - start, run)
     print(f"## llm-d's tiered-prefix-cache benchmark: {replicas} x Qwen3-32B TP=2 H100, 200 GiB CPU tier each")
     print(

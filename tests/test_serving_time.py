@@ -40,16 +40,16 @@ def test_a_lone_request_waits_for_its_prefill_only() -> None:
     # 800 prompt tokens fit one step's budget: one step of max(800 x 0.1 ms, 10 ms) = 80 ms.
     arrivals, pick = fixed([(0, work(5.0, 800, 1))])
     served = serve(arrivals, costs(), 1, pick)
-    assert served.ttft_s[0] == pytest.approx(0.08)
-    assert served.finish_s[0] == pytest.approx(5.08)
-    assert math.isnan(served.tpot_s[0])
+    assert served.record.ttft[0] == pytest.approx(0.08)
+    assert served.record.finish[0] == pytest.approx(5.08)
+    assert math.isnan(served.record.tpot[0])
 
 
 def test_spaced_arrivals_never_queue() -> None:
     # D/D/1 below saturation: arrivals every 0.2 s, each 0.1 s of service: every TTFT is the service time.
     arrivals, pick = fixed([(0, work(0.2 * k, BUDGET, 1)) for k in range(50)])
     served = serve(arrivals, costs(), 1, pick)
-    assert np.allclose(served.ttft_s, 0.1)
+    assert np.allclose(served.record.ttft, 0.1)
     assert served.drain_s == pytest.approx(0.1)
 
 
@@ -60,15 +60,15 @@ def test_arrivals_faster_than_service_queue_linearly() -> None:
     arrivals, pick = fixed([(0, work(0.06 * k, BUDGET, 1)) for k in range(n)])
     served = serve(arrivals, costs(), 1, pick)
     expected = [(k + 1) * 0.1 - k * 0.06 for k in range(n)]
-    assert np.allclose(served.ttft_s, expected)
+    assert np.allclose(served.record.ttft, expected)
 
 
 def test_decode_is_one_weight_read_a_token() -> None:
     # No KV read cost: each decode step is max(1 token x 0.1 ms, 10 ms of weights) = 10 ms.
     arrivals, pick = fixed([(0, work(0.0, 100, 51))])
     served = serve(arrivals, costs(), 1, pick)
-    assert served.tpot_s[0] == pytest.approx(WEIGHTS)
-    assert served.finish_s[0] == pytest.approx(0.01 + 50 * WEIGHTS)  # prefill max(10 ms, 10 ms), then 50 steps
+    assert served.record.tpot[0] == pytest.approx(WEIGHTS)
+    assert served.record.finish[0] == pytest.approx(0.01 + 50 * WEIGHTS)  # prefill max(10 ms, 10 ms), then 50 steps
 
 
 def test_decode_stretches_sum_the_growing_context_exactly() -> None:
@@ -79,8 +79,8 @@ def test_decode_stretches_sum_the_growing_context_exactly() -> None:
     served = serve(arrivals, costs(kv_read=kv), 1, pick)
     decode = sum(WEIGHTS + (101 + i) * kv for i in range(out - 1))
     prefill = max(100 * GEMM, WEIGHTS)
-    assert served.finish_s[0] == pytest.approx(prefill + decode, rel=1e-12)
-    assert served.tpot_s[0] == pytest.approx(decode / (out - 1), rel=1e-12)
+    assert served.record.finish[0] == pytest.approx(prefill + decode, rel=1e-12)
+    assert served.record.tpot[0] == pytest.approx(decode / (out - 1), rel=1e-12)
 
 
 def test_an_arrival_mid_stretch_joins_at_the_next_step() -> None:
@@ -88,14 +88,14 @@ def test_an_arrival_mid_stretch_joins_at_the_next_step() -> None:
     # (100 tokens + the running decode token) takes max(101 x 0.1 ms, 10 ms) = 10.1 ms.
     arrivals, pick = fixed([(0, work(0.0, 100, 100)), (0, work(0.105, 100, 1))])
     served = serve(arrivals, costs(), 1, pick)
-    assert served.ttft_s[1] == pytest.approx(0.11 + 0.0101 - 0.105)
+    assert served.record.ttft[1] == pytest.approx(0.11 + 0.0101 - 0.105)
 
 
 def test_a_tier_hit_waits_for_its_load() -> None:
     # 600 of 800 prompt tokens in the CPU tier: 600 x 10 us of loading, then 200 tokens (10 ms: weights bind).
     arrivals, pick = fixed([(0, work(0.0, 800, 1, cpu=600))])
     served = serve(arrivals, costs(), 1, pick)
-    assert served.ttft_s[0] == pytest.approx(0.006 + 0.02)
+    assert served.record.ttft[0] == pytest.approx(0.006 + 0.02)
     assert served.totals[0].load_s == pytest.approx(0.006)
 
 
@@ -103,7 +103,7 @@ def test_kv_pool_admits_what_fits() -> None:
     # A pool of 1,000 tokens: two 600-token requests cannot run together; the second starts when the first ends.
     arrivals, pick = fixed([(0, work(0.0, 500, 100)), (0, work(0.0, 500, 100))])
     served = serve(arrivals, costs(kv_tokens=1000), 1, pick)
-    assert served.ttft_s[1] >= served.finish_s[0]
+    assert served.record.ttft[1] >= served.record.finish[0]
 
 
 def _no_reuse(n: int) -> list[Request]:
@@ -119,7 +119,7 @@ def test_a_workload_that_never_reuses_gains_nothing_from_a_tier() -> None:
         for cpu in (0, 10_000)
     ]
     assert runs[0].cpu_tokens == runs[1].cpu_tokens == 0
-    assert np.array_equal(runs[0].served.ttft_s, runs[1].served.ttft_s)
+    assert np.array_equal(runs[0].served.record.ttft, runs[1].served.record.ttft)
 
 
 def test_a_shared_prefix_loads_from_the_cpu_tier_once_hbm_forgets_it() -> None:
@@ -139,4 +139,4 @@ def test_a_shared_prefix_loads_from_the_cpu_tier_once_hbm_forgets_it() -> None:
         rates=ServiceRates(10_000, 0.01),
     )
     assert out.cpu_tokens == 2048
-    assert out.served.ttft_s[-1] == pytest.approx(2048 * 1e-5 + max(GEMM, WEIGHTS))
+    assert out.served.record.ttft[-1] == pytest.approx(2048 * 1e-5 + max(GEMM, WEIGHTS))

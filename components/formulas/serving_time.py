@@ -296,40 +296,24 @@ class Served:
     totals: tuple[ReplicaTotals, ...]
 
     @property
-    def arrival_s(self) -> np.ndarray:
-        return self.record.arrival
-
-    @property
-    def ttft_s(self) -> np.ndarray:
-        return self.record.ttft
-
-    @property
-    def tpot_s(self) -> np.ndarray:
-        return self.record.tpot
-
-    @property
-    def finish_s(self) -> np.ndarray:
-        return self.record.finish
-
-    @property
     def span_s(self) -> float:
         """First arrival to last finish."""
-        return float(self.finish_s.max() - self.arrival_s.min()) if len(self.arrival_s) else 0.0
+        return float(self.record.finish.max() - self.record.arrival.min()) if len(self.record.arrival) else 0.0
 
     @property
     def arrival_span_s(self) -> float:
-        return float(self.arrival_s.max() - self.arrival_s.min()) if len(self.arrival_s) else 0.0
+        return float(self.record.arrival.max() - self.record.arrival.min()) if len(self.record.arrival) else 0.0
 
     @property
     def drain_s(self) -> float:
         """How long the replicas run after the last arrival."""
-        return float(self.finish_s.max() - self.arrival_s.max()) if len(self.arrival_s) else 0.0
+        return float(self.record.finish.max() - self.record.arrival.max()) if len(self.record.arrival) else 0.0
 
     def ttft(self, q: float) -> float:
-        return float(np.quantile(self.ttft_s, q))
+        return float(np.quantile(self.record.ttft, q))
 
     def tpot(self, q: float) -> float:
-        decoded = self.tpot_s[~np.isnan(self.tpot_s)]
+        decoded = self.record.tpot[~np.isnan(self.record.tpot)]
         return float(np.quantile(decoded, q)) if len(decoded) else 0.0
 
     @property
@@ -338,7 +322,7 @@ class Served:
 
     @property
     def requests_per_s(self) -> float:
-        return len(self.arrival_s) / max(self.span_s, 1e-9)
+        return len(self.record.arrival) / max(self.span_s, 1e-9)
 
     def load_share(self) -> list[float]:
         span = max(self.span_s, 1e-9)
