@@ -28,8 +28,9 @@ from components.formulas.shared_prefix import SharedPrefixShape, shared_prefix_r
 from components.units import ByteSize  # noqa: E402
 from stacks.config import loading  # noqa: E402
 from stacks.planning.capacity_plan import Scenario, replay_scenario  # noqa: E402
-from stacks.planning.plan import plan, plan_capacity_of, routed_curve, stack_shape  # noqa: E402
+from stacks.planning.plan import plan  # noqa: E402
 from stacks.planning.routing_weights import routing_of  # noqa: E402
+from stacks.planning.workload_plan import plan_capacity_of, routed_curve, stack_shape  # noqa: E402
 from stacks.planning.workload_sizing import file_source, in_memory  # noqa: E402
 
 TRACE = "tests/fixtures/workloads/mooncake-conversation/conversation_trace_40k.jsonl"

@@ -19,7 +19,8 @@ from stacks.config.providers import provider_of
 from stacks.config.workload_section import DEFAULT_BLOCK_TOKENS, MAX_BLOCK_TOKENS
 from stacks.planning import workload_sizing
 from stacks.planning.cluster_plan import ClusterPlan, plan_any
-from stacks.planning.plan import StackPlan, held_workload, plan, plan_capacity_of, routed_curve, with_cost
+from stacks.planning.plan import StackPlan, plan, with_cost
+from stacks.planning.workload_plan import held_workload, plan_capacity_of, routed_curve
 from stacks.review import docs_pages, offline, pool_demand, shared_cluster
 from stacks.review.capacity_table import capacity_lines
 from stacks.review.check import check, stack_policy_config

@@ -11,9 +11,7 @@ from typing import Any
 
 from components.catalog import labels, versions
 from components.catalog.machines import MACHINES
-from components.formulas.payoff import Replica
 from components.formulas.shared_tier_capacity import StoreRate
-from components.formulas.tier_replay import assigned
 from components.specs import alerts, payoff_table, sizing
 from components.specs.clusters import PoolSpec
 from components.specs.router_values import RouterInputs, inference_pool, router_values
@@ -26,21 +24,20 @@ from stacks.config.cross_checks import check_epp_index, pool_names
 from stacks.config.errors import ConfigError
 from stacks.config.loading import PROJECT_DIR
 from stacks.config.providers import provider_of
-from stacks.config.workload_section import SloConfig
 from stacks.planning import autoscaling, capacity_plan, cold_starts, hardware, hbm_fit, workload_sizing
 from stacks.planning.cost import stack_cost
 from stacks.planning.gateway_route import route_workload
 from stacks.planning.mirror import mirror_registry
 from stacks.planning.passes import hardened, through_mirror, with_await_budgets, with_network_policies, with_rollouts
 from stacks.planning.resolution import Resolved, resolve
-from stacks.planning.routing_weights import routing_of
 from stacks.planning.stack_plan import Role as Role  # the records, named here too
 from stacks.planning.stack_plan import StackPlan as StackPlan
 from stacks.planning.tier_capacity import EVICTOR_METRICS, shared_tier
-from stacks.planning.tier_fit import node_largest_tier, size_on_hardware, tier_capacity
+from stacks.planning.tier_fit import size_on_hardware
 from stacks.planning.tier_identity import tier_identity
-from stacks.planning.workload_bounds import check_work
 from stacks.planning.workload_builders import Serving, resolve_model_cache, workloads
+from stacks.planning.workload_plan import held_workload, plan_capacity_of, routed_curve
+from stacks.planning.workload_plan import stack_shape as stack_shape
 
 
 def _scheduling(config: StackConfig) -> Scheduling:
@@ -88,13 +85,6 @@ def check_router_reaches_model_servers(values: dict[str, Any], servers: list[Ser
         )
 
 
-ROUTED_BY_TIME_MODEL = (
-    "as the capacity plan's router routed them at the configured sizes (the rendered profile's scorers on the"
-    " replicas' waiting requests and KV usage, in the time model), and where a row's figures differ, again as at the"
-    " largest size (a band)"
-)
-
-
 def plan(config: StackConfig, *, keep_up: bool = True) -> StackPlan:
     """The stack's plan; with a workload, the capacity plan (the replicas it needs; `cache.replicas: auto` takes
     them, else the configured count must keep up, unless `keep_up` is off: `./run size` reports instead), then its
@@ -128,49 +118,6 @@ def plan(config: StackConfig, *, keep_up: bool = True) -> StackPlan:
     return with_cost(dataclasses.replace(stack_plan, tier_curve=sized, capacity=capacity), chosen)
 
 
-def routed_curve(
-    stack_plan: StackPlan, source: workload_sizing.WorkloadSource, capacity: capacity_plan.CapacityPlan
-) -> workload_sizing.TierCurve:
-    """The tier curve routed as the time model's router routed the configured run, banded by a second routing: the
-    time model's at the grid's largest CPU tier (the router's CPU index at that size)."""
-    shape = stack_shape(stack_plan)
-    sized = workload_sizing.size_tiers(shape, source, assigned(capacity.configured.assignment), ROUTED_BY_TIME_MODEL)
-    finite = [c for c in sized.cpu_sizes if c != workload_sizing.UNBOUNDED]
-    top = finite[-1]
-    if top == shape.configured_cpu:
-        return sized
-    scenario = capacity_plan.Scenario("band", top, shape.fs_configured)
-    run, _ = capacity_plan.replay_scenario(
-        shape, source.requests_list(), source.block_tokens, capacity.routing, scenario, shape.replicas
-    )
-    other = workload_sizing.size_tiers(shape, source, assigned(run.assignment), ROUTED_BY_TIME_MODEL)
-    return dataclasses.replace(sized, band=other.curve, band_size=top)
-
-
-def held_workload(stack_plan: StackPlan, source: workload_sizing.WorkloadSource) -> workload_sizing.WorkloadSource:
-    """The workload's work measured before anything holds or replays it (the servers' context, its span and block
-    references: `workload_bounds.check_work`; the time model's steps: `capacity_plan.check_bounded`), each a pass
-    over the source; then read once and held for the replays."""
-    check_work(source.description, source.requests(), source.block_tokens, stack_plan.hbm)
-    costs = capacity_plan.stack_costs(stack_shape(stack_plan))
-    capacity_plan.check_bounded(source.requests(), costs, source.block_tokens, source.description)
-    return workload_sizing.in_memory(source)
-
-
-def plan_capacity_of(
-    stack_plan: StackPlan, source: workload_sizing.WorkloadSource, slo: SloConfig | None
-) -> capacity_plan.CapacityPlan:
-    """The workload through the time model on this plan's replicas, routed as its router values say."""
-    return capacity_plan.plan_capacity(
-        stack_shape(stack_plan),
-        source.requests_list(),
-        source.block_tokens,
-        source.description,
-        routing_of(stack_plan.router_values),
-        slo,
-    )
-
-
 def with_cost(stack_plan: StackPlan, chosen: ByteSize | None = None) -> StackPlan:
     """The final plan with its cost (stacks/planning/cost.py), computed once; `chosen`: the CPU tier auto took."""
     sized, stack = stack_plan.tier_curve, stack_plan.stack
@@ -182,26 +129,6 @@ def with_cost(stack_plan: StackPlan, chosen: ByteSize | None = None) -> StackPla
         stack.config, stack_plan.pools, stack_plan.shared_tier, sized, cpu_index, devices, stack_plan.capacity
     )
     return dataclasses.replace(stack_plan, cost=cost)
-
-
-def stack_shape(stack_plan: StackPlan) -> workload_sizing.StackShape:
-    """What the tier replay needs of a plan."""
-    stack, decode = stack_plan.stack, stack_plan.model_server
-    connector, config = stack.connector, stack.config
-    return workload_sizing.StackShape(
-        model=decode.model,
-        hbm=stack_plan.hbm,
-        replicas=stack.replicas,
-        relation=connector.tier_relation,
-        cpu_scope=connector.cpu_scope,
-        configured_cpu=stack_plan.tier,
-        capacity_of=lambda tier: tier_capacity(stack, tier),
-        cpu_step=connector.auto_tier_step(stack.tensor_parallelism, config.cache.tier.variant),
-        node_largest=node_largest_tier(stack),
-        fs_configured=config.storage.size if stack.uses_tier_claim else None,
-        payoff=stack_plan.payoff,
-        replica=Replica(decode.model, decode.accelerator.rates, stack.devices, stack.group_size),
-    )
 
 
 def _plan(stack: Resolved, chosen_tier: ByteSize | None = None, store_rate: StoreRate | None = None) -> StackPlan:

@@ -1,0 +1,85 @@
+"""The plan's workload side: what the replays read of a plan (`stack_shape`), the workload measured and held
+(`held_workload`), the capacity plan on the plan's replicas and router (`plan_capacity_of`) and the tier curve
+routed by the time model (`routed_curve`). `plan.py` calls them; `./run size` and the bench too."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from components.formulas.payoff import Replica
+from components.formulas.tier_replay import assigned
+from stacks.config.workload_section import SloConfig
+from stacks.planning import capacity_plan, workload_sizing
+from stacks.planning.routing_weights import routing_of
+from stacks.planning.stack_plan import StackPlan
+from stacks.planning.tier_fit import node_largest_tier, tier_capacity
+from stacks.planning.workload_bounds import check_work
+
+ROUTED_BY_TIME_MODEL = (
+    "as the capacity plan's router routed them at the configured sizes (the rendered profile's scorers on the"
+    " replicas' waiting requests and KV usage, in the time model), and where a row's figures differ, again as at the"
+    " largest size (a band)"
+)
+
+
+def stack_shape(stack_plan: StackPlan) -> workload_sizing.StackShape:
+    """What the tier replay needs of a plan."""
+    stack, decode = stack_plan.stack, stack_plan.model_server
+    connector, config = stack.connector, stack.config
+    return workload_sizing.StackShape(
+        model=decode.model,
+        hbm=stack_plan.hbm,
+        replicas=stack.replicas,
+        relation=connector.tier_relation,
+        cpu_scope=connector.cpu_scope,
+        configured_cpu=stack_plan.tier,
+        capacity_of=lambda tier: tier_capacity(stack, tier),
+        cpu_step=connector.auto_tier_step(stack.tensor_parallelism, config.cache.tier.variant),
+        node_largest=node_largest_tier(stack),
+        fs_configured=config.storage.size if stack.uses_tier_claim else None,
+        payoff=stack_plan.payoff,
+        replica=Replica(decode.model, decode.accelerator.rates, stack.devices, stack.group_size),
+    )
+
+
+def routed_curve(
+    stack_plan: StackPlan, source: workload_sizing.WorkloadSource, capacity: capacity_plan.CapacityPlan
+) -> workload_sizing.TierCurve:
+    """The tier curve routed as the time model's router routed the configured run, banded by a second routing: the
+    time model's at the grid's largest CPU tier (the router's CPU index at that size)."""
+    shape = stack_shape(stack_plan)
+    sized = workload_sizing.size_tiers(shape, source, assigned(capacity.configured.assignment), ROUTED_BY_TIME_MODEL)
+    finite = [c for c in sized.cpu_sizes if c != workload_sizing.UNBOUNDED]
+    top = finite[-1]
+    if top == shape.configured_cpu:
+        return sized
+    scenario = capacity_plan.Scenario("band", top, shape.fs_configured)
+    run, _ = capacity_plan.replay_scenario(
+        shape, source.requests_list(), source.block_tokens, capacity.routing, scenario, shape.replicas
+    )
+    other = workload_sizing.size_tiers(shape, source, assigned(run.assignment), ROUTED_BY_TIME_MODEL)
+    return dataclasses.replace(sized, band=other.curve, band_size=top)
+
+
+def held_workload(stack_plan: StackPlan, source: workload_sizing.WorkloadSource) -> workload_sizing.WorkloadSource:
+    """The workload's work measured before anything holds or replays it (the servers' context, its span and block
+    references: `workload_bounds.check_work`; the time model's steps: `capacity_plan.check_bounded`), each a pass
+    over the source; then read once and held for the replays."""
+    check_work(source.description, source.requests(), source.block_tokens, stack_plan.hbm)
+    costs = capacity_plan.stack_costs(stack_shape(stack_plan))
+    capacity_plan.check_bounded(source.requests(), costs, source.block_tokens, source.description)
+    return workload_sizing.in_memory(source)
+
+
+def plan_capacity_of(
+    stack_plan: StackPlan, source: workload_sizing.WorkloadSource, slo: SloConfig | None
+) -> capacity_plan.CapacityPlan:
+    """The workload through the time model on this plan's replicas, routed as its router values say."""
+    return capacity_plan.plan_capacity(
+        stack_shape(stack_plan),
+        source.requests_list(),
+        source.block_tokens,
+        source.description,
+        routing_of(stack_plan.router_values),
+        slo,
+    )
