@@ -47,7 +47,7 @@ def _dotted(loc: tuple[int | str, ...]) -> str:
     return out
 
 
-def _unwrap_optional(annotation: typing.Any) -> typing.Any:
+def unwrap_optional(annotation: typing.Any) -> typing.Any:
     """`Section | None` -> Section (an optional section's keys are listed as a required one's)."""
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         models = [a for a in typing.get_args(annotation) if isinstance(a, type) and issubclass(a, BaseModel)]
@@ -62,7 +62,7 @@ def _model_at(root: type[BaseModel], loc: tuple[int | str, ...]) -> type[BaseMod
         if typing.get_origin(current) in (dict, list):
             current = typing.get_args(current)[-1]
         elif isinstance(current, type) and issubclass(current, BaseModel) and str(part) in current.model_fields:
-            current = _unwrap_optional(current.model_fields[str(part)].annotation)
+            current = unwrap_optional(current.model_fields[str(part)].annotation)
         else:
             return None
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None

@@ -44,24 +44,29 @@ class ClusterSide:
     provider: k8s.Provider
 
 
-def cluster_side(config: StackConfig, pools: list[PoolSpec], mirror: Mirror | None) -> ClusterSide:
+def cluster_side(
+    config: StackConfig, pools: list[PoolSpec], mirror: Mirror | None, parent: pulumi.Resource | None = None
+) -> ClusterSide:
     """The cluster and its pools (when created, with the registry caches before any object) and the provider:
     the created cluster's kubeconfig, a cluster stack's (through a StackReference), or the existing one's."""
     side = CLOUD_SIDES.get(provider_of(config).key)
+    child = pulumi.ResourceOptions(parent=parent)
     cluster = side.cluster(config, pools, mirror) if side is not None else None
     if cluster is not None:
         # Every mirrored image on a created cluster comes through its caches: they exist first.
         assert side is not None, "a created cluster has its cloud's side"
         caches = side.caches(mirror) if mirror is not None else None
         before = [cluster, *([caches] if caches else [])]
-        provider = k8s.Provider("k8s", kubeconfig=cluster.kubeconfig, opts=pulumi.ResourceOptions(depends_on=before))
+        provider = k8s.Provider(
+            "k8s", kubeconfig=cluster.kubeconfig, opts=pulumi.ResourceOptions(depends_on=before, parent=parent)
+        )
     elif provider_of(config).reads_cluster_stack and _exports_kubeconfig(config):
-        reference = pulumi.StackReference(f"{STACK_NAME}-cluster", stack_name=config.cluster.stack)
-        provider = k8s.Provider("k8s", kubeconfig=reference.require_output(KUBECONFIG_OUTPUT))  # a secret
+        reference = pulumi.StackReference(f"{STACK_NAME}-cluster", stack_name=config.cluster.stack, opts=child)
+        provider = k8s.Provider("k8s", kubeconfig=reference.require_output(KUBECONFIG_OUTPUT), opts=child)  # a secret
     else:
         # The kubeconfig may be the file's content (`pulumi config set --secret --path llmd:cluster.kubeconfig`).
         kubeconfig = pulumi.Output.secret(config.cluster.kubeconfig) if config.cluster.kubeconfig else None
-        provider = k8s.Provider("k8s", kubeconfig=kubeconfig, context=config.cluster.context)
+        provider = k8s.Provider("k8s", kubeconfig=kubeconfig, context=config.cluster.context, opts=child)
     return ClusterSide(cluster, provider)
 
 
@@ -71,12 +76,18 @@ def _exports_kubeconfig(config: StackConfig) -> bool:
     return outputs is not None and outputs.kubeconfig_exported
 
 
-def compose(stack_plan: StackPlan, hf_token: pulumi.Input[str]) -> StackOutputs:
+def compose(
+    stack_plan: StackPlan, hf_token: pulumi.Input[str], parent: pulumi.ComponentResource | None = None
+) -> StackOutputs:
+    """Every resource of the stack; under `parent` (a component of the package, whose own options carry the
+    lifecycle transform to its children) or at the stack's root (the transform registered for the whole stack)."""
     config = stack_plan.config
-    pulumi.runtime.register_resource_transform(lifecycle_transform(config.protect))
-    side = cluster_side(config, stack_plan.pools, stack_plan.mirror)
+    if parent is None:
+        pulumi.runtime.register_resource_transform(lifecycle_transform(config.protect))
+    side = cluster_side(config, stack_plan.pools, stack_plan.mirror, parent)
     cluster, provider = side.cluster, side.provider
-    stack = _cache_stack(stack_plan, hf_token, _serving_needs(stack_plan, cluster, provider), provider)
+    needs = _serving_needs(stack_plan, cluster, provider, parent)
+    stack = _cache_stack(stack_plan, hf_token, needs, provider, parent)
     return StackOutputs(
         namespace=stack.namespace,
         router_endpoint=stack.router_endpoint,
@@ -85,11 +96,11 @@ def compose(stack_plan: StackPlan, hf_token: pulumi.Input[str]) -> StackOutputs:
 
 
 def _serving_needs(
-    stack_plan: StackPlan, cluster: CreatedCluster | None, provider: k8s.Provider
+    stack_plan: StackPlan, cluster: CreatedCluster | None, provider: k8s.Provider, parent: pulumi.Resource | None
 ) -> list[pulumi.Resource]:
     """What the model servers wait for: their node pool, the device plugin, the filesystem tier's backend."""
     config = stack_plan.config
-    after_cluster = pulumi.ResourceOptions(providers=[provider], depends_on=[cluster] if cluster else [])
+    after_cluster = pulumi.ResourceOptions(providers=[provider], depends_on=[cluster] if cluster else [], parent=parent)
     needs: list[pulumi.Resource] = []
     if cluster is not None and config.cache.node_pool:
         needs += cluster.node_pools[config.cache.node_pool]
@@ -133,6 +144,7 @@ def _cache_stack(
     hf_token: pulumi.Input[str],
     serving_needs: list[pulumi.Resource],
     provider: k8s.Provider,
+    parent: pulumi.Resource | None,
 ) -> CacheStack:
     config = stack_plan.config
     return CacheStack(
@@ -153,5 +165,5 @@ def _cache_stack(
             namespace_labels=namespace_labels(config),
             namespace_annotations=stack_plan.cost.annotations() if stack_plan.cost is not None else {},
         ),
-        pulumi.ResourceOptions(providers=[provider]),
+        pulumi.ResourceOptions(providers=[provider], parent=parent),
     )

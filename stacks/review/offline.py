@@ -12,7 +12,7 @@ import contextlib
 import inspect
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -206,6 +206,9 @@ class _RecordingMonitor(MockMonitor):
     def __init__(self, mocks: _Mocks) -> None:
         super().__init__(mocks)
         self.recorded: list[RecordedResource] = []
+        # A resource's `transforms` run on its children too (the package's component carries the lifecycle
+        # transform that way): what each registered URN passes down.
+        self.passed_down: dict[str, list[pulumi.ResourceTransform]] = {}
 
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (gRPC method name)
         try:
@@ -214,7 +217,10 @@ class _RecordingMonitor(MockMonitor):
             _close_worker_loop()
         if request.type == "pulumi:pulumi:Stack":
             return response
-        applied, inputs = _transformed(request, deserialize_inputs(request), self.get_registered_transforms())
+        inherited = self.passed_down.get(request.parent, [])
+        self.passed_down[response.urn] = inherited + transform_functions(request.transforms)
+        transforms = [*self.get_registered_transforms(), *inherited]
+        applied, inputs = _transformed(request, deserialize_inputs(request), transforms)
         secrets: list[str] = []
         cleaned = _clean(inputs, "", secrets)
         self.recorded.append(
@@ -255,12 +261,6 @@ def _without_ambient_provider_settings() -> Iterator[None]:
 def record(stack_plan: StackPlan | ClusterPlan, stack: str) -> Recording:
     """Run `compose` (a cluster stack's `compose_cluster`) once under fresh mocks (a new event loop and root
     stack each time)."""
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    reset_root_stack()
-    mocks = _Mocks()
-    monitor = _RecordingMonitor(mocks)
-    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
     outputs: dict[str, Any] = {}
 
     def program() -> pulumi.Output[Any]:
@@ -273,10 +273,22 @@ def record(stack_plan: StackPlan | ClusterPlan, stack: str) -> Recording:
             lambda v: outputs.update(namespace=v[0], routerEndpoint=v[1])
         )
 
+    return Recording(resources=record_program(program, stack).resources, outputs=outputs)
+
+
+def record_program(program: Callable[[], Any], stack: str) -> Recording:
+    """Run any program once under fresh mocks and record what it registers (`record`'s, or a component of the
+    package declared as a consumer would)."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    reset_root_stack()
+    mocks = _Mocks()
+    monitor = _RecordingMonitor(mocks)
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
     try:
         with _without_ambient_provider_settings():
             pulumi.runtime.test(program)()  # type: ignore[no-untyped-call]
     finally:
         loop.run_until_complete(loop.shutdown_default_executor())  # join the monitor's worker threads
         loop.close()
-    return Recording(resources=monitor.recorded, outputs=outputs)
+    return Recording(resources=monitor.recorded, outputs={})
