@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
-import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from e2e.go_build import BuildError, cache_root, go_env, go_version, module_source, run_step, wrapper_module
+
+__all__ = ["BuildError", "cache_root", "go_version", "module_source"]  # what lws.py, kwok.py and __main__ read here
 
 # The versions, one place. The Pulumi CLI and the Kubernetes provider are the nearest versions the
 # Go module proxy serves to the SDKs pinned in requirements.txt; `served_note` says so in the output.
@@ -37,6 +39,8 @@ KUBERNETES_PROVIDER_VERSION = "4.25.0"
 KUBERNETES_VERSION = "1.34.4"
 ETCD_VERSION = "3.6.16"
 KWOK_VERSION = "0.8.0"
+# The YAML language host, for the component package's YAML example (examples/yaml-serving-stack).
+PULUMI_YAML_VERSION = "1.25.0"
 # The CRD fixture is v0.10.0, which the proxy does not serve; v0.9.0 is the newest it does.
 LWS_VERSION = "0.9.0"
 
@@ -76,26 +80,6 @@ K8S_STAGING = (
 )
 
 
-class BuildError(RuntimeError):
-    """One line: which tool, which step, what went wrong."""
-
-
-def cache_root() -> Path:
-    explicit = os.environ.get("LLMD_E2E_CACHE")
-    if explicit:
-        return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "llmd-e2e"
-
-
-def go_version() -> str:
-    try:
-        out = subprocess.run(["go", "env", "GOVERSION"], capture_output=True, text=True, check=True)
-    except (OSError, subprocess.CalledProcessError) as error:
-        raise BuildError(f"go: not usable ({error}); the e2e tools are built with Go 1.26+") from None
-    return out.stdout.strip()
-
-
 @dataclass(frozen=True)
 class Tool:
     """One cached tool: its name, the versions that key it, the binaries it yields and how to build them."""
@@ -112,68 +96,19 @@ class Tool:
         return f"{self.name}-{label}-{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
 
 
-def _go_env(root: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        GOMODCACHE=str(root / "go" / "mod"),
-        GOCACHE=str(root / "go" / "build"),
-        GOFLAGS="-mod=mod -buildvcs=false -trimpath",
-        GOTOOLCHAIN="local",
-        CGO_ENABLED="0",
-        GOWORK="off",
-    )
-    return env
-
-
-def _run(tool: str, step: str, argv: Sequence[str], cwd: Path, env: dict[str, str], log: Path) -> None:
-    with log.open("a") as sink:
-        sink.write(f"$ {' '.join(argv)}\n")
-        sink.flush()
-        proc = subprocess.run(list(argv), cwd=cwd, env=env, stdout=sink, stderr=subprocess.STDOUT)
-    if proc.returncode != 0:
-        tail = [line for line in log.read_text(errors="replace").splitlines() if line.strip()][-1:]
-        raise BuildError(f"{tool}: {step} failed (exit {proc.returncode}): {' '.join(tail)[:300]} (log: {log})")
-
-
-def module_source(tool: str, module: str, version: str, root: Path | None = None) -> Path:
-    """Where the module cache holds a module's source (its data files: schemas, scripts, stages), downloaded
-    through the proxy when missing; the go command resolves the path, case-escaping included."""
-    root = root or cache_root()
-    root.mkdir(parents=True, exist_ok=True)
-    out = subprocess.run(
-        ["go", "mod", "download", "-json", f"{module}@{version}"],
-        capture_output=True,
-        text=True,
-        env=_go_env(root),
-        cwd=root,
-    )
-    try:
-        return Path(json.loads(out.stdout)["Dir"])
-    except (KeyError, ValueError):
-        detail = (out.stderr or out.stdout).strip().replace("\n", " ")[:300]
-        raise BuildError(f"{tool}: go mod download {module}@{version} failed: {detail}") from None
-
-
-def _wrapper(work: Path, module: str, go_mod_body: str, files: dict[str, str] | None = None) -> None:
-    work.mkdir(parents=True, exist_ok=True)
-    (work / "go.mod").write_text(f"module {module}\n\ngo 1.26\n\n{go_mod_body}")
-    for name, text in (files or {}).items():
-        (work / name).write_text(text)
-
-
 def _build_pulumi(tool: Tool, out: Path, root: Path) -> None:
-    work, env, log = root / "work" / tool.name, _go_env(root), out.parent / "build.log"
+    work, env, log = root / "work" / tool.name, go_env(root), out.parent / "build.log"
     pkg = "github.com/pulumi/pulumi/pkg/v3"
-    _wrapper(
+    wrapper_module(
         work,
         "llmd-e2e/pulumi",
         f"require (\n\t{pkg} v{PULUMI_CLI_VERSION}\n\tgithub.com/pulumi/pulumi/sdk/v3 v{PULUMI_CLI_VERSION}\n)\n\n"
         # pkg/v3's own go.mod replaces the sdk with ../sdk and this fork of clipboard.
         "replace github.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-20241001131231-d02d263e614e\n",
     )
-    _run(tool.name, "go get", ["go", "get", f"{pkg}/cmd/pulumi@v{PULUMI_CLI_VERSION}"], work, env, log)
+    run_step(tool.name, "go get", ["go", "get", f"{pkg}/cmd/pulumi@v{PULUMI_CLI_VERSION}"], work, env, log)
     flags = f"-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v{PULUMI_CLI_VERSION}"
-    _run(
+    run_step(
         tool.name,
         "go build",
         ["go", "build", "-ldflags", flags, "-o", str(out / "pulumi"), f"{pkg}/cmd/pulumi"],
@@ -188,8 +123,31 @@ def _build_pulumi(tool: Tool, out: Path, root: Path) -> None:
     exec_script.chmod(0o755)
 
 
+def _build_pulumi_yaml(tool: Tool, out: Path, root: Path) -> None:
+    work, env, log = root / "work" / tool.name, go_env(root), out.parent / "build.log"
+    module = "github.com/pulumi/pulumi-yaml"
+    wrapper_module(
+        work,
+        "llmd-e2e/pulumi-yaml",
+        f"require {module} v{PULUMI_YAML_VERSION}\n\n"
+        # pulumi-yaml depends on pkg/v3, whose go.mod replaces clipboard with this fork.
+        "replace github.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-20241001131231-d02d263e614e\n",
+    )
+    cmd = f"{module}/cmd/pulumi-language-yaml"
+    run_step(tool.name, "go get", ["go", "get", f"{cmd}@v{PULUMI_YAML_VERSION}"], work, env, log)
+    flags = f"-s -w -X {module}/pkg/version.Version=v{PULUMI_YAML_VERSION}"
+    run_step(
+        tool.name,
+        "go build",
+        ["go", "build", "-ldflags", flags, "-o", str(out / "pulumi-language-yaml"), cmd],
+        work,
+        env,
+        log,
+    )
+
+
 def _build_kubernetes_provider(tool: Tool, out: Path, root: Path) -> None:
-    work, env, log = root / "work" / tool.name, _go_env(root), out.parent / "build.log"
+    work, env, log = root / "work" / tool.name, go_env(root), out.parent / "build.log"
     module = "github.com/pulumi/pulumi-kubernetes/provider/v4"
     # The provider's main package embeds schema-embed.json, which its Makefile generates from the
     # committed schema.json (so the module zip lacks it): the wrapper is that main package, with
@@ -201,7 +159,7 @@ def _build_kubernetes_provider(tool: Tool, out: Path, root: Path) -> None:
         "//go:embed terraform-mapping-embed.json\nvar terraformMapping []byte\n\n"
         'func main() { provider.Serve("kubernetes", version.Version, pulumiSchema, terraformMapping) }\n'
     )
-    _wrapper(
+    wrapper_module(
         work,
         "llmd-e2e/pulumi-resource-kubernetes",
         f"require {module} {KUBERNETES_PROVIDER_MODULE_VERSION}\n\n"
@@ -210,7 +168,7 @@ def _build_kubernetes_provider(tool: Tool, out: Path, root: Path) -> None:
         "replace github.com/pulumi/pulumi-kubernetes/sdk/v4 => github.com/pulumi/pulumi-kubernetes/sdk/v4 v4.22.2\n",
         {"main.go": main},
     )
-    _run(
+    run_step(
         tool.name,
         "go get",
         ["go", "get", f"{module}/pkg/provider@{KUBERNETES_PROVIDER_MODULE_VERSION}"],
@@ -224,9 +182,9 @@ def _build_kubernetes_provider(tool: Tool, out: Path, root: Path) -> None:
     (work / "schema-embed.json").write_text(json.dumps(schema, separators=(",", ":")))
     mapping = json.loads((src / "cmd" / "pulumi-resource-kubernetes" / "terraform-mapping.json").read_text())
     (work / "terraform-mapping-embed.json").write_text(json.dumps(mapping, separators=(",", ":")))
-    _run(tool.name, "go mod tidy", ["go", "mod", "tidy"], work, env, log)
+    run_step(tool.name, "go mod tidy", ["go", "mod", "tidy"], work, env, log)
     flags = f"-s -w -X {module}/pkg/version.Version={KUBERNETES_PROVIDER_VERSION}"
-    _run(
+    run_step(
         tool.name,
         "go build",
         ["go", "build", "-ldflags", flags, "-o", str(out / "pulumi-resource-kubernetes"), "."],
@@ -237,27 +195,27 @@ def _build_kubernetes_provider(tool: Tool, out: Path, root: Path) -> None:
 
 
 def _build_etcd(tool: Tool, out: Path, root: Path) -> None:
-    work, env, log = root / "work" / tool.name, _go_env(root), out.parent / "build.log"
+    work, env, log = root / "work" / tool.name, go_env(root), out.parent / "build.log"
     # The etcd binary's main package sits in the root module, which replaces every etcd module
     # with its local copy; etcdmain.Main is all that main does.
     main = (
         'package main\n\nimport (\n\t"os"\n\n\t"go.etcd.io/etcd/server/v3/etcdmain"\n)\n\n'
         "func main() { etcdmain.Main(os.Args) }\n"
     )
-    _wrapper(work, "llmd-e2e/etcd", f"require go.etcd.io/etcd/server/v3 v{ETCD_VERSION}\n", {"main.go": main})
-    _run(tool.name, "go get", ["go", "get", f"go.etcd.io/etcd/server/v3/etcdmain@v{ETCD_VERSION}"], work, env, log)
-    _run(tool.name, "go mod tidy", ["go", "mod", "tidy"], work, env, log)
-    _run(tool.name, "go build", ["go", "build", "-ldflags", "-s -w", "-o", str(out / "etcd"), "."], work, env, log)
+    wrapper_module(work, "llmd-e2e/etcd", f"require go.etcd.io/etcd/server/v3 v{ETCD_VERSION}\n", {"main.go": main})
+    run_step(tool.name, "go get", ["go", "get", f"go.etcd.io/etcd/server/v3/etcdmain@v{ETCD_VERSION}"], work, env, log)
+    run_step(tool.name, "go mod tidy", ["go", "mod", "tidy"], work, env, log)
+    run_step(tool.name, "go build", ["go", "build", "-ldflags", "-s -w", "-o", str(out / "etcd"), "."], work, env, log)
 
 
 def _build_kubernetes(tool: Tool, out: Path, root: Path) -> None:
-    work, env, log = root / "work" / tool.name, _go_env(root), out.parent / "build.log"
+    work, env, log = root / "work" / tool.name, go_env(root), out.parent / "build.log"
     v = KUBERNETES_VERSION
     minor = v.split(".")[1]
     replaces = "".join(f"\tk8s.io/{name} => k8s.io/{name} v0.{v.split('.', 1)[1]}\n" for name in K8S_STAGING)
-    _wrapper(work, "llmd-e2e/kubernetes", f"require k8s.io/kubernetes v{v}\n\nreplace (\n{replaces})\n")
+    wrapper_module(work, "llmd-e2e/kubernetes", f"require k8s.io/kubernetes v{v}\n\nreplace (\n{replaces})\n")
     cmds = [f"k8s.io/kubernetes/cmd/{name}" for name in tool.binaries]
-    _run(tool.name, "go get", ["go", "get", *(f"{cmd}@v{v}" for cmd in cmds)], work, env, log)
+    run_step(tool.name, "go get", ["go", "get", *(f"{cmd}@v{v}" for cmd in cmds)], work, env, log)
     flags = " ".join(
         ["-s -w"]
         + [
@@ -265,24 +223,24 @@ def _build_kubernetes(tool: Tool, out: Path, root: Path) -> None:
             for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
         ]
     )
-    _run(tool.name, "go build", ["go", "build", "-ldflags", flags, "-o", str(out) + "/", *cmds], work, env, log)
+    run_step(tool.name, "go build", ["go", "build", "-ldflags", flags, "-o", str(out) + "/", *cmds], work, env, log)
 
 
 def _build_kwok(tool: Tool, out: Path, root: Path) -> None:
-    env, log = _go_env(root), out.parent / "build.log"
+    env, log = go_env(root), out.parent / "build.log"
     env["GOBIN"] = str(out)
     consts = "sigs.k8s.io/kwok/pkg/consts"
     flags = f"-s -w -X {consts}.Version={KWOK_VERSION} -X {consts}.KubeVersion={KUBERNETES_VERSION}"
     pkgs = [f"sigs.k8s.io/kwok/cmd/{name}@v{KWOK_VERSION}" for name in tool.binaries]
-    _run(tool.name, "go install", ["go", "install", "-ldflags", flags, *pkgs], out.parent, env, log)
+    run_step(tool.name, "go install", ["go", "install", "-ldflags", flags, *pkgs], out.parent, env, log)
 
 
 def _build_lws(tool: Tool, out: Path, root: Path) -> None:
-    work, env, log = root / "work" / tool.name, _go_env(root), out.parent / "build.log"
+    work, env, log = root / "work" / tool.name, go_env(root), out.parent / "build.log"
     # `go install module@version` asks the proxy for the module's version list, which it refuses for lws.
-    _wrapper(work, "llmd-e2e/lws", f"require sigs.k8s.io/lws v{LWS_VERSION}\n")
-    _run(tool.name, "go get", ["go", "get", f"sigs.k8s.io/lws/cmd@v{LWS_VERSION}"], work, env, log)
-    _run(
+    wrapper_module(work, "llmd-e2e/lws", f"require sigs.k8s.io/lws v{LWS_VERSION}\n")
+    run_step(tool.name, "go get", ["go", "get", f"sigs.k8s.io/lws/cmd@v{LWS_VERSION}"], work, env, log)
+    run_step(
         tool.name,
         "go build",
         ["go", "build", "-ldflags", "-s -w", "-o", str(out / "lws-controller"), "sigs.k8s.io/lws/cmd"],
@@ -309,6 +267,7 @@ TOOLS: tuple[Tool, ...] = (
         note=f"the SDK pins {KUBERNETES_SDK_VERSION}; the proxy serves the provider module only at the commit"
         f" of v{KUBERNETES_PROVIDER_VERSION}, used from PATH",
     ),
+    Tool("pulumi-yaml", {"yaml": PULUMI_YAML_VERSION}, ("pulumi-language-yaml",), _build_pulumi_yaml),
     Tool("etcd", {"etcd": ETCD_VERSION}, ("etcd",), _build_etcd),
     Tool(
         "kubernetes",
