@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from e2e import faults, layers, lifecycle, session, tools
+from e2e import faults, layers, lifecycle, package_run, session, tools
 from e2e.engine import REPO
 
 # Presets whose Kubernetes layer needs no cloud account: an existing cluster.
@@ -49,12 +49,13 @@ def _needs_lws(presets: list[str], overrides: list[str]) -> bool:
     )
 
 
-def selection(named: list[str], every: bool, layers: bool) -> tuple[list[str] | None, bool]:
-    """(the presets to run, None for every local one; whether the layered run runs): none named, the default
-    presets and the layered run (CI's `./run e2e`); `--all`, every local preset and it; `--layers` alone, it only."""
+def selection(named: list[str], every: bool, extras: bool) -> tuple[list[str] | None, bool]:
+    """(the presets to run, None for every local one; whether the runs beyond the presets run: the layered run and
+    the package's): none named, the default presets and them (CI's `./run e2e`); `--all`, every local preset and
+    them; `--layers` or `--package` alone (`extras`), those only."""
     if every:
         return None, True
-    return (named or ([] if layers else list(DEFAULT))), layers or not named
+    return (named or ([] if extras else list(DEFAULT))), extras or not named
 
 
 def refusal(args: argparse.Namespace, presets: list[str], run_layers: bool) -> str | None:
@@ -117,6 +118,12 @@ def main(argv: list[str]) -> int:
         action="store_true",
         help="the layered run: a cluster stack and two serving stacks on it (alone, unless presets are named)",
     )
+    parser.add_argument(
+        "--package",
+        action="store_true",
+        help="the component package: dev's serving stack from YAML (examples/yaml-serving-stack), against the"
+        " Python render (alone, unless presets are named; part of every run that names none)",
+    )
     parser.add_argument("--no-changes", action="store_true", help="skip the config-change comparisons")
     parser.add_argument(
         "--faults",
@@ -143,8 +150,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--stop", metavar="PRESET", help="stop the cluster a --keep run left running")
     parser.add_argument("--workdir", type=Path, default=REPO / "out" / "e2e", help="logs and state (default out/e2e)")
     args = parser.parse_args(argv)
-    presets, run_layers = selection(args.presets, args.all, args.layers)
-    run_layers = run_layers and not args.faults
+    presets, extras = selection(args.presets, args.all, args.layers or args.package)
+    named_extras = (args.layers or args.package) and not args.all  # the runs named: those only
+    run_layers = not args.faults and (args.layers if named_extras else extras)
+    run_package = not args.faults and (args.package if named_extras else extras)
     presets = _local_presets() if presets is None else presets
     refused = refusal(args, presets if not args.stop else [], run_layers and not args.stop)
     if refused is not None:
@@ -179,6 +188,8 @@ def main(argv: list[str]) -> int:
         )
     if run_layers:
         reports.append(layers.run_layers(args.workdir / layers.NAME, bins, keep=args.keep))
+    if run_package:
+        reports.append(package_run.run_package(args.workdir / package_run.NAME, bins, keep=args.keep))
     failed = [r.preset for r in reports if r.failed]
     print(
         f"[e2e] {len(reports) - len(failed)} of {len(reports)} runs passed in {time.monotonic() - started:.0f} s"

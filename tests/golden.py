@@ -7,6 +7,7 @@ arguments, parents, dependencies, providers, secret paths) and the summary, chec
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +17,10 @@ from stacks.config import loading
 from stacks.review.render import Render
 
 GOLDEN = Path(__file__).parent / "golden"
+REPO = Path(__file__).resolve().parents[1]
+# The component package's generated inputs and its schema (docs/any-language.md), reviewed like the renders.
+PACKAGE_ARGS = REPO / "stacks" / "package" / "args.py"
+PACKAGE_SCHEMA = REPO / "package" / "schema.json"
 # Goldens beyond the presets: (preset, overrides) for settings no preset turns on.
 VARIANTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "gpu-vllm-native-cpu+monitoring": ("gpu-vllm-native-cpu", ("monitoring.enabled=true",)),
@@ -63,6 +68,24 @@ def write_all() -> list[str]:
     return written
 
 
+def schema_text() -> str:
+    """The package's schema as its provider infers it, in a fresh interpreter (the Args it reads may just have been
+    rewritten)."""
+    code = (
+        "import json; from stacks.package.provider import schema; print(json.dumps(schema(), indent=2, sort_keys=True))"
+    )
+    return subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True).stdout
+
+
+def write_package() -> None:
+    from stacks.package.args_codegen import generate
+
+    PACKAGE_ARGS.write_text(generate())
+    PACKAGE_SCHEMA.write_text(schema_text())
+
+
 if __name__ == "__main__":
+    write_package()
+    print(f"wrote {PACKAGE_ARGS.relative_to(REPO)} and {PACKAGE_SCHEMA.relative_to(REPO)}", file=sys.stderr)
     names = write_all()
     print(f"wrote golden renders of {len(names)} presets and variants to {GOLDEN}", file=sys.stderr)

@@ -18,6 +18,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tests.golden import PACKAGE_ARGS
+
 ROOT = Path(__file__).resolve().parents[1]
 OURS = ("components", "stacks", "policies", "e2e")
 GROUND = {"components.units", "components.manifest"}
@@ -81,6 +83,7 @@ def _floor(module: str) -> str:
         ("stacks.planning", "stacks.planning"),
         ("stacks.deploy", "stacks.deploy"),
         ("stacks.review", "stacks.review"),
+        ("stacks.package", "stacks.package"),
         ("stacks", "stacks"),
         ("e2e", "e2e"),
     ):
@@ -103,8 +106,9 @@ ALLOWED = {
     "stacks.planning": {"ground", "catalog", "formulas", "specs", "stacks.config", "stacks.planning"},
     "stacks.deploy": {*_BELOW_STACKS, "stacks.config", "stacks.planning", "stacks.deploy"},
     "stacks.review": {*_BELOW_STACKS, "policies", *_STACKS[:3], "stacks.review"},
+    "stacks.package": {*_BELOW_STACKS, *_STACKS[:3], "stacks.package"},
     "stacks": {*_BELOW_STACKS, "policies", *_STACKS, "stacks"},
-    "program": {*_STACKS, "stacks", "pulumi"},
+    "program": {*_STACKS, "stacks", "stacks.package", "pulumi"},
     "e2e": {*_BELOW_STACKS, "policies", *_STACKS, "stacks", "e2e"},
 }
 
@@ -227,8 +231,13 @@ def test_module_names_are_unique_across_the_program() -> None:
 
 
 def test_no_module_of_the_program_is_over_400_lines() -> None:
-    """Small modules with one job each (issue #22's bound)."""
-    long = {str(p.relative_to(ROOT)): n for p in SOURCES if (n := len(p.read_text().splitlines())) > 400}
+    """Small modules with one job each (issue #22's bound); a generated module is not written by hand (the component
+    package's inputs, one record per config section: its generator is the module held to the bound)."""
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in SOURCES
+        if p != PACKAGE_ARGS and (n := len(p.read_text().splitlines())) > 400
+    }
     assert long == {}
 
 
