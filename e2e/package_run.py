@@ -4,7 +4,8 @@ The YAML program is `examples/yaml-serving-stack` as committed, its ServingStack
 settings (the control plane's kubeconfig, the router chart and CRDs from the fixtures), which the Python side gets as
 stack config: the Python render of the same config is what the API server must hold after `pulumi up`. Steps: a
 wrong enum value and a value the config refuses, each one line before anything is created; preview; up; the
-component's outputs; the live objects against the render; no perpetual diff; destroy.
+component's outputs; the live objects against the render; no perpetual diff; the policy pack (passes, and a floating
+image tag fails it); destroy.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import yaml
 
 from e2e.engine import Engine
 from e2e.kwok import ClusterError
+from e2e.policy_step import FLOATING_TAG, failed_with, pack_args
 from e2e.session import HF_TOKEN, ROUTER_CHART, ROUTER_CHART_VERSION, Session, new_session, start
 from e2e.steps import Report, StepError, check_live_matches, timed
 
@@ -127,6 +129,7 @@ def run_package(workdir: Path, bins: dict[str, Path], keep: bool = False) -> Rep
         timed(report, "pulumi up (YAML, through the package)", up)
         timed(report, "live objects equal the Python render", lambda: check_live_matches(cluster, session.objects))
         timed(report, "pulumi preview --expect-no-changes", lambda: _no_change(engine))
+        timed(report, "policy pack passes", lambda: _policy(session, program, engine))
         if not keep:
             timed(report, "destroy", lambda: _destroy(engine))
     except (StepError, ClusterError):
@@ -146,14 +149,19 @@ def _init(engine: Engine) -> str:
     return f"project {engine.project.name}, stack {engine.stack}"
 
 
-def _refused(session: Session, program: dict[str, Any], engine: Engine, extra: dict[str, Any], expected: str) -> str:
-    """A copy of the program with a bad property: `pulumi preview` fails with `expected` and creates nothing."""
+def _refused_copy(session: Session, program: dict[str, Any], engine: Engine, extra: dict[str, Any]) -> Path:
+    """A copy of the program with `extra` in its ServingStack's properties, on the same stack and backend."""
     bad_dir = engine.project.parent / f"{engine.project.name}-refused"  # beside it: the package path holds
     shutil.rmtree(bad_dir, ignore_errors=True)
     _write_program(program, bad_dir, _merge(local_settings(session), extra))
     stack_file = f"Pulumi.{engine.stack}.yaml"  # the stack's config (its secret token) lives beside the program
     shutil.copyfile(engine.project / stack_file, bad_dir / stack_file)
-    bad = Engine(bad_dir, engine.workdir, engine.path_dirs)
+    return bad_dir
+
+
+def _refused(session: Session, program: dict[str, Any], engine: Engine, extra: dict[str, Any], expected: str) -> str:
+    """A copy of the program with a bad property: `pulumi preview` fails with `expected` and creates nothing."""
+    bad = Engine(_refused_copy(session, program, engine, extra), engine.workdir, engine.path_dirs)
     result = bad.run("preview")
     text = result.stdout + result.stderr
     if result.ok or expected not in text:
@@ -162,6 +170,21 @@ def _refused(session: Session, program: dict[str, Any], engine: Engine, extra: d
         raise StepError("a refused preview left resources in the state")
     line = next(line for line in text.splitlines() if expected in line)
     return line[line.index(expected) :][:200]
+
+
+def _policy(session: Session, program: dict[str, Any], engine: Engine) -> str:
+    """The policy pack holds the package's stacks as the program's: the stack passes it, and a floating image tag
+    (set as a property) fails the preview with its rule."""
+    args = pack_args(engine, session.project)
+    result = engine.run("preview", *args)
+    if not result.ok:
+        raise StepError("the YAML stack fails the policy pack:\n" + result.tail(40))
+    _, image, rule = FLOATING_TAG
+    bad_dir = _refused_copy(session, program, engine, {"cache": {"image": image}})
+    seeded = Engine(bad_dir, engine.workdir, engine.path_dirs).run("preview", *args)
+    if not failed_with(seeded, rule, "floating tag"):
+        raise StepError(f"a floating image tag did not fail the preview with rule {rule}:\n" + seeded.tail(30))
+    return f"passes; `cache.image: {image}` fails it with {rule}"
 
 
 def _no_change(engine: Engine) -> str:

@@ -16,14 +16,14 @@ from e2e.steps import StepError
 FLOATING_TAG = ("llmd:cache.image", "docker.io/vllm/vllm-openai:latest", "images-pinned")
 
 
-def _args(engine: Engine, project: Path) -> tuple[str, ...]:
+def pack_args(engine: Engine, project: Path) -> tuple[str, ...]:
     # The e2e deploys the fixture chart from disk, which the pack refuses unless told (as an air-gapped user would).
     pack_config = engine.workdir / "policy-config.json"
     pack_config.write_text(json.dumps({"chart-registries": {"allowLocalCharts": True}}))
     return ("--policy-pack", str(project / "policies"), "--policy-pack-config", str(pack_config))
 
 
-def _failed_with(result: Result, rule: str, phrase: str) -> bool:
+def failed_with(result: Result, rule: str, phrase: str) -> bool:
     text = result.stdout + result.stderr
     return not result.ok and rule in text and phrase in text
 
@@ -35,7 +35,7 @@ def _seed_floating_tag(engine: Engine, args: tuple[str, ...]) -> str:
         seeded = engine.run("preview", *args)
     finally:
         engine.remove_config(key)
-    if not _failed_with(seeded, rule, "floating tag"):
+    if not failed_with(seeded, rule, "floating tag"):
         raise StepError(f"a floating image tag did not fail the preview with rule {rule}:\n" + seeded.tail(30))
     return f"`{key}={value}` fails it with {rule}"
 
@@ -51,7 +51,7 @@ def _seed_small_tier(engine: Engine, project: Path, args: tuple[str, ...], resou
         seeded = engine.run("preview", *args)
     finally:
         entry.write_text(program)
-    if not _failed_with(seeded, seeds.TIER_RULE, expected[0]):
+    if not failed_with(seeded, seeds.TIER_RULE, expected[0]):
         raise StepError(
             f"a tier half the router's index did not fail the preview with rule {seeds.TIER_RULE}:\n" + seeded.tail(30)
         )
@@ -60,7 +60,7 @@ def _seed_small_tier(engine: Engine, project: Path, args: tuple[str, ...], resou
 
 def check_pack(engine: Engine, project: Path, resources_json: str) -> str:
     """The unchanged stack passes its pack; each seeded violation fails the preview with its rule."""
-    args = _args(engine, project)
+    args = pack_args(engine, project)
     result = engine.run("preview", *args)
     if not result.ok:
         raise StepError("the unchanged stack fails its policy pack:\n" + result.tail(40))
