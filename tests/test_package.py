@@ -3,9 +3,12 @@ Python program's objects, and a bad input gets the config's one line in the cons
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Iterator
 from typing import Any
 
+import pulumi
 import pytest
 
 from components.catalog.accelerators import ACCELERATORS
@@ -176,3 +179,26 @@ def test_the_yaml_example_declares_devs_serving_stack() -> None:
     assert config_overrides(properties) == ["monitoring.enabled=false"]
     nested = {"hfToken": "${t}", "cache": {"tensorParallelism": 2, "tier": {"cpu": "8GiB"}}, "protect": False}
     assert config_overrides(nested) == ["cache.tensor_parallelism=2", "cache.tier.cpu=8GiB", "protect=false"]
+
+
+@pytest.fixture
+def event_loop_for_outputs() -> Iterator[None]:
+    """An Output needs a current event loop (a recording closes its own)."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    yield
+    loop.close()
+
+
+@pytest.mark.usefixtures("event_loop_for_outputs")
+def test_a_secret_or_an_unknown_value_is_refused_unprinted() -> None:
+    """The plan sizes the stack before anything exists: a property the engine sends as an output (a secret, another
+    resource's output) is refused naming it, and its value is not printed; the token alone takes a secret."""
+    secret = pulumi.Output.secret("kubeconfig-text-not-to-print")
+    with pytest.raises(InputError) as refused:
+        planned({"hf_token": secret, "cluster": {"provider": "existing", "kubeconfig": secret}}, "q", _no_cluster)
+    assert refused.value.path == "cluster.kubeconfig"
+    assert "kubeconfig-text" not in str(refused.value) and "only hfToken takes a secret" in str(refused.value)
+    with pytest.raises(InputError) as nested:
+        planned({"hf_token": "t", "node_pools": {"gpu_pool": {"labels": {"a": secret}}}}, "q", _no_cluster)
+    assert nested.value.path == "nodePools.gpu_pool.labels.a"  # a pool's key as written

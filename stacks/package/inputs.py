@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Any
 
+import pulumi
+from pulumi.runtime.rpc import is_rpc_secret
 from pydantic import BaseModel
 
 from stacks.config import StackConfig
@@ -83,8 +85,30 @@ def error_line(error: ConfigError, name: str) -> str:
     return f"invalid {COMPONENT} {name!r} input: {text} ({SOURCE})"
 
 
+def _unresolved(value: Any, path: str) -> str | None:
+    """The first property under `value` the engine sent as an output (a secret, or another resource's output:
+    its value is not read here, so never printed); None when every value is plain."""
+    if isinstance(value, pulumi.Output) or is_rpc_secret(value):
+        return path
+    if isinstance(value, Mapping):
+        return next((p for k, v in value.items() if (p := _unresolved(v, f"{path}.{k}"))), None)
+    if isinstance(value, list | tuple):
+        return next((p for i, v in enumerate(value) if (p := _unresolved(v, f"{path}[{i}]"))), None)
+    return None
+
+
 def sections_of(args: Mapping[str, Any], name: str) -> tuple[str | None, dict[str, Any]]:
-    """(the preset, the stack config sections) of the inputs; refused when a key the package leaves out is set."""
+    """(the preset, the stack config sections) of the inputs; refused when a key the package leaves out is set, or
+    when a value is not plain (the plan sizes every object from the values before anything is created)."""
+    for key, value in args.items():
+        found = _unresolved(value, key) if key != TOKEN else None
+        if found is not None:
+            path = property_path(found)
+            reason = (
+                "must be a plain value (a literal or a plain config value): a secret or another resource's output"
+                f" is not known when the stack is planned; only hfToken takes a secret ({SOURCE})"
+            )
+            raise InputError(path, f"invalid {COMPONENT} {name!r} input: {path} = (not shown): {reason}", reason)
     preset = args.get(PRESET)
     sections = {key: plain(value) for key, value in args.items() if key not in (TOKEN, PRESET) and value is not None}
     cluster = sections.get("cluster") or {}
