@@ -20,7 +20,7 @@ from stacks.config.errors import ConfigError
 from stacks.config.keys import config_keys
 from stacks.package.args import Preset
 from stacks.package.args_codegen import LEFT_OUT, generate, package_presets
-from stacks.package.inputs import InputError, camel, plain, planned, property_path
+from stacks.package.inputs import SPECIAL_VALUE_KEY, InputError, camel, plain, planned, property_path
 from stacks.package.provider import schema
 from stacks.package.serving_stack import ServingStack
 from stacks.planning.plan import plan
@@ -202,3 +202,14 @@ def test_a_secret_or_an_unknown_value_is_refused_unprinted() -> None:
     with pytest.raises(InputError) as nested:
         planned({"hf_token": "t", "node_pools": {"gpu_pool": {"labels": {"a": secret}}}}, "q", _no_cluster)
     assert nested.value.path == "nodePools.gpu_pool.labels.a"  # a pool's key as written
+
+
+def test_a_nested_secret_on_the_wire_is_refused() -> None:
+    """A secret inside a map arrives as the protocol's special value, which the package recognises by its key."""
+    from pulumi.runtime import rpc
+
+    wire = rpc.wrap_rpc_secret("labels-value-not-to-print")
+    assert SPECIAL_VALUE_KEY in wire
+    with pytest.raises(InputError) as refused:
+        planned({"hf_token": "t", "router": {"match_labels": {"a": wire}}}, "q", _no_cluster)
+    assert refused.value.path == "router.matchLabels.a" and "labels-value" not in str(refused.value)

@@ -14,7 +14,6 @@ from enum import Enum
 from typing import Any
 
 import pulumi
-from pulumi.runtime.rpc import is_rpc_secret
 from pydantic import BaseModel
 
 from stacks.config import StackConfig
@@ -23,6 +22,9 @@ from stacks.config.loading import build
 from stacks.package.args_codegen import LEFT_OUT, served_providers
 from stacks.planning.plan import StackPlan, plan
 
+# The wire marker of a special value (a secret, an asset, a resource reference) in Pulumi's property protocol
+# (pulumi/sdk/go/common/resource/sig: SigKey): a nested secret reaches a component as a map holding it.
+SPECIAL_VALUE_KEY = "4dabf18193072939515e22adb298388d"
 COMPONENT = "ServingStack"
 SOURCE = f"from the {COMPONENT}'s properties"
 # The inputs that are not stack config sections.
@@ -88,7 +90,7 @@ def error_line(error: ConfigError, name: str) -> str:
 def _unresolved(value: Any, path: str) -> str | None:
     """The first property under `value` the engine sent as an output (a secret, or another resource's output:
     its value is not read here, so never printed); None when every value is plain."""
-    if isinstance(value, pulumi.Output) or is_rpc_secret(value):
+    if isinstance(value, pulumi.Output) or (isinstance(value, Mapping) and SPECIAL_VALUE_KEY in value):
         return path
     if isinstance(value, Mapping):
         return next((p for k, v in value.items() if (p := _unresolved(v, f"{path}.{k}"))), None)
