@@ -7,22 +7,16 @@ most 2 code files, an in-process connector in at most 3)."""
 
 from __future__ import annotations
 
-import filecmp
-import json
-import os
 import re
-import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.contributions import add_b200, add_connector
+from tests.scratch_tree import ROOT, changed_files, copy_tree, run_json
+
 BOUNDS = {"accelerator": 2, "connector": 3, "workload": 2}
-# What the copy needs to render and check a preset: the program and its project files.
-PROGRAM = ("components", "stacks", "policies", "__main__.py", "Pulumi.yaml", "pyproject.toml")
 
 
 def _lists() -> dict[str, list[str]]:
@@ -34,72 +28,6 @@ def _lists() -> dict[str, list[str]]:
         if kind:
             out[kind.group(1)] = re.findall(r"^\d+\. `([^`]+)`", body, flags=re.M)
     return out
-
-
-def _insert(path: Path, anchor: str, text: str, before: bool = False) -> None:
-    """Add `text` beside the one occurrence of `anchor` (the place CONTRIBUTING.md says the entry goes)."""
-    source = path.read_text()
-    assert source.count(anchor) == 1, f"{path.name}: the anchor {anchor!r} moved"
-    path.write_text(source.replace(anchor, text + anchor if before else anchor + text))
-
-
-def _add_b200(tree: Path) -> None:
-    _insert(
-        tree / "components/catalog/accelerators.py",
-        '        AcceleratorProfile(\n            key="amd",',
-        """        AcceleratorProfile(
-            key="b200",
-            memory_bandwidth=8e12,  # B200 data sheet: 8 TB/s HBM3e
-            vendor="nvidia",
-            variant="gpu",
-            reference_hardware="NVIDIA B200 180 GB",
-            vllm_image=versions.VLLM_CUDA_IMAGE,
-            device_resource="nvidia.com/gpu",
-            device_memory=ByteSize(183_359 * MiB),
-            device_memory_from="nvidia-smi on a B200: 183,359 MiB",
-            load=_H100_LOAD,
-            warm_compile_ratio=_GPU_WARM_COMPILE,
-            rates=AcceleratorRates(
-                Figure(2250 * TFLOPS, "NVIDIA HGX B200 data sheet: 4.5 PFLOPS bf16 with sparsity, half dense"),
-                H200_PREFILL,
-                HostLink("PCIe Gen5 x16", PCIE5_X16, "the H200 curve: the B200 links at PCIe Gen5 x16", assumed=True),
-            ),
-        ),
-""",
-        before=True,
-    )
-    _insert(
-        tree / "components/catalog/support.py",
-        '    ("gpu", "vllm", "native", "cpu", "single-host"): _NATIVE_GPU,\n',
-        '    ("b200", "vllm", "native", "cpu", "single-host"): _NATIVE_GPU,\n',
-    )
-
-
-def _add_connector(tree: Path) -> None:
-    """An in-process connector: vLLM's OffloadingConnector under another key (what a new connector that
-    differs in its flags would start from)."""
-    (tree / "components/specs/connectors/fixture_offload.py").write_text(
-        '"""A fixture connector: the native OffloadingConnector under its own key."""\n\n'
-        "from __future__ import annotations\n\n"
-        "from components.specs.connectors.native import Native\n\n\n"
-        "class FixtureOffload(Native):\n"
-        '    key = "fixture-offload"\n\n\n'
-        "FIXTURE_OFFLOAD = FixtureOffload()\n"
-    )
-    registry = tree / "components/specs/connectors/__init__.py"
-    _insert(
-        registry,
-        "from components.specs.connectors.lmcache_connector import LMCACHE_CONNECTOR\n",
-        "from components.specs.connectors.fixture_offload import FIXTURE_OFFLOAD\n",
-        before=True,
-    )
-    _insert(registry, '"mooncake-store", "lmcache-server"', ', "fixture-offload"')  # ConnectorKey, the config's Literal
-    _insert(registry, '    "lmcache-server": LMCACHE_SERVER,\n', '    "fixture-offload": FIXTURE_OFFLOAD,\n')
-    _insert(
-        tree / "components/catalog/support.py",
-        '    ("gpu", "vllm", "native", "cpu", "single-host"): _NATIVE_GPU,\n',
-        '    ("gpu", "vllm", "fixture-offload", "cpu", "single-host"): _NATIVE_GPU,\n',
-    )
 
 
 # Renders and checks one preset in the copy; prints what the policy pack reads of the model servers.
@@ -123,44 +51,8 @@ print(json.dumps({"servers": servers, "findings": findings}))
 """
 
 
-def _copy(tmp_path: Path) -> Path:
-    tree = tmp_path / "tree"
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in PROGRAM:
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, tree / name, ignore=ignore)
-        else:
-            tree.mkdir(exist_ok=True)
-            shutil.copy2(source, tree / name)
-    return tree
-
-
-def _changed(tree: Path) -> list[str]:
-    """The code files of the copy that differ from the tree's, or are new."""
-    out = []
-    for path in sorted(tree.rglob("*.py")):
-        name = path.relative_to(tree).as_posix()
-        if "__pycache__" in name:
-            continue
-        original = ROOT / name
-        if not original.is_file() or not filecmp.cmp(path, original, shallow=False):
-            out.append(name)
-    return out
-
-
 def _probe(tree: Path, preset: str, *overrides: str) -> dict[str, list[list[object]]]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, preset, *overrides],
-        cwd=tree,
-        env={**env, "PYTHONDONTWRITEBYTECODE": "1"},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    result: dict[str, list[list[object]]] = json.loads(done.stdout)
+    result: dict[str, list[list[object]]] = run_json(tree, PROBE, preset, *overrides)
     return result
 
 
@@ -172,17 +64,17 @@ def _listed(kind: str, changed: list[str]) -> None:
 
 
 CASES: dict[str, tuple[Callable[[Path], None], tuple[str, ...]]] = {
-    "accelerator": (_add_b200, ("cache.accelerator=b200",)),
-    "connector": (_add_connector, ("cache.connector=fixture-offload",)),
+    "accelerator": (add_b200, ("cache.accelerator=b200",)),
+    "connector": (add_connector, ("cache.connector=fixture-offload",)),
 }
 
 
 @pytest.mark.parametrize("kind", sorted(CASES))
 def test_a_new_one_touches_the_files_its_list_names_and_runs(kind: str, tmp_path: Path) -> None:
     edit, overrides = CASES[kind]
-    tree = _copy(tmp_path)
+    tree = copy_tree(tmp_path)
     edit(tree)
-    changed = _changed(tree)
+    changed = changed_files(tree)
     _listed(kind, changed)
     result = _probe(tree, "gpu-vllm-native-cpu", *overrides)
     mandatory = [f for f in result["findings"] if f[1] == "mandatory"]

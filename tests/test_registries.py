@@ -17,9 +17,10 @@ import pytest
 from pydantic import ValidationError
 
 from components.catalog.accelerators import ACCELERATORS
+from components.catalog.platforms import PLATFORMS
 from components.specs.connectors import BY_KEY, IMPLEMENTATIONS
 from stacks.config import StackConfig
-from stacks.config.cluster_facts import MirrorFacts
+from stacks.config.cluster_facts import ClusterOutputs, MirrorFacts
 from stacks.config.cluster_section import ClusterConfig
 from stacks.config.provider_kinds import MIRROR_CLOUDS, PROVIDER_KINDS
 from stacks.config.providers import PROVIDERS
@@ -118,3 +119,56 @@ def test_the_model_reads_its_defaults_and_mirror_checks_from_the_kinds() -> None
         MirrorFacts(cloud="eks", **{**facts, "project": "my-project-1"})
     with pytest.raises(ValidationError, match="belongs to an ECR mirror"):
         MirrorFacts(cloud="gke", region="us-central1", project="my-project-1", registries=[], direct={"x.io": "y"})
+
+
+# Each registry's keys: a `Literal` naming two or more keys of one registry is a copy of its list, written by
+# hand (components/catalog/key_lists.py `literal_of` builds them from the registry instead).
+REGISTRY_KEYS = {
+    "provider": frozenset(PROVIDER_KINDS),
+    "platform": frozenset(PLATFORMS),
+    "accelerator": frozenset(ACCELERATORS),
+    "connector": frozenset({*BY_KEY, *(c.key for c in IMPLEMENTATIONS)}),
+}
+
+
+def hand_written_literals(source: str) -> list[tuple[int, str]]:
+    """(line, registry) of every `Literal[...]` whose string constants name two or more keys of one registry."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Subscript):
+            continue
+        name = node.value.attr if isinstance(node.value, ast.Attribute) else getattr(node.value, "id", "")
+        if name != "Literal":
+            continue
+        values = set(_constants(node.slice))
+        out += [(node.lineno, registry) for registry, keys in REGISTRY_KEYS.items() if len(values & keys) >= 2]
+    return out
+
+
+def test_no_literal_lists_a_registry_s_keys_by_hand() -> None:
+    found = {}
+    for top in PROGRAM:
+        for path in sorted((ROOT / top).rglob("*.py")):
+            if hits := hand_written_literals(path.read_text()):
+                found[path.relative_to(ROOT).as_posix()] = hits
+    assert found == {}, "build the Literal from its registry (components/catalog/key_lists.py literal_of)"
+
+
+def test_the_literal_check_sees_a_copied_list_and_leaves_other_literals() -> None:
+    assert hand_written_literals('cloud: Literal["gke", "eks"] = "gke"\n') == [(1, "provider")]
+    assert hand_written_literals('P = typing.Literal["base", "amd-ci"]\n') == [(1, "platform")]
+    assert hand_written_literals('C = Literal["native", "lmcache-server", "other"]\n') == [(1, "connector")]
+    assert hand_written_literals('a: Literal["gpu", "tpu-v7"] | None = None\n') == [(1, "accelerator")]
+    assert hand_written_literals('BbrProvider = Literal["gke", "istio", "none"]\n') == []  # one key: another list
+    assert hand_written_literals("ProviderKey = literal_of(PROVIDER_KINDS)\n") == []
+
+
+def test_the_literals_built_from_the_registries_allow_their_keys_in_their_order() -> None:
+    assert typing.get_args(ClusterConfig.model_fields["provider"].annotation) == ("existing", "gke", "eks", "stack")
+    assert typing.get_args(ClusterOutputs.model_fields["provider"].annotation) == ("existing", "gke", "eks")
+    assert typing.get_args(ClusterOutputs.model_fields["platform"].annotation) == ("base", "gke", "amd-ci")
+    assert typing.get_args(MirrorFacts.model_fields["cloud"].annotation) == ("gke", "eks")
+    with pytest.raises(ValidationError, match="Input should be 'existing', 'gke', 'eks' or 'stack'"):
+        ClusterConfig.model_validate({"provider": "aks"})
+    with pytest.raises(ValidationError, match="Input should be 'base', 'gke' or 'amd-ci'"):
+        ClusterConfig.model_validate({"platform": "aks"})
