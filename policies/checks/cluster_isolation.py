@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,11 +51,9 @@ def _ingress_selectors(resources: list[Resource]) -> list[tuple[str, dict[str, A
 
 @dataclass(frozen=True)
 class NetworkPoliciesConfig(Settings):
-    require_network_policies: bool = setting("requireNetworkPolicies", True)  # false: skip the rule
-
-    @classmethod
-    def read(cls, config: Mapping[str, Any]) -> NetworkPoliciesConfig:
-        return cls(bool(config.get("requireNetworkPolicies", True)))
+    require_network_policies: bool = setting(
+        "requireNetworkPolicies", True, "false: skip the rule (a cluster that does not enforce NetworkPolicy)"
+    )
 
 
 def network_policy_per_pod(resources: list[Resource], config: NetworkPoliciesConfig) -> list[Violation]:

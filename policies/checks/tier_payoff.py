@@ -4,9 +4,7 @@ model-server workload is stamped with (`llm-d.ai/kv-transfer-block-tokens`, its 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.labels import KV_CONNECTOR_LABEL
@@ -59,17 +57,16 @@ def tiered_servers(resources: list[Resource]) -> list[TieredServer]:
 
 @dataclass(frozen=True)
 class TierPayoffConfig(Settings):
-    # bytes/s of the shared filesystem when the stack declares none the rule knows (0: not known)
-    filesystem_read_bandwidth: float = setting("filesystemReadBandwidth", 0)
-    # the prefix length the payoff is judged at (the stack's `monitoring.alerts.prefix_tokens`)
-    prefix_tokens: int = setting("prefixTokens", payoff.ALERT_PREFIX_TOKENS)
-
-    @classmethod
-    def read(cls, config: Mapping[str, Any]) -> TierPayoffConfig:
-        return cls(
-            float(config.get("filesystemReadBandwidth") or 0),
-            int(config.get("prefixTokens") or payoff.ALERT_PREFIX_TOKENS),
-        )
+    filesystem_read_bandwidth: float = setting(
+        "filesystemReadBandwidth",
+        0,
+        "bytes/s of the shared filesystem where the stack declares none the rule knows (0: not known)",
+    )
+    prefix_tokens: int = setting(
+        "prefixTokens",
+        payoff.ALERT_PREFIX_TOKENS,
+        "the prefix length the payoff is judged at (the stack's `monitoring.alerts.prefix_tokens`)",
+    )
 
 
 def _shared_read(resources: list[Resource], config: TierPayoffConfig) -> tuple[float, float | None, str] | None:
