@@ -81,15 +81,6 @@ MARGIN_FLOOR_SECONDS = 5 * MINUTE
 DAEMON_START_SECONDS = 60
 PIN_BYTES_PER_SECOND = 2 * GB
 
-# Cloud resources: their documented worst case of creation, which each create timeout exceeds by half.
-CLOUD_CREATE_WORST_SECONDS: dict[str, int] = {
-    # Google Cloud Managed Lustre: creation P99 40-80 minutes (issue 10, Google's documentation).
-    "gcp:lustre/instance:Instance": 80 * MINUTE,
-    # GKE regional clusters and GPU/TPU node pools: 20-30 minutes is common for a3 and TPU slices.
-    "gcp:container/cluster:Cluster": 30 * MINUTE,
-    "gcp:container/nodePool:NodePool": 30 * MINUTE,
-    # EKS: cluster creation 10-20 minutes, managed GPU node groups 20+ (issue 10).
-    "aws:eks/cluster:Cluster": 20 * MINUTE,
-    "aws:eks/nodeGroup:NodeGroup": 20 * MINUTE,
-}
+# Cloud resources: each create timeout exceeds the documented worst case of the creation (each type's
+# `create_worst_seconds`, components/catalog/cloud_resources.py) by half.
 CLOUD_TIMEOUT_RATIO = 1.5

@@ -11,6 +11,7 @@ import math
 from components.catalog import startup_figures as figures
 from components.catalog import weight_loading as cache_figures
 from components.catalog.accelerators import ACCELERATORS
+from components.catalog.cloud_resources import CLOUD_RESOURCES
 from components.catalog.models import ModelSpec
 from components.catalog.startup_figures import WeightSource
 from components.specs import payoff_table
@@ -147,7 +148,8 @@ def _weightless_cold_start(pulled: list[str], margin_ratio: float, other_seconds
 
 def cloud_create_timeout(resource_type: str) -> str | None:
     """A create timeout above the resource's documented worst case (`customTimeouts.create`), e.g. "120m"."""
-    worst = figures.CLOUD_CREATE_WORST_SECONDS.get(resource_type)
+    record = CLOUD_RESOURCES.get(resource_type)
+    worst = record.create_worst_seconds if record is not None else None
     if worst is None:
         return None
     return f"{math.ceil(worst * figures.CLOUD_TIMEOUT_RATIO / 60)}m"
