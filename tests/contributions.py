@@ -1,6 +1,7 @@
-"""What a contributor adds, as edits of a scratch copy of the tree (tests/scratch_tree.py): an accelerator,
-an in-process connector and an existing-cluster provider variant, each in the files CONTRIBUTING.md's touch
-list names. The touch-list test (test_contributing.py) counts the files; the registry-list test
+"""What a contributor adds, as edits of a scratch copy of the tree (tests/scratch_tree.py): an accelerator
+(one that reuses an image, B200, and one with its own, MI355X), an in-process connector with its own image and
+metrics, and an existing-cluster provider variant (AKS), each in the files CONTRIBUTING.md's touch list names.
+The touch-list test (test_contributing.py) counts the files; the registry-list test
 (test_registry_lists.py) reads every list, message and generated doc for the new keys."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from tests.scratch_tree import insert
 
 
 def add_b200(tree: Path) -> None:
+    """An accelerator that reuses the CUDA vLLM image: its profile and its combinations."""
     insert(
         tree / "components/catalog/accelerators.py",
         '        AcceleratorProfile(\n            key="amd",',
@@ -42,16 +44,110 @@ def add_b200(tree: Path) -> None:
     )
 
 
+MI355X_IMAGE = "docker.io/rocm/vllm:rocm7.0.0_vllm_0.10.2_20251006"
+
+
+def add_mi355x(tree: Path) -> None:
+    """An accelerator with its own image (an AMD MI355X on ROCm's vLLM image, which the catalog does not pin):
+    its profile, pinning the image and its size, and its combinations."""
+    accelerators = tree / "components/catalog/accelerators.py"
+    insert(
+        accelerators,
+        "ACCELERATORS: dict[str, AcceleratorProfile] = {\n",
+        f"_MI355X_IMAGE = SizedImage({MI355X_IMAGE!r}, 24 * GiB, 'fixture: the compressed size of a ROCm vLLM image')"
+        "\n\n",
+        before=True,
+    )
+    insert(
+        accelerators,
+        '        AcceleratorProfile(\n            key="amd",',
+        """        AcceleratorProfile(
+            key="mi355x",
+            rates=AcceleratorRates(
+                Figure(2300 * TFLOPS, "fixture: an MI355X bf16 dense peak"),
+                H200_PREFILL.scaled(0.5 / H200_GEMM_SHARE, "fixture: as the MI300X, half of peak"),
+                HostLink("PCIe Gen5 x16", PCIE5_X16, "fixture: the H200 curve", assumed=True),
+            ),
+            memory_bandwidth=8e12,
+            vendor="amd",
+            variant="gpu",
+            reference_hardware="AMD Instinct MI355X",
+            vllm_image=_MI355X_IMAGE.reference,
+            own_images=(_MI355X_IMAGE,),
+            device_resource="amd.com/gpu",
+            device_memory=ByteSize(288 * GiB),
+            device_memory_from="fixture: the data sheet's 288 GB HBM3E",
+            runtime=ROCM,
+            sets_user_env=False,
+            hf_token_optional=True,
+            root_reason="fixture: ROCm's vLLM image runs as root; /dev/kfd and /dev/dri belong to the render group",
+            load=LoadProfile(750 * MB, 180, "fixture: as the MI300X"),
+            warm_compile_ratio=_GPU_WARM_COMPILE,
+        ),
+""",
+        before=True,
+    )
+    insert(
+        tree / "components/catalog/support.py",
+        '    ("gpu", "vllm", "native", "cpu", "single-host"): _NATIVE_GPU,\n',
+        '    ("mi355x", "vllm", "native", "cpu", "single-host"): _NATIVE_GPU,\n',
+    )
+
+
+FIXTURE_IMAGE = "ghcr.io/example/kv-offload:v1.0.0"
+FIXTURE_ALERT = "FixtureOffloadStoresFailing"
+
+
 def add_connector(tree: Path) -> None:
-    """An in-process connector: vLLM's OffloadingConnector under another key (what a new connector that
-    differs in its flags would start from)."""
+    """An in-process connector with its own image and metrics (a KVBM-like one): vLLM's OffloadingConnector
+    under another key, run from an image of its own (pinned, with its size, in its module) and exporting a
+    metric family of its own (an alert, a panel, a line to watch) beside the OffloadingConnector's."""
     (tree / "components/specs/connectors/fixture_offload.py").write_text(
-        '"""A fixture connector: the native OffloadingConnector under its own key."""\n\n'
-        "from __future__ import annotations\n\n"
-        "from components.specs.connectors.native import Native\n\n\n"
-        "class FixtureOffload(Native):\n"
-        '    key = "fixture-offload"\n\n\n'
-        "FIXTURE_OFFLOAD = FixtureOffload()\n"
+        f'''"""A fixture connector: the native OffloadingConnector under its own key, image and metrics."""
+
+from __future__ import annotations
+
+from components.catalog.startup_figures import SizedImage
+from components.specs.connectors.interface import Choice
+from components.specs.connectors.native import Native
+from components.specs.metric_family import Alert, MetricFamily, Panel, Thresholds
+from components.units import GB
+
+IMAGE = SizedImage({FIXTURE_IMAGE!r}, 12 * GB, "fixture: the vLLM image's size, with the connector built in")
+
+
+def _alerts(t: Thresholds) -> list[Alert]:
+    return [
+        Alert(
+            {FIXTURE_ALERT!r},
+            f"sum(rate(vllm:kv_offload_allocation_failure_total[{{t.window}}])) > 0",
+            "10m",
+            "the fixture connector fails to allocate stores",
+            "check the pods' CPU tier",
+        )
+    ]
+
+
+def _panels(window: str) -> list[Panel]:
+    failures = f"sum(rate(vllm:kv_offload_allocation_failure_total[{{window}}]))"
+    return [("Fixture store failures", "ops", [("failures", failures)])]
+
+
+WATCH = ("vllm:kv_offload_allocation_failure_total",)
+METRICS = MetricFamily("fixture-offload", 25, _alerts, panels=_panels, watch=WATCH)
+
+
+class FixtureOffload(Native):
+    key = "fixture-offload"
+    own_images = (IMAGE,)
+    metric_families = (*Native.metric_families, METRICS)
+
+    def image(self, choice: Choice) -> str:
+        return IMAGE.reference
+
+
+FIXTURE_OFFLOAD = FixtureOffload()
+'''
     )
     registry = tree / "components/specs/connectors/__init__.py"
     insert(

@@ -17,10 +17,11 @@ ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ("components", "stacks", "policies", "__main__.py", "Pulumi.yaml", "pyproject.toml")
 
 
-def copy_tree(tmp_path: Path) -> Path:
+def copy_tree(tmp_path: Path, with_tests: bool = False) -> Path:
+    """The program (and its tests, without the goldens) under `tmp_path`."""
     tree = tmp_path / "tree"
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in PROGRAM:
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "golden")
+    for name in (*PROGRAM, "tests") if with_tests else PROGRAM:
         source = ROOT / name
         if source.is_dir():
             shutil.copytree(source, tree / name, ignore=ignore)
@@ -63,3 +64,16 @@ def run_json(tree: Path, code: str, *args: str) -> Any:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
+
+
+def run_tests(tree: Path, *paths: str) -> subprocess.CompletedProcess[str]:
+    """pytest on the copy's own test files (as they are there: a contributor's change edits none)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *paths],
+        cwd=tree,
+        env={**env, "PYTHONDONTWRITEBYTECODE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )

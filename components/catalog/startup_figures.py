@@ -31,6 +31,19 @@ IMAGE_BYTES: dict[str, int] = {
     "docker.io/library/busybox": 2 * MB,
     "registry.k8s.io/pause": 1 * MB,
 }
+
+
+@dataclass(frozen=True)
+class SizedImage:
+    """An image pinned where what runs it is defined (an accelerator profile's `own_images`, a connector's), with
+    its compressed size (what a cold node downloads) and where that figure comes from: the images above are the
+    catalog's shared ones, pinned in versions.py."""
+
+    reference: str  # a pinned reference (tag or digest)
+    compressed_bytes: int
+    size_from: str
+
+
 # An image the catalog does not know (`cache.image`): assume the largest model-server image.
 UNKNOWN_IMAGE_BYTES = 20 * GB
 

@@ -17,6 +17,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from components.catalog import versions
 from components.catalog.platforms import PlatformKey
 from components.specs import images
+from components.specs.connectors import OWN_IMAGES
 from components.specs.gateway import gateway_class_for
 from components.specs.storage import EFS_CLASS, LUSTRE_CLASS
 from components.units import ByteSize, MiB
@@ -27,7 +28,8 @@ from stacks.config.provider_kinds import MIRROR_CLOUDS, ClusterStackProviderKey,
 _QUANTITY = re.compile(r"[0-9]+(\.[0-9]+)?([KMGTPE]i?)?", re.ASCII)
 _PULUMI_NAME = r"[A-Za-z0-9_.-]{1,100}"
 # What a cluster stack ever mirrors: the registries of the pinned images, and those ECR caches.
-_MIRRORED_REGISTRIES = sorted({images.split_image(i)[0] for i in versions.PINNED_IMAGES} | set(images.ECR_UPSTREAMS))
+_PINNED = (*versions.PINNED_IMAGES, *(i.reference for i in OWN_IMAGES))
+_MIRRORED_REGISTRIES = sorted({images.split_image(i)[0] for i in _PINNED} | set(images.ECR_UPSTREAMS))
 
 
 def _storage_size(value: str) -> str:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from components.catalog.accelerators import ACCELERATORS, AcceleratorProfile
 from components.catalog.key_lists import literal_of
+from components.catalog.startup_figures import SizedImage
 from components.catalog.support import SUPPORTED, Combo
 from components.specs.connectors.interface import (
     FILES_STORAGE,
@@ -32,6 +33,7 @@ __all__ = [
     "BY_KEY",
     "FILES_STORAGE",
     "IMPLEMENTATIONS",
+    "OWN_IMAGES",
     "Choice",
     "Connector",
     "ConnectorKey",
@@ -56,6 +58,11 @@ else:
 # Engines that bring their own cache, whatever `cache.connector` says.
 BY_ENGINE: dict[EngineKey, Connector] = {"sglang": HICACHE}
 IMPLEMENTATIONS: tuple[Connector, ...] = (*BY_KEY.values(), HICACHE, TPU_OFFLOAD)
+# The images accelerators and connectors pin in their own records (the catalog's shared ones are versions.py's).
+OWN_IMAGES: tuple[SizedImage, ...] = (
+    *(image for profile in ACCELERATORS.values() for image in profile.own_images),
+    *(image for connector in IMPLEMENTATIONS for image in connector.own_images),
+)
 
 
 def resolve(server: EngineKey, accelerator: AcceleratorProfile, connector: ConnectorKey) -> Connector:
