@@ -133,3 +133,9 @@ def test_every_connectors_image_has_a_size_as_an_accelerators_does(combo: tuple[
     )  # fmt: skip
     image = connector_of(config).image(choice(config))
     assert known_image_bytes(image) is not None, (combo, image)
+
+
+def test_every_image_pinned_beside_its_accelerator_or_connector_says_where_its_size_comes_from() -> None:
+    for image in connectors.OWN_IMAGES:
+        assert image.size_from.strip() and image.compressed_bytes > 0, image
+        assert ":" in image.reference.rsplit("/", 1)[-1] or "@" in image.reference, f"{image.reference}: not pinned"
