@@ -14,7 +14,7 @@ import pulumi_aws as aws
 import pulumi_gcp as gcp
 
 from components.k8s_objects import declare
-from components.specs import clusters, storage
+from components.specs import eks_cluster, storage
 
 PSA_PREFIX = 20  # the private services access range Managed Lustre is reached through
 
@@ -171,7 +171,7 @@ class EfsStorage(pulumi.ComponentResource):
         role = aws.iam.Role(
             f"{name}-csi",
             assume_role_policy=pulumi.Output.all(args.oidc_provider_arn, args.oidc_issuer).apply(
-                lambda v: clusters.irsa_policy(v[0], v[1], namespace, service_account)
+                lambda v: eks_cluster.irsa_policy(v[0], v[1], namespace, service_account)
             ),
             tags=tags,
             opts=child,

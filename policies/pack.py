@@ -17,7 +17,7 @@ from pulumi_policy import (
 )
 
 from components.catalog import labels
-from policies.checks.rule_types import Rule
+from policies.checks.rule_types import Rule, SettingRecord
 from policies.checks.ruleset import RULES
 from policies.resources import CHART_TYPE, Resource
 
@@ -26,10 +26,16 @@ _LEVELS = {"mandatory": EnforcementLevel.MANDATORY, "advisory": EnforcementLevel
 _JSON_TYPES = {bool: "boolean", int: "integer", str: "string", list: "array"}
 
 
-def _schema(defaults: dict[str, Any]) -> PolicyConfigSchema | None:
-    if not defaults:
+def _schema(records: list[SettingRecord]) -> PolicyConfigSchema | None:
+    """A rule's config schema: each key's type, default and description (its `setting`)."""
+    if not records:
         return None
-    return PolicyConfigSchema(properties={k: {"type": _JSON_TYPES[type(v)], "default": v} for k, v in defaults.items()})
+    return PolicyConfigSchema(
+        properties={
+            r.key: {"type": _JSON_TYPES[type(r.default)], "default": r.default, "description": r.description}
+            for r in records
+        }
+    )
 
 
 # The engine hands a stack policy each resource's outputs, but the rules read inputs, as the program
@@ -88,7 +94,7 @@ def _policy(rule: Rule[Any]) -> StackValidationPolicy:
         description=rule.description,
         validate=validate,
         enforcement_level=_LEVELS[rule.enforcement],
-        config_schema=_schema(rule.config),
+        config_schema=_schema(rule.settings.records()),
     )
 
 

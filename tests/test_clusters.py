@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from components.catalog.machines import MACHINES
-from components.specs import clusters, lmcache, storage
+from components.specs import eks_cluster, lmcache, storage
 from components.specs.clusters import PoolSpec
 from components.specs.connectors.mooncake_store import client_of
 from components.units import ByteSize, GiB, MiB
@@ -246,7 +246,7 @@ def _eks_pool(efa: bool = True, reservation: str | None = None) -> PoolSpec:
 
 
 def test_eks_accelerator_node_group_runs_in_one_zone_while_the_system_group_spans_all() -> None:
-    args = clusters.eks_accelerator_node_group_args(
+    args = eks_cluster.eks_accelerator_node_group_args(
         _eks_pool(), "c", "role", ["subnet-a", "subnet-b", "subnet-c"], None, {}
     )
     assert args["subnet_ids"] == ["subnet-a"]  # a cluster placement group and EFA stay within one zone
@@ -258,13 +258,13 @@ def test_eks_accelerator_node_group_runs_in_one_zone_while_the_system_group_span
 
 
 def test_eks_launch_template_only_for_efa_or_a_reservation() -> None:
-    assert clusters.eks_launch_template_args(_eks_pool(efa=False), "sg", None) is None
-    efa = clusters.eks_launch_template_args(_eks_pool(), "sg", "placement")
+    assert eks_cluster.eks_launch_template_args(_eks_pool(efa=False), "sg", None) is None
+    efa = eks_cluster.eks_launch_template_args(_eks_pool(), "sg", "placement")
     assert efa == {
         "network_interfaces": [{"device_index": 0, "interface_type": "efa", "security_groups": ["sg"]}],
         "placement": {"group_name": "placement"},
     }
-    reserved = clusters.eks_launch_template_args(_eks_pool(efa=False, reservation="cr-1"), "sg", None)
+    reserved = eks_cluster.eks_launch_template_args(_eks_pool(efa=False, reservation="cr-1"), "sg", None)
     assert reserved == {
         "capacity_reservation_specification": {"capacity_reservation_target": {"capacity_reservation_id": "cr-1"}}
     }

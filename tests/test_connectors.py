@@ -11,16 +11,16 @@ from typing import get_args
 import pytest
 
 from components.catalog import startup_figures as startup_figures
-from components.catalog import weight_loading as cache_figures
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.machines import MACHINES
 from components.catalog.support import SUPPORTED
 from components.specs import connectors
 from components.specs.connectors import ConnectorKey, interface
 from components.specs.connectors.interface import Connector
-from stacks.config import loading
+from stacks.config import StackConfig, loading
 from stacks.config.cache_section import CacheConfig
-from stacks.config.connector_choice import connector_of
+from stacks.config.connector_choice import choice, connector_of
+from stacks.planning.cold_starts import known_image_bytes
 from stacks.planning.plan import plan
 
 
@@ -29,7 +29,9 @@ def _resolved(combo: tuple[str, str, str, str, str]) -> Connector:
     return connectors.resolve(server, ACCELERATORS[accelerator], connector)  # type: ignore[arg-type]
 
 
-# Written out, not read back: how many supported combinations each implementation runs.
+# Written out, not read back: how many supported combinations of these accelerators each implementation runs (an
+# accelerator or a connector added later is held by the completeness tests below, not by an edit of this table).
+WRITTEN_FOR = {"gpu", "amd", "xpu", "tpu-v5p", "tpu-v6", "tpu-v7"}
 EXPECTED_COMBINATIONS = {
     "native": 6,  # gpu, amd, xpu x cpu, fs
     "lmcache-connector": 6,  # gpu, amd, xpu x cpu, fs
@@ -41,11 +43,13 @@ EXPECTED_COMBINATIONS = {
 
 
 def test_every_supported_combination_resolves_to_one_implementation() -> None:
-    counts = Counter(_resolved(combo).key for combo in SUPPORTED)
-    assert dict(counts) == EXPECTED_COMBINATIONS
-    assert {c.key for c in connectors.IMPLEMENTATIONS} == set(EXPECTED_COMBINATIONS)
+    counts = Counter(_resolved(combo).key for combo in SUPPORTED if combo[0] in WRITTEN_FOR)
+    assert {k: v for k, v in counts.items() if k in EXPECTED_COMBINATIONS} == EXPECTED_COMBINATIONS
+    assert set(EXPECTED_COMBINATIONS) <= {c.key for c in connectors.IMPLEMENTATIONS}
     assert len({c.key for c in connectors.IMPLEMENTATIONS}) == len(connectors.IMPLEMENTATIONS)
-    assert {c.key: len(connectors.combinations(c)) for c in connectors.IMPLEMENTATIONS} == EXPECTED_COMBINATIONS
+    runs = {c.key: len(connectors.combinations(c)) for c in connectors.IMPLEMENTATIONS}
+    assert all(runs.values()), runs  # every implementation runs a combination of the support table
+    assert sum(runs.values()) == len(SUPPORTED)  # each combination resolves to exactly one
 
 
 def test_the_registry_keys_are_the_config_literal() -> None:
@@ -109,10 +113,29 @@ def test_every_accelerator_is_complete_across_the_catalog(key: str) -> None:
     assert any(combo[0] == key for combo in SUPPORTED), "a combination that runs it"
     for image in (profile.vllm_image, profile.lmcache_image):
         if image is not None:  # its pull time is modeled, not the unknown image's guess
-            assert cache_figures.image_repository(image) in startup_figures.IMAGE_BYTES
+            assert known_image_bytes(image) is not None, image
     assert (profile.device_resource is None) != (profile.dra_device_class is None), "one way to ask for devices"
 
 
 def test_every_machine_type_carries_a_known_accelerator() -> None:
     """Machine types exist only where a cloud pool is created (AMD and XPU run on existing clusters)."""
     assert {m.accelerator for m in MACHINES.values()} <= set(ACCELERATORS)
+
+
+@pytest.mark.parametrize("combo", sorted(SUPPORTED))
+def test_every_connectors_image_has_a_size_as_an_accelerators_does(combo: tuple[str, str, str, str, str]) -> None:
+    """The image a connector runs on each combination it runs (its own, or the accelerator's) is one the catalog
+    sizes: the shared table, or the size its module pins with it (`own_images`)."""
+    accelerator, server, connector, variant, host_type = combo
+    config = StackConfig.model_validate(
+        {"cache": {"accelerator": accelerator, "server": server, "connector": connector,
+                   "tier": {"variant": variant}, "host_type": host_type}}
+    )  # fmt: skip
+    image = connector_of(config).image(choice(config))
+    assert known_image_bytes(image) is not None, (combo, image)
+
+
+def test_every_image_pinned_beside_its_accelerator_or_connector_says_where_its_size_comes_from() -> None:
+    for image in connectors.OWN_IMAGES:
+        assert image.size_from.strip() and image.compressed_bytes > 0, image
+        assert ":" in image.reference.rsplit("/", 1)[-1] or "@" in image.reference, f"{image.reference}: not pinned"

@@ -1,28 +1,29 @@
-"""CONTRIBUTING.md's touch lists, measured on the code: in a scratch copy of the tree the test adds a real
-accelerator (an NVIDIA B200) and a real in-process connector by editing the files the list names and nothing
-else, renders and checks a stack that runs each in a subprocess, and counts the code files that differ from
-the tree. When the code spreads (a per-accelerator table, a branch on a name, a second registry), the copy
-fails to render or the policy pack misreads what it runs, and this test fails (issue 31: an accelerator in at
-most 2 code files, an in-process connector in at most 3)."""
+"""CONTRIBUTING.md's touch lists, measured on the code: in a scratch copy of the tree the test adds what
+contributors add (an accelerator with its own image, an in-process connector with its own image and metrics,
+an existing-cluster provider variant: tests/contributions.py) by editing the files the list names and nothing
+else, renders and checks a stack that runs each in a subprocess, runs the copy's own tests of the registries
+(unedited: a new one needs no test edit), and counts the code files that differ from the tree. When the code
+spreads (a per-accelerator table, a branch on a name, a second registry, an image size kept elsewhere), the copy
+fails to render, the policy pack misreads what it runs, the copy's tests fail, or the count passes its bound
+(issue 40: an accelerator in at most 2 code files, a connector in at most 3, a provider variant in at most 3)."""
 
 from __future__ import annotations
 
-import filecmp
-import json
-import os
 import re
-import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-BOUNDS = {"accelerator": 2, "connector": 3, "workload": 2}
-# What the copy needs to render and check a preset: the program and its project files.
-PROGRAM = ("components", "stacks", "policies", "__main__.py", "Pulumi.yaml", "pyproject.toml")
+from tests.contributions import FIXTURE_ALERT, FIXTURE_IMAGE, MI355X_IMAGE, add_aks, add_connector, add_mi355x
+from tests.scratch_tree import ROOT, changed_files, copy_tree, run_json, run_tests
+
+BOUNDS = {"accelerator": 2, "connector": 3, "provider": 3, "workload": 2}
+# What a list's placeholder names in each walk-through.
+PLACEHOLDERS = {"connector": ("<name>", "fixture_offload"), "provider": ("<key>", "aks")}
+# The copy's tests that hold every accelerator, connector and provider complete (run there, unedited).
+REGISTRY_TESTS = ("tests/test_connectors.py", "tests/test_registries.py")
 
 
 def _lists() -> dict[str, list[str]]:
@@ -36,73 +37,8 @@ def _lists() -> dict[str, list[str]]:
     return out
 
 
-def _insert(path: Path, anchor: str, text: str, before: bool = False) -> None:
-    """Add `text` beside the one occurrence of `anchor` (the place CONTRIBUTING.md says the entry goes)."""
-    source = path.read_text()
-    assert source.count(anchor) == 1, f"{path.name}: the anchor {anchor!r} moved"
-    path.write_text(source.replace(anchor, text + anchor if before else anchor + text))
-
-
-def _add_b200(tree: Path) -> None:
-    _insert(
-        tree / "components/catalog/accelerators.py",
-        '        AcceleratorProfile(\n            key="amd",',
-        """        AcceleratorProfile(
-            key="b200",
-            memory_bandwidth=8e12,  # B200 data sheet: 8 TB/s HBM3e
-            vendor="nvidia",
-            variant="gpu",
-            reference_hardware="NVIDIA B200 180 GB",
-            vllm_image=versions.VLLM_CUDA_IMAGE,
-            device_resource="nvidia.com/gpu",
-            device_memory=ByteSize(183_359 * MiB),
-            device_memory_from="nvidia-smi on a B200: 183,359 MiB",
-            load=_H100_LOAD,
-            warm_compile_ratio=_GPU_WARM_COMPILE,
-            rates=AcceleratorRates(
-                Figure(2250 * TFLOPS, "NVIDIA HGX B200 data sheet: 4.5 PFLOPS bf16 with sparsity, half dense"),
-                H200_PREFILL,
-                HostLink("PCIe Gen5 x16", PCIE5_X16, "the H200 curve: the B200 links at PCIe Gen5 x16", assumed=True),
-            ),
-        ),
-""",
-        before=True,
-    )
-    _insert(
-        tree / "components/catalog/support.py",
-        '    ("gpu", "vllm", "native", "cpu", "single-host"): _NATIVE_GPU,\n',
-        '    ("b200", "vllm", "native", "cpu", "single-host"): _NATIVE_GPU,\n',
-    )
-
-
-def _add_connector(tree: Path) -> None:
-    """An in-process connector: vLLM's OffloadingConnector under another key (what a new connector that
-    differs in its flags would start from)."""
-    (tree / "components/specs/connectors/fixture_offload.py").write_text(
-        '"""A fixture connector: the native OffloadingConnector under its own key."""\n\n'
-        "from __future__ import annotations\n\n"
-        "from components.specs.connectors.native import Native\n\n\n"
-        "class FixtureOffload(Native):\n"
-        '    key = "fixture-offload"\n\n\n'
-        "FIXTURE_OFFLOAD = FixtureOffload()\n"
-    )
-    registry = tree / "components/specs/connectors/__init__.py"
-    _insert(
-        registry,
-        "from components.specs.connectors.lmcache_connector import LMCACHE_CONNECTOR\n",
-        "from components.specs.connectors.fixture_offload import FIXTURE_OFFLOAD\n",
-        before=True,
-    )
-    _insert(registry, '"mooncake-store", "lmcache-server"', ', "fixture-offload"')  # ConnectorKey, the config's Literal
-    _insert(registry, '    "lmcache-server": LMCACHE_SERVER,\n', '    "fixture-offload": FIXTURE_OFFLOAD,\n')
-    _insert(
-        tree / "components/catalog/support.py",
-        '    ("gpu", "vllm", "native", "cpu", "single-host"): _NATIVE_GPU,\n',
-        '    ("gpu", "vllm", "fixture-offload", "cpu", "single-host"): _NATIVE_GPU,\n',
-    )
-
-
-# Renders and checks one preset in the copy; prints what the policy pack reads of the model servers.
+# Renders and checks one preset in the copy; prints what the policy pack reads of the model servers, their
+# images and the alerts the stack renders.
 PROBE = """
 import json, sys
 from components.catalog.labels import ACCELERATOR_PROFILE_LABEL, KV_CONNECTOR_LABEL
@@ -114,84 +50,69 @@ from stacks.review import offline
 from stacks.review.check import check
 recording = offline.record(plan(loading.load_preset(sys.argv[1], sys.argv[2:])), sys.argv[1])
 resources = [Resource(r.type, r.name, r.inputs) for r in recording.resources]
+models = [(p, c) for p in pods(resources) for c in p.containers(init=False) if c.get("name") == "modelserver"]
 servers = [
     [p.labels.get(ACCELERATOR_PROFILE_LABEL), p.labels.get(KV_CONNECTOR_LABEL), accelerator_of(resources, p, c)]
-    for p in pods(resources) for c in p.containers(init=False) if c.get("name") == "modelserver"
+    for p, c in models
+]
+alerts = [
+    rule.get("alert") for r in resources if r.type.endswith(":PrometheusRule")
+    for group in r.props["spec"]["groups"] for rule in group["rules"]
 ]
 findings = [[f.rule.name, f.rule.enforcement, f.violation.message] for f in check(recording)]
-print(json.dumps({"servers": servers, "findings": findings}))
+print(json.dumps({
+    "servers": servers, "images": sorted({c.get("image") for _, c in models}), "alerts": alerts, "findings": findings,
+}))
 """
 
 
-def _copy(tmp_path: Path) -> Path:
-    tree = tmp_path / "tree"
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in PROGRAM:
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, tree / name, ignore=ignore)
-        else:
-            tree.mkdir(exist_ok=True)
-            shutil.copy2(source, tree / name)
-    return tree
-
-
-def _changed(tree: Path) -> list[str]:
-    """The code files of the copy that differ from the tree's, or are new."""
-    out = []
-    for path in sorted(tree.rglob("*.py")):
-        name = path.relative_to(tree).as_posix()
-        if "__pycache__" in name:
-            continue
-        original = ROOT / name
-        if not original.is_file() or not filecmp.cmp(path, original, shallow=False):
-            out.append(name)
-    return out
-
-
-def _probe(tree: Path, preset: str, *overrides: str) -> dict[str, list[list[object]]]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, preset, *overrides],
-        cwd=tree,
-        env={**env, "PYTHONDONTWRITEBYTECODE": "1"},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    result: dict[str, list[list[object]]] = json.loads(done.stdout)
+def _probe(tree: Path, preset: str, *overrides: str) -> dict[str, Any]:
+    result: dict[str, Any] = run_json(tree, PROBE, preset, *overrides)
     return result
 
 
 def _listed(kind: str, changed: list[str]) -> None:
     """The files the change touched are the list CONTRIBUTING.md gives, within the bound."""
-    listed = [re.sub(r"<name>", "fixture_offload", name) for name in _lists()[kind]]
+    placeholder, value = PLACEHOLDERS.get(kind, ("", ""))
+    listed = [name.replace(placeholder, value) if placeholder else name for name in _lists()[kind]]
     assert changed == sorted(listed), (changed, listed)
     assert len(changed) <= BOUNDS[kind]
 
 
-CASES: dict[str, tuple[Callable[[Path], None], tuple[str, ...]]] = {
-    "accelerator": (_add_b200, ("cache.accelerator=b200",)),
-    "connector": (_add_connector, ("cache.connector=fixture-offload",)),
+# kind: (the edit, the overrides of gpu-vllm-native-cpu that run it, the accelerator and connector keys its pods
+# carry, the model server's image)
+CASES: dict[str, tuple[Callable[[Path], None], tuple[str, ...], tuple[str, str], str]] = {
+    "accelerator": (add_mi355x, ("cache.accelerator=mi355x",), ("mi355x", "native"), MI355X_IMAGE),
+    "connector": (
+        add_connector,
+        ("cache.connector=fixture-offload", "monitoring.enabled=true"),
+        ("gpu", "fixture-offload"),
+        FIXTURE_IMAGE,
+    ),
+    "provider": (add_aks, ("cluster.provider=aks",), ("gpu", "native"), "docker.io/vllm/vllm-openai"),
 }
 
 
 @pytest.mark.parametrize("kind", sorted(CASES))
 def test_a_new_one_touches_the_files_its_list_names_and_runs(kind: str, tmp_path: Path) -> None:
-    edit, overrides = CASES[kind]
-    tree = _copy(tmp_path)
+    edit, overrides, (accelerator, connector), image = CASES[kind]
+    tree = copy_tree(tmp_path, with_tests=True)
     edit(tree)
-    changed = _changed(tree)
+    changed = changed_files(tree)
     _listed(kind, changed)
     result = _probe(tree, "gpu-vllm-native-cpu", *overrides)
     mandatory = [f for f in result["findings"] if f[1] == "mandatory"]
     assert mandatory == []
-    accelerator, connector = ("b200", "native") if kind == "accelerator" else ("gpu", "fixture-offload")
     # the policy pack reads the new one by its own key (not the H100, not the native connector it derives from)
     assert result["servers"] == [[accelerator, connector, [accelerator, 2]]]
     for _, _, message in result["findings"]:  # an advisory payoff finding judges it by its own profile
         assert f" x {accelerator} " in str(message)
+    [served] = result["images"]
+    assert str(served).startswith(image), served  # its own image where it brings one
+    if kind == "connector":
+        assert FIXTURE_ALERT in result["alerts"]  # its own metric family's alert, rendered beside vLLM's
+    outcome = run_tests(tree, *REGISTRY_TESTS)  # the copy's own tests, unedited
+    assert outcome.returncode == 0, outcome.stdout[-3000:]
 
 
 def test_the_workload_list_names_real_files() -> None:

@@ -7,14 +7,18 @@ same level through the pack (what `pulumi preview --policy-pack` enforces) and t
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from pulumi_policy import EnforcementLevel
 
+from policies.checks.rule_types import Settings, setting
 from policies.checks.ruleset import RULES
 from policies.pack import POLICIES
 from stacks.__main__ import main
+from stacks.review import docs_pages
 
 ADVISORY = {"prefix-scoring-tokens", "tiers-beat-recompute", "weights-fetched-once"}
 MANDATORY = {
@@ -81,11 +85,20 @@ CONFIG: dict[str, dict[str, Any]] = {
 def test_every_rules_config_keys_and_defaults() -> None:
     assert {rule.name: rule.config for rule in RULES if rule.config} == CONFIG
     schemas = {p.name: p.config_schema for p in POLICIES if p.name in LEVELS}
-    assert {name: dict(s.properties) for name, s in schemas.items() if s is not None} == {
-        name: {key: {"type": {bool: "boolean", int: "integer", list: "array"}[type(value)], "default": value}
+    properties = {name: dict(s.properties) for name, s in schemas.items() if s is not None}
+    assert {name: {k: {**v, "description": "-"} for k, v in props.items()} for name, props in properties.items()} == {
+        name: {key: {"type": {bool: "boolean", int: "integer", list: "array"}[type(value)], "default": value,
+                     "description": "-"}
                for key, value in keys.items()}
         for name, keys in CONFIG.items()
     }  # fmt: skip
+    # each key says what it does, in the schema the engine shows and in docs/policy-rules.md
+    descriptions = [v["description"] for props in properties.values() for v in props.values()]
+    assert all(isinstance(d, str) and len(d) > 10 for d in descriptions), descriptions
+    page = docs_pages.rules_markdown()
+    for name, keys in CONFIG.items():
+        for key, value in keys.items():
+            assert f"| `{name}` | `{key}` | `{json.dumps(value)}` |" in page
 
 
 def test_the_engines_config_keys_reach_each_rules_typed_config() -> None:
@@ -101,3 +114,27 @@ def test_the_engines_config_keys_reach_each_rules_typed_config() -> None:
     assert rule["prefix-caching-on"].settings.read({"testMode": True}).test_mode is True
     assert rule["images-pinned"].settings.read({"allowMutableTags": True}).allow_mutable_tags is True
     assert rule["privileged-containers"].settings.read({"allowedContainers": ["x"]}).allowed_containers == ("x",)
+
+
+@dataclass(frozen=True)
+class _NewRuleConfig(Settings):
+    """A new rule's settings: written once, read with no code of its own."""
+
+    limit: float = setting("limitBytes", 1.5, "a limit")
+    names: tuple[str, ...] = setting("names", ("a",), "names")
+    strict: bool = setting("strict", True, "a switch")
+
+
+def test_a_rules_settings_are_read_from_their_records_alone() -> None:
+    assert _NewRuleConfig.read({}) == _NewRuleConfig(1.5, ("a",), True)
+    assert _NewRuleConfig.read({"limitBytes": 3, "names": ["x", "y"], "strict": False}) == _NewRuleConfig(
+        3.0, ("x", "y"), False
+    )
+    assert isinstance(_NewRuleConfig.read({"limitBytes": 3}).limit, float)
+    # unset, null or empty takes the default; a boolean set false stays false
+    assert _NewRuleConfig.read({"limitBytes": None, "names": [], "strict": None}) == _NewRuleConfig()
+    assert [(r.key, r.default) for r in _NewRuleConfig.records()] == [
+        ("limitBytes", 1.5),
+        ("names", ["a"]),
+        ("strict", True),
+    ]

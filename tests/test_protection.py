@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from components.catalog.startup_figures import CLOUD_CREATE_WORST_SECONDS
+from components.catalog.cloud_resources import CLOUD_RESOURCES
 from stacks.config import loading
 from tests.helpers import rendered, resources
 
@@ -75,11 +77,12 @@ def _minutes(text: str) -> int:
 @pytest.mark.parametrize("name", ["gke-h100-lustre", "eks-h100-efs", "gke-tpu-v7-multi-host"])
 def test_slow_cloud_creations_get_a_create_timeout_above_their_worst_case(name: str) -> None:
     rows = resources(rendered(name))
-    slow = [r for r in rows if r["type"] in CLOUD_CREATE_WORST_SECONDS]
+    worst = {t: r.create_worst_seconds for t, r in CLOUD_RESOURCES.items() if r.create_worst_seconds}
+    slow = [r for r in rows if r["type"] in worst]
     assert slow
     for row in slow:
         timeout = _minutes(row["options"]["customTimeouts"]["create"])
-        assert timeout * 60 > CLOUD_CREATE_WORST_SECONDS[row["type"]], row["name"]
+        assert timeout * 60 > worst[row["type"]], row["name"]
     lustre = [r for r in slow if r["type"] == "gcp:lustre/instance:Instance"]
     assert all(_minutes(r["options"]["customTimeouts"]["create"]) > 80 for r in lustre)  # P99 80 minutes
 
@@ -89,3 +92,16 @@ def test_no_kubernetes_object_asks_to_be_deleted_before_it_is_replaced() -> None
     for name in PRESETS:
         for row in resources(rendered(name)):
             assert "deleteBeforeReplace" not in row["options"], (name, row["name"])
+
+
+def test_each_cloud_resource_record_is_of_a_type_the_reviewed_renders_create() -> None:
+    """components/catalog/cloud_resources.py holds a record per type it knows facts of: none is stale."""
+    golden = Path(__file__).resolve().parent / "golden"
+    created = {row["type"] for path in golden.glob("*/resources.json") for row in json.loads(path.read_text())}
+    assert set(CLOUD_RESOURCES) <= created, set(CLOUD_RESOURCES) - created
+    assert {t for t, r in CLOUD_RESOURCES.items() if r.protected} == {
+        "gcp:lustre/instance:Instance",
+        "aws:efs/fileSystem:FileSystem",
+        "gcp:container/cluster:Cluster",
+        "aws:eks/cluster:Cluster",
+    }

@@ -14,12 +14,13 @@ import typing
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from components.catalog.accelerators import ACCELERATORS
+from components.catalog.platforms import PLATFORMS
 from components.specs.connectors import BY_KEY, IMPLEMENTATIONS
 from stacks.config import StackConfig
-from stacks.config.cluster_facts import MirrorFacts
+from stacks.config.cluster_facts import ClusterOutputs, MirrorFacts
 from stacks.config.cluster_section import ClusterConfig
 from stacks.config.provider_kinds import MIRROR_CLOUDS, PROVIDER_KINDS
 from stacks.config.providers import PROVIDERS
@@ -104,12 +105,14 @@ def test_the_model_reads_its_defaults_and_mirror_checks_from_the_kinds() -> None
         config = StackConfig.model_validate({"cluster": cluster})
         return config.effective_layer, config.cluster.effective_platform
 
-    assert {p: resolved(p) for p in PROVIDER_KINDS} == {
+    expected = {  # a provider added later is held by its own record (tests/test_contributing.py adds one)
         "existing": ("all", "base"),
         "gke": ("all", "gke"),
         "eks": ("all", "base"),
         "stack": ("serving", "base"),
     }
+    assert {p: resolved(p) for p in expected} == expected
+    assert all(resolved(p) for p in PROVIDER_KINDS)
     facts = {"region": "us-east-1", "project": "123456789012", "registries": []}
     assert MirrorFacts(cloud="eks", **facts).region == "us-east-1"
     with pytest.raises(ValidationError, match="GCP region"):
@@ -118,3 +121,61 @@ def test_the_model_reads_its_defaults_and_mirror_checks_from_the_kinds() -> None
         MirrorFacts(cloud="eks", **{**facts, "project": "my-project-1"})
     with pytest.raises(ValidationError, match="belongs to an ECR mirror"):
         MirrorFacts(cloud="gke", region="us-central1", project="my-project-1", registries=[], direct={"x.io": "y"})
+
+
+# Each registry's keys: a `Literal` naming two or more keys of one registry is a copy of its list, written by
+# hand (components/catalog/key_lists.py `literal_of` builds them from the registry instead).
+REGISTRY_KEYS = {
+    "provider": frozenset(PROVIDER_KINDS),
+    "platform": frozenset(PLATFORMS),
+    "accelerator": frozenset(ACCELERATORS),
+    "connector": frozenset({*BY_KEY, *(c.key for c in IMPLEMENTATIONS)}),
+}
+
+
+def hand_written_literals(source: str) -> list[tuple[int, str]]:
+    """(line, registry) of every `Literal[...]` whose string constants name two or more keys of one registry."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Subscript):
+            continue
+        name = node.value.attr if isinstance(node.value, ast.Attribute) else getattr(node.value, "id", "")
+        if name != "Literal":
+            continue
+        values = set(_constants(node.slice))
+        out += [(node.lineno, registry) for registry, keys in REGISTRY_KEYS.items() if len(values & keys) >= 2]
+    return out
+
+
+def test_no_literal_lists_a_registry_s_keys_by_hand() -> None:
+    found = {}
+    for top in PROGRAM:
+        for path in sorted((ROOT / top).rglob("*.py")):
+            if hits := hand_written_literals(path.read_text()):
+                found[path.relative_to(ROOT).as_posix()] = hits
+    assert found == {}, "build the Literal from its registry (components/catalog/key_lists.py literal_of)"
+
+
+def test_the_literal_check_sees_a_copied_list_and_leaves_other_literals() -> None:
+    assert hand_written_literals('cloud: Literal["gke", "eks"] = "gke"\n') == [(1, "provider")]
+    assert hand_written_literals('P = typing.Literal["base", "amd-ci"]\n') == [(1, "platform")]
+    assert hand_written_literals('C = Literal["native", "lmcache-server", "other"]\n') == [(1, "connector")]
+    assert hand_written_literals('a: Literal["gpu", "tpu-v7"] | None = None\n') == [(1, "accelerator")]
+    assert hand_written_literals('BbrProvider = Literal["gke", "istio", "none"]\n') == []  # one key: another list
+    assert hand_written_literals("ProviderKey = literal_of(PROVIDER_KINDS)\n") == []
+
+
+def test_the_literals_built_from_the_registries_allow_their_keys_in_their_order() -> None:
+    def allowed(model: type[BaseModel], field: str) -> tuple[object, ...]:
+        return typing.get_args(model.model_fields[field].annotation)
+
+    # in the registries' order; a key added to a registry later is in them too (tests/test_registry_lists.py)
+    assert allowed(ClusterConfig, "provider") == tuple(PROVIDER_KINDS)
+    assert allowed(ClusterConfig, "provider")[:3] == ("existing", "gke", "eks")
+    assert allowed(ClusterOutputs, "provider") == tuple(k for k in PROVIDER_KINDS if k != "stack")
+    assert allowed(ClusterOutputs, "platform") == tuple(PLATFORMS) == ("base", "gke", "amd-ci")
+    assert allowed(MirrorFacts, "cloud") == tuple(MIRROR_CLOUDS) == ("gke", "eks")
+    with pytest.raises(ValidationError, match="Input should be 'existing', 'gke', 'eks'"):
+        ClusterConfig.model_validate({"provider": "banana"})
+    with pytest.raises(ValidationError, match="Input should be 'base', 'gke' or 'amd-ci'"):
+        ClusterConfig.model_validate({"platform": "aks"})

@@ -87,7 +87,7 @@ def test_a_page_that_is_a_symlink_is_replaced_not_written_through(tmp_path: Path
     assert victim.read_text() == "keep"
     assert not (out / "configuration.md").is_symlink()
     assert (out / "configuration.md").read_text() == docs_pages.pages()["configuration.md"]
-    assert sorted(p.name for p in out.iterdir()) == ["configuration.md", "presets.md"]  # no partial left
+    assert sorted(p.name for p in out.iterdir()) == ["configuration.md", "policy-rules.md", "presets.md"]  # no partial
 
 
 def test_docs_out_writes_a_plain_directory_outside_the_project(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from components.catalog.rates import (
     HostLink,
     pcie5_scaled,
 )
-from components.catalog.startup_figures import LoadProfile
+from components.catalog.startup_figures import LoadProfile, SizedImage
 from components.units import MB, ByteSize, GiB, MiB
 
 
@@ -56,6 +56,9 @@ class AcceleratorProfile:
     # Why its guide runs the vLLM image as the image's root user (components/specs/security.py exempts its
     # model-server pods by this profile's key); empty: they run as the non-root UID.
     root_reason: str = ""
+    # Images pinned here rather than in versions.py, with their sizes: an accelerator whose vLLM (or LMCache) image
+    # is its own names it here and points `vllm_image` (`lmcache_image`) at its reference.
+    own_images: tuple[SizedImage, ...] = ()
     # The LMCache connector: the guide's image where it differs from `vllm_image`, and its sub-guide label.
     lmcache_image: str | None = None
     lmcache_subguide: str | None = None

@@ -4,6 +4,9 @@ per platform, read by the model servers' spec and the Gateway's class, so no spe
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from components.catalog.key_lists import literal_of
 
 
 @dataclass(frozen=True)
@@ -26,3 +29,8 @@ PLATFORMS: dict[str, Platform] = {
         Platform("amd-ci"),
     )
 }
+
+if TYPE_CHECKING:  # mypy cannot evaluate a Literal built from a registry (key_lists.literal_of)
+    PlatformKey = str
+else:
+    PlatformKey = literal_of(PLATFORMS)  # `cluster.platform`

@@ -31,6 +31,19 @@ IMAGE_BYTES: dict[str, int] = {
     "docker.io/library/busybox": 2 * MB,
     "registry.k8s.io/pause": 1 * MB,
 }
+
+
+@dataclass(frozen=True)
+class SizedImage:
+    """An image pinned where what runs it is defined (an accelerator profile's `own_images`, a connector's), with
+    its compressed size (what a cold node downloads) and where that figure comes from: the images above are the
+    catalog's shared ones, pinned in versions.py."""
+
+    reference: str  # a pinned reference (tag or digest)
+    compressed_bytes: int
+    size_from: str
+
+
 # An image the catalog does not know (`cache.image`): assume the largest model-server image.
 UNKNOWN_IMAGE_BYTES = 20 * GB
 
@@ -81,15 +94,6 @@ MARGIN_FLOOR_SECONDS = 5 * MINUTE
 DAEMON_START_SECONDS = 60
 PIN_BYTES_PER_SECOND = 2 * GB
 
-# Cloud resources: their documented worst case of creation, which each create timeout exceeds by half.
-CLOUD_CREATE_WORST_SECONDS: dict[str, int] = {
-    # Google Cloud Managed Lustre: creation P99 40-80 minutes (issue 10, Google's documentation).
-    "gcp:lustre/instance:Instance": 80 * MINUTE,
-    # GKE regional clusters and GPU/TPU node pools: 20-30 minutes is common for a3 and TPU slices.
-    "gcp:container/cluster:Cluster": 30 * MINUTE,
-    "gcp:container/nodePool:NodePool": 30 * MINUTE,
-    # EKS: cluster creation 10-20 minutes, managed GPU node groups 20+ (issue 10).
-    "aws:eks/cluster:Cluster": 20 * MINUTE,
-    "aws:eks/nodeGroup:NodeGroup": 20 * MINUTE,
-}
+# Cloud resources: each create timeout exceeds the documented worst case of the creation (each type's
+# `create_worst_seconds`, components/catalog/cloud_resources.py) by half.
 CLOUD_TIMEOUT_RATIO = 1.5

@@ -1,5 +1,5 @@
 """Cluster add-ons: the NVIDIA device plugin (advertises `nvidia.com/gpu` on EKS GPU nodes; GKE installs its
-own; values from `specs.clusters.nvidia_device_plugin_values`) and KEDA (the model servers' autoscaler)."""
+own; values from `specs.device_plugin.nvidia_device_plugin_values`) and KEDA (the model servers' autoscaler)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ import pulumi_aws as aws
 from components.catalog import versions
 from components.cluster.addons import upstream_chart
 from components.k8s_objects import child_options
-from components.specs import clusters, node_autoscaling
+from components.specs import eks_cluster, node_autoscaling
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         role = aws.iam.Role(
             f"{name}-role",
             assume_role_policy=pulumi.Output.all(args.oidc_provider_arn, args.oidc_issuer).apply(
-                lambda v: clusters.irsa_policy(v[0], v[1], namespace, account)
+                lambda v: eks_cluster.irsa_policy(v[0], v[1], namespace, account)
             ),
             opts=aws_child,
         )

@@ -9,7 +9,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from components.specs import clusters, images
+from components.specs import eks_cluster, images
 from components.specs.clusters import PoolSpec
 
 EKS_POLICIES = {
@@ -62,12 +62,12 @@ class EksCluster(pulumi.ComponentResource):
             )
         cluster = aws.eks.Cluster(
             f"{name}-cluster",
-            **clusters.eks_cluster_args(
+            **eks_cluster.eks_cluster_args(
                 args.name, args.version, roles["cluster"].arn, private_ids, self._tags, args.deletion_protection
             ),
             opts=self._child,
         )
-        aws.eks.Addon(f"{name}-vpc-cni", **clusters.eks_vpc_cni_addon_args(cluster.name), opts=self._child)
+        aws.eks.Addon(f"{name}-vpc-cni", **eks_cluster.eks_vpc_cni_addon_args(cluster.name), opts=self._child)
         issuer = cluster.identities.apply(lambda ids: str(ids[0].oidcs[0].issuer) if ids and ids[0].oidcs else "")
         oidc = aws.iam.OpenIdConnectProvider(
             f"{name}-oidc", url=issuer, client_id_lists=["sts.amazonaws.com"], tags=self._tags, opts=self._child
@@ -82,7 +82,7 @@ class EksCluster(pulumi.ComponentResource):
         self.cluster_name = cluster.name
         self.kubeconfig = pulumi.Output.secret(
             pulumi.Output.all(cluster.endpoint, cluster.certificate_authority.data).apply(
-                lambda v: clusters.eks_kubeconfig(args.name, args.region, v[0], v[1])
+                lambda v: eks_cluster.eks_kubeconfig(args.name, args.region, v[0], v[1])
             )
         )
         self.register_outputs({"kubeconfig": self.kubeconfig, "vpcId": self.vpc_id})
@@ -100,7 +100,7 @@ class EksCluster(pulumi.ComponentResource):
             opts=child,
         )
         gateway = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=vpc.id, tags=tags, opts=child)
-        public_cidrs, private_cidrs = clusters.subnet_cidrs(args.vpc_cidr, len(args.availability_zones))
+        public_cidrs, private_cidrs = eks_cluster.subnet_cidrs(args.vpc_cidr, len(args.availability_zones))
 
         def subnets(tier: str, cidrs: list[str], route: dict[str, Any], elb_role: str) -> list[aws.ec2.Subnet]:
             """One subnet per zone, all routed through one table (public: the gateway; private: the NAT)."""
@@ -134,7 +134,7 @@ class EksCluster(pulumi.ComponentResource):
             principal = "eks.amazonaws.com" if role == "cluster" else "ec2.amazonaws.com"
             roles[role] = aws.iam.Role(
                 f"{self._name}-{role}",
-                assume_role_policy=clusters.assume_role_policy(principal),
+                assume_role_policy=eks_cluster.assume_role_policy(principal),
                 tags=self._tags,
                 opts=self._child,
             )
@@ -156,7 +156,7 @@ class EksCluster(pulumi.ComponentResource):
         (when it needs them) and its node group."""
         name, tags, child = self._name, self._tags, self._child
         node_opts = pulumi.ResourceOptions(parent=self, depends_on=list(roles.values()))
-        system_args = clusters.eks_system_node_group_args(
+        system_args = eks_cluster.eks_system_node_group_args(
             args.name,
             args.system_instance_type,
             args.system_node_count,
@@ -174,14 +174,14 @@ class EksCluster(pulumi.ComponentResource):
                 if pool.machine.efa
                 else None
             )
-            template_args = clusters.eks_launch_template_args(
+            template_args = eks_cluster.eks_launch_template_args(
                 pool, node_security_group, placement.name if placement else None
             )
             launch_template = None
             if template_args is not None:
                 template = aws.ec2.LaunchTemplate(f"{name}-{pool.key}", tags=tags, opts=child, **template_args)
                 launch_template = {"id": template.id, "version": template.latest_version.apply(str)}
-            node_group = clusters.eks_accelerator_node_group_args(
+            node_group = eks_cluster.eks_accelerator_node_group_args(
                 pool, cluster.name, roles["node"].arn, private_ids, launch_template, tags
             )
             # The Cluster Autoscaler owns the desired size of an autoscaled group once it exists.

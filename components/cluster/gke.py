@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_gcp as gcp
 
-from components.specs import clusters
+from components.specs import gke_cluster
 from components.specs.clusters import PoolSpec
 
 
@@ -37,7 +37,7 @@ class GkeCluster(pulumi.ComponentResource):
         super().__init__("llmd:cluster:GkeCluster", name, None, opts)
         cluster = gcp.container.Cluster(
             f"{name}-cluster",
-            **clusters.gke_cluster_args(
+            **gke_cluster.gke_cluster_args(
                 args.name,
                 args.project,
                 args.region,
@@ -53,7 +53,7 @@ class GkeCluster(pulumi.ComponentResource):
         self.node_pools = self._node_pools(name, args, cluster)
         self.kubeconfig = pulumi.Output.secret(
             pulumi.Output.all(cluster.endpoint, cluster.master_auth.cluster_ca_certificate).apply(
-                lambda v: clusters.gke_kubeconfig(args.name, v[0], v[1])
+                lambda v: gke_cluster.gke_kubeconfig(args.name, v[0], v[1])
             )
         )
         self.register_outputs({"kubeconfig": self.kubeconfig})
@@ -92,7 +92,7 @@ class GkeCluster(pulumi.ComponentResource):
             f"{name}-system",
             cluster=cluster.name,
             project=args.project,
-            **clusters.gke_system_pool_args(
+            **gke_cluster.gke_system_pool_args(
                 f"{args.name}-system", args.region, args.system_machine_type, args.system_node_count
             ),
             opts=pool_opts,
@@ -107,7 +107,7 @@ class GkeCluster(pulumi.ComponentResource):
                     f"{name}-{pool.name.removeprefix(args.name + '-')}",
                     cluster=cluster.name,
                     project=args.project,
-                    **clusters.gke_accelerator_pool_args(pool, args.region, args.zone),
+                    **gke_cluster.gke_accelerator_pool_args(pool, args.region, args.zone),
                     opts=pulumi.ResourceOptions(parent=self, depends_on=streaming if pool.image_streaming else []),
                 )
             )
@@ -118,7 +118,7 @@ class GkeCluster(pulumi.ComponentResource):
         return gcp.projects.Service(
             f"{name}-containerfilesystem-api",
             project=project,
-            service=clusters.IMAGE_STREAMING_API,
+            service=gke_cluster.IMAGE_STREAMING_API,
             disable_on_destroy=False,  # other clusters of the project may stream images too
             opts=pulumi.ResourceOptions(parent=self),
         )

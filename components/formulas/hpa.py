@@ -266,7 +266,6 @@ class ReplayInputs:
 @dataclass(frozen=True)
 class Sample:
     t_s: int
-    arrival_rps: float
     replicas: int  # the count the HPA set
     serving: int  # replicas past their cold start
     queue: float  # requests waiting at the router
@@ -340,7 +339,7 @@ def replay(inputs: ReplayInputs) -> Replay:
                 pod.removed_s = t
             gone += live[wanted:]
             live = live[:wanted]
-        samples.append(Sample(t, arrival, len(live), serving, queue))
+        samples.append(Sample(t, len(live), serving, queue))
         capacity = inputs.capacity_rps * dt * sum(_serving_fraction(p, t, t + dt) for p in live)
         served = min(capacity, queue + arrival * dt)
         queue, served_rps = queue + arrival * dt - served, served / dt

@@ -19,18 +19,8 @@ thresholds 1 / 16 / 0.7 ("Recommended: 0.7-0.8"), `pollingInterval` 15, `cooldow
 `minReplicaCount` 1, `maxReplicaCount` 8 (queue) or 10 (saturation), both HPA windows 300 s with Percent 100
 per 15 s (the older recipe's scale-up window is 0 s; the overlays raised it against the startup overshoot).
 
-Two choices differ from the recipes, each for a reason:
-- Selectors. Upstream filters the queue and running-requests series by `service` (a label a ServiceMonitor
-  adds at scrape time) and `model_name`. GKE Managed Prometheus scrapes with PodMonitoring, which adds no
-  `service` label, so the queries here use only labels the EPP itself exports, plus `namespace` (both
-  providers add it): `inference_pool` for the flow-control metrics (they carry `fairness_id`, `priority`,
-  `inference_pool`, `model_name`, `target_model_name`), `model_name` for running requests (which carry no
-  `inference_pool`, upstream's README says). One namespace runs one stack, so namespace and pool (or
-  model) name one EPP.
-- Saturation's metricType is `Value`, not upstream's `AverageValue`. The pool's saturation is already a
-  ratio for the whole pool; as an AverageValue the HPA would divide it over the replicas and propose
-  ceil(saturation / 0.7), two replicas for a fully saturated pool of eight. As a Value it proposes
-  ceil(ready replicas x saturation / 0.7): the pool held at 70% (components/formulas/hpa.py).
+Where the ScaledObjects differ from these recipes (the series' selectors, saturation's metricType), and why:
+docs/upstream-differences.md, Autoscaling.
 """
 
 from __future__ import annotations

@@ -4,9 +4,7 @@ pre-pull complete and placed, model weights fetched once onto shared storage."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from components.catalog import versions
 from components.catalog.labels import IMAGE_PREPULL, WORKLOAD_LABEL
@@ -87,11 +85,7 @@ def _unpinned(image: str) -> str | None:
 
 @dataclass(frozen=True)
 class ImagesPinnedConfig(Settings):
-    allow_mutable_tags: bool = setting("allowMutableTags", False)  # skip the rule (a floating tag is allowed)
-
-    @classmethod
-    def read(cls, config: Mapping[str, Any]) -> ImagesPinnedConfig:
-        return cls(bool(config.get("allowMutableTags")))
+    allow_mutable_tags: bool = setting("allowMutableTags", False, "skip the rule: a floating tag is allowed")
 
 
 def images_pinned(resources: list[Resource], config: ImagesPinnedConfig) -> list[Violation]:
@@ -122,16 +116,14 @@ CHART_REGISTRIES_ALLOWED = versions.CHART_REPOSITORIES
 
 @dataclass(frozen=True)
 class ChartRegistriesConfig(Settings):
-    # registry prefixes a chart may come from (empty: the default ones)
-    allowed_chart_registries: tuple[str, ...] = setting("allowedChartRegistries", CHART_REGISTRIES_ALLOWED)
-    allow_local_charts: bool = setting("allowLocalCharts", False)  # a packaged chart on disk may be installed
-
-    @classmethod
-    def read(cls, config: Mapping[str, Any]) -> ChartRegistriesConfig:
-        return cls(
-            tuple(config.get("allowedChartRegistries") or CHART_REGISTRIES_ALLOWED),
-            bool(config.get("allowLocalCharts")),
-        )
+    allowed_chart_registries: tuple[str, ...] = setting(
+        "allowedChartRegistries", CHART_REGISTRIES_ALLOWED, "registry prefixes a chart may come from"
+    )
+    allow_local_charts: bool = setting(
+        "allowLocalCharts",
+        False,
+        "a packaged chart on disk may be installed (`./run check` sets it when the stack names router.chart_file)",
+    )
 
 
 def charts_from_allowed_registries(resources: list[Resource], config: ChartRegistriesConfig) -> list[Violation]:

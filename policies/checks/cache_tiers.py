@@ -5,7 +5,6 @@ caching stays on."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -248,11 +247,7 @@ def lmcache_isolated_ipc_agrees(resources: list[Resource], _: NoConfig) -> list[
 
 @dataclass(frozen=True)
 class PrefixCachingConfig(Settings):
-    test_mode: bool = setting("testMode", False)  # the stack runs in test mode: prefix caching may be off
-
-    @classmethod
-    def read(cls, config: Mapping[str, Any]) -> PrefixCachingConfig:
-        return cls(bool(config.get("testMode")))
+    test_mode: bool = setting("testMode", False, "the stack runs in test mode: prefix caching may be off")
 
 
 def prefix_caching_only_in_test_mode(resources: list[Resource], config: PrefixCachingConfig) -> list[Violation]:

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from components.catalog.cloud_resources import EKS_CLUSTER, GKE_CLUSTER, GKE_NODE_POOL, OIDC_PROVIDER
 from components.catalog.labels import router_pod_labels
 from policies.checks.inventory import (
     namespace_of,
@@ -52,11 +52,9 @@ def _ingress_selectors(resources: list[Resource]) -> list[tuple[str, dict[str, A
 
 @dataclass(frozen=True)
 class NetworkPoliciesConfig(Settings):
-    require_network_policies: bool = setting("requireNetworkPolicies", True)  # false: skip the rule
-
-    @classmethod
-    def read(cls, config: Mapping[str, Any]) -> NetworkPoliciesConfig:
-        return cls(bool(config.get("requireNetworkPolicies", True)))
+    require_network_policies: bool = setting(
+        "requireNetworkPolicies", True, "false: skip the rule (a cluster that does not enforce NetworkPolicy)"
+    )
 
 
 def network_policy_per_pod(resources: list[Resource], config: NetworkPoliciesConfig) -> list[Violation]:
@@ -85,18 +83,18 @@ def network_policy_per_pod(resources: list[Resource], config: NetworkPoliciesCon
 def cluster_hardening(resources: list[Resource], _: NoConfig) -> list[Violation]:
     """GKE: private nodes, Workload Identity, shielded nodes. EKS: IRSA (an OIDC provider in the stack)."""
     out = []
-    has_oidc = any(r.type == "aws:iam/openIdConnectProvider:OpenIdConnectProvider" for r in resources)
+    has_oidc = any(r.type == OIDC_PROVIDER.token for r in resources)
     for r in resources:
         p = r.props
-        if r.type == "gcp:container/cluster:Cluster":
+        if r.type == GKE_CLUSTER.token:
             if not (p.get("privateClusterConfig") or {}).get("enablePrivateNodes"):
                 out.append(Violation(r, "GKE cluster without private nodes"))
             if not (p.get("workloadIdentityConfig") or {}).get("workloadPool"):
                 out.append(Violation(r, "GKE cluster without Workload Identity"))
-        if r.type in ("gcp:container/cluster:Cluster", "gcp:container/nodePool:NodePool"):
+        if r.type in (GKE_CLUSTER.token, GKE_NODE_POOL.token):
             shielded = ((p.get("nodeConfig") or {}).get("shieldedInstanceConfig")) or {}
             if p.get("nodeConfig") is not None and not shielded.get("enableSecureBoot"):
                 out.append(Violation(r, "GKE nodes without Shielded VM secure boot"))
-        if r.type == "aws:eks/cluster:Cluster" and not has_oidc:
+        if r.type == EKS_CLUSTER.token and not has_oidc:
             out.append(Violation(r, "EKS cluster without an IAM OIDC provider (IRSA)"))
     return out

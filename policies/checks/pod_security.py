@@ -5,7 +5,6 @@ allowed, tokens only for API access, the HF token from a Secret."""
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,12 +36,9 @@ PRIVILEGED_ALLOWED = security.PRIVILEGED_CONTAINERS
 
 @dataclass(frozen=True)
 class PrivilegedConfig(Settings):
-    # containers that may run privileged (empty: the seeds' ones)
-    allowed_containers: tuple[str, ...] = setting("allowedContainers", tuple(PRIVILEGED_ALLOWED))
-
-    @classmethod
-    def read(cls, config: Mapping[str, Any]) -> PrivilegedConfig:
-        return cls(tuple(config.get("allowedContainers") or PRIVILEGED_ALLOWED))
+    allowed_containers: tuple[str, ...] = setting(
+        "allowedContainers", tuple(PRIVILEGED_ALLOWED), "containers that may run privileged"
+    )
 
 
 def privileged_only_where_required(resources: list[Resource], config: PrivilegedConfig) -> list[Violation]:
@@ -126,12 +122,9 @@ HOST_PATHS_ALLOWED = (mooncake.HOST_OFFLOAD_DIR,)
 
 @dataclass(frozen=True)
 class HostPathsConfig(Settings):
-    # host paths a volume may mount (empty: Mooncake's offload directory)
-    allowed_host_paths: tuple[str, ...] = setting("allowedHostPaths", HOST_PATHS_ALLOWED)
-
-    @classmethod
-    def read(cls, config: Mapping[str, Any]) -> HostPathsConfig:
-        return cls(tuple(config.get("allowedHostPaths") or HOST_PATHS_ALLOWED))
+    allowed_host_paths: tuple[str, ...] = setting(
+        "allowedHostPaths", HOST_PATHS_ALLOWED, "host paths a volume may mount (Mooncake's offload directory)"
+    )
 
 
 def host_paths_allowed(resources: list[Resource], config: HostPathsConfig) -> list[Violation]:

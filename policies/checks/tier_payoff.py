@@ -4,11 +4,10 @@ model-server workload is stamped with (`llm-d.ai/kv-transfer-block-tokens`, its 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from components.catalog.accelerators import ACCELERATORS
+from components.catalog.cloud_resources import EFS, LUSTRE
 from components.catalog.labels import KV_CONNECTOR_LABEL
 from components.catalog.models import MODELS, ModelSpec
 from components.catalog.rates import STORAGE_RATES
@@ -17,8 +16,6 @@ from components.units import GiB
 from policies.checks.inventory import accelerator_of, transfer_block_of
 from policies.checks.rule_types import Settings, Violation, setting
 from policies.resources import Pod, Resource, pods, rwx_claims, served_model
-
-LUSTRE_TYPE, EFS_TYPE = "gcp:lustre/instance:Instance", "aws:efs/fileSystem:FileSystem"
 
 
 @dataclass(frozen=True)
@@ -59,31 +56,30 @@ def tiered_servers(resources: list[Resource]) -> list[TieredServer]:
 
 @dataclass(frozen=True)
 class TierPayoffConfig(Settings):
-    # bytes/s of the shared filesystem when the stack declares none the rule knows (0: not known)
-    filesystem_read_bandwidth: float = setting("filesystemReadBandwidth", 0)
-    # the prefix length the payoff is judged at (the stack's `monitoring.alerts.prefix_tokens`)
-    prefix_tokens: int = setting("prefixTokens", payoff.ALERT_PREFIX_TOKENS)
-
-    @classmethod
-    def read(cls, config: Mapping[str, Any]) -> TierPayoffConfig:
-        return cls(
-            float(config.get("filesystemReadBandwidth") or 0),
-            int(config.get("prefixTokens") or payoff.ALERT_PREFIX_TOKENS),
-        )
+    filesystem_read_bandwidth: float = setting(
+        "filesystemReadBandwidth",
+        0,
+        "bytes/s of the shared filesystem where the stack declares none the rule knows (0: not known)",
+    )
+    prefix_tokens: int = setting(
+        "prefixTokens",
+        payoff.ALERT_PREFIX_TOKENS,
+        "the prefix length the payoff is judged at (the stack's `monitoring.alerts.prefix_tokens`)",
+    )
 
 
 def _shared_read(resources: list[Resource], config: TierPayoffConfig) -> tuple[float, float | None, str] | None:
     """(aggregate, per-client limit, what) of the stack's shared filesystem; None: not known."""
     for r in resources:
-        if r.type == LUSTRE_TYPE:
+        if r.type == LUSTRE.token:
             tput, size = (
                 float(r.props.get("perUnitStorageThroughput") or 0),
                 float(r.props.get("capacityGib") or 0) * GiB,
             )
             aggregate = payoff.lustre_aggregate(tput, size)
             return aggregate, None, f"Managed Lustre {tput:g} MB/s per TiB x {payoff.lustre_tib(size):.2f} TiB"
-        if r.type == EFS_TYPE and r.props.get("throughputMode") == "elastic":
-            efs = STORAGE_RATES["aws-efs"]
+        if r.type == EFS.token and r.props.get("throughputMode") == "elastic":
+            efs = STORAGE_RATES[str(EFS.storage_backend)]
             assert efs.aggregate is not None and efs.per_client is not None
             return efs.aggregate.value, efs.per_client.value, "EFS Elastic throughput"
     if config.filesystem_read_bandwidth:

@@ -42,9 +42,11 @@ class TierConfig(Section):
 class CacheConfig(Section):
     """What serves and how it caches. Unset sizes and counts take the combination's defaults."""
 
-    accelerator: str = "gpu"
-    """accelerator family of the model servers (gpu, amd, xpu, tpu-v5p, tpu-v6, tpu-v7); default gpu (NVIDIA), the
-    seed's default"""
+    accelerator: str = Field(
+        default="gpu",
+        description=f"accelerator family of the model servers ({', '.join(ACCELERATORS)}); default gpu (NVIDIA),"
+        " the seed's default",
+    )
     server: EngineKey = "vllm"
     """model server: vllm or sglang; default vllm, the seed's default"""
     connector: ConnectorKey = Field(

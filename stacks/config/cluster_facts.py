@@ -15,18 +15,21 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from components.catalog import versions
+from components.catalog.platforms import PlatformKey
 from components.specs import images
+from components.specs.connectors import OWN_IMAGES
 from components.specs.gateway import gateway_class_for
 from components.specs.storage import EFS_CLASS, LUSTRE_CLASS
 from components.units import ByteSize, MiB
 from stacks.config import formats
 from stacks.config.fields import MAX_STORAGE, DnsLabel, OwnNamespace, Section, check_with
-from stacks.config.provider_kinds import MIRROR_CLOUDS
+from stacks.config.provider_kinds import MIRROR_CLOUDS, ClusterStackProviderKey, MirrorCloudKey
 
 _QUANTITY = re.compile(r"[0-9]+(\.[0-9]+)?([KMGTPE]i?)?", re.ASCII)
 _PULUMI_NAME = r"[A-Za-z0-9_.-]{1,100}"
 # What a cluster stack ever mirrors: the registries of the pinned images, and those ECR caches.
-_MIRRORED_REGISTRIES = sorted({images.split_image(i)[0] for i in versions.PINNED_IMAGES} | set(images.ECR_UPSTREAMS))
+_PINNED = (*versions.PINNED_IMAGES, *(i.reference for i in OWN_IMAGES))
+_MIRRORED_REGISTRIES = sorted({images.split_image(i)[0] for i in _PINNED} | set(images.ECR_UPSTREAMS))
 
 
 def _storage_size(value: str) -> str:
@@ -85,7 +88,7 @@ class StorageFacts(Section):
 class MirrorFacts(Section):
     """The cluster's pull-through caches: the registries they serve and where (GCP project or AWS account)."""
 
-    cloud: Literal["gke", "eks"]
+    cloud: MirrorCloudKey
     region: str
     project: str
     registries: list[Annotated[str, check_with(formats.registry_host)]]
@@ -144,8 +147,8 @@ class ClusterOutputs(Section):
 
     schema_version: Literal[1] = 1  # a change a serving stack cannot read bumps it
     stack: str = Field(pattern=rf"^{_PULUMI_NAME}$")  # the cluster stack's name, as its render names it
-    provider: Literal["existing", "gke", "eks"]
-    platform: Literal["base", "gke", "amd-ci"]
+    provider: ClusterStackProviderKey
+    platform: PlatformKey
     name: Annotated[str, check_with(formats.dns_1035_label)]
     gaie_version: str = Field(pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+$")  # the InferencePool CRDs the cluster stack applied
     node_pools: dict[str, PoolFacts] = Field(default_factory=dict)

@@ -18,6 +18,7 @@ from components.catalog import versions
 from components.catalog.machines import MACHINES
 from components.specs import images
 from components.specs.clusters import POOL_LABEL
+from components.specs.connectors import OWN_IMAGES
 from components.specs.gateway import gateway_class_for
 from components.specs.storage import EFS_CLASS, LUSTRE_CLASS
 from stacks.config import StackConfig, formats
@@ -80,7 +81,8 @@ def _storage_facts(config: StackConfig) -> StorageFacts | None:
 
 
 def pinned_registries() -> set[str]:
-    return {images.split_image(image)[0] for image in versions.PINNED_IMAGES}
+    pinned = (*versions.PINNED_IMAGES, *(i.reference for i in OWN_IMAGES))
+    return {images.split_image(image)[0] for image in pinned}
 
 
 def describe(config: StackConfig, stack: str) -> ClusterOutputs:

@@ -9,6 +9,7 @@ from pydantic import Field, PrivateAttr, ValidationInfo, field_validator
 from components.catalog import versions
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.machines import MACHINES
+from components.catalog.platforms import PlatformKey
 from components.units import ByteSize, GiB
 from stacks.config import formats
 from stacks.config.cluster_facts import ClusterOutputs
@@ -20,7 +21,7 @@ from stacks.config.fields import (
     size_between,
     system_machine,
 )
-from stacks.config.provider_kinds import PROVIDER_KINDS
+from stacks.config.provider_kinds import PROVIDER_KINDS, ProviderKey, provider_description
 
 
 class GkeSettings(Section):
@@ -116,11 +117,9 @@ class EksSettings(Section):
 class ClusterConfig(Section):
     """How the program reaches the cluster: one it creates (GKE, EKS), or one the user already has."""
 
-    provider: Literal["existing", "gke", "eks", "stack"] = "existing"
-    """existing: deploy to a cluster you have; gke or eks: create the cluster too; stack: serve on the cluster of
-    a cluster stack (`layer: cluster`) named by cluster.stack; default existing"""
+    provider: ProviderKey = Field(default="existing", description=provider_description("existing"))
     name: str = Field(default="llmd", description="name of a created cluster (and prefix of its node pools)")
-    platform: Literal["base", "gke", "amd-ci"] | None = Field(
+    platform: PlatformKey | None = Field(
         default=None,
         description="the seed's INFRA_PROVIDER: what the platform needs from the pods; default: gke on GKE, else base",
     )

@@ -7,11 +7,13 @@ import ipaddress
 from pydantic import BaseModel
 
 from components.catalog import labels, router_floors
+from components.catalog.key_lists import spoken
 from components.catalog.machines import MACHINES
 from components.catalog.models import MODELS
 from components.catalog.support import SUPPORTED, ComboDefaults, supported_for
 from components.formulas import payoff
 from components.specs.clusters import POOL_LABEL
+from components.specs.connectors import BY_KEY
 from components.units import ByteSize, GiB, MiB
 from stacks.config import StackConfig, formats
 from stacks.config.capacity_checks import check_replicas_auto
@@ -19,8 +21,24 @@ from stacks.config.connector_choice import choice, connector_of
 from stacks.config.errors import HIDDEN, ConfigError
 from stacks.config.evictor_checks import check_evictor_applies
 from stacks.config.layer_checks import check_layer
-from stacks.config.providers import PROVIDERS, provider_of
+from stacks.config.providers import PROVIDERS, ClusterProvider, provider_of, providers_that
+from stacks.config.storage_checks import check_storage
 from stacks.config.workload_section import check_workload
+
+
+def _creates(provider: ClusterProvider) -> bool:
+    return provider.creates
+
+
+def _disk_tiers() -> str:
+    """The connectors and tier variants whose combinations take `cache.tier.disk` (components/catalog/support.py)."""
+    combos = [combo for combo, defaults in SUPPORTED.items() if defaults.disk_tier is not None]
+    connectors, variants = (list(dict.fromkeys(combo[i] for combo in combos)) for i in (2, 3))
+    noun = "variant" if len(variants) == 1 else "variants"
+    return f"{spoken(connectors, 'and')} with the {spoken(variants)} {noun}"
+
+
+_DISK_TIERS = _disk_tiers()
 
 
 def check_stack(config: StackConfig) -> None:
@@ -54,7 +72,9 @@ def check_stack(config: StackConfig) -> None:
         raise ConfigError(*problem)
     if not connector.reads_lmcache_section and config.lmcache.model_fields_set:
         raise ConfigError(
-            "lmcache", sorted(config.lmcache.model_fields_set), "applies only with cache.connector lmcache-server"
+            "lmcache",
+            sorted(config.lmcache.model_fields_set),
+            f"applies only with cache.connector {spoken(k for k, c in BY_KEY.items() if c.reads_lmcache_section)}",
         )
 
     if cache.node_pool is not None and cache.node_pool not in config.node_pools:
@@ -95,11 +115,14 @@ def check_applies(config: StackConfig) -> None:
             raise ConfigError(
                 f"cluster.{name}",
                 HIDDEN,
-                f"applies only with cluster.provider existing, not {cluster.provider}",
+                f"applies only with cluster.provider {providers_that(lambda p: p.takes_kubeconfig)},"
+                f" not {cluster.provider}",
                 hidden=True,
             )
     if not provider.creates and _set_fields(cluster, ("name",)):
-        raise ConfigError("cluster.name", cluster.name, "names a created cluster; applies only with gke or eks")
+        raise ConfigError(
+            "cluster.name", cluster.name, f"names a created cluster; applies only with {providers_that(_creates)}"
+        )
     for key, pool in config.node_pools.items():
         reserved = [k for k in pool.labels if provider.reserved_label(k)]
         if reserved:
@@ -119,7 +142,9 @@ def check_applies(config: StackConfig) -> None:
         created_only = ("spot", "reservation", "slices", "tpu_topology")
         for name in _set_fields(pool, created_only) if provider.describes_pools else []:
             raise ConfigError(
-                f"node_pools.{key}.{name}", getattr(pool, name), "applies only to pools created on gke or eks"
+                f"node_pools.{key}.{name}",
+                getattr(pool, name),
+                f"applies only to pools created on {providers_that(_creates)}",
             )
         described = ("accelerator", "accelerators_per_node", "host_memory")
         for name in _set_fields(pool, described) if provider.creates else []:
@@ -143,7 +168,11 @@ def check_applies(config: StackConfig) -> None:
                 f"model_cache.{name}", str(getattr(model_cache, name)), "applies only with model_cache.mode dedicated"
             )
     if config.images.ecr_credentials and not provider.ecr_credentials:
-        raise ConfigError("images.ecr_credentials", "(set)", "applies only with cluster.provider eks")
+        raise ConfigError(
+            "images.ecr_credentials",
+            "(set)",
+            f"applies only with cluster.provider {providers_that(lambda p: p.ecr_credentials)}",
+        )
     for name, section in (("autoscaling", config.autoscaling), ("gateway", config.gateway)):
         idle = sorted(section.model_fields_set - {"enabled"})
         if idle and not section.enabled:
@@ -186,7 +215,7 @@ def _check_sizes(config: StackConfig, defaults: ComboDefaults) -> None:
         raise ConfigError(
             "cache.tier.disk",
             cache.tier.disk.human(),
-            "only lmcache-connector and mooncake-store with the fs variant take a disk size; leave it unset",
+            f"only {_DISK_TIERS} take a disk size; leave it unset",
         )
 
     # The tier Mooncake splits: the stack's, or the combination's default (which a TP can split unevenly).
@@ -308,56 +337,6 @@ def check_cluster(config: StackConfig) -> None:
     if provider.creates and config.effective_layer != "cluster" and config.cache.node_pool is None:
         allowed = ", ".join(sorted(config.node_pools)) or "describe one in node_pools"
         raise ConfigError("cache.node_pool", None, f"required on a created cluster; allowed: {allowed}")
-
-
-# Managed Lustre capacity per throughput tier (MB/s per TiB), in GiB: minimum, step up to a
-# threshold, and the step above it (storage.md, from GCP's performance tiers page).
-LUSTRE_CAPACITY: dict[int, tuple[int, int, int | None, int]] = {
-    1000: (9000, 9000, 1530000, 72000),
-    500: (18000, 18000, 3060000, 144000),
-    250: (36000, 36000, 6120000, 288000),
-    125: (72000, 72000, None, 72000),
-}
-
-
-def lustre_capacity_error(size_gib: float, throughput: int) -> str | None:
-    minimum, step, threshold, step_above = LUSTRE_CAPACITY[throughput]
-    if size_gib < minimum:
-        return f"at least {minimum}Gi at {throughput} MB/s per TiB"
-    if threshold is None or size_gib <= threshold:
-        return f"a multiple of {step}Gi at {throughput} MB/s per TiB" if size_gib % step else None
-    if (size_gib - threshold) % step_above:
-        return f"{threshold}Gi plus a multiple of {step_above}Gi above it at {throughput} MB/s per TiB"
-    return None
-
-
-def check_storage(config: StackConfig) -> None:
-    storage, provider = config.storage, provider_of(config)
-    creators = [p.key for p in PROVIDERS.values() if p.creates and storage.backend in p.storage_backends]
-    if creators and storage.backend not in provider.storage_backends:  # a serving stack's: its cluster's
-        raise ConfigError("storage.backend", storage.backend, f"needs cluster.provider {creators[0]}")
-    if storage.backend != "existing" and config.effective_layer != "cluster":
-        if config.cache.tier.variant != "fs":
-            raise ConfigError(
-                "storage.backend", storage.backend, "creates the filesystem tier's storage: needs cache.tier.variant fs"
-            )
-        if not connector_of(config).uses_tier_claim(config.cache.tier.variant):  # the variant is fs: the connector
-            raise ConfigError(
-                "storage.backend",
-                storage.backend,
-                f"creates a shared filesystem tier, which cache.connector {config.cache.connector} does not use"
-                " (its filesystem tier is node-local); allowed: existing",
-            )
-        if storage.storage_class:
-            raise ConfigError(
-                "storage.storage_class",
-                storage.storage_class,
-                f"set by storage.backend {storage.backend}; leave it empty",
-            )
-    if storage.backend == "gcp-lustre":
-        problem = lustre_capacity_error(storage.size.bytes / GiB, storage.lustre.per_unit_storage_throughput)
-        if problem:
-            raise ConfigError("storage.size", storage.size.quantity(), f"Managed Lustre capacity must be {problem}")
 
 
 def check_router_floors(config: StackConfig) -> None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from components.catalog.platforms import PLATFORMS
 from components.specs.gateway import gateway_class_for
 from stacks.config.errors import ConfigError
-from stacks.config.providers import provider_of
+from stacks.config.providers import provider_of, providers_that
 
 if TYPE_CHECKING:
     from stacks.config import StackConfig
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 # What a cluster stack has no use for: the model's sections (the router's CRD release stays: it applies them).
 MODEL_SECTIONS = ("cache", "lmcache", "model_cache", "verification", "workload")
 ROUTER_CLUSTER_FIELDS = {"gaie_version", "gaie_crds_file"}
+_READERS = providers_that(lambda p: p.reads_cluster_stack)  # the providers a serving stack runs on
 
 
 def check_layer(config: StackConfig) -> None:
@@ -24,12 +25,16 @@ def check_layer(config: StackConfig) -> None:
     if (layer == "serving") != on_cluster_stack:
         if layer == "serving":
             raise ConfigError(
-                "layer", layer, "a serving stack runs on a cluster stack's cluster: set cluster.provider stack"
+                "layer", layer, f"a serving stack runs on a cluster stack's cluster: set cluster.provider {_READERS}"
             )
-        raise ConfigError("cluster.provider", "stack", f"serves on a cluster stack's cluster; layer {layer} cannot")
+        raise ConfigError(
+            "cluster.provider", cluster.provider, f"serves on a cluster stack's cluster; layer {layer} cannot"
+        )
     for name in ("stack", "outputs_file"):
         if not on_cluster_stack and name in cluster.model_fields_set:
-            raise ConfigError(f"cluster.{name}", getattr(cluster, name), "applies only with cluster.provider stack")
+            raise ConfigError(
+                f"cluster.{name}", getattr(cluster, name), f"applies only with cluster.provider {_READERS}"
+            )
     if layer == "cluster":
         _check_cluster_layer(config)
         return

@@ -56,10 +56,6 @@ class TraceSummary:
     def mean_prompt_tokens(self) -> float:
         return self.prompt_tokens / self.requests
 
-    @property
-    def mean_output_tokens(self) -> float:
-        return self.output_tokens / self.requests
-
 
 def read_trace(path: str | os.PathLike[str], block_tokens: int, *, source: str) -> Iterator[Request]:
     """The requests of a trace anywhere (`source`: where the path came from, e.g. "--trace"). A path that is

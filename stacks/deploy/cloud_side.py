@@ -18,7 +18,6 @@ from stacks.planning.mirror import Mirror
 
 STACK_NAME = "llmd"
 CreatedCluster = GkeCluster | EksCluster
-Resources = list[pulumi.Resource]
 
 
 @dataclass(frozen=True)

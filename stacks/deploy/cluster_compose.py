@@ -12,7 +12,7 @@ from components.cluster.eks import EksCluster
 from components.cluster.gke import GkeCluster
 from components.gateway_front import GatewayFront, GatewayFrontArgs
 from components.inference_pool import InferencePoolCrds, InferencePoolCrdsArgs
-from components.specs.clusters import nvidia_device_plugin_pools, nvidia_device_plugin_values
+from components.specs.device_plugin import nvidia_device_plugin_pools, nvidia_device_plugin_values
 from stacks.config.cluster_facts import CLUSTER_OUTPUT, KUBECONFIG_OUTPUT
 from stacks.deploy.compose import STACK_NAME, autoscalers, cluster_side, file_system
 from stacks.deploy.protection import lifecycle_transform

@@ -11,7 +11,8 @@ import pulumi_kubernetes as k8s
 from components.cache_stack import CacheStack, CacheStackArgs
 from components.cluster.addons import Keda, NvidiaDevicePlugin
 from components.specs import keda
-from components.specs.clusters import PoolSpec, nvidia_device_plugin_pools, nvidia_device_plugin_values
+from components.specs.clusters import PoolSpec
+from components.specs.device_plugin import nvidia_device_plugin_pools, nvidia_device_plugin_values
 from stacks.config import StackConfig
 from stacks.config.cluster_facts import KUBECONFIG_OUTPUT
 from stacks.config.providers import provider_of

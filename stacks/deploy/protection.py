@@ -22,16 +22,12 @@ from collections.abc import Callable
 
 import pulumi
 
+from components.catalog.cloud_resources import CLOUD_RESOURCES
 from components.k8s_objects import force_field_ownership
 from components.specs.servers.base import FILES_STORAGE_CLAIM
 from stacks.planning.cold_starts import cloud_create_timeout
 
-PROTECTED_TYPES = (
-    "gcp:lustre/instance:Instance",
-    "aws:efs/fileSystem:FileSystem",
-    "gcp:container/cluster:Cluster",
-    "aws:eks/cluster:Cluster",
-)
+PROTECTED_TYPES = tuple(token for token, r in CLOUD_RESOURCES.items() if r.protected)
 
 
 def protects(resource_type: str, name: str, protect: bool) -> bool:

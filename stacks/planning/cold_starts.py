@@ -11,20 +11,30 @@ import math
 from components.catalog import startup_figures as figures
 from components.catalog import weight_loading as cache_figures
 from components.catalog.accelerators import ACCELERATORS
+from components.catalog.cloud_resources import CLOUD_RESOURCES
 from components.catalog.models import ModelSpec
 from components.catalog.startup_figures import WeightSource
 from components.specs import payoff_table
+from components.specs.connectors import OWN_IMAGES
 from components.specs.model_cache import ModelCache
 from components.specs.startup import ColdStart, StartupInputs, cold_start
 from stacks.config import StackConfig
 
+# The sizes of the images accelerators and connectors pin themselves, by repository.
+_OWN_IMAGE_BYTES = {cache_figures.image_repository(i.reference): i.compressed_bytes for i in OWN_IMAGES}
+
+
+def known_image_bytes(image: str) -> int | None:
+    """The catalog's size of an image by repository (tag or digest stripped): the shared images' table, else
+    the size an accelerator or a connector pins with its own image; None: an image the catalog does not know."""
+    repository = cache_figures.image_repository(image)
+    return figures.IMAGE_BYTES.get(repository, _OWN_IMAGE_BYTES.get(repository))
+
 
 def image_bytes(image: str) -> int:
-    """The catalog's size of an image by repository (tag or digest stripped); unknown images the largest."""
-    repository = image.split("@", 1)[0]
-    if ":" in repository.rsplit("/", 1)[-1]:
-        repository = repository.rsplit(":", 1)[0]
-    return figures.IMAGE_BYTES.get(repository, figures.UNKNOWN_IMAGE_BYTES)
+    """`known_image_bytes`, unknown images the largest."""
+    known = known_image_bytes(image)
+    return figures.UNKNOWN_IMAGE_BYTES if known is None else known
 
 
 def weight_source(config: StackConfig, cache: ModelCache | None, readers: int = 1) -> WeightSource:
@@ -147,7 +157,8 @@ def _weightless_cold_start(pulled: list[str], margin_ratio: float, other_seconds
 
 def cloud_create_timeout(resource_type: str) -> str | None:
     """A create timeout above the resource's documented worst case (`customTimeouts.create`), e.g. "120m"."""
-    worst = figures.CLOUD_CREATE_WORST_SECONDS.get(resource_type)
+    record = CLOUD_RESOURCES.get(resource_type)
+    worst = record.create_worst_seconds if record is not None else None
     if worst is None:
         return None
     return f"{math.ceil(worst * figures.CLOUD_TIMEOUT_RATIO / 60)}m"

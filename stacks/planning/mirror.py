@@ -10,14 +10,14 @@ from __future__ import annotations
 import copy
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from components.catalog import versions
 from components.specs import images
 from stacks.config import StackConfig
 from stacks.config.cluster_facts import MirrorFacts
 from stacks.config.cluster_outputs import mirror_facts
-from stacks.config.provider_kinds import MIRROR_CLOUDS
+from stacks.config.provider_kinds import MIRROR_CLOUDS, MirrorCloudKey
 from stacks.config.providers import provider_of
 
 
@@ -28,7 +28,7 @@ class Mirror:
     region: str
     project: str  # GCP project (Artifact Registry) or AWS account (ECR)
     registries: list[str]  # upstream registries served through the caches
-    cloud: Literal["gke", "eks"] = "gke"
+    cloud: MirrorCloudKey = "gke"
     direct: dict[str, str] = dataclasses.field(default_factory=dict)  # registry -> why it is pulled directly
     credentials: dict[str, str] = dataclasses.field(default_factory=dict)  # ECR: registry -> secret ARN
 

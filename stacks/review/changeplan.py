@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.catalog import labels
+from components.catalog.cloud_resources import CLOUD_RESOURCES
 from components.specs import tier_namespace
 from policies.resources import CHART_TYPE
 from stacks.review import chart_objects
@@ -41,17 +42,11 @@ _K8S_REPLACE: dict[str, tuple[str, ...]] = {
     "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": ("roleRef",),
 }
 # Cloud resources: the provider schemas' replace-on-change (ForceNew) inputs this program sets.
-_CLOUD_REPLACE: dict[str, tuple[str, ...]] = {
-    "gcp:lustre/instance:Instance": ("instanceId", "location", "filesystem", "network", "project"),
-    "aws:efs/fileSystem:FileSystem": ("creationToken", "encrypted", "kmsKeyId", "performanceMode"),
-    "gcp:container/cluster:Cluster": ("name", "location", "project", "network"),
-    "aws:eks/cluster:Cluster": ("name",),
-}
+_CLOUD_REPLACE: dict[str, tuple[str, ...]] = {t: r.replace_on for t, r in CLOUD_RESOURCES.items() if r.replace_on}
 STATE_TYPES = (
     "kubernetes:core/v1:PersistentVolumeClaim",
     "kubernetes:core/v1:PersistentVolume",
-    "gcp:lustre/instance:Instance",
-    "aws:efs/fileSystem:FileSystem",
+    *(t for t, r in CLOUD_RESOURCES.items() if r.holds_data),
 )
 _DROPS_TIER = "; each restart drops that pod's CPU tier"
 _POD_TEMPLATES = {

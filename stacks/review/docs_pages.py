@@ -1,12 +1,15 @@
-"""The generated pages of docs/: the configuration reference from the config model and the presets from
-stacks/presets/ (`python -m stacks docs` writes them; tests/test_docs.py fails when either is stale)."""
+"""The generated pages of docs/: the configuration reference from the config model, the presets from
+stacks/presets/ and the policy rules with their config keys from the pack's ruleset (`python -m stacks docs`
+writes them; tests/test_docs.py fails when one is stale)."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
 
+from policies.checks.ruleset import RULES
 from stacks.config import loading
 from stacks.config.errors import ConfigError
 from stacks.config.keys import keys_markdown
@@ -56,9 +59,48 @@ def presets_markdown() -> str:
     )
 
 
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def rules_markdown() -> str:
+    """docs/policy-rules.md: every rule of the pack with its level, and each rule's config keys (its `setting`s)."""
+    rules = [f"| `{r.name}` | {r.enforcement} | {_cell(r.description)} |" for r in RULES]
+    keys = [
+        f"| `{r.name}` | `{s.key}` | `{_cell(json.dumps(s.default))}` | {_cell(s.description)} |"
+        for r in RULES
+        for s in r.settings.records()
+    ]
+    return "\n".join(
+        [
+            "# Policy rules",
+            "",
+            STAMP.format(source="policies/checks/ruleset.py"),
+            "",
+            "Every rule of the policy pack, in the order `./run check` and `pulumi preview --policy-pack policies`"
+            " run them ([how they run](policies-and-previews.md)). A mandatory violation stops `pulumi up` and"
+            " makes `./run check` exit 1; an advisory one is reported.",
+            "",
+            "| rule | level | what it holds |",
+            "|---|---|---|",
+            *rules,
+            "",
+            "## Config keys",
+            "",
+            "Set through the pack's config (`--policy-pack-config`); a key left unset, or empty, takes its default."
+            " The pack's config schema carries the same type, default and description.",
+            "",
+            "| rule | key | default | what it does |",
+            "|---|---|---|---|",
+            *keys,
+            "",
+        ]
+    )
+
+
 def pages() -> dict[str, str]:
     """Each generated page of docs/ by file name, with its text."""
-    return {"configuration.md": keys_markdown(), "presets.md": presets_markdown()}
+    return {"configuration.md": keys_markdown(), "presets.md": presets_markdown(), "policy-rules.md": rules_markdown()}
 
 
 def write(out: Path = DOCS) -> list[Path]:

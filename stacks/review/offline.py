@@ -18,6 +18,7 @@ from typing import Any
 
 import pulumi
 
+from components.catalog.cloud_resources import CLOUD_RESOURCES
 from stacks.config import loading
 from stacks.deploy.cluster_compose import compose_cluster
 from stacks.deploy.compose import StackOutputs, compose
@@ -136,26 +137,10 @@ def _clean(value: Any, path: str, secrets: list[str]) -> Any:
     return value
 
 
-# What the cloud providers compute on create, played by the mocks with recognisably fake values, so
-# that what the program derives from them (kubeconfigs, volume handles, IRSA policies) renders.
+# What the providers compute on create, played by the mocks with recognisably fake values: each cloud
+# resource type's `offline_outputs` (components/catalog/cloud_resources.py), and a cluster stack's reference.
 _PROVIDER_OUTPUTS: dict[str, dict[str, Any]] = {
-    "gcp:container/cluster:Cluster": {
-        "endpoint": "203.0.113.10",
-        "masterAuth": {"clusterCaCertificate": "b2ZmbGluZS1yZW5kZXI="},
-    },
-    "gcp:lustre/instance:Instance": {"mountPoint": "10.90.0.2@tcp:/kvcache"},
-    "gcp:compute/globalAddress:GlobalAddress": {"address": "10.90.0.0"},
-    "aws:eks/cluster:Cluster": {
-        "endpoint": "https://offline-render.eks.example",
-        "certificateAuthority": {"data": "b2ZmbGluZS1yZW5kZXI="},
-        "identities": [{"oidcs": [{"issuer": "https://oidc.eks.example/id/OFFLINE"}]}],
-        "vpcConfig": {"clusterSecurityGroupId": "sg-offline"},
-    },
-    "aws:iam/role:Role": {"arn": "arn:aws:iam::000000000000:role/offline-render"},
-    "aws:iam/openIdConnectProvider:OpenIdConnectProvider": {
-        "arn": "arn:aws:iam::000000000000:oidc-provider/oidc.eks.example/id/OFFLINE"
-    },
-    "aws:ec2/launchTemplate:LaunchTemplate": {"latestVersion": 1},
+    **{t: dict(r.offline_outputs) for t, r in CLOUD_RESOURCES.items() if r.offline_outputs},
     # A serving stack's cluster stack: its kubeconfig output, a secret as the real cluster stack exports it.
     "pulumi:pulumi:StackReference": {
         "outputs": {"kubeconfig": "offline-render-cluster-stack-kubeconfig"},

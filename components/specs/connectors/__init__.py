@@ -7,9 +7,11 @@ SGLang brings its own cache (HiCache) and a TPU its own connector (the TPU offlo
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING
 
 from components.catalog.accelerators import ACCELERATORS, AcceleratorProfile
+from components.catalog.key_lists import literal_of
+from components.catalog.startup_figures import SizedImage
 from components.catalog.support import SUPPORTED, Combo
 from components.specs.connectors.interface import (
     FILES_STORAGE,
@@ -31,6 +33,7 @@ __all__ = [
     "BY_KEY",
     "FILES_STORAGE",
     "IMPLEMENTATIONS",
+    "OWN_IMAGES",
     "Choice",
     "Connector",
     "ConnectorKey",
@@ -41,17 +44,25 @@ __all__ = [
     "to_json",
 ]
 
-# The config's `cache.connector` (stacks/config.py types it with this), and vLLM's connectors on GPUs by it.
-ConnectorKey = Literal["native", "lmcache-connector", "mooncake-store", "lmcache-server"]
-BY_KEY: dict[ConnectorKey, Connector] = {
+# vLLM's connectors on GPUs, by the config's `cache.connector`.
+BY_KEY: dict[str, Connector] = {
     "native": NATIVE,
     "lmcache-connector": LMCACHE_CONNECTOR,
     "mooncake-store": MOONCAKE_STORE,
     "lmcache-server": LMCACHE_SERVER,
 }
+if TYPE_CHECKING:  # mypy cannot evaluate a Literal built from a registry (key_lists.literal_of)
+    ConnectorKey = str
+else:
+    ConnectorKey = literal_of(BY_KEY)  # `cache.connector` (stacks/config/cache_section.py types it with this)
 # Engines that bring their own cache, whatever `cache.connector` says.
 BY_ENGINE: dict[EngineKey, Connector] = {"sglang": HICACHE}
 IMPLEMENTATIONS: tuple[Connector, ...] = (*BY_KEY.values(), HICACHE, TPU_OFFLOAD)
+# The images accelerators and connectors pin in their own records (the catalog's shared ones are versions.py's).
+OWN_IMAGES: tuple[SizedImage, ...] = (
+    *(image for profile in ACCELERATORS.values() for image in profile.own_images),
+    *(image for connector in IMPLEMENTATIONS for image in connector.own_images),
+)
 
 
 def resolve(server: EngineKey, accelerator: AcceleratorProfile, connector: ConnectorKey) -> Connector:

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Literal
 from components.catalog import labels
 from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
+from components.catalog.startup_figures import SizedImage
 from components.formulas.tier_shape import Relation, Scope
 from components.manifest import Manifest
 from components.specs.lmcache import LMCacheSettings
@@ -85,6 +86,8 @@ class Connector:
     engine: ClassVar[EngineKey] = "vllm"
     weight_streaming: ClassVar[bool] = False  # its engine loads weights with the Run:ai streamer (where the image can)
     metric_families: ClassVar[tuple[MetricFamily, ...]] = ()  # the connector's own (its module defines them)
+    # Images pinned in its module rather than in versions.py, with their sizes (what `image` or its daemons run).
+    own_images: ClassVar[tuple[SizedImage, ...]] = ()
     # The verification Job's gate: a key of GATES in components/verification/verify_offload.py (the script runs
     # in the Job's pod and imports nothing of ours; tests/test_verify_script.py holds every connector's to it).
     verification_check: ClassVar[str] = "external"
