@@ -1,8 +1,8 @@
 """Every list of keys comes from its registry: in a scratch copy of the tree the test adds a provider (AKS, an
 existing-cluster variant), an accelerator (B200) and a connector (a fixture in-process one) in their own files
-only (tests/contributions.py), then reads the copy's allowed lists, error lines and generated docs: each new key
-is in every one of them, and no line that names all of a registry's other keys leaves it out (a list copied by
-hand, in a `Literal`, a message or a docstring, would)."""
+only (tests/contributions.py), then reads the copy's allowed lists, error lines, generated docs and the component
+package's generated inputs: each new key is in every one of them, and no line that names all of a registry's other
+keys leaves it out (a list copied by hand, in a `Literal`, a message or a docstring, would)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from stacks.config.cache_section import CacheConfig
 from stacks.config.errors import ConfigError
 from stacks.config.provider_kinds import PROVIDER_KINDS
 from stacks.review import docs_pages
+from stacks.package.args_codegen import generate
 
 def refusal(preset, *overrides):
     try:
@@ -49,6 +50,7 @@ print(json.dumps({
         "cluster.kubeconfig": refusal("gke-h100-lustre", "cluster.kubeconfig=/tmp/kubeconfig"),
     },
     "pages": docs_pages.pages(),
+    "package_args": generate(),
 }))
 """
 NEW = {"provider": "aks", "accelerator": "b200", "connector": "fixture-offload"}
@@ -98,11 +100,19 @@ def test_the_generated_docs_name_the_new_keys(said: dict[str, Any]) -> None:
     assert "lmcache-server, fixture-offload; default native" in rows["| `llmd:cache.connector`"]
 
 
+def test_the_component_packages_inputs_take_the_new_keys(said: dict[str, Any]) -> None:
+    """`./run golden` regenerates the package's inputs from the registries: each new key is an enum value there."""
+    source = said["package_args"]
+    for kind, key in NEW.items():
+        assert f' = "{key}"\n' in source, kind
+
+
 def test_no_line_names_the_other_keys_without_the_new_one(said: dict[str, Any]) -> None:
     """A line of the generated pages or a refusal that names every other key of a registry is a list of it:
     it names the new key too."""
     lines = [line for page in said["pages"].values() for line in page.splitlines()]
     lines += [line for line in said["refusals"].values() if line]
+    lines += said["package_args"].splitlines()
     stale = []
     for kind, key in NEW.items():
         others = [k for k in said["keys"][kind] if k != key]
