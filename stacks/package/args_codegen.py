@@ -15,7 +15,6 @@ import keyword
 import re
 import types
 import typing
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -208,7 +207,3 @@ def generate() -> str:
     _serving_stack_args(gen)
     imports = "from enum import Enum\nfrom typing import Any, Required, TypedDict\n\nimport pulumi\n"
     return HEADER + "\n" + imports + "".join(f"\n\n{block}" for block in gen.module.blocks)
-
-
-def blocks() -> Iterator[str]:
-    yield from Generator().module.blocks
