@@ -54,7 +54,9 @@ class PricingConfig(Section):
     monthly_budget: float | None = Field(
         default=None,
         description="US dollars per month the stack may cost (`25000` or `25000 USD/month`); set, the policy"
-        " pack's monthly-budget rule refuses a stack whose planned cost is above it (mandatory); unset: advisory",
+        " pack's monthly-budget rule refuses a stack whose planned cost is above it (mandatory); unset, the"
+        " advisory monthly-budget-default rule reports a cost above the pack's own defaultMonthlyBudget (none"
+        " unless the pack's config sets it)",
     )
 
     @field_validator("region")
