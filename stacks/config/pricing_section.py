@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, field_validator
 
@@ -57,6 +57,16 @@ class PricingConfig(Section):
         " pack's monthly-budget rule refuses a stack whose planned cost is above it (mandatory); unset, the"
         " advisory monthly-budget-default rule reports a cost above the pack's own defaultMonthlyBudget (none"
         " unless the pack's config sets it)",
+    )
+
+    objective: Literal["cost", "latency"] = Field(
+        default="latency",
+        description="what `cache.tier.cpu: auto` optimises with a workload: `latency` (the default) takes the"
+        " smallest size within a point of prompt tokens of the best hit share the node holds; `cost` the cheapest"
+        " size that keeps up (and meets workload.slo): the fewest replicas the capacity plan needs at each size x"
+        " one replica's accelerator price, plus the filesystem tier's charges at that size (the CPU tier has no"
+        " price of its own), the smallest on a tie. The filesystem tier's size is `storage.size` as configured:"
+        " the plan does not choose it. The summary and `./run size` name the objective and price both choices",
     )
 
     @field_validator("region")

@@ -1,11 +1,14 @@
 """The summary's cost section: the plan's `StackCost` (stacks/planning/cost.py) as a reader checks it: each line
 with its formula, what is unpriced and how to price it, $ per million prompt tokens, each tier's cost against its
-saving, and every price with its source and date, the overridden ones marked."""
+saving, and every price with its source and date, the overridden ones marked; and the objective
+`cache.tier.cpu: auto` sized by (stacks/planning/tier_objective.py), with the cost of its size against the latency
+objective's."""
 
 from __future__ import annotations
 
 from components.catalog.prices import HOURS_PER_MONTH
 from stacks.planning.cost import StackCost
+from stacks.planning.tier_objective import Objective
 
 
 def usd(value: float) -> str:
@@ -67,4 +70,39 @@ def cost_lines(cost: StackCost | None) -> list[str]:
             source = f"overridden ({p.key})" if p.overridden else p.source
             lines.append(f"| {p.item} | {p.region or '-'} | {p.usd:g} | {p.unit} | {source} | {p.as_of} |")
         lines.append("")
+    return lines
+
+
+def _hourly(value: float | None) -> str:
+    return f"{usd(value)}/hour" if value is not None else "no count that keeps up"
+
+
+def objective_lines(objective: Objective | None, took: bool) -> list[str]:
+    """Which objective sized `cache.tier.cpu: auto` (`took`: the stack is auto; else what auto would take)."""
+    if objective is None:
+        return []
+    setting = "the default: pricing.objective unset" if objective.defaulted else "pricing.objective"
+    verb = "took" if took else "would take"
+    text = f"`cache.tier.cpu: auto` {verb} {objective.chosen.size.readable()} by `{objective.name}` ({setting})."
+    if not objective.sizes:
+        text += (
+            " `pricing.objective: cost` would take the cheapest size that keeps up instead (the capacity plan's"
+            " replicas at each size x one replica's price, plus the filesystem tier's charges)."
+        )
+        return ["## Cost objective", "", text, ""]
+    chosen, latency = objective.cost_of(objective.chosen.size), objective.cost_of(objective.latency.size)
+    if chosen is not None and latency is not None:
+        text += (
+            f" It costs {_hourly(chosen.usd_per_hour)} against {_hourly(latency.usd_per_hour)} at the latency"
+            f" objective's {objective.latency.size.readable()}."
+        )
+    lines = ["## Cost objective", "", text, ""]
+    lines += ["| CPU tier (`cache.tier.cpu`) | replicas that keep up | cost | formula |", "|---|---|---|---|"]
+    for size in objective.sizes:
+        mark = " (chosen)" if size.size == objective.chosen.size else ""
+        mark += " (latency's)" if size.size == objective.latency.size else ""
+        figure = _hourly(size.usd_per_hour)
+        replicas = str(size.replicas) if size.replicas is not None else "-"
+        lines.append(f"| {size.size.readable()}{mark} | {replicas} | {figure} | {size.formula()} |")
+    lines.append("")
     return lines

@@ -1,0 +1,110 @@
+"""`pricing.objective` (stacks/planning/tier_objective.py, workload_plan.objective_of): `cache.tier.cpu: auto` takes
+the curve's size under `latency` (the default) and the cheapest size that keeps up under `cost`, through the plan,
+the summary and `./run size`.
+
+The stack: existing-mi300 (MI300X nodes of 8 devices, 2 TiB of host memory; a replica is TP=2) priced by hand at
+$48/hour a node: one replica's accelerators are 2 x $48 / 8 = $12/hour, and the CPU tier has no price of its own,
+so a size costs its replicas x $12."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from stacks.__main__ import main
+from stacks.config import loading
+from stacks.config.errors import ConfigError
+from stacks.planning.plan import StackPlan, plan
+from stacks.planning.tier_objective import Objective
+from stacks.review.render import render
+
+REPLICA_USD = 2 * 48 / 8
+PRICED = ["pricing.machine_types={mi300: mi300x-8}", "pricing.prices={mi300x-8: 48}", "workload.block_tokens=512"]
+# 40 system prompts and 400 questions of 4 blocks of 512 tokens each: more than two replicas' HBM holds.
+BUSY = {
+    "num_groups": 40,
+    "num_prompts_per_group": 10,
+    "system_prompt_len": 2048,
+    "question_len": 4096,
+    "output_len": 128,
+    "request_rate": 10,
+    "duration": 600,
+}
+# 20 prompts of 5 blocks that HBM holds: every CPU-tier size catches the same, one replica keeps up at each.
+LIGHT = {**BUSY, "num_groups": 20, "num_prompts_per_group": 5, "question_len": 512, "output_len": 64}
+LIGHT |= {"request_rate": 5, "duration": 60}
+
+
+def _sets(shape: dict[str, int], *more: str) -> list[str]:
+    return [*(f"workload.shared_prefix.{k}={v}" for k, v in shape.items()), *PRICED, *more]
+
+
+@functools.cache
+def _plan(light: bool, *more: str) -> StackPlan:
+    return plan(loading.load_named("existing-mi300", _sets(LIGHT if light else BUSY, *more)), keep_up=False)
+
+
+def _objective(stack_plan: StackPlan) -> Objective:
+    assert stack_plan.objective is not None
+    return stack_plan.objective
+
+
+def test_cost_takes_the_cheapest_size_where_latency_takes_a_dearer_one() -> None:
+    """Busy: below some size the workload needs a second replica; the latency objective's size (within a point of
+    the best hit share) is one of those, the cost objective's the smallest that keeps up on one."""
+    latency, cost = _objective(_plan(False)), _objective(_plan(False, "pricing.objective=cost"))
+    assert (latency.name, latency.defaulted, latency.sizes) == ("latency", True, ())
+    assert (cost.name, cost.defaulted) == ("cost", False)
+    assert cost.latency == latency.chosen  # both read one curve
+    for size in cost.sizes:  # the hand-worked price: replicas x $12/hour, nothing for the CPU tier
+        assert size.replicas is not None and size.usd_per_hour == size.replicas * REPLICA_USD
+    cheapest = min(s.usd_per_hour or 0 for s in cost.sizes)
+    assert cost.chosen.size == min(s.size for s in cost.sizes if s.usd_per_hour == cheapest)  # smallest on a tie
+    chosen, dearer = cost.cost_of(cost.chosen.size), cost.cost_of(latency.chosen.size)
+    assert chosen is not None and dearer is not None
+    assert (chosen.replicas, chosen.usd_per_hour) == (1, 12.0)
+    assert (dearer.replicas, dearer.usd_per_hour) == (2, 24.0)
+    assert cost.chosen.size > latency.chosen.size
+    assert _plan(False, "pricing.objective=cost").tier == cost.chosen.size  # the size rendered
+    assert _plan(False).tier == latency.chosen.size
+
+
+def test_cost_and_latency_agree_where_every_size_costs_the_same_and_catches_the_same() -> None:
+    latency, cost = _objective(_plan(True)), _objective(_plan(True, "pricing.objective=cost"))
+    assert {s.usd_per_hour for s in cost.sizes} == {REPLICA_USD}
+    assert cost.chosen.size == latency.chosen.size == min(s.size for s in cost.sizes)
+
+
+def test_the_summary_names_the_objective_and_prices_both_choices() -> None:
+    cost = _plan(False, "pricing.objective=cost")
+    summary = render(cost, "t").summary
+    chosen, latency = _objective(cost).chosen.size.readable(), _objective(cost).latency.size.readable()
+    assert f"`cache.tier.cpu: auto` took {chosen} by `cost` (pricing.objective)." in summary
+    assert f"It costs $12.00/hour against $24.00/hour at the latency objective's {latency}." in summary
+    assert f"| {chosen} (chosen) | 1 | $12.00/hour | 1 replica x $12.0000/hour + $0.00/hour" in summary
+    default = render(_plan(False), "t").summary
+    assert f"took {latency} by `latency` (the default: pricing.objective unset)." in default
+    explicit = render(_plan(False, "pricing.objective=latency"), "t").summary
+    assert f"took {latency} by `latency` (pricing.objective)." in explicit
+
+
+def test_size_says_the_objective(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["size", "existing-mi300"]
+    for o in _sets(LIGHT, "pricing.objective=cost", "cache.tier.cpu=300GiB"):
+        args += ["--set", o]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "## Cost objective" in out and "would take 139 GiB by `cost` (pricing.objective)" in out
+
+
+def test_a_bad_objective_or_an_unpriced_pool_is_one_line() -> None:
+    with pytest.raises(ConfigError) as bad:
+        loading.load_named("existing-mi300", ["pricing.objective=cheap"])
+    assert str(bad.value) == "invalid stack config: pricing.objective = 'cheap': input should be 'cost' or 'latency'"
+    unpriced = [*(f"workload.shared_prefix.{k}={v}" for k, v in LIGHT.items()), "pricing.objective=cost"]
+    with pytest.raises(ConfigError) as caught:
+        plan(loading.load_named("existing-mi300", unpriced), keep_up=False)
+    message = str(caught.value)
+    assert message.startswith("invalid stack config: pricing.objective = 'cost': weighs each CPU-tier size in dollars")
+    assert "node pool mi300: set pricing.machine_types.mi300" in message and "\n" not in message
