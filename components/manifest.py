@@ -41,6 +41,7 @@ class Container(TypedDict, total=False):
     imagePullPolicy: str
     command: list[str]
     args: list[str]
+    workingDir: str
     env: list[Manifest]
     ports: list[Manifest]
     startupProbe: Manifest
