@@ -12,11 +12,12 @@ import functools
 
 import pytest
 
+from components.units import ByteSize
 from stacks.__main__ import main
 from stacks.config import loading
 from stacks.config.errors import ConfigError
 from stacks.planning.plan import StackPlan, plan
-from stacks.planning.tier_objective import Objective
+from stacks.planning.tier_objective import Objective, SizeCost
 from stacks.review.render import render
 
 REPLICA_USD = 2 * 48 / 8
@@ -31,7 +32,7 @@ BUSY = {
     "request_rate": 10,
     "duration": 600,
 }
-# 20 prompts of 5 blocks that HBM holds: every CPU-tier size catches the same, one replica keeps up at each.
+# 20 prompts of 5 blocks that HBM holds: every CPU-tier size catches the same, the preset's 2 replicas keep up.
 LIGHT = {**BUSY, "num_groups": 20, "num_prompts_per_group": 5, "question_len": 512, "output_len": 64}
 LIGHT |= {"request_rate": 5, "duration": 60}
 
@@ -50,42 +51,77 @@ def _objective(stack_plan: StackPlan) -> Objective:
     return stack_plan.objective
 
 
-def test_cost_takes_the_cheapest_size_where_latency_takes_a_dearer_one() -> None:
-    """Busy: below some size the workload needs a second replica; the latency objective's size (within a point of
-    the best hit share) is one of those, the cost objective's the smallest that keeps up on one."""
-    latency, cost = _objective(_plan(False)), _objective(_plan(False, "pricing.objective=cost"))
+def _weighed(objective: Objective, size: ByteSize) -> SizeCost:
+    found = objective.cost_of(size)
+    assert found is not None
+    return found
+
+
+def _holds_the_arithmetic(objective: Objective) -> None:
+    """Each size: its replicas x $12/hour, nothing for the CPU tier; the cheapest chosen, the smallest on a tie."""
+    for size in objective.sizes:
+        assert size.replicas is not None and size.usd_per_hour == size.replicas * REPLICA_USD
+    cheapest = min(s.usd_per_hour or 0 for s in objective.sizes)
+    assert objective.chosen.size == min(s.size for s in objective.sizes if s.usd_per_hour == cheapest)
+
+
+def test_with_replicas_auto_cost_takes_the_smallest_size_one_replica_keeps_up_on() -> None:
+    """Busy, `cache.replicas: auto`: the smaller sizes need a second replica, the rest keep up on one; the latency
+    objective's size (within a point of the best hit share) is one of the rest, the cost objective's the smallest
+    of them, which the plan renders on its one replica."""
+    auto = ("cache.replicas=auto",)
+    latency, cost = _objective(_plan(False, *auto)), _objective(_plan(False, *auto, "pricing.objective=cost"))
     assert (latency.name, latency.defaulted, latency.sizes) == ("latency", True, ())
     assert (cost.name, cost.defaulted) == ("cost", False)
     assert cost.latency == latency.chosen  # both read one curve
-    for size in cost.sizes:  # the hand-worked price: replicas x $12/hour, nothing for the CPU tier
-        assert size.replicas is not None and size.usd_per_hour == size.replicas * REPLICA_USD
-    cheapest = min(s.usd_per_hour or 0 for s in cost.sizes)
-    assert cost.chosen.size == min(s.size for s in cost.sizes if s.usd_per_hour == cheapest)  # smallest on a tie
-    chosen, dearer = cost.cost_of(cost.chosen.size), cost.cost_of(latency.chosen.size)
-    assert chosen is not None and dearer is not None
-    assert (chosen.replicas, chosen.usd_per_hour) == (1, 12.0)
-    assert (dearer.replicas, dearer.usd_per_hour) == (2, 24.0)
-    assert cost.chosen.size > latency.chosen.size
-    assert _plan(False, "pricing.objective=cost").tier == cost.chosen.size  # the size rendered
-    assert _plan(False).tier == latency.chosen.size
+    _holds_the_arithmetic(cost)
+    assert cost.chosen.size < latency.chosen.size
+    assert _weighed(cost, cost.chosen.size).usd_per_hour == _weighed(cost, latency.chosen.size).usd_per_hour == 12.0
+    smaller = [s for s in cost.sizes if s.size < cost.chosen.size]
+    assert smaller and all(s.replicas == 2 and s.usd_per_hour == 24.0 for s in smaller)
+    rendered = _plan(False, *auto, "pricing.objective=cost")
+    assert (rendered.tier, rendered.stack.replicas) == (cost.chosen.size, 1)
+    assert _plan(False, *auto).tier == latency.chosen.size
+
+
+def test_on_the_stacks_count_cost_takes_the_smallest_size_that_keeps_up_on_it() -> None:
+    """The preset's 2 replicas: every size keeps up on them and costs 2 x $12; the smallest is taken."""
+    latency, cost = _objective(_plan(False)), _objective(_plan(False, "pricing.objective=cost"))
+    assert {(s.replicas, s.fixed, s.usd_per_hour) for s in cost.sizes} == {(2, 2, 24.0)}
+    _holds_the_arithmetic(cost)
+    assert cost.chosen.size == cost.sizes[0].size < latency.chosen.size
+
+
+def test_cost_and_latency_agree_where_a_smaller_size_needs_another_replica() -> None:
+    """Busy with a TTFT target one replica meets only from the latency objective's size up: a smaller size needs
+    a second replica ($24/hour), so the cheapest is the latency objective's own ($12/hour)."""
+    more = ("cache.replicas=auto", "workload.slo.ttft_p90=36.5")
+    latency, cost = _objective(_plan(False, *more)), _objective(_plan(False, *more, "pricing.objective=cost"))
+    _holds_the_arithmetic(cost)
+    assert cost.chosen.size == latency.chosen.size
+    assert _weighed(cost, cost.chosen.size).usd_per_hour == 12.0
+    assert all(s.usd_per_hour == 24.0 for s in cost.sizes if s.size < cost.chosen.size)
+    assert "the cheapest size that keeps up and meets workload.slo" in cost.chosen.reason
 
 
 def test_cost_and_latency_agree_where_every_size_costs_the_same_and_catches_the_same() -> None:
     latency, cost = _objective(_plan(True)), _objective(_plan(True, "pricing.objective=cost"))
-    assert {s.usd_per_hour for s in cost.sizes} == {REPLICA_USD}
-    assert cost.chosen.size == latency.chosen.size == min(s.size for s in cost.sizes)
+    assert {s.usd_per_hour for s in cost.sizes} == {2 * REPLICA_USD}
+    assert cost.chosen.size == latency.chosen.size == cost.sizes[0].size
 
 
 def test_the_summary_names_the_objective_and_prices_both_choices() -> None:
-    cost = _plan(False, "pricing.objective=cost")
+    auto = ("cache.replicas=auto",)
+    cost = _plan(False, *auto, "pricing.objective=cost")
     summary = render(cost, "t").summary
     chosen, latency = _objective(cost).chosen.size.readable(), _objective(cost).latency.size.readable()
     assert f"`cache.tier.cpu: auto` took {chosen} by `cost` (pricing.objective)." in summary
-    assert f"It costs $12.00/hour against $24.00/hour at the latency objective's {latency}." in summary
-    assert f"| {chosen} (chosen) | 1 | $12.00/hour | 1 replica x $12.0000/hour + $0.00/hour" in summary
-    default = render(_plan(False), "t").summary
+    assert f"It costs $12.00/hour against $12.00/hour at the latency objective's {latency}." in summary
+    row = f"| {chosen} (chosen) | 1 | $12.00/hour | 1 replica x $12.0000/hour + $0.00/hour the filesystem tier |"
+    assert row in summary
+    default = render(_plan(False, *auto), "t").summary
     assert f"took {latency} by `latency` (the default: pricing.objective unset)." in default
-    explicit = render(_plan(False, "pricing.objective=latency"), "t").summary
+    explicit = render(_plan(False, *auto, "pricing.objective=latency"), "t").summary
     assert f"took {latency} by `latency` (pricing.objective)." in explicit
 
 

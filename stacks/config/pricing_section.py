@@ -63,7 +63,8 @@ class PricingConfig(Section):
         default="latency",
         description="what `cache.tier.cpu: auto` optimises with a workload: `latency` (the default) takes the"
         " smallest size within a point of prompt tokens of the best hit share the node holds; `cost` the cheapest"
-        " size that keeps up (and meets workload.slo): the fewest replicas the capacity plan needs at each size x"
+        " size that keeps up (and meets workload.slo): the replicas it needs at each size (with cache.replicas:"
+        " auto the capacity plan's fewest, which the plan renders; with a count, that count where it keeps up) x"
         " one replica's accelerator price, plus the filesystem tier's charges at that size (the CPU tier has no"
         " price of its own), the smallest on a tie. The filesystem tier's size is `storage.size` as configured:"
         " the plan does not choose it. The summary and `./run size` name the objective and price both choices",

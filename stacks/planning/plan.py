@@ -111,10 +111,15 @@ def plan(config: StackConfig, *, keep_up: bool = True) -> StackPlan:
         sized = dataclasses.replace(sized, choice=objective.chosen)
     chosen = sized.choice.size if config.cache.tier.cpu == "auto" and sized.choice is not None else None
     measured = workload_sizing.filesystem_store_rate(sized, chosen)  # the evictor's watermarks, from the replay
+    first_replicas = stack.replicas
+    if objective is not None and config.cache.replicas == "auto":  # the cost objective's count at its size
+        weighed = objective.cost_of(objective.chosen.size)
+        if weighed is not None and weighed.replicas is not None:
+            stack = dataclasses.replace(stack, replicas=weighed.replicas)
     if chosen is not None or measured is not None:
         first_tier = stack_plan.tier
         stack_plan = _plan(stack, chosen, measured)
-        if stack_plan.tier != first_tier:  # auto chose another CPU tier: the replicas at the one rendered
+        if stack_plan.tier != first_tier or stack.replicas != first_replicas:  # the capacity plan as rendered
             capacity = plan_capacity_of(stack_plan, source, slo)
             if keep_up and config.cache.replicas != "auto":
                 capacity_plan.check_fits(capacity)

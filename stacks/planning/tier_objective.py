@@ -1,9 +1,10 @@
 """`pricing.objective`: which CPU-tier size `cache.tier.cpu: auto` takes with a workload.
 
 `latency` (the default) takes the curve's choice (workload_sizing.choose: the smallest size within `AUTO_MARGIN` of
-the best hit share the node holds). `cost` weighs every size the node holds in dollars: the fewest replicas that
-keep up and meet `workload.slo` at that size (the capacity plan's search, the filesystem tier at its configured
-size) x one replica's accelerator price, plus the filesystem tier's own charges at the rates the replay measured
+the best hit share the node holds). `cost` weighs every size the node holds in dollars: the replicas that keep up
+and meet `workload.slo` at that size (with `cache.replicas: auto` the capacity plan's search for the fewest, which
+the plan then renders; with a count, that count where it fits), the filesystem tier at its configured size, x one
+replica's accelerator price, plus the filesystem tier's own charges at the rates the replay measured
 at that size (the CPU tier is host memory the machine type carries: no price of its own); it takes the cheapest,
 the smallest on a tie. The filesystem tier's size is `storage.size`: the plan does not choose it.
 
@@ -27,8 +28,9 @@ class SizeCost:
     """One CPU-tier size as the cost objective weighs it."""
 
     size: ByteSize
-    replicas: int | None  # the fewest that fit (None: none up to MAX_REPLICAS)
+    replicas: int | None  # the replicas that fit at this size (None: none)
     price: SizePrice
+    fixed: int | None = None  # `cache.replicas` where the stack sets a count: the only one tried; None: searched
 
     @property
     def usd_per_hour(self) -> float | None:
@@ -36,7 +38,7 @@ class SizeCost:
 
     def formula(self) -> str:
         if self.replicas is None:
-            return f"no count up to {MAX_REPLICAS} keeps up"
+            return f"no count up to {MAX_REPLICAS} fits" if self.fixed is None else f"{self.fixed} replicas do not fit"
         replicas = f"{self.replicas} replica{'s' if self.replicas != 1 else ''}"
         tier = f"${self.price.tier_usd:,.2f}/hour the filesystem tier"
         return f"{replicas} x ${self.price.replica_usd:,.4f}/hour + {tier}"
@@ -59,9 +61,9 @@ def cheapest(sizes: tuple[SizeCost, ...], latency: Choice, slo: SloConfig | None
     target = "keeps up and meets workload.slo" if slo is not None else "keeps up"
     fitting = [s for s in sizes if s.usd_per_hour is not None]
     if not fitting:
-        raise ConfigError(
-            "pricing.objective", "cost", f"no CPU-tier size the node holds {target} with up to {MAX_REPLICAS} replicas"
-        )
+        fixed = sizes[0].fixed if sizes else None
+        on = f"on up to {MAX_REPLICAS} replicas" if fixed is None else f"on cache.replicas {fixed}"
+        raise ConfigError("pricing.objective", "cost", f"no CPU-tier size the node holds {target} {on}")
     best = min(fitting, key=lambda s: (round(s.usd_per_hour or 0.0, 2), s.size.bytes))
     other = next(s for s in sizes if s.size == latency.size)
     other_usd = f"${other.usd_per_hour:,.2f}/hour" if other.usd_per_hour is not None else "does not fit"

@@ -114,7 +114,8 @@ def _weigh(
     sized: workload_sizing.TierCurve,
 ) -> tuple[tier_objective.SizeCost, ...]:
     """Each size the node holds with its replicas and prices: every price first (one line where one is missing,
-    before any replay), then the capacity plan's search at each size."""
+    before any replay), then at each size the capacity plan's search (`cache.replicas: auto`) or one replay at the
+    stack's count."""
     config, stack = stack_plan.config, stack_plan.stack
     devices = stack.devices * stack.group_size
     pools, shared = stack_plan.pools, stack_plan.shared_tier
@@ -130,10 +131,15 @@ def _weigh(
             " pricing.objective: latency",
         )
     shape = stack_shape(stack_plan)
-    requests, routing = source.requests_list(), routing_of(stack_plan.router_values)
+    requests, routing, bt = source.requests_list(), routing_of(stack_plan.router_values), source.block_tokens
+    fixed = None if config.cache.replicas == "auto" else stack.replicas
     out = []
     for (_, size), price in zip(options, prices, strict=True):
         scenario = capacity_plan.Scenario(f"CPU tier {size.readable()}", size, shape.fs_configured)
-        run = capacity_plan.fewest_at(shape, requests, source.block_tokens, routing, slo, scenario)
-        out.append(tier_objective.SizeCost(size, run.replicas if run is not None else None, price))
+        if fixed is None:  # the fewest that fit, which the plan renders
+            run = capacity_plan.fewest_at(shape, requests, bt, routing, slo, scenario)
+        else:  # the stack's count, where it fits
+            run, _ = capacity_plan.replay_scenario(shape, requests, bt, routing, scenario, fixed, slo)
+            run = run if run.fits else None
+        out.append(tier_objective.SizeCost(size, run.replicas if run is not None else None, price, fixed))
     return tuple(out)
