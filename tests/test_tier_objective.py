@@ -12,12 +12,15 @@ import functools
 
 import pytest
 
-from components.units import ByteSize
+from components.units import ByteSize, GiB
 from stacks.__main__ import main
 from stacks.config import loading
+from stacks.config.cache_section import MAX_REPLICAS
 from stacks.config.errors import ConfigError
+from stacks.planning.cost import SizePrice
 from stacks.planning.plan import StackPlan, plan
-from stacks.planning.tier_objective import Objective, SizeCost
+from stacks.planning.tier_objective import Objective, SizeCost, cheapest
+from stacks.planning.workload_sizing import Choice
 from stacks.review.render import render
 
 REPLICA_USD = 2 * 48 / 8
@@ -144,3 +147,19 @@ def test_a_bad_objective_or_an_unpriced_pool_is_one_line() -> None:
     message = str(caught.value)
     assert message.startswith("invalid stack config: pricing.objective = 'cost': weighs each CPU-tier size in dollars")
     assert "node pool mi300: set pricing.machine_types.mi300" in message and "\n" not in message
+
+
+def test_where_no_size_keeps_up_cost_says_so_and_keeps_the_latency_size() -> None:
+    """The plan's keep-up check refuses such a stack; `./run size` reports it."""
+    price = SizePrice(REPLICA_USD, 0.0, ())
+    size = ByteSize(100 * GiB)
+    latency = Choice(size, "the curve's")
+    fixed = cheapest((SizeCost(size, None, price, fixed=2),), latency, None)
+    assert fixed == Choice(
+        size,
+        "no CPU-tier size the node holds keeps up on cache.replicas 2 (cache.replicas: auto weighs each size at the"
+        " fewest that keep up): the latency objective's size",
+    )
+    searched = cheapest((SizeCost(size, None, price),), latency, None)
+    assert searched.size == size and f"keeps up on up to {MAX_REPLICAS} replicas" in searched.reason
+    assert SizeCost(size, None, price, fixed=2).formula() == "2 replicas do not fit"

@@ -1,6 +1,6 @@
 """What the stack's prices are: the catalog's on-demand prices (components/catalog/prices.py), any of them
-overridden by the rates the user pays (committed-use, negotiated), and the monthly budget the policy pack holds
-the stack to."""
+overridden by the rates the user pays (committed-use, negotiated), the monthly budget the policy pack holds
+the stack to, and the objective `cache.tier.cpu: auto` sizes by (stacks/planning/tier_objective.py)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,9 @@ _BUDGET = re.compile(r"^\s*\$?\s*(?P<usd>[0-9][0-9,]*(\.[0-9]+)?)\s*(usd)?\s*((/
 
 
 class PricingConfig(Section):
-    """Prices of what the stack creates, in US dollars: the catalog's on-demand price unless overridden here."""
+    """Prices of what the stack creates, in US dollars: the catalog's on-demand price unless overridden here; the
+    budget the policy pack holds the stack to; and whether `cache.tier.cpu: auto` sizes for latency (the default)
+    or cost."""
 
     prices: dict[PriceKey, Usd] = Field(
         default_factory=dict,

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 from components.units import ByteSize
 from stacks.config.cache_section import MAX_REPLICAS
-from stacks.config.errors import ConfigError
 from stacks.config.workload_section import SloConfig
 from stacks.planning.cost import SizePrice
 from stacks.planning.workload_sizing import Choice
@@ -57,13 +56,17 @@ class Objective:
 
 
 def cheapest(sizes: tuple[SizeCost, ...], latency: Choice, slo: SloConfig | None) -> Choice:
-    """The cheapest size that fits, the smallest on a tie (to the cent per hour); one line where none fits."""
+    """The cheapest size that fits, the smallest on a tie (to the cent per hour). Where none fits, the latency
+    objective's size, saying so (the plan's keep-up check refuses a count that does not keep up; `./run size`
+    reports it)."""
     target = "keeps up and meets workload.slo" if slo is not None else "keeps up"
     fitting = [s for s in sizes if s.usd_per_hour is not None]
     if not fitting:
         fixed = sizes[0].fixed if sizes else None
-        on = f"on up to {MAX_REPLICAS} replicas" if fixed is None else f"on cache.replicas {fixed}"
-        raise ConfigError("pricing.objective", "cost", f"no CPU-tier size the node holds {target} {on}")
+        on = f"on up to {MAX_REPLICAS} replicas"
+        if fixed is not None:
+            on = f"on cache.replicas {fixed} (cache.replicas: auto weighs each size at the fewest that keep up)"
+        return Choice(latency.size, f"no CPU-tier size the node holds {target} {on}: the latency objective's size")
     best = min(fitting, key=lambda s: (round(s.usd_per_hour or 0.0, 2), s.size.bytes))
     other = next(s for s in sizes if s.size == latency.size)
     other_usd = f"${other.usd_per_hour:,.2f}/hour" if other.usd_per_hour is not None else "does not fit"

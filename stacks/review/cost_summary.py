@@ -73,10 +73,6 @@ def cost_lines(cost: StackCost | None) -> list[str]:
     return lines
 
 
-def _hourly(value: float | None) -> str:
-    return f"{usd(value)}/hour" if value is not None else "no count that keeps up"
-
-
 def objective_lines(objective: Objective | None, took: bool) -> list[str]:
     """Which objective sized `cache.tier.cpu: auto` (`took`: the stack is auto; else what auto would take)."""
     if objective is None:
@@ -90,18 +86,22 @@ def objective_lines(objective: Objective | None, took: bool) -> list[str]:
             " replicas at each size x one replica's price, plus the filesystem tier's charges)."
         )
         return ["## Cost objective", "", text, ""]
-    chosen, latency = objective.cost_of(objective.chosen.size), objective.cost_of(objective.latency.size)
-    if chosen is not None and latency is not None:
+    chosen, latency = (objective.cost_of(c.size) for c in (objective.chosen, objective.latency))
+    chosen_usd = chosen.usd_per_hour if chosen is not None else None
+    latency_usd = latency.usd_per_hour if latency is not None else None
+    if chosen_usd is not None and latency_usd is not None:
         text += (
-            f" It costs {_hourly(chosen.usd_per_hour)} against {_hourly(latency.usd_per_hour)} at the latency"
-            f" objective's {objective.latency.size.readable()}."
+            f" It costs {usd(chosen_usd)}/hour against {usd(latency_usd)}/hour at the latency objective's"
+            f" {objective.latency.size.readable()}."
         )
+    else:
+        text += f" {objective.chosen.reason[0].upper()}{objective.chosen.reason[1:]}."
     lines = ["## Cost objective", "", text, ""]
     lines += ["| CPU tier (`cache.tier.cpu`) | replicas that keep up | cost | formula |", "|---|---|---|---|"]
     for size in objective.sizes:
         mark = " (chosen)" if size.size == objective.chosen.size else ""
         mark += " (latency's)" if size.size == objective.latency.size else ""
-        figure = _hourly(size.usd_per_hour)
+        figure = f"{usd(size.usd_per_hour)}/hour" if size.usd_per_hour is not None else "-"
         replicas = str(size.replicas) if size.replicas is not None else "-"
         lines.append(f"| {size.size.readable()}{mark} | {replicas} | {figure} | {size.formula()} |")
     lines.append("")
