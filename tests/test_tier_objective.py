@@ -118,14 +118,15 @@ def test_the_summary_names_the_objective_and_prices_both_choices() -> None:
     cost = _plan(False, *auto, "pricing.objective=cost")
     summary = render(cost, "t").summary
     chosen, latency = _objective(cost).chosen.size.readable(), _objective(cost).latency.size.readable()
-    assert f"`cache.tier.cpu: auto` took {chosen} by `cost` (pricing.objective)." in summary
+    assert f"`pricing.objective: cost` (set) took {chosen}." in summary
+    assert summary.count("`cache.tier.cpu: auto`") == 1  # the tier curve's line names it, with the reason
     assert f"It costs $12.00/hour against $12.00/hour at the latency objective's {latency}." in summary
     row = f"| {chosen} (chosen) | 1 | $12.00/hour | 1 replica x $12.0000/hour + $0.00/hour the filesystem tier |"
     assert row in summary
     default = render(_plan(False, *auto), "t").summary
-    assert f"took {latency} by `latency` (the default: pricing.objective unset)." in default
+    assert f"`pricing.objective: latency` (the default, unset) took {latency}." in default
     explicit = render(_plan(False, *auto, "pricing.objective=latency"), "t").summary
-    assert f"took {latency} by `latency` (pricing.objective)." in explicit
+    assert f"`pricing.objective: latency` (set) took {latency}." in explicit
 
 
 def test_size_says_the_objective(capsys: pytest.CaptureFixture[str]) -> None:
@@ -134,7 +135,7 @@ def test_size_says_the_objective(capsys: pytest.CaptureFixture[str]) -> None:
         args += ["--set", o]
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert "## Cost objective" in out and "would take 139 GiB by `cost` (pricing.objective)" in out
+    assert "## Cost objective" in out and "`pricing.objective: cost` (set) would take 139 GiB." in out
 
 
 def test_a_bad_objective_or_an_unpriced_pool_is_one_line() -> None:

@@ -74,12 +74,13 @@ def cost_lines(cost: StackCost | None) -> list[str]:
 
 
 def objective_lines(objective: Objective | None, took: bool) -> list[str]:
-    """Which objective sized `cache.tier.cpu: auto` (`took`: the stack is auto; else what auto would take)."""
+    """Which objective sized the CPU tier auto took (`took`; else what auto would take), without naming auto
+    again (the tier curve's line does)."""
     if objective is None:
         return []
-    setting = "the default: pricing.objective unset" if objective.defaulted else "pricing.objective"
+    setting = "the default, unset" if objective.defaulted else "set"
     verb = "took" if took else "would take"
-    text = f"`cache.tier.cpu: auto` {verb} {objective.chosen.size.readable()} by `{objective.name}` ({setting})."
+    text = f"`pricing.objective: {objective.name}` ({setting}) {verb} {objective.chosen.size.readable()}."
     if not objective.sizes:
         text += (
             " `pricing.objective: cost` would take the cheapest size that keeps up instead (the capacity plan's"
