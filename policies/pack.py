@@ -23,7 +23,7 @@ from policies.resources import CHART_TYPE, Resource
 
 PACK_NAME = "llmd-tiered-prefix-cache"
 _LEVELS = {"mandatory": EnforcementLevel.MANDATORY, "advisory": EnforcementLevel.ADVISORY}
-_JSON_TYPES = {bool: "boolean", int: "integer", str: "string", list: "array"}
+_JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array"}
 
 
 def _schema(records: list[SettingRecord]) -> PolicyConfigSchema | None:

@@ -15,16 +15,17 @@ from policies.checks.ruleset import RULES
 from stacks.config import loading
 from stacks.config.errors import MISSING, ConfigError
 from stacks.config.keys import keys_text
+from stacks.config.loading import PROJECT_DIR
 from stacks.config.providers import provider_of
 from stacks.config.workload_section import DEFAULT_BLOCK_TOKENS, MAX_BLOCK_TOKENS
 from stacks.planning import workload_sizing
 from stacks.planning.cluster_plan import ClusterPlan, plan_any
 from stacks.planning.plan import StackPlan, plan, with_cost
-from stacks.planning.workload_plan import held_workload, plan_capacity_of, routed_curve
+from stacks.planning.workload_plan import held_workload, objective_of, plan_capacity_of, routed_curve
 from stacks.review import docs_pages, offline, pool_demand, shared_cluster
 from stacks.review.capacity_table import capacity_lines
 from stacks.review.check import check, stack_policy_config
-from stacks.review.cost_summary import cost_lines
+from stacks.review.cost_summary import cost_lines, objective_lines
 from stacks.review.diff import diff_revisions
 from stacks.review.render import render
 from stacks.review.tier_curve_table import tier_curve_lines
@@ -199,6 +200,15 @@ def size_lines(name: str, overrides: list[str], trace: str | None, block_tokens:
         stack_plan = plan(config, keep_up=False)
         assert stack_plan.tier_curve is not None and stack_plan.capacity is not None, "a workload is replayed"
         sized, capacity = stack_plan.tier_curve, stack_plan.capacity
+        stack_source = workload_sizing.config_source(config, PROJECT_DIR)
+        assert stack_source is not None, "the stack sets a workload"
+        source = stack_source
+    objective = stack_plan.objective
+    if objective is None:  # what auto would take by the stack's pricing.objective
+        slo = config.workload.slo if config.workload is not None else None
+        objective = objective_of(stack_plan, source, slo, sized)
+    if objective is not None:
+        sized = dataclasses.replace(sized, choice=objective.chosen)
     priced = with_cost(dataclasses.replace(stack_plan, tier_curve=sized, capacity=capacity))
     return [
         f"# {name}: replicas, tier sizes and cost",
@@ -206,6 +216,7 @@ def size_lines(name: str, overrides: list[str], trace: str | None, block_tokens:
         *capacity_lines(capacity, config.cache.replicas == "auto"),
         *tier_curve_lines(sized, chosen_by_auto=False, plotted=False),
         *cost_lines(priced.cost),
+        *objective_lines(objective, took=False),
     ]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.catalog import labels
-from policies.checks.budget import NAMESPACE_TYPE, monthly_budget
+from policies.checks.budget import NAMESPACE_TYPE, DefaultBudgetConfig, monthly_budget, monthly_budget_default
 from policies.checks.rule_types import NoConfig
 from policies.resources import Resource
 from stacks.config import loading
@@ -47,9 +47,23 @@ def test_a_budget_cannot_pass_a_stack_with_unpriced_items() -> None:
     assert "cannot be judged" in violation.message and "system pool: set pricing.prices.x" in violation.message
 
 
-def _findings(name: str, *sets: str) -> list[str]:
+def test_without_a_budget_the_packs_default_is_advisory_and_none_passes() -> None:
+    default = DefaultBudgetConfig(1000.0)
+    [violation] = monthly_budget_default([_namespace(_stamp("1000.50"))], default)
+    assert violation.message == (
+        "planned cost $1,000.50/month is over the pack's default budget $1,000.00/month (the policy config's"
+        " defaultMonthlyBudget) by $0.50; biggest items: node pool a: $900/month"
+    )
+    assert monthly_budget_default([_namespace(_stamp("1000"))], default) == []
+    assert monthly_budget_default([_namespace(_stamp("1000.50"))], DefaultBudgetConfig()) == []  # no default
+    assert monthly_budget_default([_namespace({})], default) == []  # nothing priced: nothing to compare
+    # a stack that sets its own budget is judged by monthly-budget (mandatory), not against the pack's default
+    assert monthly_budget_default([_namespace(_stamp("5000", "9000"))], default) == []
+
+
+def _findings(name: str, *sets: str, rule: str = "monthly-budget", configs: dict[str, Any] | None = None) -> list[str]:
     stack_plan = plan(loading.load_preset(name, list(sets)))
-    return [f.violation.message for f in check(record(stack_plan, name)) if f.rule.name == "monthly-budget"]
+    return [f.violation.message for f in check(record(stack_plan, name), configs) if f.rule.name == rule]
 
 
 def test_the_rendered_stack_is_judged_at_its_plan_figure() -> None:
@@ -59,6 +73,17 @@ def test_the_rendered_stack_is_judged_at_its_plan_figure() -> None:
     assert "$37,452.03/month is over the stack's budget $37,000.00/month" in message
     assert _findings("gke-tpu-v5p", "pricing.monthly_budget=38000") == []
     assert _findings("gke-tpu-v5p") == []
+
+
+def test_a_rendered_stack_without_a_budget_is_an_advisory_finding_over_the_packs_default() -> None:
+    """The same $37,452.03/month against the policy config's default: reported at the advisory level (the
+    stack's own budget is mandatory); no default, no finding."""
+    over = {"monthly-budget-default": {"defaultMonthlyBudget": 37000}}
+    stack_plan = plan(loading.load_preset("gke-tpu-v5p", []))
+    [finding] = [f for f in check(record(stack_plan, "gke-tpu-v5p"), over) if f.rule.name.startswith("monthly-")]
+    assert finding.rule.enforcement == "advisory"
+    assert "$37,452.03/month is over the pack's default budget $37,000.00/month" in finding.violation.message
+    assert _findings("gke-tpu-v5p", rule="monthly-budget-default") == []
 
 
 def test_a_rendered_stack_with_unpriced_items_cannot_pass_its_budget() -> None:

@@ -273,7 +273,7 @@ def test_every_rule_has_a_test_above() -> None:
         "chart-registries", "network-policies",
         "tiers-beat-recompute",  # tests/test_payoff.py
         "identity-labels",  # tests/test_identity.py
-        "monthly-budget",  # tests/test_budget.py
+        "monthly-budget", "monthly-budget-default",  # tests/test_budget.py
     }  # fmt: skip
     assert tested == set(RULE)
 

@@ -1,4 +1,4 @@
-"""Every policy rule's enforcement level, as the README states it: three advisories, the rest mandatory.
+"""Every policy rule's enforcement level, as the README states it: four advisories, the rest mandatory.
 
 Written out here, not read from `policies/checks/ruleset.py`, so a rule whose level flips fails a test; then the
 same level through the pack (what `pulumi preview --policy-pack` enforces) and through `stacks check`
@@ -20,7 +20,7 @@ from policies.pack import POLICIES
 from stacks.__main__ import main
 from stacks.review import docs_pages
 
-ADVISORY = {"prefix-scoring-tokens", "tiers-beat-recompute", "weights-fetched-once"}
+ADVISORY = {"prefix-scoring-tokens", "tiers-beat-recompute", "weights-fetched-once", "monthly-budget-default"}
 MANDATORY = {
     "router-capacity-within-tier", "memory-limit-covers-tier", "filesystem-tier-rwx", "mooncake-rdma",
     "filesystem-tier-capacity", "lmcache-hash-seed", "lmcache-image-tags", "lmcache-isolated-ipc", "prefix-caching-on",
@@ -51,20 +51,21 @@ def test_check_exits_zero_on_advisory_findings_only(capsys: pytest.CaptureFixtur
     assert main(["check", "eks-h100-efs"]) == 0  # its EFS tier cannot beat recompute: advisory
     out = capsys.readouterr().out
     assert out.startswith("advisory tiers-beat-recompute [")
-    assert out.rstrip().endswith("eks-h100-efs: 29 rules, 0 mandatory and 1 advisory violations")
+    assert out.rstrip().endswith("eks-h100-efs: 30 rules, 0 mandatory and 1 advisory violations")
 
 
 def test_check_exits_one_on_a_mandatory_finding(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "gpu-vllm-native-cpu", "--set", "cache.image=vllm/vllm-openai:latest"]) == 1
     out = capsys.readouterr().out
     assert out.startswith("mandatory images-pinned [")
-    assert out.rstrip().endswith("gpu-vllm-native-cpu: 29 rules, 1 mandatory and 0 advisory violations")
+    assert out.rstrip().endswith("gpu-vllm-native-cpu: 30 rules, 1 mandatory and 0 advisory violations")
 
 
 # Each rule's config keys (what `--policy-pack-config` sets) and defaults, written out: a renamed key fails here.
 CONFIG: dict[str, dict[str, Any]] = {
     "tiers-beat-recompute": {"filesystemReadBandwidth": 0, "prefixTokens": 10_000},
     "prefix-caching-on": {"testMode": False},
+    "monthly-budget-default": {"defaultMonthlyBudget": 0.0},
     "images-pinned": {"allowMutableTags": False},
     "privileged-containers": {"allowedContainers": ["tpu-node-setup", "lmcache"]},
     "host-paths": {"allowedHostPaths": ["/mnt/mooncake-offload"]},
@@ -86,9 +87,9 @@ def test_every_rules_config_keys_and_defaults() -> None:
     assert {rule.name: rule.config for rule in RULES if rule.config} == CONFIG
     schemas = {p.name: p.config_schema for p in POLICIES if p.name in LEVELS}
     properties = {name: dict(s.properties) for name, s in schemas.items() if s is not None}
+    types = {bool: "boolean", int: "integer", float: "number", list: "array"}
     assert {name: {k: {**v, "description": "-"} for k, v in props.items()} for name, props in properties.items()} == {
-        name: {key: {"type": {bool: "boolean", int: "integer", list: "array"}[type(value)], "default": value,
-                     "description": "-"}
+        name: {key: {"type": types[type(value)], "default": value, "description": "-"}
                for key, value in keys.items()}
         for name, keys in CONFIG.items()
     }  # fmt: skip
@@ -113,6 +114,9 @@ def test_the_engines_config_keys_reach_each_rules_typed_config() -> None:
     assert rule["network-policies"].settings.read({"requireNetworkPolicies": False}).require_network_policies is False
     assert rule["prefix-caching-on"].settings.read({"testMode": True}).test_mode is True
     assert rule["images-pinned"].settings.read({"allowMutableTags": True}).allow_mutable_tags is True
+    budget = rule["monthly-budget-default"].settings
+    assert budget.read({"defaultMonthlyBudget": 25000}).default_monthly_budget == 25000.0
+    assert budget.read({}).default_monthly_budget == 0.0
     assert rule["privileged-containers"].settings.read({"allowedContainers": ["x"]}).allowed_containers == ("x",)
 
 

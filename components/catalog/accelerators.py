@@ -104,15 +104,43 @@ _TPU_ROOT = "the guide runs vllm-tpu as the image's root user and mounts no writ
 # The vLLM TPU offload connector counts its CPU tier in KV blocks of this many tokens.
 TPU_KV_BLOCK_TOKENS = 128
 
-_TPU = {
-    "runtime": XLA,
-    "vendor": "google",
-    "variant": "tpu",
-    "vllm_image": versions.VLLM_TPU_IMAGE,
-    "device_resource": "google.com/tpu",
-    "load": _TPU_LOAD,
-    "warm_compile_ratio": _TPU_WARM_COMPILE,
-}
+
+def _tpu(
+    *,
+    key: str,
+    rates: AcceleratorRates,
+    memory_bandwidth: float,
+    device_memory: ByteSize,
+    device_memory_from: str,
+    reference_hardware: str,
+    devices_per_node: int,
+    tpu_accelerator: str,
+    tpu_topology: str,
+) -> AcceleratorProfile:
+    """A Google TPU: the chip's own figures, and what every TPU shares (XLA's runtime, the vllm-tpu image, the
+    `google.com/tpu` resource, XLA's precompile and its cache, the offload connector's KV blocks, the guide's root
+    user)."""
+    return AcceleratorProfile(
+        key=key,
+        rates=rates,
+        memory_bandwidth=memory_bandwidth,
+        device_memory=device_memory,
+        device_memory_from=device_memory_from,
+        reference_hardware=reference_hardware,
+        devices_per_node=devices_per_node,
+        tpu_accelerator=tpu_accelerator,
+        tpu_topology=tpu_topology,
+        kv_block_tokens=TPU_KV_BLOCK_TOKENS,
+        root_reason=_TPU_ROOT,
+        runtime=XLA,
+        vendor="google",
+        variant="tpu",
+        vllm_image=versions.VLLM_TPU_IMAGE,
+        device_resource="google.com/tpu",
+        load=_TPU_LOAD,
+        warm_compile_ratio=_TPU_WARM_COMPILE,
+    )
+
 
 ACCELERATORS: dict[str, AcceleratorProfile] = {
     p.key: p
@@ -212,7 +240,7 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             load=LoadProfile(500 * MB, 180, "slower host-to-device path, x2 compile (estimate)"),
             warm_compile_ratio=_GPU_WARM_COMPILE,
         ),
-        AcceleratorProfile(
+        _tpu(
             key="tpu-v5p",
             rates=AcceleratorRates(
                 Figure(459 * TFLOPS, "Google Cloud TPU v5p docs: peak compute per chip (bf16) 459 TFLOPs"),
@@ -233,11 +261,8 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             devices_per_node=4,
             tpu_accelerator="tpu-v5p-slice",
             tpu_topology="2x2x1",
-            kv_block_tokens=TPU_KV_BLOCK_TOKENS,
-            root_reason=_TPU_ROOT,
-            **_TPU,  # type: ignore[arg-type]
         ),
-        AcceleratorProfile(
+        _tpu(
             key="tpu-v6",
             rates=AcceleratorRates(
                 Figure(918 * TFLOPS, "Google Cloud TPU v6e docs: peak compute per chip (bf16) 918 TFLOPs"),
@@ -258,11 +283,8 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             devices_per_node=8,
             tpu_accelerator="tpu-v6e-slice",
             tpu_topology="2x4",
-            kv_block_tokens=TPU_KV_BLOCK_TOKENS,
-            root_reason=_TPU_ROOT,
-            **_TPU,  # type: ignore[arg-type]
         ),
-        AcceleratorProfile(
+        _tpu(
             key="tpu-v7",
             rates=AcceleratorRates(
                 Figure(2307 * TFLOPS, "Google Cloud TPU7x (Ironwood) docs: peak compute per chip (BF16) 2307 TFLOPs"),
@@ -283,9 +305,6 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             devices_per_node=4,
             tpu_accelerator="tpu7x",
             tpu_topology="2x2x1",
-            kv_block_tokens=TPU_KV_BLOCK_TOKENS,
-            root_reason=_TPU_ROOT,
-            **_TPU,  # type: ignore[arg-type]
         ),
     )
 }

@@ -39,7 +39,7 @@ class ComboDefaults:
 
 _GPU = ("base", "gke")
 _NATIVE_GPU = ComboDefaults(QWEN3_32B, 2, 2, cpu_tier=ByteSize(300 * GiB), platforms=_GPU)
-_TPU = {"platforms": ("gke",)}
+_TPU = ("gke",)  # TPUs: GKE only
 
 SUPPORTED: dict[Combo, ComboDefaults] = {
     # NVIDIA GPU: vLLM with every connector, SGLang HiCache.
@@ -99,7 +99,7 @@ SUPPORTED: dict[Combo, ComboDefaults] = {
         4,
         cpu_tier_blocks=10000,
         devices=4,
-        **_TPU,  # type: ignore[arg-type]
+        platforms=_TPU,
     ),
     ("tpu-v6", "vllm", "native", "cpu", "single-host"): ComboDefaults(
         QWEN3_32B,
@@ -107,7 +107,7 @@ SUPPORTED: dict[Combo, ComboDefaults] = {
         8,
         cpu_tier_blocks=25000,
         devices=8,
-        **_TPU,  # type: ignore[arg-type]
+        platforms=_TPU,
     ),
     ("tpu-v7", "vllm", "native", "cpu", "single-host"): ComboDefaults(
         QWEN3_32B,
@@ -115,7 +115,7 @@ SUPPORTED: dict[Combo, ComboDefaults] = {
         8,
         cpu_tier_blocks=25000,
         devices=4,
-        **_TPU,  # type: ignore[arg-type]
+        platforms=_TPU,
     ),
     ("tpu-v7", "vllm", "native", "cpu", "multi-host"): ComboDefaults(
         "Qwen/Qwen3-Coder-480B-A35B-Instruct",
@@ -124,7 +124,7 @@ SUPPORTED: dict[Combo, ComboDefaults] = {
         cpu_tier_blocks=10000,
         devices=4,
         group_size=2,
-        **_TPU,  # type: ignore[arg-type]
+        platforms=_TPU,
     ),
 }
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from components.catalog import labels, versions
-from components.manifest import Manifest
+from components.manifest import Manifest, NetworkPolicy, plain
 from components.specs import security
 from components.specs.gateway import (
     DEFAULT_GATEWAY_NAME,
@@ -154,7 +154,7 @@ def bbr_network_policy(namespace: str, data_plane: DataPlane) -> Manifest:
                 "ports": [{"protocol": "TCP", "port": BBR_HEALTH_PORT}],
             }
         )
-    return {
+    record: NetworkPolicy = {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
         "metadata": {
@@ -164,3 +164,4 @@ def bbr_network_policy(namespace: str, data_plane: DataPlane) -> Manifest:
         },
         "spec": {"podSelector": {"matchLabels": {"app": BBR_NAME}}, "policyTypes": ["Ingress"], "ingress": ingress},
     }
+    return plain(record)

@@ -32,7 +32,7 @@ from typing import Literal
 
 from components.catalog import versions
 from components.formulas import hpa
-from components.manifest import Manifest
+from components.manifest import Manifest, NetworkPolicy, plain
 from components.specs import promql, security
 from components.specs.workload_type import WorkloadType
 
@@ -347,7 +347,7 @@ def namespace_manifest() -> Manifest:
 
 def network_policy() -> Manifest:
     """One NetworkPolicy over KEDA's namespace: nothing else reaches its pods."""
-    return {
+    record: NetworkPolicy = {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
         "metadata": {"name": "keda", "namespace": KEDA_NAMESPACE},
@@ -360,3 +360,4 @@ def network_policy() -> Manifest:
             ],
         },
     }
+    return plain(record)

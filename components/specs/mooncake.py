@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import yaml
 
 from components.catalog import labels, versions
-from components.manifest import Manifest
+from components.manifest import Container, Deployment, Manifest, ObjectMeta, PodSpec, Service, plain
 from components.specs import security
 from components.specs.workload_type import WorkloadType
 from components.units import ByteSize, GiB
@@ -83,7 +83,7 @@ MASTER_CONFIG = {
 }
 
 
-def _meta(name: str, labels: dict[str, str]) -> Manifest:
+def _meta(name: str, labels: dict[str, str]) -> ObjectMeta:
     return {"name": name, "namespace": NAMESPACE, "labels": labels}
 
 
@@ -99,7 +99,7 @@ def master_manifests() -> list[Manifest]:
     return _master_manifests()
 
 
-def _master_container() -> Manifest:
+def _master_container() -> Container:
     tcp = {"tcpSocket": {"port": "rpc"}}
     return {
         "name": "master",
@@ -136,25 +136,29 @@ def _master_manifests() -> list[Manifest]:
             "metadata": _meta(f"{MASTER}-snapshots", MASTER_LABELS),
             "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "10Gi"}}},
         },
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": _meta(MASTER, MASTER_LABELS),
-            "spec": {
-                "type": "ClusterIP",
-                "selector": MASTER_LABELS,
-                "ports": [
-                    {"name": "rpc", "port": RPC_PORT, "targetPort": "rpc", "protocol": "TCP"},
-                    {"name": "metadata", "port": METADATA_PORT, "targetPort": "metadata", "protocol": "TCP"},
-                    {"name": "metrics", "port": METRICS_PORT, "targetPort": "metrics", "protocol": "TCP"},
-                ],
-            },
-        },
-        _master_deployment(),
+        plain(_master_service()),
+        plain(_master_deployment()),
     ]
 
 
-def _master_deployment() -> Manifest:
+def _master_service() -> Service:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _meta(MASTER, MASTER_LABELS),
+        "spec": {
+            "type": "ClusterIP",
+            "selector": MASTER_LABELS,
+            "ports": [
+                {"name": "rpc", "port": RPC_PORT, "targetPort": "rpc", "protocol": "TCP"},
+                {"name": "metadata", "port": METADATA_PORT, "targetPort": "metadata", "protocol": "TCP"},
+                {"name": "metrics", "port": METRICS_PORT, "targetPort": "metrics", "protocol": "TCP"},
+            ],
+        },
+    }
+
+
+def _master_deployment() -> Deployment:
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -199,7 +203,7 @@ def client_manifests(sizing: MooncakeClientSizing, tier_namespace: str) -> list[
     return _client_manifests(sizing, tier_namespace)
 
 
-def _client_container(sizing: MooncakeClientSizing) -> Manifest:
+def _client_container(sizing: MooncakeClientSizing) -> Container:
     args = [
         f"--master_server_address={MASTER_ADDRESS}",
         "--host=$(POD_IP)",
@@ -233,7 +237,7 @@ def _client_container(sizing: MooncakeClientSizing) -> Manifest:
 
 
 def _client_manifests(sizing: MooncakeClientSizing, tier_namespace: str) -> list[Manifest]:
-    pod: Manifest = {
+    pod: PodSpec = {
         "terminationGracePeriodSeconds": 30,
         "containers": [_client_container(sizing)],
         "volumes": [
@@ -242,17 +246,18 @@ def _client_manifests(sizing: MooncakeClientSizing, tier_namespace: str) -> list
             {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": MOONCAKE_CLIENT_SHM.quantity()}},
         ],
     }
-    return [
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": _meta(CLIENT, CLIENT_LABELS),
-            "spec": {
-                "clusterIP": "None",
-                "selector": CLIENT_LABELS,
-                "ports": [{"name": "rpc", "port": CLIENT_PORT, "targetPort": "rpc", "protocol": "TCP"}],
-            },
+    service: Service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _meta(CLIENT, CLIENT_LABELS),
+        "spec": {
+            "clusterIP": "None",
+            "selector": CLIENT_LABELS,
+            "ports": [{"name": "rpc", "port": CLIENT_PORT, "targetPort": "rpc", "protocol": "TCP"}],
         },
+    }
+    return [
+        plain(service),
         {
             "apiVersion": "apps/v1",
             "kind": "DaemonSet",

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from components.catalog import labels
-from components.manifest import Manifest
+from components.manifest import Manifest, NetworkPolicy, plain
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set on every namespace by the API server (1.22+)
 # The scrapers' own pod labels: prometheus-operator labels every Prometheus pod it runs;
@@ -71,12 +71,13 @@ class Rule:
 def policy(name: str, namespace: str, pods: Manifest, rules: list[Rule]) -> Manifest:
     """Admit `rules` to the pods `pods` selects (a label selector); everything else is refused. Named
     `<name>-ingress` after the workload it guards, so the two never share a resource name."""
-    return {
+    record: NetworkPolicy = {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
         "metadata": {"name": f"{name}-ingress", "namespace": namespace, "labels": {labels.GUIDE_LABEL: labels.GUIDE}},
         "spec": {"podSelector": pods, "policyTypes": ["Ingress"], "ingress": [r.manifest() for r in rules]},
     }
+    return plain(record)
 
 
 def container_ports(workload: Manifest) -> list[int]:

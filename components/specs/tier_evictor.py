@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from components.catalog import labels
-from components.manifest import Manifest
+from components.manifest import Container, Deployment, Manifest, PodSpec, plain
 from components.specs.workload_type import WorkloadType
 
 WORKLOAD = WorkloadType("llmd:tier_evictor:TierEvictor", "tier-evictor")
@@ -90,7 +90,7 @@ def claim_label(managed: bool) -> dict[str, str]:
     return {labels.CAPACITY_LABEL: NAME if managed else "off"}
 
 
-def _container(spec: EvictorSpec) -> Manifest:
+def _container(spec: EvictorSpec) -> Container:
     env = {
         "TIER_DIR": labels.FILES_STORAGE_MOUNT,
         "HIGH_WATERMARK_PERCENT": spec.high_percent,
@@ -126,8 +126,7 @@ def _container(spec: EvictorSpec) -> Manifest:
 
 def evictor_manifests(spec: EvictorSpec) -> list[Manifest]:
     """The script's ConfigMap and one replica (Recreate: two evictors at once would race for the same files)."""
-    meta = {"namespace": spec.namespace, "labels": dict(LABELS)}
-    pod = {
+    pod: PodSpec = {
         "enableServiceLinks": False,
         "terminationGracePeriodSeconds": 30,
         "containers": [_container(spec)],
@@ -142,22 +141,23 @@ def evictor_manifests(spec: EvictorSpec) -> list[Manifest]:
             {"name": "files-storage", "persistentVolumeClaim": {"claimName": spec.claim}},
         ],
     }
+    deployment: Deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"namespace": spec.namespace, "labels": dict(LABELS), "name": NAME},
+        "spec": {
+            "replicas": 1,
+            "strategy": {"type": "Recreate"},
+            "selector": {"matchLabels": dict(LABELS)},
+            "template": {"metadata": {"labels": dict(LABELS)}, "spec": pod},
+        },
+    }
     return [
         {
             "apiVersion": "v1",
             "kind": "ConfigMap",
-            "metadata": {**meta, "name": f"{NAME}-script"},
+            "metadata": {"namespace": spec.namespace, "labels": dict(LABELS), "name": f"{NAME}-script"},
             "data": {m.name: m.read_text(encoding="utf-8") for m in MODULES},
         },
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {**meta, "name": NAME},
-            "spec": {
-                "replicas": 1,
-                "strategy": {"type": "Recreate"},
-                "selector": {"matchLabels": dict(LABELS)},
-                "template": {"metadata": {"labels": dict(LABELS)}, "spec": pod},
-            },
-        },
+        plain(deployment),
     ]

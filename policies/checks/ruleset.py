@@ -13,7 +13,7 @@ from policies.checks.artifacts import (
     images_pinned,
     weights_fetched_once,
 )
-from policies.checks.budget import monthly_budget
+from policies.checks.budget import DefaultBudgetConfig, monthly_budget, monthly_budget_default
 from policies.checks.cache_tiers import (
     PrefixCachingConfig,
     filesystem_tier_capacity,
@@ -206,5 +206,13 @@ RULES: list[Rule[Any]] = [
         "mandatory",
         monthly_budget,
         NoConfig,
+    ),
+    Rule(
+        "monthly-budget-default",
+        "A stack that sets no pricing.monthly_budget costs no more per month than the pack's defaultMonthlyBudget"
+        " (0: none, nothing judged)",
+        "advisory",
+        monthly_budget_default,
+        DefaultBudgetConfig,
     ),
 ]

@@ -1,12 +1,12 @@
 """What the stack's prices are: the catalog's on-demand prices (components/catalog/prices.py), any of them
-overridden by the rates the user pays (committed-use, negotiated), and the monthly budget the policy pack holds
-the stack to."""
+overridden by the rates the user pays (committed-use, negotiated), the monthly budget the policy pack holds
+the stack to, and the objective `cache.tier.cpu: auto` sizes by (stacks/planning/tier_objective.py)."""
 
 from __future__ import annotations
 
 import math
 import re
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, field_validator
 
@@ -31,7 +31,9 @@ _BUDGET = re.compile(r"^\s*\$?\s*(?P<usd>[0-9][0-9,]*(\.[0-9]+)?)\s*(usd)?\s*((/
 
 
 class PricingConfig(Section):
-    """Prices of what the stack creates, in US dollars: the catalog's on-demand price unless overridden here."""
+    """Prices of what the stack creates, in US dollars: the catalog's on-demand price unless overridden here; the
+    budget the policy pack holds the stack to; and whether `cache.tier.cpu: auto` sizes for latency (the default)
+    or cost."""
 
     prices: dict[PriceKey, Usd] = Field(
         default_factory=dict,
@@ -54,7 +56,20 @@ class PricingConfig(Section):
     monthly_budget: float | None = Field(
         default=None,
         description="US dollars per month the stack may cost (`25000` or `25000 USD/month`); set, the policy"
-        " pack's monthly-budget rule refuses a stack whose planned cost is above it (mandatory); unset: advisory",
+        " pack's monthly-budget rule refuses a stack whose planned cost is above it (mandatory); unset, the"
+        " advisory monthly-budget-default rule reports a cost above the pack's own defaultMonthlyBudget (none"
+        " unless the pack's config sets it)",
+    )
+
+    objective: Literal["cost", "latency"] = Field(
+        default="latency",
+        description="what `cache.tier.cpu: auto` optimises with a workload: `latency` (the default) takes the"
+        " smallest size within a point of prompt tokens of the best hit share the node holds; `cost` the cheapest"
+        " size that keeps up (and meets workload.slo): the replicas it needs at each size (with cache.replicas:"
+        " auto the capacity plan's fewest, which the plan renders; with a count, that count where it keeps up) x"
+        " one replica's accelerator price, plus the filesystem tier's charges at that size (the CPU tier has no"
+        " price of its own), the smallest on a tie. The filesystem tier's size is `storage.size` as configured:"
+        " the plan does not choose it. The summary and `./run size` name the objective and price both choices",
     )
 
     @field_validator("region")

@@ -543,8 +543,15 @@ class GatewayArgs(TypedDict, total=False):
     """GKE: the proxy-only subnet (REGIONAL_MANAGED_PROXY) the regional load balancer's proxies use, created in the cluster's region; unused elsewhere in the VPC; default 10.129.0.0/23, GKE's documented example"""
 
 
+class PricingObjective(Enum):
+    """what `cache.tier.cpu: auto` optimises with a workload: `latency` (the default) takes the smallest size within a point of prompt tokens of the best hit share the node holds; `cost` the cheapest size that keeps up (and meets workload.slo): the replicas it needs at each size (with cache.replicas: auto the capacity plan's fewest, which the plan renders; with a count, that count where it keeps up) x one replica's accelerator price, plus the filesystem tier's charges at that size (the CPU tier has no price of its own), the smallest on a tie. The filesystem tier's size is `storage.size` as configured: the plan does not choose it. The summary and `./run size` name the objective and price both choices"""
+
+    COST = "cost"
+    LATENCY = "latency"
+
+
 class PricingArgs(TypedDict, total=False):
-    """Prices of what the stack creates, in US dollars: the catalog's on-demand price unless overridden here."""
+    """Prices of what the stack creates, in US dollars: the catalog's on-demand price unless overridden here; the budget the policy pack holds the stack to; and whether `cache.tier.cpu: auto` sizes for latency (the default) or cost."""
 
     prices: dict[str, float]
     """USD per unit by item, over the catalog's on-demand price (committed-use or negotiated rates): a machine type per node-hour (`a3-highgpu-8g: 30.5`), `gke-cluster` or `eks-cluster` per hour, `efs-storage` per GB-month, `efs-read` and `efs-write` per GB, `lustre-<MB/s per TiB>` per GiB-month; the summary marks each overridden price; a key with dots is set as a map: `--set 'pricing.prices={p5.48xlarge: 30.5}'`"""
@@ -553,7 +560,9 @@ class PricingArgs(TypedDict, total=False):
     region: str
     """the region whose catalog prices an existing cluster's pools (pricing.machine_types; a created cluster's region is its own); unset: they are priced only by pricing.prices"""
     monthly_budget: float
-    """US dollars per month the stack may cost (`25000` or `25000 USD/month`); set, the policy pack's monthly-budget rule refuses a stack whose planned cost is above it (mandatory); unset: advisory"""
+    """US dollars per month the stack may cost (`25000` or `25000 USD/month`); set, the policy pack's monthly-budget rule refuses a stack whose planned cost is above it (mandatory); unset, the advisory monthly-budget-default rule reports a cost above the pack's own defaultMonthlyBudget (none unless the pack's config sets it)"""
+    objective: PricingObjective
+    """what `cache.tier.cpu: auto` optimises with a workload: `latency` (the default) takes the smallest size within a point of prompt tokens of the best hit share the node holds; `cost` the cheapest size that keeps up (and meets workload.slo): the replicas it needs at each size (with cache.replicas: auto the capacity plan's fewest, which the plan renders; with a count, that count where it keeps up) x one replica's accelerator price, plus the filesystem tier's charges at that size (the CPU tier has no price of its own), the smallest on a tie. The filesystem tier's size is `storage.size` as configured: the plan does not choose it. The summary and `./run size` name the objective and price both choices"""
 
 
 class SharedPrefixArgs(TypedDict, total=False):

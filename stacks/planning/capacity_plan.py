@@ -275,6 +275,20 @@ def plan_capacity(
     return CapacityPlan(source, routing, slo, costs, configured, tuple(needed))
 
 
+def fewest_at(
+    shape: StackShape,
+    requests: Sequence[Request],
+    block_tokens: int,
+    routing: Routing,
+    slo: SloConfig | None,
+    scenario: Scenario,
+) -> Run | None:
+    """The fewest replicas that fit with the scenario's tiers (None: none up to `MAX_REPLICAS`), searched from a run
+    at the stack's replicas: `pricing.objective: cost` asks it at every CPU-tier size `cache.tier.cpu: auto` weighs."""
+    inputs = _Inputs(shape, requests, block_tokens, routing, slo, stack_costs(shape))
+    return fewest(inputs, scenario, _run(inputs, scenario, shape.replicas)[0])
+
+
 def shortfall(run: Run, slo: SloConfig | None) -> str:
     """Why a run does not fit, in a planner's words ('' when it fits)."""
     if not run.keeps_up:

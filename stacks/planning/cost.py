@@ -195,7 +195,7 @@ def stack_cost(
     `capacity`: the replicas each tier configuration needs (a tier that lets fewer run saves those)."""
     provider = provider_of(config)
     bill = provider.bill(config)
-    book = _Prices(config, bill.region if bill is not None else config.pricing.region)
+    book = _book(config)
     ledger = _Ledger(book)
     for pool in pools:
         spot = " (a spot pool, priced on demand: set its rate in pricing.prices)" if pool.spot else ""
@@ -226,6 +226,45 @@ def stack_cost(
     return StackCost(
         book.region, tuple(ledger.lines), tuple(ledger.unpriced), tiers, tokens, config.pricing.monthly_budget
     )
+
+
+def _book(config: StackConfig) -> _Prices:
+    """The stack's prices at its region: a created cluster's own, else `pricing.region`."""
+    bill = provider_of(config).bill(config)
+    return _Prices(config, bill.region if bill is not None else config.pricing.region)
+
+
+@dataclass(frozen=True)
+class SizePrice:
+    """What a CPU-tier size costs as `pricing.objective: cost` weighs it, less the replica count: one replica's
+    accelerator price and the filesystem tier's own lines at the rates the replay measured at that size (the CPU
+    tier is host memory the machine type carries, no price of its own)."""
+
+    replica_usd: float | None  # None: the serving pool is not priced
+    tier_usd: float | None  # None: part of the filesystem tier's cost is unpriced
+    unpriced: tuple[Unpriced, ...]
+
+    def usd_per_hour(self, replicas: int) -> float | None:
+        if self.replica_usd is None or self.tier_usd is None:
+            return None
+        return replicas * self.replica_usd + self.tier_usd
+
+
+def size_price(
+    config: StackConfig,
+    pools: Sequence[PoolSpec],
+    shared: SharedTier | None,
+    curve: TierCurve,
+    cpu_index: int,
+    replica_devices: int,
+) -> SizePrice:
+    """The prices `size_price.usd_per_hour` adds for the CPU-tier size `curve.cpu_sizes[cpu_index]`."""
+    book = _book(config)
+    ledger = _Ledger(book)
+    unpriced = _filesystem(config, shared, curve, cpu_index, ledger)
+    device = _device_usd_per_hour(config, pools, book)
+    tier = None if unpriced else sum(x.usd_per_hour for x in ledger.lines)
+    return SizePrice(None if device is None else device * replica_devices, tier, tuple(ledger.unpriced))
 
 
 def _described_pools(config: StackConfig, ledger: _Ledger) -> None:

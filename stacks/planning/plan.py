@@ -36,7 +36,7 @@ from stacks.planning.tier_capacity import EVICTOR_METRICS, shared_tier
 from stacks.planning.tier_fit import size_on_hardware
 from stacks.planning.tier_identity import tier_identity
 from stacks.planning.workload_builders import Serving, resolve_model_cache, workloads
-from stacks.planning.workload_plan import held_workload, plan_capacity_of, routed_curve
+from stacks.planning.workload_plan import held_workload, objective_of, plan_capacity_of, routed_curve
 from stacks.planning.workload_plan import stack_shape as stack_shape
 
 
@@ -88,8 +88,8 @@ def check_router_reaches_model_servers(values: dict[str, Any], servers: list[Ser
 def plan(config: StackConfig, *, keep_up: bool = True) -> StackPlan:
     """The stack's plan; with a workload, the capacity plan (the replicas it needs; `cache.replicas: auto` takes
     them, else the configured count must keep up, unless `keep_up` is off: `./run size` reports instead), then its
-    tiers replayed on it with the router's routing, and `cache.tier.cpu: auto` the size the curve picks (the plan
-    is made again at those)."""
+    tiers replayed on it with the router's routing, and `cache.tier.cpu: auto` the size `pricing.objective` picks
+    from the curve (the plan is made again at those)."""
     stack = resolve(config)
     stack_plan = _plan(stack)
     source = workload_sizing.config_source(config, PROJECT_DIR)
@@ -106,16 +106,25 @@ def plan(config: StackConfig, *, keep_up: bool = True) -> StackPlan:
     elif keep_up:
         capacity_plan.check_fits(capacity)
     sized = routed_curve(stack_plan, source, capacity)
+    objective = objective_of(stack_plan, source, slo, sized) if config.cache.tier.cpu == "auto" else None
+    if objective is not None:  # pricing.objective's size (latency: the curve's own choice)
+        sized = dataclasses.replace(sized, choice=objective.chosen)
     chosen = sized.choice.size if config.cache.tier.cpu == "auto" and sized.choice is not None else None
     measured = workload_sizing.filesystem_store_rate(sized, chosen)  # the evictor's watermarks, from the replay
+    first_replicas = stack.replicas
+    if objective is not None and config.cache.replicas == "auto":  # the cost objective's count at its size
+        weighed = objective.cost_of(objective.chosen.size)
+        if weighed is not None and weighed.replicas is not None:
+            stack = dataclasses.replace(stack, replicas=weighed.replicas)
     if chosen is not None or measured is not None:
         first_tier = stack_plan.tier
         stack_plan = _plan(stack, chosen, measured)
-        if stack_plan.tier != first_tier:  # auto chose another CPU tier: the replicas at the one rendered
+        if stack_plan.tier != first_tier or stack.replicas != first_replicas:  # the capacity plan as rendered
             capacity = plan_capacity_of(stack_plan, source, slo)
             if keep_up and config.cache.replicas != "auto":
                 capacity_plan.check_fits(capacity)
-    return with_cost(dataclasses.replace(stack_plan, tier_curve=sized, capacity=capacity), chosen)
+    final = dataclasses.replace(stack_plan, tier_curve=sized, capacity=capacity, objective=objective)
+    return with_cost(final, chosen)
 
 
 def with_cost(stack_plan: StackPlan, chosen: ByteSize | None = None) -> StackPlan:

@@ -16,7 +16,7 @@ from components.specs.startup import AwaitBudget
 from components.specs.workloads import Workload, WorkloadType
 from components.units import ByteSize
 from stacks.config import StackConfig
-from stacks.planning import autoscaling, capacity_plan, hardware, rollout_choice, workload_sizing
+from stacks.planning import autoscaling, capacity_plan, hardware, rollout_choice, tier_objective, workload_sizing
 from stacks.planning.cost import StackCost
 from stacks.planning.mirror import Mirror
 from stacks.planning.resolution import Resolved
@@ -55,6 +55,7 @@ class StackPlan:
     tier_curve: workload_sizing.TierCurve | None = None  # the tiers replayed on the stack's workload
     capacity: capacity_plan.CapacityPlan | None = None  # the workload through the time model: replicas it needs
     cost: StackCost | None = None  # what it costs (stacks/planning/cost.py), set once the plan is final
+    objective: tier_objective.Objective | None = None  # the size `cache.tier.cpu: auto` took by pricing.objective
 
     @property
     def config(self) -> StackConfig:

@@ -1,6 +1,7 @@
 """The plan's workload side: what the replays read of a plan (`stack_shape`), the workload measured and held
-(`held_workload`), the capacity plan on the plan's replicas and router (`plan_capacity_of`) and the tier curve
-routed by the time model (`routed_curve`). `plan.py` calls them; `./run size` and the bench too."""
+(`held_workload`), the capacity plan on the plan's replicas and router (`plan_capacity_of`), the tier curve
+routed by the time model (`routed_curve`) and the CPU-tier size `pricing.objective` takes (`objective_of`).
+`plan.py` calls them; `./run size` and the bench too."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import dataclasses
 
 from components.formulas.payoff import Replica
 from components.formulas.tier_replay import assigned
+from stacks.config.errors import ConfigError
 from stacks.config.workload_section import SloConfig
-from stacks.planning import capacity_plan, workload_sizing
+from stacks.planning import capacity_plan, tier_objective, workload_sizing
+from stacks.planning.cost import size_price, stack_cost
 from stacks.planning.routing_weights import routing_of
 from stacks.planning.stack_plan import StackPlan
 from stacks.planning.tier_fit import node_largest_tier, tier_capacity
@@ -83,3 +86,60 @@ def plan_capacity_of(
         routing_of(stack_plan.router_values),
         slo,
     )
+
+
+def objective_of(
+    stack_plan: StackPlan,
+    source: workload_sizing.WorkloadSource,
+    slo: SloConfig | None,
+    sized: workload_sizing.TierCurve,
+) -> tier_objective.Objective | None:
+    """`pricing.objective`'s size for `cache.tier.cpu: auto` (stacks/planning/tier_objective.py); None where the
+    curve chose none (the node's memory is not known)."""
+    if sized.choice is None:
+        return None
+    pricing = stack_plan.config.pricing
+    defaulted = "objective" not in pricing.model_fields_set
+    if pricing.objective == "latency":
+        return tier_objective.Objective("latency", defaulted, sized.choice, sized.choice, ())
+    sizes = _weigh(stack_plan, source, slo, sized)
+    chosen = tier_objective.cheapest(sizes, sized.choice, slo)
+    return tier_objective.Objective("cost", defaulted, sized.choice, chosen, sizes)
+
+
+def _weigh(
+    stack_plan: StackPlan,
+    source: workload_sizing.WorkloadSource,
+    slo: SloConfig | None,
+    sized: workload_sizing.TierCurve,
+) -> tuple[tier_objective.SizeCost, ...]:
+    """Each size the node holds with its replicas and prices: every price first (one line where one is missing,
+    before any replay), then at each size the capacity plan's search (`cache.replicas: auto`) or one replay at the
+    stack's count."""
+    config, stack = stack_plan.config, stack_plan.stack
+    devices = stack.devices * stack.group_size
+    pools, shared = stack_plan.pools, stack_plan.shared_tier
+    options = workload_sizing.candidates(sized)
+    prices = [size_price(config, pools, shared, sized, i, devices) for i, _ in options]
+    if any(p.replica_usd is None or p.tier_usd is None for p in prices):
+        missing = stack_cost(config, pools, shared, sized, options[0][0], devices).unpriced
+        remedies = "; ".join(f"{u.what}: {u.remedy}" for u in missing) or "the serving pool has no machine type"
+        raise ConfigError(
+            "pricing.objective",
+            "cost",
+            f"weighs each CPU-tier size in dollars, and part of it is not priced ({remedies}); or set"
+            " pricing.objective: latency",
+        )
+    shape = stack_shape(stack_plan)
+    requests, routing, bt = source.requests_list(), routing_of(stack_plan.router_values), source.block_tokens
+    fixed = None if config.cache.replicas == "auto" else stack.replicas
+    out = []
+    for (_, size), price in zip(options, prices, strict=True):
+        scenario = capacity_plan.Scenario(f"CPU tier {size.readable()}", size, shape.fs_configured)
+        if fixed is None:  # the fewest that fit, which the plan renders
+            run = capacity_plan.fewest_at(shape, requests, bt, routing, slo, scenario)
+        else:  # the stack's count, where it fits
+            run, _ = capacity_plan.replay_scenario(shape, requests, bt, routing, scenario, fixed, slo)
+            run = run if run.fits else None
+        out.append(tier_objective.SizeCost(size, run.replicas if run is not None else None, price, fixed))
+    return tuple(out)

@@ -264,21 +264,30 @@ def filesystem_store_rate(sized: TierCurve, chosen: ByteSize | None) -> StoreRat
     return StoreRate(sized.store_rate(blocks), f"measured by replaying the workload, {sized.source}")
 
 
+def candidates(sized: TierCurve) -> list[tuple[int, ByteSize]]:
+    """The CPU-tier sizes `cache.tier.cpu: auto` chooses among, by index: a tier the node holds (none where the
+    node's memory is not known)."""
+    largest = sized.shape.node_largest
+    if largest is None:
+        return []
+    return [(i, c) for i, c in enumerate(sized.cpu_sizes) if 0 < c.bytes <= largest.bytes]
+
+
 def choose(sized: TierCurve) -> Choice | None:
     """The smallest CPU tier within AUTO_MARGIN of the best hit share any size the node holds reaches, at the
     configured filesystem size. None where the node's memory is not known."""
-    largest = sized.shape.node_largest
-    if largest is None:
+    options = candidates(sized)
+    if not options:
         return None
     fs = sized.configured[1]
     shares = sized.curve.share(sized.curve.hit_tokens)[:, fs]
-    candidates = [(i, c) for i, c in enumerate(sized.cpu_sizes) if 0 < c.bytes <= largest.bytes]
-    best_i, best = max(candidates, key=lambda ic: (float(shares[ic[0]]), -ic[1].bytes))
-    for i, size in candidates:
+    best_i, best = max(options, key=lambda ic: (float(shares[ic[0]]), -ic[1].bytes))
+    for i, size in options:
         if shares[i] >= shares[best_i] - AUTO_MARGIN:
             return Choice(
                 size,
                 f"the smallest tier within {AUTO_MARGIN:.0%} of prompt tokens of the best the node holds:"
-                f" {shares[i]:.1%} at {size.readable()} against {shares[best_i]:.1%} at {best.readable()}",
+                f" {shares[i]:.1%} at {size.readable()} against {shares[best_i]:.1%} at {best.readable()} (margin"
+                f" {AUTO_MARGIN:.0%}, stacks/planning/workload_sizing.py)",
             )
     raise AssertionError("the best size is within the margin of itself")

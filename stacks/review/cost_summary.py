@@ -1,11 +1,14 @@
 """The summary's cost section: the plan's `StackCost` (stacks/planning/cost.py) as a reader checks it: each line
 with its formula, what is unpriced and how to price it, $ per million prompt tokens, each tier's cost against its
-saving, and every price with its source and date, the overridden ones marked."""
+saving, and every price with its source and date, the overridden ones marked; and the objective
+`cache.tier.cpu: auto` sized by (stacks/planning/tier_objective.py), with the cost of its size against the latency
+objective's."""
 
 from __future__ import annotations
 
 from components.catalog.prices import HOURS_PER_MONTH
 from stacks.planning.cost import StackCost
+from stacks.planning.tier_objective import Objective
 
 
 def usd(value: float) -> str:
@@ -67,4 +70,40 @@ def cost_lines(cost: StackCost | None) -> list[str]:
             source = f"overridden ({p.key})" if p.overridden else p.source
             lines.append(f"| {p.item} | {p.region or '-'} | {p.usd:g} | {p.unit} | {source} | {p.as_of} |")
         lines.append("")
+    return lines
+
+
+def objective_lines(objective: Objective | None, took: bool) -> list[str]:
+    """Which objective sized the CPU tier auto took (`took`; else what auto would take), without naming auto
+    again (the tier curve's line does)."""
+    if objective is None:
+        return []
+    setting = "the default, unset" if objective.defaulted else "set"
+    verb = "took" if took else "would take"
+    text = f"`pricing.objective: {objective.name}` ({setting}) {verb} {objective.chosen.size.readable()}."
+    if not objective.sizes:
+        text += (
+            " `pricing.objective: cost` would take the cheapest size that keeps up instead (the capacity plan's"
+            " replicas at each size x one replica's price, plus the filesystem tier's charges)."
+        )
+        return ["## Cost objective", "", text, ""]
+    chosen, latency = (objective.cost_of(c.size) for c in (objective.chosen, objective.latency))
+    chosen_usd = chosen.usd_per_hour if chosen is not None else None
+    latency_usd = latency.usd_per_hour if latency is not None else None
+    if chosen_usd is not None and latency_usd is not None:
+        text += (
+            f" It costs {usd(chosen_usd)}/hour against {usd(latency_usd)}/hour at the latency objective's"
+            f" {objective.latency.size.readable()}."
+        )
+    else:
+        text += f" {objective.chosen.reason[0].upper()}{objective.chosen.reason[1:]}."
+    lines = ["## Cost objective", "", text, ""]
+    lines += ["| CPU tier (`cache.tier.cpu`) | replicas that keep up | cost | formula |", "|---|---|---|---|"]
+    for size in objective.sizes:
+        mark = " (chosen)" if size.size == objective.chosen.size else ""
+        mark += " (latency's)" if size.size == objective.latency.size else ""
+        figure = f"{usd(size.usd_per_hour)}/hour" if size.usd_per_hour is not None else "-"
+        replicas = str(size.replicas) if size.replicas is not None else "-"
+        lines.append(f"| {size.size.readable()}{mark} | {replicas} | {figure} | {size.formula()} |")
+    lines.append("")
     return lines

@@ -16,7 +16,7 @@ from stacks.planning.prepull_placement import serving_placement
 from stacks.review import cold_start_table
 from stacks.review.autoscaling_summary import autoscaling_lines
 from stacks.review.capacity_table import capacity_lines
-from stacks.review.cost_summary import cost_lines
+from stacks.review.cost_summary import cost_lines, objective_lines
 from stacks.review.layer_rows import cluster_row, gateway_rows
 from stacks.review.offline import Recording
 from stacks.review.tier_capacity_summary import tier_capacity_lines
@@ -152,6 +152,7 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
         ),
         *tier_capacity_lines(stack_plan),
         *cost_lines(stack_plan.cost),
+        *objective_lines(stack_plan.objective, took=True),
         *_startup(stack_plan),
         "## How a template change rolls",
         "",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from components.formulas.tier_grid import Floats
 from components.units import ByteSize
-from stacks.planning.workload_sizing import AUTO_MARGIN, UNBOUNDED, TierCurve
+from stacks.planning.workload_sizing import UNBOUNDED, TierCurve
 
 PLOT_FILE = "tier-curve.png"
 
@@ -142,7 +142,4 @@ def _auto_lines(sized: TierCurve, chosen_by_auto: bool) -> list[str]:
             " (`cache.node_pool`); this stack names none, so the sizes above run to four times the configured one."
         ]
     verb = "took" if chosen_by_auto else "would take"
-    return [
-        f"`cache.tier.cpu: auto` {verb} {sized.choice.size.readable()}: {sized.choice.reason} (margin"
-        f" {AUTO_MARGIN:.0%}, stacks/planning/workload_sizing.py)."
-    ]
+    return [f"`cache.tier.cpu: auto` {verb} {sized.choice.size.readable()}: {sized.choice.reason}."]

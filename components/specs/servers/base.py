@@ -9,7 +9,16 @@ from components.catalog import labels, versions
 from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
 from components.catalog.platforms import PLATFORMS
-from components.manifest import Manifest
+from components.manifest import (
+    Container,
+    Deployment,
+    Manifest,
+    ObjectMeta,
+    PodSpec,
+    PodTemplateSpec,
+    Probes,
+    plain,
+)
 from components.specs import model_cache
 from components.specs.model_cache import TIER_SUBPATH, ModelCache
 from components.specs.security import LUSTRE_PERMISSIONS_CONTAINER
@@ -190,14 +199,14 @@ def router_selector(spec: ServerSpec) -> dict[str, str]:
     return selector
 
 
-def metadata(spec: ServerSpec, name: str, with_labels: bool = True) -> Manifest:
-    meta: Manifest = {"name": name, "namespace": spec.namespace}
+def metadata(spec: ServerSpec, name: str, with_labels: bool = True) -> ObjectMeta:
+    meta: ObjectMeta = {"name": name, "namespace": spec.namespace}
     if with_labels:
         meta["labels"] = spec.pod_labels
     return meta
 
 
-def workload_metadata(spec: ServerSpec, annotations: dict[str, str] | None = None) -> Manifest:
+def workload_metadata(spec: ServerSpec, annotations: dict[str, str] | None = None) -> ObjectMeta:
     """The model-server workload's own metadata (a Deployment's, a LeaderWorkerSet's): its labels, the transfer
     block its connector moves (`labels.KV_TRANSFER_BLOCK_ANNOTATION`), the CPU tier one pod holds
     (`labels.CPU_TIER_BYTES_ANNOTATION`) and, with a persistent tier, its namespace and the fields it comes from.
@@ -233,7 +242,7 @@ def startup_probe(spec: ServerSpec) -> dict[str, int]:
     return {**STARTUP_PROBE, "failureThreshold": threshold}
 
 
-def http_probes(spec: ServerSpec, port: str | int = labels.MODEL_SERVER_PORT_NAME) -> Manifest:
+def http_probes(spec: ServerSpec, port: str | int = labels.MODEL_SERVER_PORT_NAME) -> Probes:
     def probe(path: str, timings: dict[str, int]) -> Manifest:
         return {"httpGet": {"path": path, "port": port}, **timings}
 
@@ -242,6 +251,36 @@ def http_probes(spec: ServerSpec, port: str | int = labels.MODEL_SERVER_PORT_NAM
         "livenessProbe": probe("/health", LIVENESS_PROBE),
         "readinessProbe": probe("/v1/models", READINESS_PROBE),
     }
+
+
+def serving_container(
+    spec: ServerSpec,
+    command: list[str],
+    args: list[str],
+    env: list[Manifest],
+    resources: Manifest,
+    mounts: list[Manifest] | None,
+) -> Container:
+    """The model-server container: the image, the port and the three probes every server family sets alike."""
+    container: Container = {
+        "name": "modelserver",
+        "image": spec.image,
+        "command": command,
+        "args": args,
+        "env": env,
+        "ports": server_port(),
+    }
+    add_probes(container, http_probes(spec))
+    container["resources"] = resources
+    if mounts is not None:
+        container["volumeMounts"] = mounts
+    return container
+
+
+def add_probes(container: Container, probes: Probes) -> None:
+    container["startupProbe"] = probes["startupProbe"]
+    container["livenessProbe"] = probes["livenessProbe"]
+    container["readinessProbe"] = probes["readinessProbe"]
 
 
 def server_port() -> list[Manifest]:
@@ -298,7 +337,7 @@ def files_storage_mount(spec: ServerSpec) -> Manifest:
     return mount
 
 
-def lustre_permissions_init(spec: ServerSpec) -> list[Manifest]:
+def lustre_permissions_init(spec: ServerSpec) -> list[Container]:
     """On GKE the Lustre mount is root-owned; the guide's gke overlays open it to the pod's group first."""
     if not (PLATFORMS[spec.platform].root_owned_lustre and spec.filesystem_tier):
         return []
@@ -322,7 +361,7 @@ def memory_resources(spec: ServerSpec, devices: Manifest) -> Manifest:
     }
 
 
-def pod_template(spec: ServerSpec, pod: Manifest, template_labels: dict[str, str] | None = None) -> Manifest:
+def pod_template(spec: ServerSpec, pod: PodSpec, template_labels: dict[str, str] | None = None) -> PodTemplateSpec:
     if spec.scheduling.node_selector:
         pod["nodeSelector"] = {**pod.get("nodeSelector", {}), **spec.scheduling.node_selector}
     if spec.scheduling.tolerations:
@@ -330,8 +369,8 @@ def pod_template(spec: ServerSpec, pod: Manifest, template_labels: dict[str, str
     return {"metadata": {"labels": template_labels or spec.pod_labels}, "spec": pod}
 
 
-def deployment(spec: ServerSpec, pod: Manifest, template_labels: dict[str, str] | None = None) -> Manifest:
-    return {
+def deployment(spec: ServerSpec, pod: PodSpec, template_labels: dict[str, str] | None = None) -> Manifest:
+    record: Deployment = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": workload_metadata(spec),
@@ -341,6 +380,7 @@ def deployment(spec: ServerSpec, pod: Manifest, template_labels: dict[str, str] 
             "template": pod_template(spec, pod, template_labels),
         },
     }
+    return plain(record)
 
 
 def files_storage_claim(namespace: str, storage_class: str, size: str, volume_name: str | None = None) -> Manifest:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from components.catalog import labels
-from components.manifest import Manifest
+from components.manifest import Container, Manifest, PodSpec
 from components.specs import lmcache, model_cache
 from components.specs.servers.base import (
     ServerSpec,
@@ -81,7 +81,7 @@ def lmcache_mp_manifests(spec: ServerSpec) -> list[Manifest]:
     shm = spec.sizing.shm_size_limit
     volumes = [memory_volume("shm", shm.quantity() if shm else None)]
     cache_volumes, cache_mounts = model_cache_volumes(spec, volumes)
-    container: Manifest = {
+    container: Container = {
         "name": "modelserver",
         "image": spec.image,
         "command": ["vllm", "serve"],
@@ -95,7 +95,7 @@ def lmcache_mp_manifests(spec: ServerSpec) -> list[Manifest]:
         },
         "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}, *cache_mounts],
     }
-    pod: Manifest = {
+    pod: PodSpec = {
         "serviceAccountName": spec.service_account_name,
         "terminationGracePeriodSeconds": GRACE_SECONDS,
         "containers": [container],

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from components.catalog import labels
-from components.manifest import Manifest
+from components.manifest import Manifest, PodSpec
 from components.specs import model_cache
 from components.specs.servers.base import (
     ServerSpec,
@@ -12,15 +12,14 @@ from components.specs.servers.base import (
     files_storage_mount,
     files_storage_volume,
     hf_token_env,
-    http_probes,
     lustre_permissions_init,
     memory_resources,
     memory_volume,
     model_cache_volumes,
     model_load_args,
     platform_env,
-    server_port,
     service_account,
+    serving_container,
 )
 from components.specs.servers.limits import fraction_text, limit_args, limits
 from components.units import ByteSize, GiB
@@ -58,6 +57,10 @@ def _env(spec: ServerSpec) -> list[Manifest]:
     ]
 
 
+def _devices(spec: ServerSpec) -> Manifest:
+    return {str(spec.accelerator.device_resource): spec.devices}
+
+
 def sglang_manifests(spec: ServerSpec) -> list[Manifest]:
     shm = spec.sizing.shm_size_limit
     volumes = [{"name": "metrics-volume", "emptyDir": {}}, memory_volume("dshm", shm.quantity() if shm else None)]
@@ -71,18 +74,9 @@ def sglang_manifests(spec: ServerSpec) -> list[Manifest]:
     cache_volumes, cache_mounts = model_cache_volumes(spec, volumes)
     volumes += cache_volumes
     mounts += cache_mounts
-    container: Manifest = {
-        "name": "modelserver",
-        "image": spec.image,
-        "command": ["python3", "-m", "sglang.launch_server"],
-        "args": sglang_args(spec),
-        "env": _env(spec),
-        "ports": server_port(),
-        **http_probes(spec),
-        "resources": memory_resources(spec, {str(spec.accelerator.device_resource): spec.devices}),
-        "volumeMounts": mounts,
-    }
-    pod: Manifest = {"serviceAccountName": spec.service_account_name, "containers": [container], "volumes": volumes}
+    command, resources = ["python3", "-m", "sglang.launch_server"], memory_resources(spec, _devices(spec))
+    container = serving_container(spec, command, sglang_args(spec), _env(spec), resources, mounts)
+    pod: PodSpec = {"serviceAccountName": spec.service_account_name, "containers": [container], "volumes": volumes}
     init = lustre_permissions_init(spec)
     if init:
         pod["initContainers"] = init

@@ -5,12 +5,13 @@ from __future__ import annotations
 import shlex
 
 from components.catalog import labels, versions
-from components.manifest import Manifest
+from components.manifest import Container, Manifest, PodSpec, PodTemplateSpec, Service, plain
 from components.specs import model_cache
 from components.specs.security import NODE_SETUP_CONTAINER
 from components.specs.servers.base import (
     INIT_RESOURCES,
     ServerSpec,
+    add_probes,
     deployment,
     env_var,
     hf_token_env,
@@ -22,6 +23,7 @@ from components.specs.servers.base import (
     pod_template,
     server_port,
     service_account,
+    serving_container,
     workload_metadata,
 )
 from components.specs.servers.limits import fraction_text, limit_args, limits
@@ -40,7 +42,7 @@ MULTI_HOST_TOPOLOGY = "2x2x2"  # two tpu7x hosts of 4 chips per replica
 RAY_GCS_PORT = 6379
 
 
-def _node_setup() -> Manifest:
+def _node_setup() -> Container:
     return {
         "name": NODE_SETUP_CONTAINER,
         "image": versions.BUSYBOX_IMAGE,
@@ -50,7 +52,7 @@ def _node_setup() -> Manifest:
     }
 
 
-def _node_selector(spec: ServerSpec, topology: str | None = None) -> Manifest:
+def _node_selector(spec: ServerSpec, topology: str | None = None) -> dict[str, str]:
     return {
         labels.GKE_TPU_ACCELERATOR_LABEL: str(spec.accelerator.tpu_accelerator),
         labels.GKE_TPU_TOPOLOGY_LABEL: topology or str(spec.accelerator.tpu_topology),
@@ -86,23 +88,15 @@ def tpu_args(spec: ServerSpec) -> list[str]:
 
 
 def tpu_manifests(spec: ServerSpec) -> list[Manifest]:
-    container: Manifest = {
-        "name": "modelserver",
-        "image": spec.image,
-        "command": ["vllm", "serve"],
-        "args": tpu_args(spec),
-        "env": [
-            hf_token_env(),
-            env_var("PROMETHEUS_MULTIPROC_DIR", PROMETHEUS_DIR),
-            env_var("SKIP_JAX_PRECOMPILE", "0"),
-            *spec.connector.env(spec),
-            *_cache_env(spec),
-        ],
-        "ports": server_port(),
-        **http_probes(spec),
-        "resources": _resources(spec),
-    }
-    pod: Manifest = {
+    env = [
+        hf_token_env(),
+        env_var("PROMETHEUS_MULTIPROC_DIR", PROMETHEUS_DIR),
+        env_var("SKIP_JAX_PRECOMPILE", "0"),
+        *spec.connector.env(spec),
+        *_cache_env(spec),
+    ]
+    container = serving_container(spec, ["vllm", "serve"], tpu_args(spec), env, _resources(spec), None)
+    pod: PodSpec = {
         "serviceAccountName": spec.service_account_name,
         "initContainers": [_node_setup()],
         "containers": [container],
@@ -153,7 +147,7 @@ def multihost_serve_args(spec: ServerSpec) -> list[str]:
     ]  # fmt: skip
 
 
-def _multihost_container(spec: ServerSpec, leader: bool) -> Manifest:
+def _multihost_container(spec: ServerSpec, leader: bool) -> Container:
     if leader:
         serve = " ".join(shlex.quote(a) for a in multihost_serve_args(spec))
         script = (
@@ -162,7 +156,7 @@ def _multihost_container(spec: ServerSpec, leader: bool) -> Manifest:
         )
     else:
         script = "multi-node-serving.sh worker --ray_address=$(LWS_LEADER_ADDRESS)"
-    container: Manifest = {
+    container: Container = {
         "name": "modelserver" if leader else "worker",
         "image": spec.image,
         "command": ["/bin/bash", "-c", script],
@@ -177,12 +171,12 @@ def _multihost_container(spec: ServerSpec, leader: bool) -> Manifest:
     }
     if leader:
         container["ports"] = server_port()
-        container.update(http_probes(spec))
+        add_probes(container, http_probes(spec))
     return container
 
 
-def _multihost_pod(spec: ServerSpec, leader: bool) -> Manifest:
-    pod: Manifest = {
+def _multihost_pod(spec: ServerSpec, leader: bool) -> PodTemplateSpec:
+    pod: PodSpec = {
         "serviceAccountName": spec.service_account_name,
         "initContainers": [_node_setup()],
         "containers": [_multihost_container(spec, leader)],
@@ -217,7 +211,7 @@ def tpu_multihost_manifests(spec: ServerSpec) -> list[Manifest]:
             },
         },
     }
-    service: Manifest = {
+    service: Service = {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": metadata(spec, spec.workload_name),
@@ -231,4 +225,4 @@ def tpu_multihost_manifests(spec: ServerSpec) -> list[Manifest]:
             ],
         },
     }
-    return [service_account(spec), service, lws]
+    return [service_account(spec), plain(service), lws]

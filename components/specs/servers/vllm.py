@@ -3,7 +3,7 @@ kv-transfer config, arguments, env, volumes, devices and objects."""
 
 from __future__ import annotations
 
-from components.manifest import Manifest
+from components.manifest import Manifest, PodSpec
 from components.specs import model_cache
 from components.specs.servers.base import (
     CACHE_MOUNTS,
@@ -13,7 +13,6 @@ from components.specs.servers.base import (
     empty_dir,
     env_var,
     hf_token_env,
-    http_probes,
     lustre_permissions_init,
     memory_resources,
     memory_volume,
@@ -21,8 +20,8 @@ from components.specs.servers.base import (
     model_cache_volumes,
     model_load_args,
     platform_env,
-    server_port,
     service_account,
+    serving_container,
 )
 
 XPU_CLAIM = "intel-decode-claim"
@@ -77,18 +76,8 @@ def vllm_manifests(spec: ServerSpec) -> list[Manifest]:
     command, args = spec.connector.command(spec, vllm_args(spec))
     volumes, mounts = _volumes(spec)
     resources = memory_resources(spec, _devices(spec))
-    container: Manifest = {
-        "name": "modelserver",
-        "image": spec.image,
-        "command": command,
-        "args": args,
-        "env": _env(spec),
-        "ports": server_port(),
-        **http_probes(spec),
-        "resources": resources,
-        "volumeMounts": mounts,
-    }
-    pod: Manifest = {
+    container = serving_container(spec, command, args, _env(spec), resources, mounts)
+    pod: PodSpec = {
         "serviceAccountName": spec.service_account_name,
         "restartPolicy": "Always",
         "enableServiceLinks": False,
