@@ -28,7 +28,7 @@ class ServingStack(pulumi.ComponentResource):
     namespace: pulumi.Output[str]
     """the namespace of the whole cache stack"""
     router_endpoint: pulumi.Output[str]
-    """the router's in-cluster endpoint (the Envoy proxy in front of the InferencePool), host:port"""
+    """the router's in-cluster URL (the endpoint picker's Service in front of the InferencePool)"""
     inference_pool: pulumi.Output[str]
     """the InferencePool the router chart creates"""
     replicas: pulumi.Output[int]
