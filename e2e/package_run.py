@@ -22,6 +22,7 @@ from e2e.kwok import ClusterError
 from e2e.policy_step import FLOATING_TAG, failed_with, pack_args
 from e2e.session import HF_TOKEN, ROUTER_CHART, ROUTER_CHART_VERSION, Session, new_session, start
 from e2e.steps import Report, StepError, check_live_matches, timed
+from stacks.config.loading import deep_merge
 
 NAME = "yaml-package"
 EXAMPLE = Path("examples") / "yaml-serving-stack"
@@ -63,18 +64,13 @@ def config_overrides(properties: dict[str, Any], prefix: str = "") -> list[str]:
     return out
 
 
-def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in over.items():
-        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-    return out
-
-
 def _write_program(source: dict[str, Any], into: Path, extra: dict[str, Any]) -> None:
     """The example with `extra` merged into its ServingStack's properties, written as `into/Pulumi.yaml`."""
     program = dict(source)
     program["resources"] = {
-        name: ({**r, "properties": _merge(r.get("properties") or {}, extra)} if r.get("type") == COMPONENT_TYPE else r)
+        name: (
+            {**r, "properties": deep_merge(r.get("properties") or {}, extra)} if r.get("type") == COMPONENT_TYPE else r
+        )
         for name, r in source["resources"].items()
     }
     into.mkdir(parents=True, exist_ok=True)
@@ -153,7 +149,7 @@ def _refused_copy(session: Session, program: dict[str, Any], engine: Engine, ext
     """A copy of the program with `extra` in its ServingStack's properties, on the same stack and backend."""
     bad_dir = engine.project.parent / f"{engine.project.name}-refused"  # beside it: the package path holds
     shutil.rmtree(bad_dir, ignore_errors=True)
-    _write_program(program, bad_dir, _merge(local_settings(session), extra))
+    _write_program(program, bad_dir, deep_merge(local_settings(session), extra))
     stack_file = f"Pulumi.{engine.stack}.yaml"  # the stack's config (its secret token) lives beside the program
     shutil.copyfile(engine.project / stack_file, bad_dir / stack_file)
     return bad_dir

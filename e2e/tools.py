@@ -39,6 +39,10 @@ KUBERNETES_PROVIDER_VERSION = "4.25.0"
 KUBERNETES_VERSION = "1.34.4"
 ETCD_VERSION = "3.6.16"
 KWOK_VERSION = "0.8.0"
+# pkg/v3's go.mod replaces clipboard with this fork; a module that builds it (the CLI, the YAML host) must too.
+CLIPBOARD_FORK = (
+    "replace github.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-20241001131231-d02d263e614e\n"
+)
 # The YAML language host, for the component package's YAML example (examples/yaml-serving-stack).
 PULUMI_YAML_VERSION = "1.25.0"
 # The CRD fixture is v0.10.0, which the proxy does not serve; v0.9.0 is the newest it does.
@@ -103,8 +107,8 @@ def _build_pulumi(tool: Tool, out: Path, root: Path) -> None:
         work,
         "llmd-e2e/pulumi",
         f"require (\n\t{pkg} v{PULUMI_CLI_VERSION}\n\tgithub.com/pulumi/pulumi/sdk/v3 v{PULUMI_CLI_VERSION}\n)\n\n"
-        # pkg/v3's own go.mod replaces the sdk with ../sdk and this fork of clipboard.
-        "replace github.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-20241001131231-d02d263e614e\n",
+        # pkg/v3's own go.mod replaces the sdk with ../sdk and clipboard with a fork.
+        + CLIPBOARD_FORK,
     )
     run_step(tool.name, "go get", ["go", "get", f"{pkg}/cmd/pulumi@v{PULUMI_CLI_VERSION}"], work, env, log)
     flags = f"-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v{PULUMI_CLI_VERSION}"
@@ -129,9 +133,7 @@ def _build_pulumi_yaml(tool: Tool, out: Path, root: Path) -> None:
     wrapper_module(
         work,
         "llmd-e2e/pulumi-yaml",
-        f"require {module} v{PULUMI_YAML_VERSION}\n\n"
-        # pulumi-yaml depends on pkg/v3, whose go.mod replaces clipboard with this fork.
-        "replace github.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-20241001131231-d02d263e614e\n",
+        f"require {module} v{PULUMI_YAML_VERSION}\n\n" + CLIPBOARD_FORK,  # pulumi-yaml depends on pkg/v3
     )
     cmd = f"{module}/cmd/pulumi-language-yaml"
     run_step(tool.name, "go get", ["go", "get", f"{cmd}@v{PULUMI_YAML_VERSION}"], work, env, log)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pulumi
 import pytest
+from pulumi.provider.experimental.util import camel_case as camel
 
 from components.catalog.accelerators import ACCELERATORS
 from components.k8s_objects import PATCH_FORCE_ANNOTATION
@@ -20,7 +21,7 @@ from stacks.config.errors import ConfigError
 from stacks.config.keys import config_keys
 from stacks.package.args import Preset
 from stacks.package.args_codegen import LEFT_OUT, generate, package_presets
-from stacks.package.inputs import SPECIAL_VALUE_KEY, InputError, camel, plain, planned, property_path
+from stacks.package.inputs import SPECIAL_VALUE_KEY, InputError, plain, planned, property_path
 from stacks.package.provider import schema
 from stacks.package.serving_stack import ServingStack
 from stacks.planning.plan import plan

@@ -14,6 +14,7 @@ from enum import Enum
 from typing import Any
 
 import pulumi
+from pulumi.provider.experimental.util import camel_case as camel  # the schema's name of a Python name
 from pydantic import BaseModel
 
 from stacks.config import StackConfig
@@ -38,12 +39,6 @@ class InputError(Exception):
         super().__init__(line)
         self.path = path  # the property, e.g. cache.tensorParallelism
         self.reason = reason  # what is allowed, and where the value came from: the engine names property and value
-
-
-def camel(name: str) -> str:
-    """Pulumi's schema name of a Python name (pulumi.provider.experimental.util.camel_case)."""
-    head, *rest = name.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
 def plain(value: Any) -> Any:
