@@ -1,6 +1,6 @@
 """What the stack's prices are: the catalog's on-demand prices (components/catalog/prices.py), any of them
 overridden by the rates the user pays (committed-use, negotiated), the monthly budget the policy pack holds
-the stack to, and the objective `cache.tier.cpu: auto` sizes by (stacks/planning/tier_objective.py)."""
+the stack to, and the objective `cache.tier.cpu: auto` sizes by (stacks/planning/workload/tier_objective.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from components.catalog.regions import AWS_REGIONS, GCP_REGIONS
 from stacks.config.fields import Section
 
 MAX_USD = 1e12  # far above any fleet's bill; a typo of many zeros is refused rather than shown
+
+PricingObjective = Literal["cost", "latency"]  # what `cache.tier.cpu: auto` sizes by
 
 
 def _usd(value: object) -> float:
@@ -61,7 +63,7 @@ class PricingConfig(Section):
         " unless the pack's config sets it)",
     )
 
-    objective: Literal["cost", "latency"] = Field(
+    objective: PricingObjective = Field(
         default="latency",
         description="what `cache.tier.cpu: auto` optimises with a workload: `latency` (the default) takes the"
         " smallest size within a point of prompt tokens of the best hit share the node holds; `cost` the cheapest"

@@ -263,7 +263,7 @@ def _monthly_cost(resources: dict[tuple[str, str], dict[str, Any]]) -> float | N
 
 
 def cost_line(before: dict[tuple[str, str], dict[str, Any]], after: dict[tuple[str, str], dict[str, Any]]) -> str:
-    """The monthly cost before and after and the delta, from each render's stamp (stacks/planning/cost.py)."""
+    """The monthly cost before and after and the delta, from each render's stamp (stacks/planning/workload/cost.py)."""
     old, new = _monthly_cost(before), _monthly_cost(after)
     if old is None and new is None:
         return "- monthly cost: not priced at either revision"

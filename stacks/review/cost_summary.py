@@ -1,14 +1,14 @@
-"""The summary's cost section: the plan's `StackCost` (stacks/planning/cost.py) as a reader checks it: each line
-with its formula, what is unpriced and how to price it, $ per million prompt tokens, each tier's cost against its
-saving, and every price with its source and date, the overridden ones marked; and the objective
-`cache.tier.cpu: auto` sized by (stacks/planning/tier_objective.py), with the cost of its size against the latency
-objective's."""
+"""The summary's cost section: the plan's `StackCost` (stacks/planning/workload/cost.py) as a reader checks it:
+each line with its formula, what is unpriced and how to price it, $ per million prompt tokens, each tier's cost
+against its saving, and every price with its source and date, the overridden ones marked; and the objective
+`cache.tier.cpu: auto` sized by (stacks/planning/workload/tier_objective.py), with the cost of its size against the
+latency objective's."""
 
 from __future__ import annotations
 
 from components.catalog.prices import HOURS_PER_MONTH
-from stacks.planning.cost import StackCost
-from stacks.planning.tier_objective import Objective
+from stacks.planning.workload.cost_records import StackCost
+from stacks.planning.workload.tier_objective import Objective
 
 
 def usd(value: float) -> str:

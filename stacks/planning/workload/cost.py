@@ -11,109 +11,19 @@ with a budget in a region the catalog does not cover stops the plan in one line 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from components.catalog import labels, prices
+from components.catalog import prices
 from components.catalog.prices import HOURS_PER_MONTH
 from components.specs.clusters import PoolSpec
+from components.units import GB, GiB
 from stacks.config import StackConfig
 from stacks.config.errors import ConfigError
 from stacks.config.providers import provider_of
-from stacks.planning.capacity_plan import CapacityPlan
-from stacks.planning.tier_capacity import SharedTier
-from stacks.planning.tier_savings import TierCost, tier_costs
-from stacks.planning.workload_sizing import TierCurve
-
-GB = 1e9  # the price pages' GB (EFS per GB-month, per GB transferred)
-GIB = 2**30  # Managed Lustre's capacity is priced per GiB-month
-
-
-@dataclass(frozen=True)
-class PriceUsed:
-    """One price the cost used: the catalog's row, or the user's override (`pricing.prices.<item>`)."""
-
-    item: str
-    region: str | None
-    unit: str
-    usd: float
-    source: str
-    as_of: str
-    overridden: bool
-
-    @property
-    def key(self) -> str:
-        return f"pricing.prices.{self.item}"
-
-
-@dataclass(frozen=True)
-class Line:
-    category: str  # accelerators | hosts | cluster | storage | throughput
-    what: str
-    usd_per_hour: float
-    formula: str
-    price: PriceUsed
-
-
-@dataclass(frozen=True)
-class Unpriced:
-    """Something the stack pays for that no price covers: named with what would price it."""
-
-    what: str
-    reason: str
-    remedy: str
-
-
-@dataclass(frozen=True)
-class StackCost:
-    region: str | None  # where the catalog priced it (None: no region; only overrides price it)
-    lines: tuple[Line, ...]
-    unpriced: tuple[Unpriced, ...]
-    tiers: tuple[TierCost, ...]  # () without a workload
-    prompt_tokens_per_s: float | None  # the workload's prompt tokens per second (None: no workload)
-    monthly_budget: float | None  # `pricing.monthly_budget`
-
-    @property
-    def usd_per_hour(self) -> float:
-        return sum(line.usd_per_hour for line in self.lines)
-
-    @property
-    def usd_per_month(self) -> float:
-        return self.usd_per_hour * HOURS_PER_MONTH
-
-    @property
-    def partial(self) -> bool:
-        return bool(self.unpriced)
-
-    @property
-    def usd_per_million_prompt_tokens(self) -> float | None:
-        """The stack's $/hour over the prompt tokens it serves in an hour at the workload's rate."""
-        if not self.prompt_tokens_per_s:
-            return None
-        return self.usd_per_hour / (self.prompt_tokens_per_s * 3600) * 1e6
-
-    @property
-    def prices(self) -> list[PriceUsed]:
-        """Each price used once, in the order the lines used them."""
-        return list({(line.price.item, line.price.region): line.price for line in self.lines}.values())
-
-    def biggest(self, count: int = 3) -> list[Line]:
-        return sorted(self.lines, key=lambda line: -line.usd_per_hour)[:count]
-
-    def annotations(self) -> dict[str, str]:
-        """The stamp on the stack's Namespace that the policy pack and the change plan read (none where nothing
-        is priced): USD per month, the budget, the biggest items and what is left unpriced."""
-        if not self.lines:
-            return {}
-        items = [f"{x.what}: ${x.usd_per_hour * HOURS_PER_MONTH:,.0f}/month" for x in self.biggest()]
-        out = {
-            labels.MONTHLY_COST_ANNOTATION: f"{self.usd_per_month:.2f}",
-            labels.COST_ITEMS_ANNOTATION: "; ".join(items),
-        }
-        if self.unpriced:
-            out[labels.COST_UNPRICED_ANNOTATION] = "; ".join(f"{u.what}: {u.remedy}" for u in self.unpriced)
-        if self.monthly_budget is not None:
-            out[labels.MONTHLY_BUDGET_ANNOTATION] = f"{self.monthly_budget:.2f}"
-        return out
+from stacks.planning.workload.capacity_records import CapacityPlan
+from stacks.planning.workload.cost_records import Line, LineCategory, PriceUsed, SizePrice, StackCost, Unpriced
+from stacks.planning.workload.shared_tier import SharedTier
+from stacks.planning.workload.tier_curve import TierCurve
+from stacks.planning.workload.tier_savings import tier_costs
 
 
 class _Prices:
@@ -168,7 +78,7 @@ class _Ledger:
         self.lines: list[Line] = []
         self.unpriced: list[Unpriced] = []
 
-    def add(self, category: str, what: str, item: str, quantity: float, formula: str) -> None:
+    def add(self, category: LineCategory, what: str, item: str, quantity: float, formula: str) -> None:
         """A line of `quantity` units of `item`; `formula` shows the price as `{usd}`."""
         price = self.book.get(item)
         if price is None:
@@ -177,7 +87,7 @@ class _Ledger:
         self.lines.append(Line(category, what, quantity * price.usd, formula.format(usd=price.usd), price))
 
 
-FS_CATEGORIES = ("storage", "throughput")  # the filesystem tier's own lines
+FS_CATEGORIES: tuple[LineCategory, ...] = ("storage", "throughput")  # the filesystem tier's own lines
 
 
 def stack_cost(
@@ -232,22 +142,6 @@ def _book(config: StackConfig) -> _Prices:
     """The stack's prices at its region: a created cluster's own, else `pricing.region`."""
     bill = provider_of(config).bill(config)
     return _Prices(config, bill.region if bill is not None else config.pricing.region)
-
-
-@dataclass(frozen=True)
-class SizePrice:
-    """What a CPU-tier size costs as `pricing.objective: cost` weighs it, less the replica count: one replica's
-    accelerator price and the filesystem tier's own lines at the rates the replay measured at that size (the CPU
-    tier is host memory the machine type carries, no price of its own)."""
-
-    replica_usd: float | None  # None: the serving pool is not priced
-    tier_usd: float | None  # None: part of the filesystem tier's cost is unpriced
-    unpriced: tuple[Unpriced, ...]
-
-    def usd_per_hour(self, replicas: int) -> float | None:
-        if self.replica_usd is None or self.tier_usd is None:
-            return None
-        return replicas * self.replica_usd + self.tier_usd
 
 
 def size_price(
@@ -330,7 +224,7 @@ def _filesystem(
             _efs_throughput(curve, cpu_index, ledger)
     elif backend == "gcp-lustre" and creates:
         tier = config.storage.lustre.per_unit_storage_throughput
-        gib = config.storage.size.bytes / GIB
+        gib = config.storage.size.bytes / GiB
         ledger.add(
             "storage",
             f"Managed Lustre: {gib:,.0f} GiB at {tier} MB/s per TiB",
@@ -343,7 +237,7 @@ def _filesystem(
 
 def _efs_throughput(curve: TierCurve | None, cpu_index: int | None, ledger: _Ledger) -> None:
     """EFS Elastic Throughput, per GB read and written at the rates the workload's replay measured."""
-    rates = _fs_rates(curve, cpu_index)
+    rates = curve.fs_rates(cpu_index) if curve is not None and cpu_index is not None else None
     if rates is None:
         ledger.unpriced.append(
             Unpriced(
@@ -353,7 +247,7 @@ def _efs_throughput(curve: TierCurve | None, cpu_index: int | None, ledger: _Led
             )
         )
         return
-    for item, rate, verb in (("efs-read", rates[0], "reads"), ("efs-write", rates[1], "writes")):
+    for item, rate, verb in (("efs-read", rates.read, "reads"), ("efs-write", rates.write, "writes")):
         ledger.add(
             "throughput",
             f"EFS {verb}: {rate / 1e6:,.2f} MB/s (the workload's replay)",
@@ -361,14 +255,3 @@ def _efs_throughput(curve: TierCurve | None, cpu_index: int | None, ledger: _Led
             rate * 3600 / GB,
             f"{rate / 1e6:,.2f} MB/s x 3600 s / 1e9 x ${{usd}}/GB",
         )
-
-
-def _fs_rates(curve: TierCurve | None, cpu_index: int | None) -> tuple[float, float] | None:
-    """Bytes/s the filesystem tier is read and written at on the workload, at the sizes the stack runs."""
-    if curve is None or cpu_index is None or not curve.fs_sizes:
-        return None
-    fs = curve.configured[1]
-    per_token = curve.shape.model.kv_bytes_per_token.bytes
-    read = float(curve.curve.fs_tokens[cpu_index, fs]) * per_token / curve.duration_s
-    write = curve.store_rate(int(curve.curve.fs_stored_blocks[cpu_index, fs]))
-    return read, write
