@@ -1,11 +1,13 @@
 """What the stack costs, computed once in the plan (`StackPlan.cost`) from the price catalog
-(components/catalog/prices.py) and the user's `pricing.prices`: $/hour of what it creates (accelerator pools,
-the cluster's system pool and fee, the filesystem tier's storage and, on EFS, its elastic throughput at the rates
-the workload's replay measured), $ per million prompt tokens at the workload's rate, and per tier what it costs
-against what it saves. The summary, the change plan and the policy pack read this record; none re-derives it.
+(components/catalog/prices.py) at the rate kind `pricing.rate` chooses and the user's `pricing.prices`: $/hour of
+what it creates (accelerator pools, the cluster's system pool, fee and what else it pays by the hour, the
+filesystem tier's storage and, on EFS, its elastic throughput at the rates the workload's replay measured), the
+serving pool's nodes no replica uses, $ per million prompt tokens at the workload's rate (only for a replica count
+the plan runs), and per tier what it costs against what it saves. The summary, the change plan and the policy pack
+read this record; none re-derives it.
 
 A price the catalog lacks is not guessed: the item is listed unpriced with the `pricing.prices` key to set; a stack
-with a budget in a region the catalog does not cover stops the plan in one line naming that key.
+with a budget in a region the catalog does not cover stops the plan in one line naming every key it lacks.
 """
 
 from __future__ import annotations
@@ -14,12 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from components.catalog import labels, prices
-from components.catalog.prices import HOURS_PER_MONTH
+from components.catalog.prices import HOURS_PER_MONTH, RateKind
 from components.specs.clusters import PoolSpec
 from stacks.config import StackConfig
 from stacks.config.errors import ConfigError
 from stacks.config.providers import provider_of
-from stacks.planning.capacity_plan import CapacityPlan
+from stacks.planning.capacity_plan import CapacityPlan, needs_line, shortfall
 from stacks.planning.tier_capacity import SharedTier
 from stacks.planning.tier_savings import TierCost, tier_costs
 from stacks.planning.workload_sizing import TierCurve
@@ -34,6 +36,7 @@ class PriceUsed:
 
     item: str
     region: str | None
+    kind: RateKind  # the rate kind it was asked at (an override stands for it)
     unit: str
     usd: float
     source: str
@@ -64,6 +67,17 @@ class Unpriced:
 
 
 @dataclass(frozen=True)
+class Idle:
+    """Nodes of the serving pool that no model-server pod uses: in the total, named with what they cost."""
+
+    pool: str
+    idle: int
+    nodes: int
+    used: str  # how the used nodes are counted, for the summary
+    usd_per_hour: float | None  # None: the pool is not priced
+
+
+@dataclass(frozen=True)
 class StackCost:
     region: str | None  # where the catalog priced it (None: no region; only overrides price it)
     lines: tuple[Line, ...]
@@ -71,6 +85,9 @@ class StackCost:
     tiers: tuple[TierCost, ...]  # () without a workload
     prompt_tokens_per_s: float | None  # the workload's prompt tokens per second (None: no workload)
     monthly_budget: float | None  # `pricing.monthly_budget`
+    idle: tuple[Idle, ...] = ()
+    usage: tuple[str, ...] = ()  # billed by use, which the plan does not model: named, never in the total
+    refused: str | None = None  # why the plan refuses the replica count priced (None: it runs)
 
     @property
     def usd_per_hour(self) -> float:
@@ -85,9 +102,16 @@ class StackCost:
         return bool(self.unpriced)
 
     @property
+    def kinds(self) -> list[RateKind]:
+        """The rate kinds of the prices used, in the catalog's order."""
+        used = {line.price.kind for line in self.lines}
+        return [kind for kind in prices.RATE_KINDS if kind in used]
+
+    @property
     def usd_per_million_prompt_tokens(self) -> float | None:
-        """The stack's $/hour over the prompt tokens it serves in an hour at the workload's rate."""
-        if not self.prompt_tokens_per_s:
+        """The stack's $/hour over the prompt tokens it serves in an hour at the workload's rate; None where part
+        of the cost is unpriced or the plan refuses the replicas priced (they would not serve that rate)."""
+        if not self.prompt_tokens_per_s or self.partial or self.refused is not None:
             return None
         return self.usd_per_hour / (self.prompt_tokens_per_s * 3600) * 1e6
 
@@ -117,47 +141,58 @@ class StackCost:
 
 
 class _Prices:
-    """The stack's prices: the user's override, else the catalog's row for the region."""
+    """The stack's prices: the user's override, else the catalog's row for the region at the kind asked."""
 
     def __init__(self, config: StackConfig, region: str | None) -> None:
         self.overrides = config.pricing.prices
+        self.rate = config.pricing.rate
         self.region = region
         self.budgeted = config.pricing.monthly_budget is not None
 
-    def get(self, item: str) -> PriceUsed | None:
-        """The item's price; None where there is none. A stack with a budget in a region the catalog does not
-        cover stops here in one line (its budget cannot be judged); without one, the item is listed unpriced."""
+    def kind(self, spot: bool = False) -> RateKind:
+        """A machine type's kind: `pricing.rate`, or under `auto` a spot pool's spot rate, else on demand."""
+        if self.rate == "auto":
+            return "spot" if spot else "on-demand"
+        return self.rate
+
+    def get(self, item: str, kind: RateKind = "on-demand") -> PriceUsed | None:
+        """The item's price at `kind`; None where there is none (the ledger lists it unpriced)."""
         unit = prices.unit_of(item)
         if item in self.overrides:
-            return PriceUsed(item, self.region, unit, self.overrides[item], "pricing.prices", "stack config", True)
-        row = prices.BY_KEY.get((item, self.region)) if self.region else None
+            usd = self.overrides[item]
+            return PriceUsed(item, self.region, kind, unit, usd, "pricing.prices", "stack config", True)
+        row = prices.BY_KEY.get((item, self.region, kind)) if self.region else None
         if row is None:
-            if self.budgeted and self.region is not None and self.region not in prices.REGIONS:
-                raise ConfigError(
-                    f"pricing.prices.{item}",
-                    self.region,
-                    f"the price catalog has no prices for this region ({self.uncovered()}), so"
-                    f" pricing.monthly_budget cannot be judged; set pricing.prices.{item} to what you pay, in USD per"
-                    f" {unit}",
-                )
             return None
-        return PriceUsed(item, row.region, row.unit, row.usd, row.source, row.as_of, False)
+        return PriceUsed(item, row.region, kind, row.unit, row.usd, row.source, row.as_of, False)
 
     def uncovered(self) -> str:
         return f"it covers {', '.join(sorted(prices.REGIONS))}"
 
-    def missing(self, what: str, item: str) -> Unpriced:
+    def missing(self, what: str, item: str, kind: RateKind) -> Unpriced:
         if self.region is None:
             where = "without a region (pricing.region)"
         elif self.region not in prices.REGIONS:
             where = f"in {self.region}: the catalog has no prices for this region ({self.uncovered()})"
         else:
             where = f"in {self.region}"
-        return Unpriced(
-            what,
-            f"no catalog price for {item} {where}",
-            f"set pricing.prices.{item} (USD per {prices.unit_of(item)})",
-        )
+        remedy = f"set pricing.prices.{item} (USD per {prices.unit_of(item)})"
+        if kind != "on-demand" and self.region and (item, self.region, "on-demand") in prices.BY_KEY:
+            remedy += " or pricing.rate: on-demand"
+        return Unpriced(what, f"no catalog {kind} price for {item} {where}", remedy)
+
+    def check_judgeable(self, unpriced: Sequence[Unpriced]) -> None:
+        """A budget in a region the catalog does not cover cannot be judged: one line naming every key to set."""
+        if not self.budgeted or self.region is None or self.region in prices.REGIONS:
+            return
+        keys = [u.remedy.removeprefix("set ") for u in unpriced if u.remedy.startswith("set pricing.prices.")]
+        if keys:
+            raise ConfigError(
+                "pricing.prices",
+                self.region,
+                f"the price catalog has no prices for this region ({self.uncovered()}), so pricing.monthly_budget"
+                f" cannot be judged; set to what you pay: {'; '.join(keys)}",
+            )
 
 
 class _Ledger:
@@ -168,11 +203,13 @@ class _Ledger:
         self.lines: list[Line] = []
         self.unpriced: list[Unpriced] = []
 
-    def add(self, category: str, what: str, item: str, quantity: float, formula: str) -> None:
-        """A line of `quantity` units of `item`; `formula` shows the price as `{usd}`."""
-        price = self.book.get(item)
+    def add(
+        self, category: str, what: str, item: str, quantity: float, formula: str, kind: RateKind = "on-demand"
+    ) -> None:
+        """A line of `quantity` units of `item` at `kind`; `formula` shows the price as `{usd}`."""
+        price = self.book.get(item, kind)
         if price is None:
-            self.unpriced.append(self.book.missing(what, item))
+            self.unpriced.append(self.book.missing(what, item, kind))
             return
         self.lines.append(Line(category, what, quantity * price.usd, formula.format(usd=price.usd), price))
 
@@ -188,23 +225,26 @@ def stack_cost(
     cpu_index: int | None,
     replica_devices: int,
     capacity: CapacityPlan | None = None,
+    serving: ServingUse | None = None,
 ) -> StackCost:
     """The stack's cost. `pools`: the node pools it creates; `shared`: the filesystem tier's claim; `curve` and
     `cpu_index`: the workload's replay and the CPU tier it runs (its configured or auto-chosen size);
     `replica_devices`: accelerator devices of one model-server replica (what a saved prefill second is worth);
-    `capacity`: the replicas each tier configuration needs (a tier that lets fewer run saves those)."""
+    `capacity`: the replicas each tier configuration needs (a tier that lets fewer run saves those), and whether
+    the plan runs its replica count; `serving`: the serving pool's nodes the model-server pods use."""
     provider = provider_of(config)
     bill = provider.bill(config)
     book = _book(config)
     ledger = _Ledger(book)
     for pool in pools:
-        spot = " (a spot pool, priced on demand: set its rate in pricing.prices)" if pool.spot else ""
+        kind = book.kind(pool.spot)
         ledger.add(
             "accelerators",
             f"node pool {pool.name}: {pool.node_count} x {pool.machine.key}",
             pool.machine.key,
             pool.node_count,
-            f"{pool.node_count} x ${{usd:,.4f}}/hour per node{spot}",
+            f"{pool.node_count} x ${{usd:,.4f}}/hour per node ({kind}{', a spot pool' if pool.spot else ''})",
+            kind,
         )
     if provider.describes_pools:
         _described_pools(config, ledger)
@@ -216,16 +256,68 @@ def stack_cost(
             bill.system_machine,
             bill.system_nodes,
             f"{bill.system_count} x ${{usd:,.4f}}/hour per node",
+            book.kind(),
         )
+        for extra in bill.extras:
+            ledger.add(
+                "cluster", extra.what, extra.item, extra.count, f"{extra.count} x ${{usd:,.4f}}/hour ({extra.why})"
+            )
     fs_unpriced = _filesystem(config, shared, curve, cpu_index, ledger)
     fs_usd = None if fs_unpriced else sum(x.usd_per_hour for x in ledger.lines if x.category in FS_CATEGORIES)
     device_usd = _device_usd_per_hour(config, pools, book)
     replica_usd = None if device_usd is None else device_usd * replica_devices
     tiers = tier_costs(curve, cpu_index, replica_usd, fs_usd if shared is not None else None, capacity)
     tokens = curve.curve.prompt_tokens / curve.duration_s if curve is not None else None
+    book.check_judgeable(ledger.unpriced)
     return StackCost(
-        book.region, tuple(ledger.lines), tuple(ledger.unpriced), tiers, tokens, config.pricing.monthly_budget
+        book.region,
+        tuple(ledger.lines),
+        tuple(ledger.unpriced),
+        tiers,
+        tokens,
+        config.pricing.monthly_budget,
+        _idle(config, pools, book, serving),
+        bill.usage if bill is not None else (),
+        _refused(capacity),
     )
+
+
+@dataclass(frozen=True)
+class ServingUse:
+    """The serving pool's nodes the model-server pods take: `pods` pods, `per_node` to a node."""
+
+    pods: int
+    per_node: int
+
+    @property
+    def nodes(self) -> int:
+        return -(-self.pods // self.per_node)
+
+
+def _idle(
+    config: StackConfig, pools: Sequence[PoolSpec], book: _Prices, serving: ServingUse | None
+) -> tuple[Idle, ...]:
+    """The created serving pool's nodes beyond what its pods take (none for a pool that autoscales)."""
+    serving_pools = [p for p in pools if p.key == config.cache.node_pool]
+    if serving is None or not serving_pools or any(p.bounds is not None for p in serving_pools):
+        return ()
+    nodes = sum(p.node_count for p in serving_pools)
+    idle = nodes - serving.nodes
+    if idle <= 0:
+        return ()
+    pool = serving_pools[0]
+    price = book.get(pool.machine.key, book.kind(pool.spot))
+    used = f"{serving.pods} model-server pods, {serving.per_node} to a node: {serving.nodes}"
+    usd = None if price is None else idle * price.usd
+    return (Idle(config.cache.node_pool or pool.key, idle, nodes, used, usd),)
+
+
+def _refused(capacity: CapacityPlan | None) -> str | None:
+    """Why the plan refuses the configured replica count (the keep-up check's words), None where it runs."""
+    if capacity is None or capacity.configured.fits:
+        return None
+    run = capacity.configured
+    return f"the plan refuses {run.replicas} replicas: {shortfall(run, capacity.slo)}; {needs_line(capacity)} would"
 
 
 def _book(config: StackConfig) -> _Prices:
@@ -268,12 +360,9 @@ def size_price(
 
 
 def _described_pools(config: StackConfig, ledger: _Ledger) -> None:
-    """An existing cluster's pools, by the machine type `pricing.machine_types` names for each."""
+    """An existing cluster's pools, by the machine type `pricing.machine_types` names for each (each checked against
+    its pool at config load, stacks/config/pricing_checks.py)."""
     types = config.pricing.machine_types
-    for key in types:
-        if key not in config.node_pools:
-            allowed = ", ".join(sorted(config.node_pools)) or "none described"
-            raise ConfigError(f"pricing.machine_types.{key}", types[key], f"names no node pool; allowed: {allowed}")
     for key, described in sorted(config.node_pools.items()):
         machine = types.get(key)
         if machine is None:
@@ -282,7 +371,8 @@ def _described_pools(config: StackConfig, ledger: _Ledger) -> None:
             continue
         count = described.node_count
         what = f"node pool {key}: {count} x {machine}"
-        ledger.add("accelerators", what, machine, count, f"{count} x ${{usd:,.4f}}/hour per node")
+        kind = ledger.book.kind(described.spot)
+        ledger.add("accelerators", what, machine, count, f"{count} x ${{usd:,.4f}}/hour per node ({kind})", kind)
 
 
 def _device_usd_per_hour(config: StackConfig, pools: Sequence[PoolSpec], book: _Prices) -> float | None:
@@ -290,12 +380,12 @@ def _device_usd_per_hour(config: StackConfig, pools: Sequence[PoolSpec], book: _
     key = config.cache.node_pool
     for pool in pools:
         if pool.key == key:
-            price = book.get(pool.machine.key)
+            price = book.get(pool.machine.key, book.kind(pool.spot))
             return None if price is None else price.usd / pool.machine.devices_per_node
     described = config.node_pools.get(key) if key else None
     machine = config.pricing.machine_types.get(key) if key else None
     if described is not None and machine is not None and described.accelerators_per_node:
-        price = book.get(machine)
+        price = book.get(machine, book.kind(described.spot))
         return None if price is None else price.usd / described.accelerators_per_node
     return None
 

@@ -25,7 +25,7 @@ from stacks.config.errors import ConfigError
 from stacks.config.loading import PROJECT_DIR
 from stacks.config.providers import provider_of
 from stacks.planning import autoscaling, capacity_plan, cold_starts, hardware, hbm_fit, workload_sizing
-from stacks.planning.cost import stack_cost
+from stacks.planning.cost import ServingUse, stack_cost
 from stacks.planning.gateway_route import route_workload
 from stacks.planning.mirror import mirror_registry
 from stacks.planning.passes import hardened, through_mirror, with_await_budgets, with_network_policies, with_rollouts
@@ -134,8 +134,12 @@ def with_cost(stack_plan: StackPlan, chosen: ByteSize | None = None) -> StackPla
     if sized is not None:
         cpu_index = sized.cpu_sizes.index(chosen) if chosen is not None else sized.configured[0]
     devices = stack.devices * stack.group_size
+    key = stack.config.cache.node_pool
+    use = None
+    if key:  # the serving pool's nodes its pods take (the rest idle, named in the cost)
+        use = ServingUse(stack.pods, hardware.pods_per_node(hardware.pool_hardware(stack.config, key), stack.devices))
     cost = stack_cost(
-        stack.config, stack_plan.pools, stack_plan.shared_tier, sized, cpu_index, devices, stack_plan.capacity
+        stack.config, stack_plan.pools, stack_plan.shared_tier, sized, cpu_index, devices, stack_plan.capacity, use
     )
     return dataclasses.replace(stack_plan, cost=cost)
 
