@@ -259,6 +259,10 @@ def stack_cost(
             book.kind(),
         )
         for extra in bill.extras:
+            if book.get(extra.item) is None:  # the catalog has no row for these: say what they are billed by
+                remedy = f"set pricing.prices.{extra.item} (USD per hour of one)"
+                ledger.unpriced.append(Unpriced(extra.what, f"billed {extra.why}; the catalog has no price", remedy))
+                continue
             ledger.add(
                 "cluster", extra.what, extra.item, extra.count, f"{extra.count} x ${{usd:,.4f}}/hour ({extra.why})"
             )

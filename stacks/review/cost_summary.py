@@ -39,7 +39,9 @@ def cost_lines(cost: StackCost | None) -> list[str]:
     lines += [f"- billed by use, not estimated (the plan does not model it): {what}" for what in cost.usage]
     lines += _per_token_lines(cost)
     if cost.monthly_budget is not None:
-        lines.append(f"- budget {usd(cost.monthly_budget)}/month (pricing.monthly_budget): {_verdict(cost)}")
+        lines.append(
+            f"- budget {usd(cost.monthly_budget)}/month (pricing.monthly_budget): {_verdict(cost, cost.monthly_budget)}"
+        )
     if lines[-1] != "":
         lines.append("")
     if cost.tiers:
@@ -102,13 +104,13 @@ def _per_token_lines(cost: StackCost) -> list[str]:
     return [f"- no $ per million prompt tokens at the workload's {rate:,.0f} prompt tokens/s: {why}"]
 
 
-def _verdict(cost: StackCost) -> str:
+def _verdict(cost: StackCost, budget: float) -> str:
     if cost.partial:
         return (
             f"cannot be judged while {len(cost.unpriced)} item(s) are not priced (the priced lines come to"
             f" {usd(cost.usd_per_month)}/month)"
         )
-    return "over it: the policy pack refuses the stack" if cost.usd_per_month > cost.monthly_budget else "within it"
+    return "over it: the policy pack refuses the stack" if cost.usd_per_month > budget else "within it"
 
 
 def objective_lines(objective: Objective | None, took: bool) -> list[str]:

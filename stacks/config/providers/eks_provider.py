@@ -34,7 +34,7 @@ def bill(config: StackConfig) -> ClusterBill | None:
     extras = (
         Extra("NAT gateway and its Elastic IP", "eks-nat-gateway", 1, "per gateway-hour and per public IPv4 hour"),
         Extra(
-            f"root volumes of its {every} nodes", "eks-root-volume", every, "each node's EBS volume, as its AMI sets it"
+            f"root volumes of its {every} nodes", "eks-root-volume", every, "per node-hour, the EBS volume its AMI sets"
         ),
     )
     usage = ["NAT gateway data processing: per GB its private nodes send through it"]

@@ -26,7 +26,14 @@ def bill(config: StackConfig) -> ClusterBill | None:
     nodes = gke.system_node_count * REGIONAL_POOL_ZONES
     count = f"{gke.system_node_count} per zone x {REGIONAL_POOL_ZONES} zones (a regional pool)"
     every = cluster_nodes(config, nodes)
-    extras = [Extra(f"boot disks of its {every} nodes", "gke-boot-disk", every, "GKE's default boot disk per node")]
+    extras = [
+        Extra(
+            f"boot disks of its {every} nodes",
+            "gke-boot-disk",
+            every,
+            "per node-hour, GKE's default boot disk (the stack sets no size)",
+        )
+    ]
     usage = ["Cloud NAT data processing: per GB its nodes pull through it"] if gke.cloud_nat else []
     if gke.cloud_nat:
         why = "per VM-hour of the nodes using it and per external address it allocates (AUTO_ONLY)"
