@@ -19,9 +19,9 @@ from components.catalog import labels, prices
 from components.catalog.prices import HOURS_PER_MONTH, RateKind
 from components.specs.clusters import PoolSpec
 from stacks.config import StackConfig
-from stacks.config.errors import ConfigError
 from stacks.config.providers import provider_of
 from stacks.planning.capacity_plan import CapacityPlan, needs_line, shortfall
+from stacks.planning.price_book import PriceBook, PriceUsed, Unpriced, book_of
 from stacks.planning.tier_capacity import SharedTier
 from stacks.planning.tier_savings import TierCost, tier_costs
 from stacks.planning.workload_sizing import TierCurve
@@ -31,39 +31,12 @@ GIB = 2**30  # Managed Lustre's capacity is priced per GiB-month
 
 
 @dataclass(frozen=True)
-class PriceUsed:
-    """One price the cost used: the catalog's row, or the user's override (`pricing.prices.<item>`)."""
-
-    item: str
-    region: str | None
-    kind: RateKind  # the rate kind it was asked at (an override stands for it)
-    unit: str
-    usd: float
-    source: str
-    as_of: str
-    overridden: bool
-
-    @property
-    def key(self) -> str:
-        return f"pricing.prices.{self.item}"
-
-
-@dataclass(frozen=True)
 class Line:
     category: str  # accelerators | hosts | cluster | storage | throughput
     what: str
     usd_per_hour: float
     formula: str
     price: PriceUsed
-
-
-@dataclass(frozen=True)
-class Unpriced:
-    """Something the stack pays for that no price covers: named with what would price it."""
-
-    what: str
-    reason: str
-    remedy: str
 
 
 @dataclass(frozen=True)
@@ -140,65 +113,10 @@ class StackCost:
         return out
 
 
-class _Prices:
-    """The stack's prices: the user's override, else the catalog's row for the region at the kind asked."""
-
-    def __init__(self, config: StackConfig, region: str | None) -> None:
-        self.overrides = config.pricing.prices
-        self.rate = config.pricing.rate
-        self.region = region
-        self.budgeted = config.pricing.monthly_budget is not None
-
-    def kind(self, spot: bool = False) -> RateKind:
-        """A machine type's kind: `pricing.rate`, or under `auto` a spot pool's spot rate, else on demand."""
-        if self.rate == "auto":
-            return "spot" if spot else "on-demand"
-        return self.rate
-
-    def get(self, item: str, kind: RateKind = "on-demand") -> PriceUsed | None:
-        """The item's price at `kind`; None where there is none (the ledger lists it unpriced)."""
-        unit = prices.unit_of(item)
-        if item in self.overrides:
-            usd = self.overrides[item]
-            return PriceUsed(item, self.region, kind, unit, usd, "pricing.prices", "stack config", True)
-        row = prices.BY_KEY.get((item, self.region, kind)) if self.region else None
-        if row is None:
-            return None
-        return PriceUsed(item, row.region, kind, row.unit, row.usd, row.source, row.as_of, False)
-
-    def uncovered(self) -> str:
-        return f"it covers {', '.join(sorted(prices.REGIONS))}"
-
-    def missing(self, what: str, item: str, kind: RateKind) -> Unpriced:
-        if self.region is None:
-            where = "without a region (pricing.region)"
-        elif self.region not in prices.REGIONS:
-            where = f"in {self.region}: the catalog has no prices for this region ({self.uncovered()})"
-        else:
-            where = f"in {self.region}"
-        remedy = f"set pricing.prices.{item} (USD per {prices.unit_of(item)})"
-        if kind != "on-demand" and self.region and (item, self.region, "on-demand") in prices.BY_KEY:
-            remedy += " or pricing.rate: on-demand"
-        return Unpriced(what, f"no catalog {kind} price for {item} {where}", remedy)
-
-    def check_judgeable(self, unpriced: Sequence[Unpriced]) -> None:
-        """A budget in a region the catalog does not cover cannot be judged: one line naming every key to set."""
-        if not self.budgeted or self.region is None or self.region in prices.REGIONS:
-            return
-        keys = [u.remedy.removeprefix("set ") for u in unpriced if u.remedy.startswith("set pricing.prices.")]
-        if keys:
-            raise ConfigError(
-                "pricing.prices",
-                self.region,
-                f"the price catalog has no prices for this region ({self.uncovered()}), so pricing.monthly_budget"
-                f" cannot be judged; set to what you pay: {'; '.join(keys)}",
-            )
-
-
 class _Ledger:
     """The lines and unpriced items as they are added."""
 
-    def __init__(self, book: _Prices) -> None:
+    def __init__(self, book: PriceBook) -> None:
         self.book = book
         self.lines: list[Line] = []
         self.unpriced: list[Unpriced] = []
@@ -234,7 +152,7 @@ def stack_cost(
     the plan runs its replica count; `serving`: the serving pool's nodes the model-server pods use."""
     provider = provider_of(config)
     bill = provider.bill(config)
-    book = _book(config)
+    book = book_of(config)
     ledger = _Ledger(book)
     for pool in pools:
         kind = book.kind(pool.spot)
@@ -299,7 +217,7 @@ class ServingUse:
 
 
 def _idle(
-    config: StackConfig, pools: Sequence[PoolSpec], book: _Prices, serving: ServingUse | None
+    config: StackConfig, pools: Sequence[PoolSpec], book: PriceBook, serving: ServingUse | None
 ) -> tuple[Idle, ...]:
     """The created serving pool's nodes beyond what its pods take (none for a pool that autoscales)."""
     serving_pools = [p for p in pools if p.key == config.cache.node_pool]
@@ -322,12 +240,6 @@ def _refused(capacity: CapacityPlan | None) -> str | None:
         return None
     run = capacity.configured
     return f"the plan refuses {run.replicas} replicas: {shortfall(run, capacity.slo)}; {needs_line(capacity)} would"
-
-
-def _book(config: StackConfig) -> _Prices:
-    """The stack's prices at its region: a created cluster's own, else `pricing.region`."""
-    bill = provider_of(config).bill(config)
-    return _Prices(config, bill.region if bill is not None else config.pricing.region)
 
 
 @dataclass(frozen=True)
@@ -355,7 +267,7 @@ def size_price(
     replica_devices: int,
 ) -> SizePrice:
     """The prices `size_price.usd_per_hour` adds for the CPU-tier size `curve.cpu_sizes[cpu_index]`."""
-    book = _book(config)
+    book = book_of(config)
     ledger = _Ledger(book)
     unpriced = _filesystem(config, shared, curve, cpu_index, ledger)
     device = _device_usd_per_hour(config, pools, book)
@@ -379,7 +291,7 @@ def _described_pools(config: StackConfig, ledger: _Ledger) -> None:
         ledger.add("accelerators", what, machine, count, f"{count} x ${{usd:,.4f}}/hour per node ({kind})", kind)
 
 
-def _device_usd_per_hour(config: StackConfig, pools: Sequence[PoolSpec], book: _Prices) -> float | None:
+def _device_usd_per_hour(config: StackConfig, pools: Sequence[PoolSpec], book: PriceBook) -> float | None:
     """One accelerator device of the serving pool per hour: the machine's price over its devices."""
     key = config.cache.node_pool
     for pool in pools:
