@@ -16,12 +16,13 @@ from components.formulas.tier_replay import assigned
 from components.units import ByteSize
 from stacks.config.errors import ConfigError
 from stacks.config.workload_section import SloConfig
+from stacks.planning import hardware
 from stacks.planning.stack_plan import StackPlan
 from stacks.planning.tier_fit import node_largest_tier, tier_capacity
 from stacks.planning.workload import capacity_plan, tier_objective, workload_sizing
 from stacks.planning.workload.capacity_records import CapacityPlan, Scenario, TierSet
 from stacks.planning.workload.cost import size_price, stack_cost
-from stacks.planning.workload.cost_records import StackCost
+from stacks.planning.workload.cost_records import ServingUse, StackCost
 from stacks.planning.workload.routing_weights import routing_of
 from stacks.planning.workload.tier_curve import UNBOUNDED, StackShape, TierCurve
 from stacks.planning.workload.workload_bounds import check_work
@@ -101,7 +102,12 @@ def priced(
     if curve is not None:
         cpu_index = curve.cpu_sizes.index(chosen) if chosen is not None else curve.configured[0]
     devices = stack.devices * stack.group_size
-    return stack_cost(stack.config, stack_plan.pools, stack_plan.shared_tier, curve, cpu_index, devices, capacity)
+    key = stack.config.cache.node_pool
+    use = None
+    if key:  # the serving pool's nodes its pods take (the rest idle, named in the cost)
+        use = ServingUse(stack.pods, hardware.pods_per_node(hardware.pool_hardware(stack.config, key), stack.devices))
+    pools, shared = stack_plan.pools, stack_plan.shared_tier
+    return stack_cost(stack.config, pools, shared, curve, cpu_index, devices, capacity, use)
 
 
 def stack_shape(stack_plan: StackPlan) -> StackShape:

@@ -1,11 +1,13 @@
 """What the stack costs, computed once in the plan (`StackPlan.cost`) from the price catalog
-(components/catalog/prices.py) and the user's `pricing.prices`: $/hour of what it creates (accelerator pools,
-the cluster's system pool and fee, the filesystem tier's storage and, on EFS, its elastic throughput at the rates
-the workload's replay measured), $ per million prompt tokens at the workload's rate, and per tier what it costs
-against what it saves. The summary, the change plan and the policy pack read this record; none re-derives it.
+(components/catalog/prices.py) at the rate kind `pricing.rate` chooses and the user's `pricing.prices`: $/hour of
+what it creates (accelerator pools, the cluster's system pool, fee and what else it pays by the hour, the
+filesystem tier's storage and, on EFS, its elastic throughput at the rates the workload's replay measured), the
+serving pool's nodes no replica uses, $ per million prompt tokens at the workload's rate (only for a replica count
+the plan runs), and per tier what it costs against what it saves. The summary, the change plan and the policy pack
+read this record; none re-derives it.
 
 A price the catalog lacks is not guessed: the item is listed unpriced with the `pricing.prices` key to set; a stack
-with a budget in a region the catalog does not cover stops the plan in one line naming that key.
+with a budget in a region the catalog does not cover stops the plan in one line naming every key it lacks.
 """
 
 from __future__ import annotations
@@ -13,76 +15,43 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from components.catalog import prices
-from components.catalog.prices import HOURS_PER_MONTH
+from components.catalog.prices import HOURS_PER_MONTH, RateKind
 from components.specs.clusters import PoolSpec
 from components.units import GB, GiB
 from stacks.config import StackConfig
-from stacks.config.errors import ConfigError
 from stacks.config.providers import provider_of
+from stacks.planning.workload.capacity_plan import needs_line, shortfall
 from stacks.planning.workload.capacity_records import CapacityPlan
-from stacks.planning.workload.cost_records import Line, LineCategory, PriceUsed, SizePrice, StackCost, Unpriced
+from stacks.planning.workload.cost_records import (
+    Idle,
+    Line,
+    LineCategory,
+    ServingUse,
+    SizePrice,
+    StackCost,
+    Unpriced,
+)
+from stacks.planning.workload.price_book import PriceBook, book_of
 from stacks.planning.workload.shared_tier import SharedTier
 from stacks.planning.workload.tier_curve import TierCurve
 from stacks.planning.workload.tier_savings import tier_costs
 
 
-class _Prices:
-    """The stack's prices: the user's override, else the catalog's row for the region."""
-
-    def __init__(self, config: StackConfig, region: str | None) -> None:
-        self.overrides = config.pricing.prices
-        self.region = region
-        self.budgeted = config.pricing.monthly_budget is not None
-
-    def get(self, item: str) -> PriceUsed | None:
-        """The item's price; None where there is none. A stack with a budget in a region the catalog does not
-        cover stops here in one line (its budget cannot be judged); without one, the item is listed unpriced."""
-        unit = prices.unit_of(item)
-        if item in self.overrides:
-            return PriceUsed(item, self.region, unit, self.overrides[item], "pricing.prices", "stack config", True)
-        row = prices.BY_KEY.get((item, self.region)) if self.region else None
-        if row is None:
-            if self.budgeted and self.region is not None and self.region not in prices.REGIONS:
-                raise ConfigError(
-                    f"pricing.prices.{item}",
-                    self.region,
-                    f"the price catalog has no prices for this region ({self.uncovered()}), so"
-                    f" pricing.monthly_budget cannot be judged; set pricing.prices.{item} to what you pay, in USD per"
-                    f" {unit}",
-                )
-            return None
-        return PriceUsed(item, row.region, row.unit, row.usd, row.source, row.as_of, False)
-
-    def uncovered(self) -> str:
-        return f"it covers {', '.join(sorted(prices.REGIONS))}"
-
-    def missing(self, what: str, item: str) -> Unpriced:
-        if self.region is None:
-            where = "without a region (pricing.region)"
-        elif self.region not in prices.REGIONS:
-            where = f"in {self.region}: the catalog has no prices for this region ({self.uncovered()})"
-        else:
-            where = f"in {self.region}"
-        return Unpriced(
-            what,
-            f"no catalog price for {item} {where}",
-            f"set pricing.prices.{item} (USD per {prices.unit_of(item)})",
-        )
-
-
 class _Ledger:
     """The lines and unpriced items as they are added."""
 
-    def __init__(self, book: _Prices) -> None:
+    def __init__(self, book: PriceBook) -> None:
         self.book = book
         self.lines: list[Line] = []
         self.unpriced: list[Unpriced] = []
 
-    def add(self, category: LineCategory, what: str, item: str, quantity: float, formula: str) -> None:
-        """A line of `quantity` units of `item`; `formula` shows the price as `{usd}`."""
-        price = self.book.get(item)
+    def add(
+        self, category: LineCategory, what: str, item: str, quantity: float, formula: str, kind: RateKind = "on-demand"
+    ) -> None:
+        """A line of `quantity` units of `item` at `kind`; `formula` shows the price as `{usd}`."""
+        price = self.book.get(item, kind)
         if price is None:
-            self.unpriced.append(self.book.missing(what, item))
+            self.unpriced.append(self.book.missing(what, item, kind))
             return
         self.lines.append(Line(category, what, quantity * price.usd, formula.format(usd=price.usd), price))
 
@@ -98,23 +67,26 @@ def stack_cost(
     cpu_index: int | None,
     replica_devices: int,
     capacity: CapacityPlan | None = None,
+    serving: ServingUse | None = None,
 ) -> StackCost:
     """The stack's cost. `pools`: the node pools it creates; `shared`: the filesystem tier's claim; `curve` and
     `cpu_index`: the workload's replay and the CPU tier it runs (its configured or auto-chosen size);
     `replica_devices`: accelerator devices of one model-server replica (what a saved prefill second is worth);
-    `capacity`: the replicas each tier configuration needs (a tier that lets fewer run saves those)."""
+    `capacity`: the replicas each tier configuration needs (a tier that lets fewer run saves those), and whether
+    the plan runs its replica count; `serving`: the serving pool's nodes the model-server pods use."""
     provider = provider_of(config)
     bill = provider.bill(config)
-    book = _book(config)
+    book = book_of(config)
     ledger = _Ledger(book)
     for pool in pools:
-        spot = " (a spot pool, priced on demand: set its rate in pricing.prices)" if pool.spot else ""
+        kind = book.kind(pool.spot)
         ledger.add(
             "accelerators",
             f"node pool {pool.name}: {pool.node_count} x {pool.machine.key}",
             pool.machine.key,
             pool.node_count,
-            f"{pool.node_count} x ${{usd:,.4f}}/hour per node{spot}",
+            f"{pool.node_count} x ${{usd:,.4f}}/hour per node ({kind}{', a spot pool' if pool.spot else ''})",
+            kind,
         )
     if provider.describes_pools:
         _described_pools(config, ledger)
@@ -126,22 +98,60 @@ def stack_cost(
             bill.system_machine,
             bill.system_nodes,
             f"{bill.system_count} x ${{usd:,.4f}}/hour per node",
+            book.kind(),
         )
+        for extra in bill.extras:
+            if book.get(extra.item) is None:  # the catalog has no row for these: say what they are billed by
+                remedy = f"set pricing.prices.{extra.item} (USD per hour of one)"
+                ledger.unpriced.append(Unpriced(extra.what, f"billed {extra.why}; the catalog has no price", remedy))
+                continue
+            ledger.add(
+                "cluster", extra.what, extra.item, extra.count, f"{extra.count} x ${{usd:,.4f}}/hour ({extra.why})"
+            )
     fs_unpriced = _filesystem(config, shared, curve, cpu_index, ledger)
     fs_usd = None if fs_unpriced else sum(x.usd_per_hour for x in ledger.lines if x.category in FS_CATEGORIES)
     device_usd = _device_usd_per_hour(config, pools, book)
     replica_usd = None if device_usd is None else device_usd * replica_devices
     tiers = tier_costs(curve, cpu_index, replica_usd, fs_usd if shared is not None else None, capacity)
     tokens = curve.curve.prompt_tokens / curve.duration_s if curve is not None else None
+    book.check_judgeable(ledger.unpriced)
     return StackCost(
-        book.region, tuple(ledger.lines), tuple(ledger.unpriced), tiers, tokens, config.pricing.monthly_budget
+        book.region,
+        tuple(ledger.lines),
+        tuple(ledger.unpriced),
+        tiers,
+        tokens,
+        config.pricing.monthly_budget,
+        _idle(config, pools, book, serving),
+        bill.usage if bill is not None else (),
+        _refused(capacity),
     )
 
 
-def _book(config: StackConfig) -> _Prices:
-    """The stack's prices at its region: a created cluster's own, else `pricing.region`."""
-    bill = provider_of(config).bill(config)
-    return _Prices(config, bill.region if bill is not None else config.pricing.region)
+def _idle(
+    config: StackConfig, pools: Sequence[PoolSpec], book: PriceBook, serving: ServingUse | None
+) -> tuple[Idle, ...]:
+    """The created serving pool's nodes beyond what its pods take (none for a pool that autoscales)."""
+    serving_pools = [p for p in pools if p.key == config.cache.node_pool]
+    if serving is None or not serving_pools or any(p.bounds is not None for p in serving_pools):
+        return ()
+    nodes = sum(p.node_count for p in serving_pools)
+    idle = nodes - serving.nodes
+    if idle <= 0:
+        return ()
+    pool = serving_pools[0]
+    price = book.get(pool.machine.key, book.kind(pool.spot))
+    used = f"{serving.pods} model-server pods, {serving.per_node} to a node: {serving.nodes}"
+    usd = None if price is None else idle * price.usd
+    return (Idle(config.cache.node_pool or pool.key, idle, nodes, used, usd),)
+
+
+def _refused(capacity: CapacityPlan | None) -> str | None:
+    """Why the plan refuses the configured replica count (the keep-up check's words), None where it runs."""
+    if capacity is None or capacity.configured.fits:
+        return None
+    run = capacity.configured
+    return f"the plan refuses {run.replicas} replicas: {shortfall(run, capacity.slo)}; {needs_line(capacity)} would"
 
 
 def size_price(
@@ -153,7 +163,7 @@ def size_price(
     replica_devices: int,
 ) -> SizePrice:
     """The prices `size_price.usd_per_hour` adds for the CPU-tier size `curve.cpu_sizes[cpu_index]`."""
-    book = _book(config)
+    book = book_of(config)
     ledger = _Ledger(book)
     unpriced = _filesystem(config, shared, curve, cpu_index, ledger)
     device = _device_usd_per_hour(config, pools, book)
@@ -162,12 +172,9 @@ def size_price(
 
 
 def _described_pools(config: StackConfig, ledger: _Ledger) -> None:
-    """An existing cluster's pools, by the machine type `pricing.machine_types` names for each."""
+    """An existing cluster's pools, by the machine type `pricing.machine_types` names for each (each checked against
+    its pool at config load, stacks/config/pricing_checks.py)."""
     types = config.pricing.machine_types
-    for key in types:
-        if key not in config.node_pools:
-            allowed = ", ".join(sorted(config.node_pools)) or "none described"
-            raise ConfigError(f"pricing.machine_types.{key}", types[key], f"names no node pool; allowed: {allowed}")
     for key, described in sorted(config.node_pools.items()):
         machine = types.get(key)
         if machine is None:
@@ -176,20 +183,21 @@ def _described_pools(config: StackConfig, ledger: _Ledger) -> None:
             continue
         count = described.node_count
         what = f"node pool {key}: {count} x {machine}"
-        ledger.add("accelerators", what, machine, count, f"{count} x ${{usd:,.4f}}/hour per node")
+        kind = ledger.book.kind(described.spot)
+        ledger.add("accelerators", what, machine, count, f"{count} x ${{usd:,.4f}}/hour per node ({kind})", kind)
 
 
-def _device_usd_per_hour(config: StackConfig, pools: Sequence[PoolSpec], book: _Prices) -> float | None:
+def _device_usd_per_hour(config: StackConfig, pools: Sequence[PoolSpec], book: PriceBook) -> float | None:
     """One accelerator device of the serving pool per hour: the machine's price over its devices."""
     key = config.cache.node_pool
     for pool in pools:
         if pool.key == key:
-            price = book.get(pool.machine.key)
+            price = book.get(pool.machine.key, book.kind(pool.spot))
             return None if price is None else price.usd / pool.machine.devices_per_node
     described = config.node_pools.get(key) if key else None
     machine = config.pricing.machine_types.get(key) if key else None
     if described is not None and machine is not None and described.accelerators_per_node:
-        price = book.get(machine)
+        price = book.get(machine, book.kind(described.spot))
         return None if price is None else price.usd / described.accelerators_per_node
     return None
 

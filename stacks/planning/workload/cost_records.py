@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from components.catalog import labels
-from components.catalog.prices import HOURS_PER_MONTH
+from components.catalog import prices
+from components.catalog.prices import HOURS_PER_MONTH, RateKind
 
 LineCategory = Literal["accelerators", "hosts", "cluster", "storage", "throughput"]
 TierName = Literal["CPU", "filesystem"]
@@ -24,6 +25,7 @@ class PriceUsed:
 
     item: str
     region: str | None
+    kind: RateKind  # the rate kind it was asked at (an override stands for it)
     unit: str
     usd: float
     source: str
@@ -33,6 +35,15 @@ class PriceUsed:
     @property
     def key(self) -> str:
         return f"pricing.prices.{self.item}"
+
+
+@dataclass(frozen=True)
+class Unpriced:
+    """Something the stack pays for that no price covers: named with what would price it."""
+
+    what: str
+    reason: str
+    remedy: str
 
 
 @dataclass(frozen=True)
@@ -47,12 +58,14 @@ class Line:
 
 
 @dataclass(frozen=True)
-class Unpriced:
-    """Something the stack pays for that no price covers: named with what would price it."""
+class Idle:
+    """Nodes of the serving pool that no model-server pod uses: in the total, named with what they cost."""
 
-    what: str
-    reason: str
-    remedy: str
+    pool: str
+    idle: int
+    nodes: int
+    used: str  # how the used nodes are counted, for the summary
+    usd_per_hour: float | None  # None: the pool is not priced
 
 
 @dataclass(frozen=True)
@@ -109,6 +122,9 @@ class StackCost:
     tiers: tuple[TierCost, ...]  # () without a workload
     prompt_tokens_per_s: float | None  # the workload's prompt tokens per second (None: no workload)
     monthly_budget: float | None  # `pricing.monthly_budget`
+    idle: tuple[Idle, ...] = ()
+    usage: tuple[str, ...] = ()  # billed by use, which the plan does not model: named, never in the total
+    refused: str | None = None  # why the plan refuses the replica count priced (None: it runs)
 
     @property
     def usd_per_hour(self) -> float:
@@ -123,9 +139,16 @@ class StackCost:
         return bool(self.unpriced)
 
     @property
+    def kinds(self) -> list[RateKind]:
+        """The rate kinds of the prices used, in the catalog's order."""
+        used = {line.price.kind for line in self.lines}
+        return [kind for kind in prices.RATE_KINDS if kind in used]
+
+    @property
     def usd_per_million_prompt_tokens(self) -> float | None:
-        """The stack's $/hour over the prompt tokens it serves in an hour at the workload's rate."""
-        if not self.prompt_tokens_per_s:
+        """The stack's $/hour over the prompt tokens it serves in an hour at the workload's rate; None where part
+        of the cost is unpriced or the plan refuses the replicas priced (they would not serve that rate)."""
+        if not self.prompt_tokens_per_s or self.partial or self.refused is not None:
             return None
         return self.usd_per_hour / (self.prompt_tokens_per_s * 3600) * 1e6
 
@@ -152,6 +175,18 @@ class StackCost:
         if self.monthly_budget is not None:
             out[labels.MONTHLY_BUDGET_ANNOTATION] = f"{self.monthly_budget:.2f}"
         return out
+
+
+@dataclass(frozen=True)
+class ServingUse:
+    """The serving pool's nodes the model-server pods take: `pods` pods, `per_node` to a node."""
+
+    pods: int
+    per_node: int
+
+    @property
+    def nodes(self) -> int:
+        return -(-self.pods // self.per_node)
 
 
 @dataclass(frozen=True)
