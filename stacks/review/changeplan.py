@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from components.catalog import labels
 from components.catalog.cloud_resources import CLOUD_RESOURCES
@@ -56,9 +56,12 @@ _POD_TEMPLATES = {
 }
 
 
+ChangeKind = Literal["added", "removed", "update", "scale", "rolling", "replace", "ignored"]
+
+
 @dataclass(frozen=True)
 class Change:
-    kind: str  # added | removed | update | scale | rolling | replace | ignored
+    kind: ChangeKind
     type: str
     name: str
     why: str
