@@ -4,9 +4,11 @@ Each replica runs engine steps back to back while it has work. A step, as vLLM's
 decoding request takes one token of the step's budget (`max_num_batched_tokens`), then the requests still in
 prefill continue, then waiting requests are admitted in arrival order (chunked prefill: a prompt takes what is
 left of the budget and continues next step) while `max_num_seqs` and the HBM KV pool allow. A step's time is
-the larger of its compute (every token through the weights' GEMMs, every attention pair) and its memory reads
-(the weights once, every decoding request's context), the roofline of one forward pass, at the rates the
-payoff model already uses (`EngineCosts`, derived from the accelerator profile and the H200 measurement).
+a roofline per kernel, summed as the kernels run one after another: the GEMMs (every token through the weights,
+or the weights read once, whichever is longer), then attention (every (query, key) pair's FLOPs, or every decoding
+request's context read from the KV cache, whichever is longer), plus what a step pays whatever its size (the
+small kernels of every layer under CUDA graphs, the tensor-parallel all-reduces' latency) and the all-reduces'
+bytes per token (`EngineCosts`, derived from the accelerator profile and the H200 measurements).
 
 A request's prompt tokens come in three kinds (`Work`): held in HBM (free), held in a tier (loaded over the
 replica's host link before the request can be scheduled, one load at a time: vLLM's connectors load
@@ -17,8 +19,8 @@ Approximations, each a simplification of vLLM's scheduler:
 - KV is reserved for a request's whole prompt and output when it is admitted (vLLM allocates as it goes and
   preempts when the pool runs out); a request that would not fit waits. So admission is conservative, and
   there is no preemption or recomputation.
-- A step's time is max(compute, memory) with no per-step scheduling overhead, and decode attention is
-  counted at the memory bandwidth (its FLOPs are counted too, but rarely bind).
+- A step's GEMMs and its attention are each the larger of their compute and their memory reads (one kernel
+  does not overlap the next); the host's own work between steps (scheduling, output processing) is not timed.
 - Tier loads share one link per replica (CPU and filesystem loads queue together); stores are not timed
   (they run device-to-host, the other direction of the link).
 - Decode-only stretches are advanced in one jump to the next event (a finish, a load ready, an arrival),
@@ -49,14 +51,28 @@ class EngineCosts:
     max_batched_tokens: int
     max_seqs: int
     kv_tokens: int  # the HBM KV pool
+    step_s: float = 0.0  # every step, whatever its size: the layers' small kernels, the all-reduces' latency
+    allreduce_s_per_token: float = 0.0  # the tensor-parallel all-reduces' bytes, per token of the step
+
+    def fixed_seconds(self, tokens: int) -> float:
+        """What a step of `tokens` tokens pays besides its GEMMs and attention."""
+        return self.step_s + tokens * self.allreduce_s_per_token
+
+    def gemm_seconds(self, tokens: int) -> float:
+        """The layers' GEMMs: every token's FLOPs, or every weight read once, whichever takes longer."""
+        return max(tokens * self.gemm_s_per_token, self.weights_read_s)
 
     def step_seconds(self, tokens: int, pairs: float, context: int) -> float:
-        compute = tokens * self.gemm_s_per_token + pairs * self.attention_s_per_pair
-        return max(compute, self.weights_read_s + context * self.kv_read_s_per_token)
+        attention = max(pairs * self.attention_s_per_pair, context * self.kv_read_s_per_token)
+        return self.fixed_seconds(tokens) + self.gemm_seconds(tokens) + attention
 
     def prefill_seconds(self, new: int, cached: int = 0) -> float:
-        """A prompt prefilled alone (compute bound), `new` tokens over `cached` ones."""
-        return new * self.gemm_s_per_token + (new * cached + new * new / 2) * self.attention_s_per_pair
+        """A prompt prefilled alone in one step (compute bound), `new` tokens over `cached` ones."""
+        return (
+            self.fixed_seconds(new)
+            + self.gemm_seconds(new)
+            + (new * cached + new * new / 2) * self.attention_s_per_pair
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,9 +252,11 @@ class Engine:
         """Decode-only steps up to the next event: the next finish, or the first step ending past `until`."""
         costs, n, c = self.costs, self.decoding, self.context
         due = self.finishing[0][0] - self.steps
-        # Step i takes max(a1 + b1 i, a2 + b2 i): compute and memory, each growing with the context.
-        a1, b1 = n * costs.gemm_s_per_token + c * costs.attention_s_per_pair, n * costs.attention_s_per_pair
-        a2, b2 = costs.weights_read_s + c * costs.kv_read_s_per_token, n * costs.kv_read_s_per_token
+        # Step i takes the same GEMMs and fixed costs, then max(its attention's FLOPs, its KV reads), each growing
+        # with the context: max(a1 + b1 i, a2 + b2 i).
+        same = costs.fixed_seconds(n) + costs.gemm_seconds(n)
+        a1, b1 = same + c * costs.attention_s_per_pair, n * costs.attention_s_per_pair
+        a2, b2 = same + c * costs.kv_read_s_per_token, n * costs.kv_read_s_per_token
         steps = due
         if until < math.inf:
             steps = min(due, _steps_to_reach(until - now, a1, b1, a2, b2, due))
