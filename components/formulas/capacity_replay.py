@@ -98,6 +98,7 @@ def replay(
             found.cpu,
             found.fs,
             request.output_length,
+            request.hash_ids[0] if request.hash_ids else -1,
         )
         totals[0] += request.input_length
         totals[1] += found.hbm

@@ -17,8 +17,9 @@ prompt token is always computed (the logits of the last one).
 
 Approximations, each a simplification of vLLM's scheduler:
 - KV is reserved for a request's whole prompt and output when it is admitted (vLLM allocates as it goes and
-  preempts when the pool runs out); a request that would not fit waits. So admission is conservative, and
-  there is no preemption or recomputation.
+  preempts when the pool runs out); a request that would not fit waits. Its HBM hits are reserved once per
+  prefix among the running requests (by the first prompt block's id), as vLLM's block sharing counts them. So
+  admission is conservative, and there is no preemption or recomputation.
 - A step's GEMMs and its attention are each the larger of their compute and their memory reads (one kernel
   does not overlap the next); the host's own work between steps (scheduling, output processing) is not timed.
 - Tier loads share one link per replica (CPU and filesystem loads queue together); stores are not timed
@@ -85,6 +86,9 @@ class Work:
     cpu: int  # loaded from the CPU tier
     fs: int  # loaded from the filesystem tier
     output: int
+    # The prefix its HBM hits share (the first prompt block's id), -1 for none: while a running request holds
+    # a prefix, another one that hits it shares its blocks rather than reserving them again.
+    prefix: int = -1
 
     @property
     def computed(self) -> int:
@@ -92,7 +96,7 @@ class Work:
 
 
 class _Job:
-    __slots__ = ("done", "first_s", "index", "left", "need", "output", "prompt", "ready_s")
+    __slots__ = ("done", "first_s", "index", "left", "need", "output", "prefix", "prompt", "ready_s", "shared")
 
     def __init__(self, index: int, work: Work, ready_s: float) -> None:
         self.index = index
@@ -100,7 +104,11 @@ class _Job:
         self.output = max(work.output, 1)
         self.left = work.computed  # prompt tokens still to compute
         self.done = work.prompt - self.left  # tokens in the KV already (hits)
-        self.need = work.prompt + self.output  # KV tokens reserved while it runs
+        # KV tokens reserved while it runs: its own, and its HBM hits unless a running request holds them already
+        # (vLLM's prefix cache shares a block among the requests that use it)
+        self.prefix = work.prefix if work.hbm else -1
+        self.shared = work.hbm if self.prefix >= 0 else 0
+        self.need = work.prompt - self.shared + self.output
         self.ready_s = ready_s
         self.first_s = 0.0
 
@@ -141,6 +149,7 @@ class Engine:
         self.decoding = 0
         self.context = 0  # the decoding requests' contexts, summed
         self.kv_used = 0
+        self.holding: dict[int, list[int]] = {}  # prefix -> [running requests sharing it, its tokens reserved]
         self.running = 0
         self.steps = 0
         self.totals = ReplicaTotals()
@@ -185,7 +194,17 @@ class Engine:
     def _admissible(self) -> bool:
         if not self.waiting or self.running >= self.costs.max_seqs:
             return False
-        return self.running == 0 or self.kv_used + self.waiting[0].need <= self.costs.kv_tokens
+        return self.running == 0 or self.kv_used + self._charge(self.waiting[0]) <= self.costs.kv_tokens
+
+    def _charge(self, job: _Job) -> int:
+        """The KV tokens admitting `job` reserves: its own, and its shared prefix if no running request holds it."""
+        return job.need + (job.shared if job.prefix not in self.holding else 0)
+
+    def _hold(self, job: _Job) -> None:
+        self.kv_used += self._charge(job)
+        if job.prefix >= 0:
+            held = self.holding.setdefault(job.prefix, [0, job.shared])
+            held[0] += 1
 
     def _step(self, now: float) -> None:
         costs = self.costs
@@ -202,7 +221,7 @@ class Engine:
             tokens += take
         while budget > 0 and self._admissible():
             job = self.waiting.popleft()
-            self.kv_used += job.need
+            self._hold(job)
             self.running += 1
             self.prefilling.append(job)
             take = min(job.left, budget)
@@ -236,6 +255,12 @@ class Engine:
 
     def _release(self, job: _Job, at: float) -> None:
         self.kv_used -= job.need
+        if job.prefix >= 0:
+            held = self.holding[job.prefix]
+            held[0] -= 1
+            if held[0] == 0:
+                self.kv_used -= held[1]
+                del self.holding[job.prefix]
         self.running -= 1
         self.record.finish[job.index] = at
         if job.output > 1:
