@@ -27,9 +27,7 @@ BAND = (0.8, 1.25)
 
 
 def run_of(model: str, tp: int) -> dict[str, Any]:
-    found: dict[str, Any] = next(
-        r for r in MEASURED["runs"] if r["model"] == model and r["tensor_parallel"] == tp
-    )
+    found: dict[str, Any] = next(r for r in MEASURED["runs"] if r["model"] == model and r["tensor_parallel"] == tp)
     return found
 
 
