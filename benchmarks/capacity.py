@@ -249,10 +249,18 @@ def published_runs() -> None:
 
 
 # Why a column misses, as far as the replays show (read with the tables above).
-MISSES = """Where a column misses: TTFT under overload (HBM only, 10 QPS and up) is queueing, and the model's queue
-grows at its own service rate, so a few % of throughput moves TTFT by whole seconds; SGLang's HBM-only stages run
-far slower than vLLM's on the same hardware (its TTFT at 5 QPS is 2.12 s against vLLM's 1.62), which a model of
-vLLM's scheduler does not reproduce; the SGLang run's workload stages are assumed (its report prints no config)."""
+MISSES = """Where a column misses, and why (read with the tables above):
+- TTFT at light load (5 QPS, 0.4-0.7 of published): a miss's prefill alone is about 1.2 s in the model (16,256
+  tokens at TP=2 on H100; llm-d's autoscaling guide measures 15,928 tok/s for this model and TP, which agrees),
+  yet the published mean is 1.62 s (vLLM) and 2.12 s (SGLang) with the p90 at 2.65 and 4.35: the gap is before
+  or beside the engine's steps (the router, tokenising 16k tokens, fewer HBM hits than the model's prefix-aware
+  routing finds), which the step costs do not model. Open.
+- TTFT with the CPU tier at 15-25 QPS (1.5-3.6x): the model saturates a little early (its throughput there is
+  0.81-0.89 of published), and near saturation TTFT is queueing, which grows without bound as the rate nears the
+  service rate: a 10-15% lower service rate shows as seconds.
+- SGLang's HBM-only TPOT at 20 and 40 QPS (1.44-1.51): the model is vLLM's scheduler; SGLang's overloaded
+  decode runs faster than vLLM's on the same hardware (51.7 ms against vLLM's 73-75 ms at those stages).
+- The SGLang run's stages are assumed (its report prints no workload config: the vLLM run's eight are used)."""
 
 
 if __name__ == "__main__":

@@ -103,6 +103,16 @@ _TPU_LOAD = LoadProfile(500 * MB, 900, "XLA precompilation of every bucket (SKIP
 _GPU_WARM_COMPILE = 1 / 3
 _TPU_WARM_COMPILE = 0.1
 
+TPU_DECODE = H200_DECODE.assumed_for("the H200's measured shares and per-layer cost: no TPU decode measurement")
+
+
+def _link(name: str, per_direction: float, bandwidth_source: str) -> Interconnect:
+    """Links no all-reduce latency is published for: the data sheet's bandwidth (bytes/s, one direction), and the
+    latency of vLLM's custom all-reduce over NVLink (assumed)."""
+    source = f"{bandwidth_source}; latency as vLLM's custom all-reduce over NVLink (sgl-project/sglang#2904)"
+    return Interconnect(name, per_direction, NVLINK4.latency_s, source, assumed=True)
+
+
 _TPU_ROOT = "the guide runs vllm-tpu as the image's root user and mounts no writable home for it"
 
 # The vLLM TPU offload connector counts its CPU tier in KV blocks of this many tokens.
@@ -210,14 +220,7 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
                     assumed=True,
                 ),
                 H200_DECODE.assumed_for("the H200's measured shares and per-layer cost: no A100 decode measurement"),
-                Interconnect(
-                    "NVLink 3",
-                    300e9,
-                    NVLINK4.latency_s,
-                    "NVIDIA A100 data sheet: NVLink 600 GB/s (both directions); latency as vLLM's custom all-reduce on"
-                    " H100 (sgl-project/sglang#2904)",
-                    assumed=True,
-                ),
+                _link("NVLink 3", 300e9, "NVIDIA A100 data sheet: NVLink 600 GB/s (both directions)"),
             ),
             memory_bandwidth=2.039e12,  # A100 80GB SXM data sheet: 2,039 GB/s HBM2e
             vendor="nvidia",
@@ -247,13 +250,10 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
                     assumed=True,
                 ),
                 H200_DECODE.assumed_for("the H200's measured shares and per-layer cost: no MI300X decode measurement"),
-                Interconnect(
+                _link(
                     "Infinity Fabric (xGMI)",
                     64e9,
-                    NVLINK4.latency_s,
-                    "AMD Instinct MI300X data sheet: 128 GB/s per Infinity Fabric link (both directions), one link"
-                    " per GPU pair; latency as vLLM's custom all-reduce over NVLink (sgl-project/sglang#2904)",
-                    assumed=True,
+                    "MI300X data sheet: 128 GB/s a link (both directions), one link a GPU pair",
                 ),
             ),
             memory_bandwidth=5.3e12,  # MI300X data sheet: 5.3 TB/s
@@ -290,14 +290,7 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
                     assumed=True,
                 ),
                 H200_DECODE.assumed_for("the H200's measured shares and per-layer cost: no B60 decode measurement"),
-                Interconnect(
-                    "PCIe Gen5 x8",
-                    32e9,
-                    NVLINK4.latency_s,
-                    "the B60 has no Xe Link: peers over PCIe 5.0 x8, 32 GB/s each direction; latency as vLLM's custom"
-                    " all-reduce over NVLink (sgl-project/sglang#2904)",
-                    assumed=True,
-                ),
+                _link("PCIe Gen5 x8", 32e9, "the B60 has no Xe Link: peers over PCIe 5.0 x8, 32 GB/s each direction"),
             ),
             memory_bandwidth=456e9,  # Arc Pro B60: 456 GB/s GDDR6
             vendor="intel",
@@ -336,15 +329,8 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
                     "the v5p host link is not published: taken as PCIe Gen4 x16, half the H200 Gen5 x16 curve",
                     assumed=True,
                 ),
-                H200_DECODE.assumed_for("the H200's measured shares and per-layer cost: no TPU decode measurement"),
-                Interconnect(
-                    "ICI",
-                    300e9,
-                    NVLINK4.latency_s,
-                    "Google Cloud TPU v5p docs: interchip interconnect 4,800 Gbps per chip, half each direction;"
-                    " latency as vLLM's custom all-reduce over NVLink (sgl-project/sglang#2904)",
-                    assumed=True,
-                ),
+                TPU_DECODE,
+                _link("ICI", 300e9, "Cloud TPU v5p: ICI 4,800 Gbps per chip, half each way"),
             ),
             memory_bandwidth=2.765e12,  # Cloud TPU v5p: 2,765 GB/s per chip
             device_memory=ByteSize(98_038 * MiB),
@@ -368,15 +354,8 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
                     " x16 curve)",
                     assumed=True,
                 ),
-                H200_DECODE.assumed_for("the H200's measured shares and per-layer cost: no TPU decode measurement"),
-                Interconnect(
-                    "ICI",
-                    224e9,
-                    NVLINK4.latency_s,
-                    "Google Cloud TPU v6e docs: interchip interconnect 3,584 Gbps per chip, half each direction;"
-                    " latency as vLLM's custom all-reduce over NVLink (sgl-project/sglang#2904)",
-                    assumed=True,
-                ),
+                TPU_DECODE,
+                _link("ICI", 224e9, "Cloud TPU v6e: ICI 3,584 Gbps per chip, half each way"),
             ),
             memory_bandwidth=1.64e12,  # Cloud TPU v6e: 1,640 GB/s per chip
             device_memory=ByteSize(33_550_237_696),
@@ -398,15 +377,8 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
                     "the TPU7x host link is not published: taken as PCIe Gen5 x16, the H200 curve",
                     assumed=True,
                 ),
-                H200_DECODE.assumed_for("the H200's measured shares and per-layer cost: no TPU decode measurement"),
-                Interconnect(
-                    "ICI",
-                    600e9,
-                    NVLINK4.latency_s,
-                    "Google Cloud TPU7x (Ironwood): ICI 1.2 TB/s per chip, both directions, half each direction;"
-                    " latency as vLLM's custom all-reduce over NVLink (sgl-project/sglang#2904)",
-                    assumed=True,
-                ),
+                TPU_DECODE,
+                _link("ICI", 600e9, "Cloud TPU7x (Ironwood): ICI 1.2 TB/s per chip, both directions, half each way"),
             ),
             memory_bandwidth=7.37e12,  # Cloud TPU7x: 7.37 TB/s per chip
             device_memory=ByteSize(2 * 96 * GiB),

@@ -39,6 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from components.formulas.step_sums import steps_to_reach, stretch_seconds
+
 
 @dataclass(frozen=True)
 class EngineCosts:
@@ -284,46 +286,13 @@ class Engine:
         a2, b2 = same + c * costs.kv_read_s_per_token, n * costs.kv_read_s_per_token
         steps = due
         if until < math.inf:
-            steps = min(due, _steps_to_reach(until - now, a1, b1, a2, b2, due))
-        dt = _stretch_seconds(steps, a1, b1, a2, b2)
+            steps = min(due, steps_to_reach(until - now, a1, b1, a2, b2, due))
+        dt = stretch_seconds(steps, a1, b1, a2, b2)
         self.clock = now + dt
         self.totals.compute_s += dt
         self.steps += steps
         self.context += n * steps
         self._finish_due(self.clock)
-
-
-def _line_sum(k: int, a: float, b: float) -> float:
-    return k * a + b * k * (k - 1) / 2
-
-
-def _stretch_seconds(k: int, a1: float, b1: float, a2: float, b2: float) -> float:
-    """sum over i < k of max(a1 + b1 i, a2 + b2 i): before the lines cross, the one higher at 0; after, the
-    one higher at the end."""
-    if k <= 0:
-        return 0.0
-    split = 0 if b1 == b2 else min(k, max(0, math.ceil((a2 - a1) / (b1 - b2))))
-    before = _line_sum(split, a1, b1) if a1 >= a2 else _line_sum(split, a2, b2)
-    rest, last = k - split, k - 1
-    a1s, a2s = a1 + b1 * split, a2 + b2 * split
-    after = _line_sum(rest, a1s, b1) if a1 + b1 * last >= a2 + b2 * last else _line_sum(rest, a2s, b2)
-    return before + after
-
-
-def _steps_to_reach(span: float, a1: float, b1: float, a2: float, b2: float, most: int) -> int:
-    """The fewest steps (at least 1, at most `most`) whose summed time reaches `span`."""
-    if span <= 0 or _stretch_seconds(1, a1, b1, a2, b2) >= span:
-        return 1
-    low, high = 1, most  # sum(low) < span; find the smallest k with sum(k) >= span
-    if _stretch_seconds(high, a1, b1, a2, b2) < span:
-        return most
-    while high - low > 1:
-        mid = (low + high) // 2
-        if _stretch_seconds(mid, a1, b1, a2, b2) >= span:
-            high = mid
-        else:
-            low = mid
-    return high
 
 
 PickFn = Callable[[int, list[int], list[float]], tuple[int, Work]]
