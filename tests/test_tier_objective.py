@@ -32,7 +32,7 @@ BUSY = {
     "system_prompt_len": 2048,
     "question_len": 4096,
     "output_len": 128,
-    "request_rate": 10,
+    "request_rate": 6,
     "duration": 600,
 }
 # 20 prompts of 5 blocks that HBM holds: every CPU-tier size catches the same, the preset's 2 replicas keep up.
