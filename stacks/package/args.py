@@ -130,9 +130,11 @@ class NodePoolArgs(TypedDict, total=False):
 
 
 class CacheAccelerator(Enum):
-    """accelerator family of the model servers (gpu, amd, xpu, tpu-v5p, tpu-v6, tpu-v7); default gpu (NVIDIA), the seed's default"""
+    """accelerator family of the model servers (gpu, h200, a100, amd, xpu, tpu-v5p, tpu-v6, tpu-v7); default gpu (NVIDIA), the seed's default"""
 
     GPU = "gpu"
+    H200 = "h200"
+    A100 = "a100"
     AMD = "amd"
     XPU = "xpu"
     TPU_V5P = "tpu-v5p"
@@ -185,7 +187,7 @@ class CacheArgs(TypedDict, total=False):
     """What serves and how it caches. Unset sizes and counts take the combination's defaults."""
 
     accelerator: CacheAccelerator
-    """accelerator family of the model servers (gpu, amd, xpu, tpu-v5p, tpu-v6, tpu-v7); default gpu (NVIDIA), the seed's default"""
+    """accelerator family of the model servers (gpu, h200, a100, amd, xpu, tpu-v5p, tpu-v6, tpu-v7); default gpu (NVIDIA), the seed's default"""
     server: CacheServer
     """model server: vllm or sglang; default vllm, the seed's default"""
     connector: CacheConnector
