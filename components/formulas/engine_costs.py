@@ -10,7 +10,12 @@ of a multi-host replica loads its share at once).
 from __future__ import annotations
 
 from components.formulas.hbm import HbmBudget
-from components.formulas.payoff import ATTENTION_FLOPS_PER_PAIR, Replica, gemm_flops_per_token
+from components.formulas.payoff import (
+    ATTENTION_FLOPS_PER_PAIR,
+    Replica,
+    gemm_flops_per_token,
+    window_attention_flops_per_token,
+)
 from components.formulas.serving_time import EngineCosts
 
 
@@ -21,12 +26,15 @@ def engine_costs(
     which only matters if a tier with no bandwidth serves hits (the caller gives it none)."""
     model = replica.model
     peak = replica.devices * replica.rates.bf16_peak.value
-    pair_flops = ATTENTION_FLOPS_PER_PAIR * model.layers * model.attention_width
+    # pairs grow with the context in the full-attention layers; a sliding-window layer's are at most a window a
+    # token, counted with the token's own cost (the full window: an upper bound while it fills)
+    pair_flops = ATTENTION_FLOPS_PER_PAIR * model.full_attention_layers * model.attention_width
+    window_s = window_attention_flops_per_token(model) / replica.rates.prefill_efficiency.attention / peak
     bandwidth = hbm.accelerator.memory_bandwidth
     tokens, seqs = hbm.batch
     per_pod = replica.kv_bytes_per_pod
     return EngineCosts(
-        gemm_s_per_token=gemm_flops_per_token(model) / replica.gemm_share / peak,
+        gemm_s_per_token=gemm_flops_per_token(model) / replica.gemm_share / peak + window_s,
         attention_s_per_pair=pair_flops / replica.rates.prefill_efficiency.attention / peak,
         weights_read_s=hbm.weights_per_device / bandwidth,
         kv_read_s_per_token=hbm.kv_bytes_per_token / hbm.devices / bandwidth,

@@ -195,7 +195,9 @@ class CacheArgs(TypedDict, total=False):
     tier: TierArgs
     """the offload tiers: variant, CPU tier size, disk size"""
     model: str
-    """model served, a catalog key (Hugging Face id); default: the combination's from the seed (Qwen/Qwen3-32B on GPUs)"""
+    """model served, its Hugging Face id: a catalog key, or any id with `cache.model_file`; default: the combination's from the seed (Qwen/Qwen3-32B on GPUs)"""
+    model_file: str
+    """a model outside the catalog: its Hugging Face config.json, a .json file inside the project relative to its root (read at plan time, never fetched; its geometry sizes the stack as a catalog model's); `cache.model` names the id the servers fetch and serve; unset: the catalog's geometry"""
     replicas: Any
     """model-server replicas (pods, or LeaderWorkerSet groups); default: the combination's from the seed (2 on GPUs); auto: the fewest that keep up with `workload` and meet `workload.slo` (the capacity plan, with the tiers as configured)"""
     tensor_parallelism: int
