@@ -2,10 +2,10 @@
 (components/formulas/capacity_replay.py) at the configured replicas, and the fewest replicas that keep up (and meet
 `workload.slo`) with no tier, with the CPU tier, and with the CPU and filesystem tiers, each at its configured size.
 
-Keeping up: the workload asks less than the replicas give (`Demand.share` < 1: compute at full batches, and the
-host link's loads), and the replay's last request finishes within `DRAIN_SHARE` of the workload's span after the
-last arrival (a backlog that grows with the span is a stack that does not keep up: at 110% of capacity it is 10%
-of the span). Replica counts are searched from the demand's estimate (the count at which the workload asks all of
+Keeping up (components/formulas/keep_up.py): the workload asks less than the replicas give over its arrivals and
+one request's service time (compute at full batches, and the host link's loads), and no load stage's queue grows:
+the requests arriving at its end wait no longer than those at its start, within a request's service time. Replica
+counts are searched from the demand's estimate (the count at which the workload asks all of
 what they give): up, doubling the step until a count keeps up, halving back to the fewest, and down while a count
 below the estimate still does (`MAX_REPLICAS` at most).
 """
@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from components.formulas import keep_up
 from components.formulas.capacity_replay import Replayed, replay
 from components.formulas.engine_costs import engine_costs
 from components.formulas.requests import Request
@@ -31,7 +32,6 @@ from stacks.config.workload_section import SloConfig
 from stacks.planning.routing_weights import Routing
 from stacks.planning.workload_sizing import StackShape, service_rates, tier_blocks
 
-DRAIN_SHARE = 0.05
 # The time model's work, counted as `check_bounded` counts it (blocks touched, and an engine step per output token
 # and per budget of prompt tokens, an upper bound: decode stretches are jumped). The conversation trace within
 # Qwen3's context counts 4.1 million and one replay took 2.8 s (./run bench, one core): about 0.7 us each. At this
@@ -59,7 +59,7 @@ class Run:
     requests_per_s: float
     utilisation: tuple[float, ...]  # per replica: the compute it was sent (at full batches) / the workload's span
     load_share: float  # mean share of the span a replica's host link spends loading
-    asks: float  # what the workload asks of these replicas / what they give
+    asks: float  # what the workload asks of these replicas / what they give over its arrivals and a service time
     drain_s: float
     span_s: float  # the workload's arrivals
     hbm_share: float
@@ -67,10 +67,11 @@ class Run:
     fs_share: float
     slo_met: bool | None  # None: no target
     assignment: Sequence[int] = field(compare=False, repr=False)  # each request's replica, the router's way
+    backlog: tuple[keep_up.StageBacklog, ...] = field(default=(), compare=False, repr=False)  # per load stage
 
     @property
     def keeps_up(self) -> bool:
-        return self.asks < 1 and self.drain_s <= DRAIN_SHARE * self.span_s
+        return keep_up.keeps_up(self.asks, self.backlog)
 
     @property
     def fits(self) -> bool:
@@ -159,6 +160,14 @@ def _run(inputs: _Inputs, scenario: Scenario, replicas: int) -> tuple[Run, Repla
     )
     served = out.served
     prompt = max(out.prompt_tokens, 1)
+    requests, costs = inputs.requests, inputs.costs
+    service = [
+        keep_up.service_alone_s(costs, r.input_length, r.output_length, a)
+        for r, a in zip(requests, out.alone_s, strict=True)
+    ]
+    waits = served.record.ttft - np.asarray(out.alone_s)
+    backlog = keep_up.stage_backlogs([r.stage for r in requests], served.record.arrival, waits, service)
+    work = max(out.demand.compute_s, out.demand.load_s)
     ttft = tuple(served.ttft(q) for q in QUANTILES)
     tpot = (served.tpot(0.5), served.tpot(0.9))
     run = Run(
@@ -170,7 +179,7 @@ def _run(inputs: _Inputs, scenario: Scenario, replicas: int) -> tuple[Run, Repla
         requests_per_s=served.requests_per_s,
         utilisation=out.demand.utilisation(),
         load_share=sum(served.load_share()) / replicas,
-        asks=out.demand.share(replicas),
+        asks=keep_up.demand_share(work, replicas, out.demand.span_s, float(np.median(service)) if service else 0.0),
         drain_s=served.drain_s,
         span_s=served.arrival_span_s,
         hbm_share=out.hbm_tokens / prompt,
@@ -178,6 +187,7 @@ def _run(inputs: _Inputs, scenario: Scenario, replicas: int) -> tuple[Run, Repla
         fs_share=out.fs_tokens / prompt,
         slo_met=_met(ttft[1], tpot[1], inputs.slo),
         assignment=out.assignment,
+        backlog=backlog,
     )
     return run, out
 
@@ -292,9 +302,16 @@ def fewest_at(
 def shortfall(run: Run, slo: SloConfig | None) -> str:
     """Why a run does not fit, in a planner's words ('' when it fits)."""
     if not run.keeps_up:
+        grows = [b for b in run.backlog if b.grows]
+        queue = (
+            f"; in stage {grows[0].stage + 1} the wait for a first token grows by {grows[0].growth_s:,.1f} s (more"
+            f" than a request's {grows[0].allowance_s:,.1f} s alone)"
+            if grows
+            else ""
+        )
         return (
             f"the workload asks {run.asks:.0%} of what {run.replicas} replicas give (compute at full batches, the"
-            f" host link's loads) and its last request finishes {run.drain_s:,.0f} s after the last arrival"
+            f" host link's loads) and its last request finishes {run.drain_s:,.0f} s after the last arrival{queue}"
         )
     missed = []
     if slo is not None and slo.ttft_p90 is not None and run.ttft_s[1] > slo.ttft_p90:
