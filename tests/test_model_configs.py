@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import numpy as np
 import pytest
 
+from components.catalog.accelerators import ACCELERATORS
 from components.catalog.hf_config import ConfigFieldError, model_from_config
 from components.catalog.models import MODELS
 from components.catalog.published_configs import PUBLISHED_CONFIGS
 from components.formulas import payoff
+from stacks.__main__ import size_lines
 from stacks.config import loading
 from stacks.config.errors import ConfigError
 from stacks.planning.plan import plan
@@ -226,3 +229,39 @@ def test_a_bad_or_huge_file_is_refused_before_any_work(tmp_path: Path, monkeypat
         assert str(error.value).startswith(f"invalid stack config: cache.model_file = '{name}': {line}"), str(
             error.value
         )
+
+
+def test_a_users_dense_and_moe_models_size() -> None:
+    """`./run size` with a workload: the capacity plan and the tier curve run on the file's geometry."""
+    workload = [
+        f"workload.shared_prefix.{k}={v}"
+        for k, v in {
+            "num_groups": 10,
+            "num_prompts_per_group": 5,
+            "system_prompt_len": 2048,
+            "question_len": 256,
+            "output_len": 64,
+            "request_rate": 2,
+            "duration": 30,
+        }.items()
+    ]
+    for overrides in (DENSE, MOE):
+        text = "\n".join(size_lines("dev", [*overrides, *workload], None, None))
+        assert "Fewest per tiers: " in text and "none up to" not in text, text
+        assert "## Tier sizes for the workload" in text
+
+
+def test_sliding_window_layers_attend_to_and_reload_their_window_only() -> None:
+    assert payoff.window_pairs(10, 0, 128) == 10 * 10 / 2  # inside the window: the causal count
+    assert payoff.window_pairs(1000, 0, 128) == 128 * 128 / 2 + 872 * 128 == 119_808
+    assert payoff.window_pairs(10, 500, 128) == 10 * 128  # past the window: 128 keys a token
+    on_arrays = cast(Any, payoff.window_pairs)  # the tier grid passes arrays (tier_grid.py casts it the same way)
+    assert list(on_arrays(np.array([10, 1000]), np.array([0, 0]), 128)) == [50, 119_808]
+    gpt_oss = MODELS["openai/gpt-oss-120b"]
+    per_pair = 4 * 18 * 64 * 64  # 4 FLOPs x 18 layers of each kind x 64 heads of 64
+    assert payoff.attention_flops(gpt_oss, 1000) == per_pair * (1000 * 1000 / 2 + 119_808)
+    replica = payoff.Replica(gpt_oss, ACCELERATORS["gpu"].rates, 2)
+    # 1,000 tokens in the 18 full layers (36,864 B each), 128 in the 18 sliding ones, at 1 GB/s
+    assert payoff.reload_seconds(replica, 1000, 1e9) == pytest.approx((1000 * 36_864 + 128 * 36_864) / 1e9)
+    dense = MODELS["Qwen/Qwen3-32B"]
+    assert payoff.attention_flops(dense, 1000) == 4 * 64 * 8192 * (1000 * 1000 / 2)

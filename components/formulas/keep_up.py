@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from components.formulas.serving_time import EngineCosts
 
@@ -58,7 +59,7 @@ class StageBacklog:
 
 
 def stage_backlogs(
-    stages: Sequence[int], arrivals: Sequence[float], waits: Sequence[float], service: Sequence[float]
+    stages: npt.ArrayLike, arrivals: npt.ArrayLike, waits: npt.ArrayLike, service: npt.ArrayLike
 ) -> tuple[StageBacklog, ...]:
     """Per stage (in order), from each request's stage, arrival, wait and service time alone."""
     stage_of, arrival, wait, alone = (np.asarray(x) for x in (stages, arrivals, waits, service))

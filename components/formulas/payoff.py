@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from components.catalog.models import ModelSpec
 from components.catalog.rates import LUSTRE_CAPACITY_UNIT, LUSTRE_THROUGHPUT_UNIT, AcceleratorRates
 
@@ -80,9 +82,10 @@ def attention_flops(model: ModelSpec, new: int, cached: int = 0) -> float:
 
 def window_pairs(new: int, cached: int, window: int) -> float:
     """(query, key) pairs of `new` tokens after `cached` ones when each attends to the last `window` positions:
-    the causal count (new x cached + new^2 / 2) until the window fills, then `window` per token."""
-    filling = max(0, min(new, window - cached))
-    return filling * cached + filling * filling / 2 + (new - filling) * window
+    the causal count (new x cached + new^2 / 2) until the window fills, then `window` per token (numbers or
+    arrays of them, as the tier grid passes)."""
+    filling = np.maximum(0, np.minimum(new, window - cached))
+    return filling * cached + filling * filling / 2 + (new - filling) * window  # type: ignore[no-any-return]
 
 
 def window_attention_flops_per_token(model: ModelSpec) -> float:
@@ -137,8 +140,9 @@ def reload_seconds(replica: Replica, prefix: int, bandwidth: float) -> float:
     """The prefix's KV at the tier's bandwidth (a sliding-window layer's only within its window)."""
     seconds = prefix * replica.kv_bytes_per_pod / bandwidth
     model = replica.model
-    if model.sliding_layers:
-        seconds += (model.kv_bytes_of(prefix) - prefix * model.kv_bytes_per_token.bytes) / replica.pods / bandwidth
+    if model.sliding_layers:  # the window's tokens in each sliding layer
+        window = np.minimum(prefix, model.sliding_window) * (model.window_kv_bytes // model.sliding_window)
+        seconds += window / replica.pods / bandwidth
     return seconds
 
 

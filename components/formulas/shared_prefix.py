@@ -62,7 +62,7 @@ class SharedPrefixShape:
     arrival_seed: int = 0  # poisson: the first draw's seed
 
     def __post_init__(self) -> None:
-        positive = {
+        positive: dict[str, float] = {
             "num_groups": self.num_groups,
             "num_prompts_per_group": self.num_prompts_per_group,
             "question_len": self.question_len,
