@@ -24,7 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from components.formulas.serving_time import EngineCosts
+from components.formulas.capacity_replay import Demand
+from components.formulas.requests import Request
+from components.formulas.serving_time import EngineCosts, Record
 
 WINDOW_SHARE = 0.1  # the first and last tenth of a stage
 
@@ -81,6 +83,27 @@ def demand_share(work_s: float, replicas: int, span_s: float, allowance_s: float
     """What the workload asks of `replicas` replicas over its arrivals and one service time after them, as a share
     of what they give (1: all of it)."""
     return work_s / (replicas * (max(span_s, 0.0) + allowance_s) or 1e-9)
+
+
+@dataclass(frozen=True)
+class Measured:
+    asks: float  # demand_share at the median request's service time alone
+    backlog: tuple[StageBacklog, ...]
+
+
+def measure(
+    requests: Sequence[Request], record: Record, alone_s: Sequence[float], costs: EngineCosts, demand: Demand
+) -> Measured:
+    """A replay's figures for the rule: each request's service alone and wait (its TTFT beyond its loads and prefill
+    alone, `alone_s`), per stage; and the demand on `len(demand.per_replica)` replicas."""
+    service = [
+        service_alone_s(costs, r.input_length, r.output_length, a) for r, a in zip(requests, alone_s, strict=True)
+    ]
+    waits = record.ttft - np.asarray(alone_s)
+    backlog = stage_backlogs([r.stage for r in requests], record.arrival, waits, service)
+    allowance = float(np.median(service)) if service else 0.0
+    work = max(demand.compute_s, demand.load_s)
+    return Measured(demand_share(work, len(demand.per_replica), demand.span_s, allowance), backlog)
 
 
 def keeps_up(asks: float, backlogs: Sequence[StageBacklog]) -> bool:

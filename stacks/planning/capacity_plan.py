@@ -160,14 +160,7 @@ def _run(inputs: _Inputs, scenario: Scenario, replicas: int) -> tuple[Run, Repla
     )
     served = out.served
     prompt = max(out.prompt_tokens, 1)
-    requests, costs = inputs.requests, inputs.costs
-    service = [
-        keep_up.service_alone_s(costs, r.input_length, r.output_length, a)
-        for r, a in zip(requests, out.alone_s, strict=True)
-    ]
-    waits = served.record.ttft - np.asarray(out.alone_s)
-    backlog = keep_up.stage_backlogs([r.stage for r in requests], served.record.arrival, waits, service)
-    work = max(out.demand.compute_s, out.demand.load_s)
+    kept = keep_up.measure(inputs.requests, served.record, out.alone_s, inputs.costs, out.demand)
     ttft = tuple(served.ttft(q) for q in QUANTILES)
     tpot = (served.tpot(0.5), served.tpot(0.9))
     run = Run(
@@ -179,7 +172,7 @@ def _run(inputs: _Inputs, scenario: Scenario, replicas: int) -> tuple[Run, Repla
         requests_per_s=served.requests_per_s,
         utilisation=out.demand.utilisation(),
         load_share=sum(served.load_share()) / replicas,
-        asks=keep_up.demand_share(work, replicas, out.demand.span_s, float(np.median(service)) if service else 0.0),
+        asks=kept.asks,
         drain_s=served.drain_s,
         span_s=served.arrival_span_s,
         hbm_share=out.hbm_tokens / prompt,
@@ -187,7 +180,7 @@ def _run(inputs: _Inputs, scenario: Scenario, replicas: int) -> tuple[Run, Repla
         fs_share=out.fs_tokens / prompt,
         slo_met=_met(ttft[1], tpot[1], inputs.slo),
         assignment=out.assignment,
-        backlog=backlog,
+        backlog=kept.backlog,
     )
     return run, out
 
