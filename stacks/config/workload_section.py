@@ -32,9 +32,9 @@ class LoadStageConfig(Section):
     """One load stage (inference-perf's `load.stages[]`)."""
 
     rate: float = Field(gt=0, le=MAX_RATE)
-    """requests per second; required"""
+    """requests per second in this stage (inference-perf's load.stages[].rate); required"""
     duration: int = Field(ge=1, le=MAX_DURATION)
-    """seconds; required"""
+    """seconds of this stage's arrivals (inference-perf's load.stages[].duration); required"""
 
 
 class LoadConfig(Section):

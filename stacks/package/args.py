@@ -578,9 +578,9 @@ class LoadStageArgs(TypedDict, total=False):
     """One load stage (inference-perf's `load.stages[]`)."""
 
     rate: float
-    """requests per second; required"""
+    """requests per second in this stage (inference-perf's load.stages[].rate); required"""
     duration: int
-    """seconds; required"""
+    """seconds of this stage's arrivals (inference-perf's load.stages[].duration); required"""
 
 
 class LoadArgs(TypedDict, total=False):
