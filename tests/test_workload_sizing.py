@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Qwen3-0.6B on one H100 (dev) holds 634,598 tokens of KV: 1,239 blocks of 512. This workload's prompts are
 # 40 system prompts of 4 blocks and 400 questions of 4 blocks (1,760 blocks), asked about every 400 requests,
 # with an output block each: more than HBM holds, less than HBM and a 200 GiB tier (3,656 blocks).
-SHAPE = {
+SHAPE: dict[str, Any] = {  # the keys of SharedPrefixShape (its `stages` and `arrivals` left out)
     "num_groups": 40,
     "num_prompts_per_group": 10,
     "system_prompt_len": 2048,

@@ -35,10 +35,6 @@ class Demand:
         """What each replica was asked, as a share of its time over the span."""
         return tuple(c / max(self.span_s, 1e-9) for c in self.per_replica)
 
-    def share(self, replicas: int) -> float:
-        """What the workload asks of `replicas` replicas, as a share of what they give (1: all of it)."""
-        return max(self.compute_s, self.load_s) / (replicas * max(self.span_s, 1e-9))
-
 
 @dataclass(frozen=True)
 class Replayed:

@@ -13,7 +13,12 @@ once).
 from __future__ import annotations
 
 from components.formulas.hbm import HbmBudget
-from components.formulas.payoff import ATTENTION_FLOPS_PER_PAIR, Replica, gemm_flops_per_token
+from components.formulas.payoff import (
+    ATTENTION_FLOPS_PER_PAIR,
+    Replica,
+    gemm_flops_per_token,
+    window_attention_flops_per_token,
+)
 from components.formulas.serving_time import EngineCosts
 
 ALL_REDUCES_PER_LAYER = 2  # Megatron-style tensor parallelism: after attention's output and the MLP's down projection
@@ -27,7 +32,10 @@ def engine_costs(
     which only matters if a tier with no bandwidth serves hits (the caller gives it none)."""
     model = replica.model
     peak = replica.devices * replica.rates.bf16_peak.value
-    pair_flops = ATTENTION_FLOPS_PER_PAIR * model.layers * model.attention_width
+    # pairs grow with the context in the full-attention layers; a sliding-window layer's are at most a window a
+    # token, counted with the token's own cost (the full window: an upper bound while it fills)
+    pair_flops = ATTENTION_FLOPS_PER_PAIR * model.full_attention_layers * model.attention_width
+    window_s = window_attention_flops_per_token(model) / replica.rates.prefill_efficiency.attention / peak
     bandwidth = hbm.accelerator.memory_bandwidth
     decode, link = replica.rates.decode, replica.rates.interconnect
     tp = hbm.tensor_parallelism
@@ -35,7 +43,7 @@ def engine_costs(
     tokens, seqs = hbm.batch
     per_pod = replica.kv_bytes_per_pod
     return EngineCosts(
-        gemm_s_per_token=gemm_flops_per_token(model) / replica.gemm_share / peak,
+        gemm_s_per_token=gemm_flops_per_token(model) / replica.gemm_share / peak + window_s,
         attention_s_per_pair=pair_flops / replica.rates.prefill_efficiency.attention / peak,
         weights_read_s=hbm.weights_per_device / (bandwidth * decode.weights),
         kv_read_s_per_token=hbm.kv_bytes_per_token / hbm.devices / (bandwidth * decode.kv),

@@ -9,7 +9,6 @@ from pydantic import BaseModel
 from components.catalog import labels, router_floors
 from components.catalog.key_lists import spoken
 from components.catalog.machines import MACHINES
-from components.catalog.models import MODELS
 from components.catalog.support import SUPPORTED, ComboDefaults, supported_for
 from components.formulas import payoff
 from components.specs.clusters import POOL_LABEL
@@ -193,7 +192,7 @@ def check_router_names(config: StackConfig) -> None:
 def _check_sizes(config: StackConfig, defaults: ComboDefaults) -> None:
     """Tensor parallelism against the model and the pod's chips; tier sizes the connector can take."""
     cache = config.cache
-    model = MODELS[cache.model or defaults.model]
+    model = cache.model_spec(defaults.model)
     tp = cache.tensor_parallelism or defaults.tensor_parallelism
     if model.attention_heads % tp:
         raise ConfigError(

@@ -197,7 +197,9 @@ class CacheArgs(TypedDict, total=False):
     tier: TierArgs
     """the offload tiers: variant, CPU tier size, disk size"""
     model: str
-    """model served, a catalog key (Hugging Face id); default: the combination's from the seed (Qwen/Qwen3-32B on GPUs)"""
+    """model served, its Hugging Face id: a catalog key, or any id with `cache.model_file`; default: the combination's from the seed (Qwen/Qwen3-32B on GPUs)"""
+    model_file: str
+    """a model outside the catalog: its Hugging Face config.json, a .json file inside the project relative to its root (read at plan time, never fetched; its geometry sizes the stack as a catalog model's); `cache.model` names the id the servers fetch and serve; unset: the catalog's geometry"""
     replicas: Any
     """model-server replicas (pods, or LeaderWorkerSet groups); default: the combination's from the seed (2 on GPUs); auto: the fewest that keep up with `workload` and meet `workload.slo` (the capacity plan, with the tiers as configured)"""
     tensor_parallelism: int
@@ -569,8 +571,37 @@ class PricingArgs(TypedDict, total=False):
     """what `cache.tier.cpu: auto` optimises with a workload: `latency` (the default) takes the smallest size within a point of prompt tokens of the best hit share the node holds; `cost` the cheapest size that keeps up (and meets workload.slo): the replicas it needs at each size (with cache.replicas: auto the capacity plan's fewest, which the plan renders; with a count, that count where it keeps up) x one replica's accelerator price, plus the filesystem tier's charges at that size (the CPU tier has no price of its own), the smallest on a tie. The filesystem tier's size is `storage.size` as configured: the plan does not choose it. The summary and `./run size` name the objective and price both choices"""
 
 
+class LoadType(Enum):
+    """constant: evenly spaced at the stage's rate (inference-perf jitters them; here exact); poisson: int(rate x duration) requests at a Poisson process's times within each stage; default constant"""
+
+    CONSTANT = "constant"
+    POISSON = "poisson"
+
+
+class LoadStageArgs(TypedDict, total=False):
+    """One load stage (inference-perf's `load.stages[]`)."""
+
+    rate: float
+    """requests per second in this stage (inference-perf's load.stages[].rate); required"""
+    duration: int
+    """seconds of this stage's arrivals (inference-perf's load.stages[].duration); required"""
+
+
+class LoadArgs(TypedDict, total=False):
+    """The arrivals as inference-perf's `load` section writes them (kubernetes-sigs/inference-perf, inference_perf/config/loadgen/config.py `LoadConfig`): its type and stages (components/formulas/shared_prefix.py says how each is drawn)."""
+
+    type: LoadType
+    """constant: evenly spaced at the stage's rate (inference-perf jitters them; here exact); poisson: int(rate x duration) requests at a Poisson process's times within each stage; default constant"""
+    stages: list[LoadStageArgs]
+    """the stages, one after another, each `rate` requests a second for `duration` seconds (inference-perf's load.stages); required"""
+    base_seed: int
+    """poisson: the first draw's arrival seed, the next draws' base_seed + 1, ... (inference-perf's load.base_seed); default 0"""
+    draws: int
+    """poisson: independent draws of the arrivals, one after another, whose requests' percentiles the plan pools; default 3 (constant arrivals are one draw)"""
+
+
 class SharedPrefixArgs(TypedDict, total=False):
-    """inference-perf's `data.shared_prefix` (kubernetes-sigs/inference-perf, inference_perf/config/datagen/ config.py `SharedPrefix`, fixed lengths only), with the arrivals of one constant-rate load stage."""
+    """inference-perf's `data.shared_prefix` (kubernetes-sigs/inference-perf, inference_perf/config/datagen/ config.py `SharedPrefix`, fixed lengths only), with its arrivals: one constant-rate stage (`request_rate`, `duration`) or inference-perf's `load` section."""
 
     num_groups: int
     """distinct system prompts, each shared by its group's prompts (inference-perf's data.shared_prefix.num_groups); required"""
@@ -583,9 +614,11 @@ class SharedPrefixArgs(TypedDict, total=False):
     output_len: int
     """tokens each request generates (inference-perf's data.shared_prefix.output_len, a fixed value); required"""
     request_rate: float
-    """requests per second, evenly spaced, each asking a prompt drawn uniformly from all groups' prompts (inference-perf's load.stages[].rate of a constant load); required"""
+    """requests per second, evenly spaced, each asking a prompt drawn uniformly from all groups' prompts (inference-perf's load.stages[].rate of a constant load); unset: load"""
     duration: int
-    """seconds of arrivals (inference-perf's load.stages[].duration); required"""
+    """seconds of arrivals (inference-perf's load.stages[].duration); unset: load"""
+    load: LoadArgs
+    """the arrivals as inference-perf's load section: type (constant or poisson) and stages; unset: request_rate and duration"""
     seed: int
     """seed of the prompt draws, so a plan is reproducible (inference-perf's data.shared_prefix.seed); default 0"""
 

@@ -2,10 +2,10 @@
 (components/formulas/capacity_replay.py) at the configured replicas, and the fewest replicas that keep up (and meet
 `workload.slo`) with no tier, with the CPU tier, and with the CPU and filesystem tiers, each at its configured size.
 
-Keeping up: the workload asks less than the replicas give (`Demand.share` < 1: compute at full batches, and the
-host link's loads), and the replay's last request finishes within `DRAIN_SHARE` of the workload's span after the
-last arrival (a backlog that grows with the span is a stack that does not keep up: at 110% of capacity it is 10%
-of the span). Replica counts are searched from the demand's estimate (the count at which the workload asks all of
+Keeping up (components/formulas/keep_up.py): the workload asks less than the replicas give over its arrivals and
+one request's service time (compute at full batches, and the host link's loads), and no load stage's queue grows:
+the requests arriving at its end wait no longer than those at its start, within a request's service time. Replica
+counts are searched from the demand's estimate (the count at which the workload asks all of
 what they give): up, doubling the step until a count keeps up, halving back to the fewest, and down while a count
 below the estimate still does (`MAX_REPLICAS` at most).
 """
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from components.formulas import keep_up
 from components.formulas.capacity_replay import Replayed, replay
 from components.formulas.engine_costs import engine_costs
 from components.formulas.requests import Request
@@ -106,6 +107,7 @@ def _run(inputs: _Inputs, scenario: Scenario, replicas: int) -> tuple[Run, Repla
     )
     served = out.served
     prompt = max(out.prompt_tokens, 1)
+    kept = keep_up.measure(inputs.requests, served.record, out.alone_s, inputs.costs, out.demand)
     ttft = tuple(served.ttft(q) for q in QUANTILES)
     tpot = (served.tpot(0.5), served.tpot(0.9))
     run = Run(
@@ -117,7 +119,7 @@ def _run(inputs: _Inputs, scenario: Scenario, replicas: int) -> tuple[Run, Repla
         requests_per_s=served.requests_per_s,
         utilisation=out.demand.utilisation(),
         load_share=sum(served.load_share()) / replicas,
-        asks=out.demand.share(replicas),
+        asks=kept.asks,
         drain_s=served.drain_s,
         span_s=served.arrival_span_s,
         hbm_share=out.hbm_tokens / prompt,
@@ -125,6 +127,7 @@ def _run(inputs: _Inputs, scenario: Scenario, replicas: int) -> tuple[Run, Repla
         fs_share=out.fs_tokens / prompt,
         slo_met=_met(ttft[1], tpot[1], inputs.slo),
         assignment=out.assignment,
+        backlog=kept.backlog,
     )
     return run, out
 
@@ -239,9 +242,16 @@ def fewest_at(
 def shortfall(run: Run, slo: SloConfig | None) -> str:
     """Why a run does not fit, in a planner's words ('' when it fits)."""
     if not run.keeps_up:
+        grows = [b for b in run.backlog if b.grows]
+        queue = (
+            f"; in stage {grows[0].stage + 1} the wait for a first token grows by {grows[0].growth_s:,.1f} s (more"
+            f" than a request's {grows[0].allowance_s:,.1f} s alone)"
+            if grows
+            else ""
+        )
         return (
             f"the workload asks {run.asks:.0%} of what {run.replicas} replicas give (compute at full batches, the"
-            f" host link's loads) and its last request finishes {run.drain_s:,.0f} s after the last arrival"
+            f" host link's loads) and its last request finishes {run.drain_s:,.0f} s after the last arrival{queue}"
         )
     missed = []
     if slo is not None and slo.ttft_p90 is not None and run.ttft_s[1] > slo.ttft_p90:

@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from components.formulas import keep_up
 from components.formulas.serving_time import EngineCosts
 from components.units import ByteSize
 from stacks.config.workload_section import SloConfig
 from stacks.planning.workload.routing_weights import Routing
 
-DRAIN_SHARE = 0.05
 TierSet = Literal["hbm", "cpu", "cpu+filesystem"]  # which tiers serve a scenario's hits
 
 
@@ -40,7 +40,7 @@ class Run:
     requests_per_s: float
     utilisation: tuple[float, ...]  # per replica: the compute it was sent (at full batches) / the workload's span
     load_share: float  # mean share of the span a replica's host link spends loading
-    asks: float  # what the workload asks of these replicas / what they give
+    asks: float  # what the workload asks of these replicas / what they give over its arrivals and a service time
     drain_s: float
     span_s: float  # the workload's arrivals
     hbm_share: float
@@ -48,10 +48,11 @@ class Run:
     fs_share: float
     slo_met: bool | None  # None: no target
     assignment: Sequence[int] = field(compare=False, repr=False)  # each request's replica, the router's way
+    backlog: tuple[keep_up.StageBacklog, ...] = field(default=(), compare=False, repr=False)  # per load stage
 
     @property
     def keeps_up(self) -> bool:
-        return self.asks < 1 and self.drain_s <= DRAIN_SHARE * self.span_s
+        return keep_up.keeps_up(self.asks, self.backlog)
 
     @property
     def fits(self) -> bool:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from components.formulas.requests import Request
-from components.formulas.shared_prefix import shared_prefix_requests
+from components.formulas.shared_prefix import SharedPrefixShape, shared_prefix_requests
 from stacks.config import StackConfig
 from stacks.config.workload_trace import read_project_trace, read_trace
 
@@ -45,11 +45,26 @@ def config_source(config: StackConfig, project_dir: Path) -> WorkloadSource | No
     assert shared is not None, "a workload is a trace or a shared prefix (check_workload)"
     shape = f"{shared.num_groups} groups x {shared.num_prompts_per_group} prompts, system prompt"
     shape += f" {shared.system_prompt_len}, question {shared.question_len}, output {shared.output_len} tokens"
-    shape += f", {shared.request_rate:g}/s for {shared.duration} s"
+    shape += f", {arrivals_line(shared.shape)}"
     return WorkloadSource(
         f"shared prefix ({shape}; workload.shared_prefix)",
         bt,
         lambda: shared_prefix_requests(shared.shape, bt, shared.seed),
+    )
+
+
+def arrivals_line(shape: SharedPrefixShape) -> str:
+    """How the requests arrive, as the summary and `./run size` say it (a single constant stage as before)."""
+    if not shape.stages:
+        return f"{shape.request_rate:g}/s for {shape.duration} s"
+    stages = ", ".join(f"{s.rate:g}/s x {s.duration} s" for s in shape.stages)
+    if shape.arrivals == "constant":
+        return f"constant arrivals in stages {stages}"
+    seeds = ", ".join(str(shape.arrival_seed + d) for d in range(shape.draws))
+    draws = "1 draw" if shape.draws == 1 else f"{shape.draws} draws"
+    return (
+        f"Poisson arrivals in stages {stages}; {draws} (arrival seeds {seeds}) one after another, every percentile"
+        " pooled over them"
     )
 
 
