@@ -20,7 +20,7 @@ from stacks.config.errors import ConfigError
 from stacks.planning.cost import SizePrice
 from stacks.planning.plan import StackPlan, plan
 from stacks.planning.tier_objective import Objective, SizeCost, cheapest
-from stacks.planning.workload_sizing import Choice
+from stacks.planning.workload_sizing import SizeChoice
 from stacks.review.render import render
 
 REPLICA_USD = 2 * 48 / 8
@@ -154,9 +154,9 @@ def test_where_no_size_keeps_up_cost_says_so_and_keeps_the_latency_size() -> Non
     """The plan's keep-up check refuses such a stack; `./run size` reports it."""
     price = SizePrice(REPLICA_USD, 0.0, ())
     size = ByteSize(100 * GiB)
-    latency = Choice(size, "the curve's")
+    latency = SizeChoice(size, "the curve's")
     fixed = cheapest((SizeCost(size, None, price, fixed=2),), latency, None)
-    assert fixed == Choice(
+    assert fixed == SizeChoice(
         size,
         "no CPU-tier size the node holds keeps up on cache.replicas 2 (cache.replicas: auto weighs each size at the"
         " fewest that keep up): the latency objective's size",

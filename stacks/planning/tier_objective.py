@@ -19,7 +19,7 @@ from components.units import ByteSize
 from stacks.config.cache_section import MAX_REPLICAS
 from stacks.config.workload_section import SloConfig
 from stacks.planning.cost import SizePrice
-from stacks.planning.workload_sizing import Choice
+from stacks.planning.workload_sizing import SizeChoice
 
 
 @dataclass(frozen=True)
@@ -47,15 +47,15 @@ class SizeCost:
 class Objective:
     name: str  # cost | latency
     defaulted: bool  # pricing.objective unset
-    latency: Choice  # the latency objective's size (the curve's choice)
-    chosen: Choice
+    latency: SizeChoice  # the latency objective's size (the curve's choice)
+    chosen: SizeChoice
     sizes: tuple[SizeCost, ...]  # every size weighed, smallest first (the cost objective only)
 
     def cost_of(self, size: ByteSize) -> SizeCost | None:
         return next((s for s in self.sizes if s.size == size), None)
 
 
-def cheapest(sizes: tuple[SizeCost, ...], latency: Choice, slo: SloConfig | None) -> Choice:
+def cheapest(sizes: tuple[SizeCost, ...], latency: SizeChoice, slo: SloConfig | None) -> SizeChoice:
     """The cheapest size that fits, the smallest on a tie (to the cent per hour). Where none fits, the latency
     objective's size, saying so (the plan's keep-up check refuses a count that does not keep up; `./run size`
     reports it)."""
@@ -66,11 +66,11 @@ def cheapest(sizes: tuple[SizeCost, ...], latency: Choice, slo: SloConfig | None
         on = f"on up to {MAX_REPLICAS} replicas"
         if fixed is not None:
             on = f"on cache.replicas {fixed} (cache.replicas: auto weighs each size at the fewest that keep up)"
-        return Choice(latency.size, f"no CPU-tier size the node holds {target} {on}: the latency objective's size")
+        return SizeChoice(latency.size, f"no CPU-tier size the node holds {target} {on}: the latency objective's size")
     best = min(fitting, key=lambda s: (round(s.usd_per_hour or 0.0, 2), s.size.bytes))
     other = next(s for s in sizes if s.size == latency.size)
     other_usd = f"${other.usd_per_hour:,.2f}/hour" if other.usd_per_hour is not None else "does not fit"
-    return Choice(
+    return SizeChoice(
         best.size,
         f"the cheapest size that {target}: ${best.usd_per_hour or 0.0:,.2f}/hour at {best.size.readable()}"
         f" ({best.formula()}); the latency objective's {latency.size.readable()}: {other_usd} ({other.formula()})",

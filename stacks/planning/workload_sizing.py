@@ -124,7 +124,10 @@ class StackShape:
 
 
 @dataclass(frozen=True)
-class Choice:
+class SizeChoice:
+    """The CPU-tier size `cache.tier.cpu: auto` takes, and why (the connector's `Choice` is another thing: what
+    the stack chose of its connector)."""
+
     size: ByteSize
     reason: str
 
@@ -138,7 +141,7 @@ class TierCurve:
     curve: Curve
     configured: tuple[int, int]  # the indexes of the configured (CPU, filesystem) sizes
     block_bytes: int  # KV bytes of one workload block
-    choice: Choice | None  # the smallest size within AUTO_MARGIN of the best the node allows
+    choice: SizeChoice | None  # the smallest size within AUTO_MARGIN of the best the node allows
     routing: str = IN_FLIGHT_ROUTING  # how the requests were routed, for the summary
     # The same grid routed as at another CPU-tier size (`band_size`, the largest): a row's two figures bound what
     # routing at its own size would give (None: one routing, every row at the configured size's)
@@ -273,7 +276,7 @@ def candidates(sized: TierCurve) -> list[tuple[int, ByteSize]]:
     return [(i, c) for i, c in enumerate(sized.cpu_sizes) if 0 < c.bytes <= largest.bytes]
 
 
-def choose(sized: TierCurve) -> Choice | None:
+def choose(sized: TierCurve) -> SizeChoice | None:
     """The smallest CPU tier within AUTO_MARGIN of the best hit share any size the node holds reaches, at the
     configured filesystem size. None where the node's memory is not known."""
     options = candidates(sized)
@@ -284,7 +287,7 @@ def choose(sized: TierCurve) -> Choice | None:
     best_i, best = max(options, key=lambda ic: (float(shares[ic[0]]), -ic[1].bytes))
     for i, size in options:
         if shares[i] >= shares[best_i] - AUTO_MARGIN:
-            return Choice(
+            return SizeChoice(
                 size,
                 f"the smallest tier within {AUTO_MARGIN:.0%} of prompt tokens of the best the node holds:"
                 f" {shares[i]:.1%} at {size.readable()} against {shares[best_i]:.1%} at {best.readable()} (margin"
