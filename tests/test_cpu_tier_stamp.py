@@ -118,7 +118,7 @@ def _cpu_index(resources: list[Resource]) -> list[dict[str, Any]]:
     """The router's CPU prefix index (the approx-prefix-cache-producer sized by `lruCapacityPerServer`), in either
     chart layout (none: the router scores without counting the tier); the map layout's plugins are the chart's own,
     so a change to them changes the render."""
-    plugins = []
+    plugins: list[dict[str, Any]] = []
     for r in resources:
         values = r.props.get("values") or {}
         if r.type == CHART_TYPE and "router" in values:
