@@ -240,5 +240,6 @@ def test_nothing_users_read_names_an_issue_of_the_tracker() -> None:
 
 
 def test_a_tracker_number_is_found_and_an_upstream_one_is_not() -> None:
-    assert TRACKER_NUMBER.findall("measured (issue 15); see Issue #24 and issues 10") == ["issue 15", "Issue #24", "issues 10"]
+    found = TRACKER_NUMBER.findall("measured (issue 15); see Issue #24 and issues 10")
+    assert found == ["issue 15", "Issue #24", "issues 10"]
     assert TRACKER_NUMBER.findall("vllm-project/vllm#49261, llm-d/llm-d#1981, tissue 3") == []
