@@ -72,7 +72,8 @@ def add_b200_pool(tree: Path) -> None:
     insert(
         tree / "components/catalog/prices.py",
         "PRICES: tuple[Price, ...] = (\n",
-        f'    Price("{B200_MACHINE}", "us-central1", "hour", {B200_PRICE}, "fixture", "2026-12-04", "8 B200s"),\n',
+        f'    Price("{B200_MACHINE}", "us-central1", "on-demand", "hour", {B200_PRICE}, "fixture", "2026-12-04",'
+        ' "8 B200s"),\n',
     )
 
 

@@ -33,7 +33,7 @@ from tests.contributions import (
 )
 from tests.scratch_tree import ROOT, changed_files, copy_tree, run_json, run_tests
 
-BOUNDS = {"accelerator": 2, "pool": 4, "connector": 3, "provider": 3, "workload": 2}
+BOUNDS = {"accelerator": 2, "pool": 4, "connector": 3, "provider": 3, "price": 1, "workload": 2}
 # What a list's placeholder names in each walk-through.
 PLACEHOLDERS = {"connector": ("<name>", "fixture_offload"), "provider": ("<key>", "aks")}
 # The copy's tests that hold every accelerator, connector and provider complete (run there, unedited).
