@@ -10,7 +10,6 @@ from typing import Any
 
 import yaml
 
-from components.catalog.accelerators import TPU_KV_BLOCK_TOKENS
 from components.units import ByteSize
 
 Props = dict[str, Any]
@@ -165,33 +164,6 @@ def model_source(container: Props) -> str | None:
 def served_model(container: Props) -> str | None:
     """The name clients and the router ask for: `--served-model-name`, else what the container loads."""
     return flag(_argv(container), "--served-model-name") or model_source(container)
-
-
-def _digits(text: str) -> bool:
-    """ASCII digits only: str.isdigit also takes superscript and fullwidth digits, which int() rejects or reads."""
-    return text.isascii() and text.isdigit()
-
-
-def tensor_parallelism(container: Props) -> int:
-    value = flag(_argv(container), "--tensor-parallel-size")
-    return int(value) if value and _digits(value) else 1
-
-
-def cpu_tier_bytes(container: Props, kv_bytes_per_token: int) -> int | None:
-    """The CPU tier one pod holds, read the way its connector reads its settings (None: not a tiered server)."""
-    extra = (kv_transfer_config(container) or {}).get("kv_connector_extra_config") or {}
-    if "cpu_bytes_to_use" in extra:
-        return int(extra["cpu_bytes_to_use"])
-    variables = {k: str(v.get("value", "")) for k, v in env(container).items()}
-    tp = tensor_parallelism(container)
-    if variables.get("LMCACHE_MAX_LOCAL_CPU_SIZE"):
-        return int(float(variables["LMCACHE_MAX_LOCAL_CPU_SIZE"]) * 2**30) * tp
-    hicache = flag(_argv(container), "--hicache-size")
-    if hicache and _digits(hicache):
-        return int(hicache) * 10**9 * tp
-    if _digits(variables.get("TPU_OFFLOAD_NUM_CPU_CHUNKS", "")):
-        return int(variables["TPU_OFFLOAD_NUM_CPU_CHUNKS"]) * TPU_KV_BLOCK_TOKENS * kv_bytes_per_token
-    return None
 
 
 def rwx_claims(resources: list[Resource]) -> set[str]:

@@ -1,6 +1,7 @@
 """What a contributor adds, as edits of a scratch copy of the tree (tests/scratch_tree.py): an accelerator
-(one that reuses an image, B200, and one with its own, MI355X), an in-process connector with its own image and
-metrics, and an existing-cluster provider variant (AKS), each in the files CONTRIBUTING.md's touch list names.
+(one that reuses an image, B200, and one with its own, MI355X), the B200 on a created pool with its price, an
+in-process connector with its own tier setting, image, metrics and preset, and an existing-cluster provider variant
+(AKS), each in the files CONTRIBUTING.md's touch list names.
 The touch-list test (test_contributing.py) counts the files; the registry-list test
 (test_registry_lists.py) reads every list, message and generated doc for the new keys."""
 
@@ -41,6 +42,38 @@ def add_b200(tree: Path) -> None:
         tree / "components/catalog/support.py",
         '    ("gpu", "vllm", "native", "cpu", "single-host"): _NATIVE_GPU,\n',
         '    ("b200", "vllm", "native", "cpu", "single-host"): _NATIVE_GPU,\n',
+    )
+
+
+# A created GKE pool of B200s: its machine type and its on-demand price (fixture figures).
+B200_MACHINE = "a4-highgpu-8g"
+B200_PRICE = 98.765  # USD per node-hour (fixture)
+
+
+def add_b200_pool(tree: Path) -> None:
+    """A priced accelerator on a created pool: the B200 (`add_b200`) on GKE's A4 machine type, with the combination
+    the GKE preset runs (the filesystem tier), the machine type its pool creates and that machine's price row."""
+    add_b200(tree)
+    insert(
+        tree / "components/catalog/support.py",
+        '    ("gpu", "vllm", "native", "fs", "single-host"): ',
+        '    ("b200", "vllm", "native", "fs", "single-host"): ComboDefaults(\n'
+        "        QWEN3_32B, 2, 2, ByteSize(100 * GiB), platforms=_GPU\n"
+        "    ),\n",
+        before=True,
+    )
+    insert(
+        tree / "components/catalog/machines.py",
+        '        MachineType("p5.48xlarge", ',
+        f'        MachineType("{B200_MACHINE}", "gke", "b200", 8, ByteSize(3968 * GB), gke_accelerator="nvidia-b200"),'
+        "\n",
+        before=True,
+    )
+    insert(
+        tree / "components/catalog/prices.py",
+        "PRICES: tuple[Price, ...] = (\n",
+        f'    Price("{B200_MACHINE}", "us-central1", "on-demand", "hour", {B200_PRICE}, "fixture", "2026-12-04",'
+        ' "8 B200s"),\n',
     )
 
 
@@ -95,52 +128,94 @@ def add_mi355x(tree: Path) -> None:
 
 
 FIXTURE_IMAGE = "ghcr.io/example/kv-offload:v1.0.0"
-FIXTURE_ALERT = "FixtureOffloadStoresFailing"
+FIXTURE_ALERT = "FixtureOffloadStoresSkipped"
+# Where the fixture connector writes its CPU tier: a setting of vLLM's SimpleCPUOffloadConnector (vLLM 0.26.0's
+# `connector_extra_config_keys`, tests/fixtures/upstream/engines/vllm-0.26.0.json) that no rule reads by name.
+FIXTURE_TIER_SETTING = "cpu_bytes_to_use_per_rank"
+# Its metrics: names vLLM 0.26.0's wheel defines (tests/fixtures/upstream/engines/vllm-metrics-0.26.0.json) that
+# neither seed names (a fixture's choice of names, not a claim about what the connector exports).
+FIXTURE_METRICS = ("vllm:kv_offload_stores_skipped_total", "vllm:kv_offload_cpu_cache_write_usage_perc")
+FIXTURE_PRESET = "gpu-vllm-fixture-offload-cpu"
 
 
 def add_connector(tree: Path) -> None:
-    """An in-process connector with its own image and metrics (a KVBM-like one): vLLM's OffloadingConnector
-    under another key, run from an image of its own (pinned, with its size, in its module) and exporting a
-    metric family of its own (an alert, a panel, a line to watch) beside the OffloadingConnector's."""
+    """An in-process connector of its own: vLLM's SimpleCPUOffloadConnector under a fixture key, its CPU tier in a
+    setting of its own (`cpu_bytes_to_use_per_rank`), sized by its module, run from an image of its own (pinned,
+    with its size, in its module), exporting a metric family of its own (an alert, a panel, lines to watch) on
+    metrics the seeds never name, and a preset that runs it."""
+    stores, usage = FIXTURE_METRICS
     (tree / "components/specs/connectors/fixture_offload.py").write_text(
-        f'''"""A fixture connector: the native OffloadingConnector under its own key, image and metrics."""
+        f'''"""A fixture connector: vLLM's SimpleCPUOffloadConnector, its CPU tier in pinned host memory per rank."""
 
 from __future__ import annotations
 
-from components.catalog.startup_figures import SizedImage
-from components.specs.connectors.interface import Choice
-from components.specs.connectors.native import Native
-from components.specs.metric_family import Alert, MetricFamily, Panel, Thresholds
-from components.units import GB
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-IMAGE = SizedImage({FIXTURE_IMAGE!r}, 12 * GB, "fixture: the vLLM image's size, with the connector built in")
+from components.catalog.startup_figures import SizedImage
+from components.specs.connectors.interface import Choice, SizingInputs
+from components.specs.connectors.vllm_family import VllmConnector
+from components.specs.metric_family import Alert, MetricFamily, Panel, Thresholds
+from components.specs.sizing import SHM_HEADROOM, Derivation, Sizes, TierSizing, sized, sizes_of
+from components.units import GB, ByteSize
+
+if TYPE_CHECKING:
+    from components.specs.servers.base import ServerSpec
+
+IMAGE = SizedImage("{FIXTURE_IMAGE}", 12 * GB, "fixture: a vLLM image's size")
+STORES = "{stores}"
+USAGE = "{usage}"
+
+
+@dataclass(frozen=True)
+class FixtureSizes(Sizes):
+    per_rank: ByteSize  # `{FIXTURE_TIER_SETTING}`
 
 
 def _alerts(t: Thresholds) -> list[Alert]:
     return [
         Alert(
-            {FIXTURE_ALERT!r},
-            f"sum(rate(vllm:kv_offload_allocation_failure_total[{{t.window}}])) > 0",
-            "10m",
-            "the fixture connector fails to allocate stores",
-            "check the pods' CPU tier",
+            "{FIXTURE_ALERT}",
+            f"sum by (pod) (rate({{STORES}}[{{t.window}}])) > 0",
+            "15m",
+            "{{{{ $labels.pod }}}} skips stores: its CPU tier has no free block",
+            "Raise cache.tier.cpu within the pod's memory limit.",
         )
     ]
 
 
 def _panels(window: str) -> list[Panel]:
-    failures = f"sum(rate(vllm:kv_offload_allocation_failure_total[{{window}}]))"
-    return [("Fixture store failures", "ops", [("failures", failures)])]
+    return [("Fixture CPU tier written", "percentunit", [("{{{{pod}}}}", f"max by (pod) ({{USAGE}})")])]
 
 
-WATCH = ("vllm:kv_offload_allocation_failure_total",)
-METRICS = MetricFamily("fixture-offload", 25, _alerts, panels=_panels, watch=WATCH)
+METRICS = MetricFamily(
+    "fixture-offload", 25, _alerts, panels=_panels, watch=(f"{{STORES}} (stores skipped)", f"{{USAGE}} (CPU written)")
+)
 
 
-class FixtureOffload(Native):
+class FixtureOffload(VllmConnector):
     key = "fixture-offload"
+    kv_connector_class = "SimpleCPUOffloadConnector"
     own_images = (IMAGE,)
-    metric_families = (*Native.metric_families, METRICS)
+    metric_families = (METRICS,)
+
+    def size(self, inputs: SizingInputs) -> TierSizing:
+        i = inputs
+        per_rank = ByteSize(i.tier.bytes // i.tensor_parallelism)
+        pod = per_rank * i.tensor_parallelism
+        ranks = f"CPU tier {{i.tier.human()}} / {{i.tensor_parallelism}} ranks"
+        step = Derivation("`{FIXTURE_TIER_SETTING}`", str(per_rank.bytes), ranks)
+        memory = [("CPU tier (pinned)", pod), ("/dev/shm", SHM_HEADROOM)]
+        sizes = FixtureSizes(per_rank)
+        return sized(i.model, i.accelerator, i.tensor_parallelism, pod, memory, SHM_HEADROOM, sizes, [step])
+
+    def pod_cpu_tier(self, sizing: TierSizing, hosts: int) -> ByteSize:
+        return sizes_of(FixtureSizes, sizing).per_rank * sizing.tensor_parallelism
+
+    def kv_transfer_config(self, spec: ServerSpec) -> dict[str, Any]:
+        per_rank = sizes_of(FixtureSizes, spec.sizing).per_rank.bytes
+        extra = {{"{FIXTURE_TIER_SETTING}": per_rank}}
+        return {{"kv_connector": self.kv_connector_class, "kv_role": "kv_both", "kv_connector_extra_config": extra}}
 
     def image(self, choice: Choice) -> str:
         return IMAGE.reference
@@ -148,6 +223,11 @@ class FixtureOffload(Native):
 
 FIXTURE_OFFLOAD = FixtureOffload()
 '''
+    )
+    (tree / f"stacks/presets/{FIXTURE_PRESET}.yaml").write_text(
+        "description: NVIDIA GPU, vLLM, a fixture SimpleCPUOffloadConnector, CPU tier\n"
+        "cache:\n  accelerator: gpu\n  server: vllm\n  connector: fixture-offload\n  host_type: single-host\n"
+        "  tier:\n    variant: cpu\n"
     )
     registry = tree / "components/specs/connectors/__init__.py"
     insert(

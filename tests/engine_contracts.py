@@ -388,3 +388,29 @@ def problems(invocation: Invocation) -> list[str]:
         flags = contract("mooncake")["master_flags" if engine == "mooncake-master" else "client_flags"]
         found = gflags_problems(flags, args)
     return found + env_problems(invocation) + file_problems(invocation)
+
+
+# ---- the metrics each engine's wheel defines (engines/metrics.py) ----
+
+# The engine versions whose metric names the fixtures hold (<engine>-metrics-<version>.json).
+METRIC_VERSIONS = {"vllm": "0.26.0", "sglang": "0.5.16", "lmcache": "0.5.6"}
+_EXPORT_SUFFIXES = ("_total", "_bucket", "_count", "_sum")  # prometheus_client adds these to the defined name
+
+
+@functools.cache
+def engine_metrics(engine: str) -> dict[str, list[str]]:
+    """The metric names an engine's pinned wheel spells, each with the modules that spell it."""
+    path = ENGINES / f"{engine}-metrics-{METRIC_VERSIONS[engine]}.json"
+    metrics: dict[str, list[str]] = json.loads(path.read_text())["metrics"]
+    return metrics
+
+
+def metric_defined(name: str, metrics: dict[str, list[str]]) -> bool:
+    """Whether `name` is one of `metrics`, as defined or with an export suffix prometheus_client adds."""
+    return name in metrics or any(name.endswith(s) and name.removesuffix(s) in metrics for s in _EXPORT_SUFFIXES)
+
+
+def engine_of_metric(name: str) -> str | None:
+    """The engine whose prefix a metric carries (`vllm:`, `sglang:`, `lmcache:`), None for any other metric."""
+    engine = name.split(":", 1)[0] if ":" in name else None
+    return engine if engine in METRIC_VERSIONS else None

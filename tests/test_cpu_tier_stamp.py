@@ -2,8 +2,13 @@
 one of its pods holds (`llm-d.ai/cpu-tier-bytes`, the connector's `pod_cpu_tier` from its own sizes), a per-node
 daemon that holds the tier with its share, and the whole pack, run on a render of every connector with one
 memory limit shrunk below what it holds (a seeded draw per workload), flags it with `memory-limit-covers-tier`;
-with the shared claim made ReadWriteOnce, `filesystem-tier-rwx` flags every connector that writes it. Before
-the stamp the rule read only the native connector's `cpu_bytes_to_use`: only the native pods were flagged."""
+with the shared claim made ReadWriteOnce, `filesystem-tier-rwx` flags every connector that writes it; with the
+router's CPU index inflated, `router-capacity-within-tier` flags every connector whose router counts the tier.
+Before the stamp the memory rule read only the native connector's `cpu_bytes_to_use`, and the router rule four
+connectors' own settings: a connector that names its tier otherwise was not flagged.
+
+A connector added to the registry needs a preset here (the first test): tests/test_contributing.py runs this
+module, unedited, on its fixture connector, whose tier setting no rule knows by name."""
 
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ from components.specs.connectors.mooncake_store import client_of
 from components.units import GiB
 from policies.checks.rule_types import Violation
 from policies.checks.ruleset import RULES
-from policies.resources import CLAIM_TYPE, Pod, Resource, pods, quantity
+from policies.resources import CHART_TYPE, CLAIM_TYPE, Pod, Resource, endpoint_picker_config, pods, quantity
 from stacks.config import loading
 from stacks.config.connector_choice import connector_of
 from stacks.planning.plan import plan
@@ -107,6 +112,53 @@ def test_every_rule_sees_a_memory_limit_shrunk_below_every_connectors_tier(name:
         container["resources"]["requests"]["memory"] = str(memory)
         found = [(rule, v.resource.name if v.resource else "") for rule, v in _findings(shrunk)]
         assert ("memory-limit-covers-tier", pod.owner.name) in found, (name, pod.owner.name, memory, need)
+
+
+def _cpu_index(resources: list[Resource]) -> list[dict[str, Any]]:
+    """The router's CPU prefix index (the approx-prefix-cache-producer sized by `lruCapacityPerServer`), in either
+    chart layout (none: the router scores without counting the tier); the map layout's plugins are the chart's own,
+    so a change to them changes the render."""
+    plugins: list[dict[str, Any]] = []
+    for r in resources:
+        values = r.props.get("values") or {}
+        if r.type == CHART_TYPE and "router" in values:
+            config = values["router"]["epp"].get("pluginsConfig")
+            plugins += (config or endpoint_picker_config(values)).get("plugins") or []
+    return [
+        p
+        for p in plugins
+        if p.get("type") == "approx-prefix-cache-producer" and "lruCapacityPerServer" in (p.get("parameters") or {})
+    ]
+
+
+def _router_findings(resources: list[Resource]) -> list[str]:
+    return [v.message for rule, v in _findings(resources) if rule == "router-capacity-within-tier"]
+
+
+@pytest.mark.parametrize("name", sorted({name for name, _ in PRESETS.values()}))
+def test_the_router_rule_sees_an_index_beyond_every_connectors_tier(name: str) -> None:
+    """`router-capacity-within-tier` reads the tier a server reaches from its workload's stamp, whatever setting
+    its connector writes the tier under: the router's index inflated 1000x is flagged for every connector whose
+    router counts the tier (the plan's `router_counts_tier`), and the largest index the rule names passes while one
+    block more does not. Before the stamp the rule parsed four connectors' settings (the native JSON, LMCache's
+    env, `--hicache-size`, TPU chunks) and saw 0 violations on a connector that names its tier otherwise."""
+    stack_plan, resources = _render(name)
+    assert _findings(resources) == []
+    index = _cpu_index(resources)
+    assert bool(index) is stack_plan.sizing.router_counts_tier
+    if not index:
+        return
+    for plugin in index:
+        plugin["parameters"]["lruCapacityPerServer"] *= 1000
+    found = _router_findings(resources)
+    assert found, name
+    most = min(int(m.rsplit("at most ", 1)[1].rstrip(")")) for m in found)
+    for plugin in index:
+        plugin["parameters"]["lruCapacityPerServer"] = most
+    assert _router_findings(resources) == []
+    for plugin in index:
+        plugin["parameters"]["lruCapacityPerServer"] = most + 1
+    assert _router_findings(resources)
 
 
 def _limit(container: dict[str, Any]) -> int:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import pytest
 from stacks.config import loading
 from tests import engine_contracts
 from tests.engine_contracts import Invocation, invocations, problems
-from tests.helpers import UPSTREAM, manifests, pods, rendered
+from tests.helpers import manifests, pods, rendered
 
 VERIFY_SCRIPT = Path(__file__).resolve().parents[1] / "components" / "verification" / "verify_offload.py"
 
@@ -77,21 +76,13 @@ def test_unknown_env_names_and_connector_keys_are_reported() -> None:
 MONITORED = ("monitoring.enabled=true", "monitoring.provider=prometheus-operator", "monitoring.dashboard=true")
 # An engine's metric name (not an image tag such as `lmsysorg/sglang:v0.5.16.0`).
 ENGINE_METRIC = re.compile(r"(?<![\w/.-])(vllm|sglang|lmcache):[a-z][a-z0-9_]*")
-ENGINE_VERSIONS = {"vllm": "0.26.0", "sglang": "0.5.16", "lmcache": "0.5.6"}
-_EXPORT_SUFFIXES = ("_total", "_bucket", "_count", "_sum")  # prometheus_client adds these to the defined name
-
-
-def _defined(name: str, metrics: dict[str, list[str]]) -> bool:
-    return name in metrics or any(name.endswith(s) and name.removesuffix(s) in metrics for s in _EXPORT_SUFFIXES)
+_defined = engine_contracts.metric_defined
 
 
 def test_every_engine_metric_the_stack_reads_is_one_the_pinned_engine_defines() -> None:
     """A renamed metric would leave its alert silent forever: the names are checked against the ones the
     pinned wheels spell (fixtures/upstream/engines/<engine>-metrics-<version>.json, engines/metrics.py)."""
-    metrics = {
-        engine: json.loads((UPSTREAM / "engines" / f"{engine}-metrics-{version}.json").read_text())["metrics"]
-        for engine, version in ENGINE_VERSIONS.items()
-    }
+    metrics = {engine: engine_contracts.engine_metrics(engine) for engine in engine_contracts.METRIC_VERSIONS}
     texts = [VERIFY_SCRIPT.read_text(), *(rendered(name, MONITORED).manifests for name in loading.preset_names())]
     read = {m.group(0) for text in texts for m in ENGINE_METRIC.finditer(text)}
     assert {"vllm:kv_offload_load_bytes_total", "sglang:load_back_tokens_total", "lmcache:retrieve_hit_rate"} <= read

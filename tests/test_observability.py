@@ -14,6 +14,7 @@ from components.specs import verification
 from components.tier_evictor.evict_tier import Metrics
 from stacks.config import loading
 from stacks.planning.plan import plan
+from tests import engine_contracts
 from tests.helpers import SEEDS, by_kind, manifests, rendered, validate, with_gmp_project
 
 PRESETS = loading.preset_names()
@@ -33,6 +34,16 @@ def named_by_the_seeds(metric: str) -> bool:
     base = metric.removesuffix("_bucket")  # a histogram the seeds name by its family
     # The seed greps SGLang metrics as `sglang[:_](hicache_host_used_tokens|evicted_tokens_total|...)`.
     return base in SEED_TEXT or (base.startswith("sglang:") and base.split(":", 1)[1] in SEED_TEXT)
+
+
+def exported(metric: str) -> bool:
+    """A metric something the stack runs exports: an engine's (`vllm:`, `sglang:`, `lmcache:`) by the names its
+    pinned wheel defines (tests/engine_contracts.py `engine_metrics`, not the seed text: a connector may alert on
+    any metric its engine has), any other (the router's, Mooncake's) as the seeds name it, or the program's own."""
+    engine = engine_contracts.engine_of_metric(metric)
+    if engine is not None:
+        return engine_contracts.metric_defined(metric, engine_contracts.engine_metrics(engine))
+    return named_by_the_seeds(metric)
 
 
 def metric_names(expr: str) -> set[str]:
@@ -72,14 +83,23 @@ def test_monitoring_renders_monitors_rules_and_dashboard(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", PRESETS)
-def test_every_rule_and_panel_is_valid_promql_over_metrics_the_seed_names(name: str) -> None:
+def test_every_rule_and_panel_is_valid_promql_over_metrics_the_stack_exports(name: str) -> None:
     exprs = _exprs(manifests(rendered(name, ON)))
     assert exprs
     for expr in exprs:
         names = metric_names(expr)  # raises on invalid PromQL
-        assert any(named_by_the_seeds(m) for m in names), expr
+        assert names, expr
         for metric in names:
-            assert named_by_the_seeds(metric) or metric in COMPANIONS, f"{metric} is not a metric the seeds name"
+            assert exported(metric) or metric in COMPANIONS, f"{metric} is not a metric the stack exports"
+
+
+def test_an_engine_metric_is_read_from_its_engine_and_any_other_from_the_seeds() -> None:
+    assert exported("vllm:kv_offload_stores_skipped_total")  # vLLM defines it; no seed names it
+    assert not named_by_the_seeds("vllm:kv_offload_stores_skipped_total")
+    assert not exported("vllm:kv_offload_store_byte_total")  # a typo of one the seeds name
+    assert exported("sglang:hicache_host_used_tokens") and exported("lmcache:retrieve_hit_rate")
+    assert exported("llm_d_epp_prefix_indexer_hit_ratio")  # the router's, as the seeds name it
+    assert not exported("llm_d_epp_prefix_indexer_hit_ratios")
 
 
 def test_the_parser_rejects_broken_promql() -> None:

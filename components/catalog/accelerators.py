@@ -89,7 +89,7 @@ class AcceleratorProfile:
         return self.tpu_accelerator is not None
 
 
-# NVIDIA: calibrated to the upstream measurement (issue 10) of about 3 minutes from container start
+# NVIDIA: calibrated to the upstream measurement of about 3 minutes from container start
 # to serving for Qwen3-32B on H100, excluding pull and download: 65.6 GB / 0.75 GB/s = 87 s of
 # load + 90 s of torch.compile and CUDA graph capture.
 _H100_LOAD = LoadProfile(750 * MB, 90, "Qwen3-32B on H100: ~3 min from start to serving (upstream)")
@@ -241,7 +241,7 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
                 H200_PREFILL.scaled(
                     0.5 / H200_GEMM_SHARE,
                     f"the H200 fit x 0.5/{H200_GEMM_SHARE:g}: public MI300X bf16 GEMM results sit near half of peak,"
-                    f" where the H200's ran at {H200_GEMM_SHARE:g} (issue 15)",
+                    f" where the H200's ran at {H200_GEMM_SHARE:g}",
                 ),
                 HostLink(
                     "PCIe Gen5 x16",
@@ -281,7 +281,7 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
                 H200_PREFILL.scaled(
                     0.5 / H200_GEMM_SHARE,
                     f"the H200 fit x 0.5/{H200_GEMM_SHARE:g}: no published prefill measurement for the B60, taken as"
-                    f" half of peak where the H200's GEMMs ran at {H200_GEMM_SHARE:g} (issue 15)",
+                    f" half of peak where the H200's GEMMs ran at {H200_GEMM_SHARE:g}",
                 ),
                 HostLink(
                     "PCIe Gen5 x8",

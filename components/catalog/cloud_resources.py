@@ -32,7 +32,7 @@ class CloudResource:
 
 LUSTRE = CloudResource(
     "gcp:lustre/instance:Instance",
-    create_worst_seconds=80 * MINUTE,  # Google Cloud Managed Lustre: creation P99 40-80 minutes (issue 10, its docs)
+    create_worst_seconds=80 * MINUTE,  # Google Cloud Managed Lustre: creation P99 40-80 minutes (its docs)
     holds_data=True,
     protected=True,
     replace_on=("instanceId", "location", "filesystem", "network", "project"),
@@ -56,7 +56,7 @@ GKE_CLUSTER = CloudResource(
 GKE_NODE_POOL = CloudResource("gcp:container/nodePool:NodePool", create_worst_seconds=30 * MINUTE)
 EKS_CLUSTER = CloudResource(
     "aws:eks/cluster:Cluster",
-    create_worst_seconds=20 * MINUTE,  # EKS: cluster creation 10-20 minutes, managed GPU node groups 20+ (issue 10)
+    create_worst_seconds=20 * MINUTE,  # EKS: cluster creation 10-20 minutes, managed GPU node groups 20+
     protected=True,
     replace_on=("name",),
     offline_outputs={

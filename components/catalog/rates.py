@@ -185,7 +185,7 @@ class AcceleratorRates:
     interconnect: Interconnect = PCIE5_PEER
 
 
-H200_MEASURED = "measured on an NVIDIA H200, PCIe Gen5 x16 (issue 15)"
+H200_MEASURED = "measured on an NVIDIA H200, PCIe Gen5 x16"
 H200_FORWARD_PASS = "tests/fixtures/upstream/measurements/h200-prefill-vs-reload-2026-12-01.json"
 # Fitted to one H200's forward passes (bf16, HF transformers sdpa, batch 1) at Qwen3-32B's and Qwen3-0.6B's
 # shapes, per-token prefill time = GEMM FLOPs / (peak x gemm) + attention FLOPs / (peak x attention):
@@ -200,7 +200,7 @@ H200_PREFILL = PrefillEfficiency(
     " same bf16 peak and tensor cores",
 )
 # The anchor other accelerators' assumed shares scale from: bf16 GEMMs at Qwen3-32B prefill shapes
-# (8192 tokens) ran at 680-790 of 989 TFLOP/s (issue 15's measurement).
+# (8192 tokens) ran at 680-790 of 989 TFLOP/s (measured on one NVIDIA H200).
 H200_GEMM_SHARE = 0.7
 # Host-to-device copies of many blocks on one stream (the low end where a range was measured).
 PCIE5_X16 = (
@@ -219,7 +219,7 @@ def pcie5_scaled(factor: float) -> tuple[tuple[int, float], ...]:
 TPU_PREFILL = H200_PREFILL.scaled(
     0.6 / H200_GEMM_SHARE,
     f"the H200 fit x 0.6/{H200_GEMM_SHARE:g}: typical TPU prefill utilisation 0.6, where the H200's GEMMs ran at"
-    f" {H200_GEMM_SHARE:g} (issue 15); no published vLLM TPU prefill figure",
+    f" {H200_GEMM_SHARE:g}; no published vLLM TPU prefill figure",
 )
 
 

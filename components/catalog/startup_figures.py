@@ -14,7 +14,7 @@ from components.units import GB, MB
 MINUTE = 60
 
 # Compressed size of the images the model servers and daemons pull (what a cold node downloads).
-# vllm/vllm-openai: 10-12 GB (issue 10, measured upstream); the others are the same class of
+# vllm/vllm-openai: 10-12 GB (measured upstream); the others are the same class of
 # CUDA/ROCm/XPU/JAX vLLM images, rounded up.
 IMAGE_BYTES: dict[str, int] = {
     "docker.io/vllm/vllm-openai": 12 * GB,

@@ -110,7 +110,7 @@ CLUSTER_AUTOSCALER_TAGS = {
 }
 
 
-# One Gateway in front of several serving stacks (issue #24) ----------------------------------------------
+# One Gateway in front of several serving stacks ---------------------------------------------------------
 # Gateway API: the standard channel's CRDs (Gateway, HTTPRoute, ReferenceGrant, GatewayClass). v1.3.0 is the
 # release the inference extension validates its own manifests against (GAIE v1.6.0 `hack/verify-manifests.sh`,
 # GATEWAY_API_VERSION) and the one tests/fixtures/upstream/schemas/gateway-api/ holds; the newest upstream

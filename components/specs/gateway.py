@@ -1,4 +1,4 @@
-"""One Gateway in front of several serving stacks, requests routed by the model named in the body (issue #24).
+"""One Gateway in front of several serving stacks, requests routed by the model named in the body.
 
 What runs where:
 - The **Gateway** (`gateway.networking.k8s.io/v1`, standard channel `versions.GATEWAY_API_VERSION`) lives in its

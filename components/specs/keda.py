@@ -1,26 +1,19 @@
 """KEDA on the router's own signals: a ScaledObject per model-server workload, its Prometheus triggers, the
 TriggerAuthentication a monitoring provider needs, and hardened values for KEDA's own chart.
 
-Upstream (llm-d/llm-d `guides/workload-autoscaling/`, the recommended "KEDA + EPP Metrics" path; llm-d#1981,
-#2051): KEDA's Prometheus scaler reads metrics the EPP exports with its `flowControl` feature gate on, and
-the HPA KEDA creates scales the model servers. Each signal comes with upstream's running-requests trigger
-beside it (the overlays' shared base), which the HPA races against it (the larger proposal wins):
+The triggers, thresholds and windows are upstream's (llm-d's `guides/workload-autoscaling/` KEDA recipes, the
+"KEDA + EPP Metrics" path): KEDA's Prometheus scaler reads metrics the EPP exports with its `flowControl` feature
+gate on, and the HPA KEDA creates scales the model servers. Each signal comes with the running-requests trigger
+beside it, which the HPA races against it (the larger proposal wins):
 
-| mode | triggers | upstream's thresholds (per replica, `AverageValue`) |
+| mode | triggers | thresholds (per replica, `AverageValue`) |
 |---|---|---|
-| `queue` (upstream's default) | `sum(llm_d_epp_flow_control_queue_size)`, `sum(llm_d_epp_request_running)` | 1, 16 |
+| `queue` (the default) | `sum(llm_d_epp_flow_control_queue_size)`, `sum(llm_d_epp_request_running)` | 1, 16 |
 | `saturation` | `max(llm_d_epp_flow_control_pool_saturation)`, `sum(llm_d_epp_request_running)` | 0.7, 16 |
 | `both` | all three | 1, 0.7, 16 |
 
-Sources (llm-d/llm-d, `guides/workload-autoscaling/`): `keda-epp/optimized-baseline/overlays/k8s/queue/`
-and `.../saturation/scaledobject.yaml` (commits 057abb4a and 321a7e8c), the older
-`keda-epp-queue/optimized-baseline/base/scaledobject.yaml` (903da90e) and `keda-epp-saturation/...` (2051):
-thresholds 1 / 16 / 0.7 ("Recommended: 0.7-0.8"), `pollingInterval` 15, `cooldownPeriod` 300,
-`minReplicaCount` 1, `maxReplicaCount` 8 (queue) or 10 (saturation), both HPA windows 300 s with Percent 100
-per 15 s (the older recipe's scale-up window is 0 s; the overlays raised it against the startup overshoot).
-
-Where the ScaledObjects differ from these recipes (the series' selectors, saturation's metricType), and why:
-docs/upstream-differences.md, Autoscaling.
+The recipes' files and the commits they were read at, and where the ScaledObjects differ from them (the series'
+selectors, saturation's metricType) and why: docs/upstream-differences.md, Autoscaling.
 """
 
 from __future__ import annotations

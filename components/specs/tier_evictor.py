@@ -1,11 +1,10 @@
 """The filesystem tier's evictor: the project's script in a ConfigMap, run by a one-replica Deployment with the
 pinned Python image the project's other scripts use (the model fetch, the verification Job).
 
-llm-d-kv-cache has a reference PVC evictor (kv_connectors/pvc_evictor), but no pinned, official image of it: its
-chart defaults to `quay.io/pvc-evictor/pvc-evictor:latest` (at 7be76e11, 2026-06-12; earlier
-`ghcr.io/guygir/pvc-evictor:latest`), built by hand (`make docker-build`), and the repository's release workflow
-publishes no evictor image. So the stack runs its own (`components/tier_evictor/`: `evict_tier.py` and the tree walk
-it imports, `tier_scan.py`; stdlib only), from its ConfigMap laid out as the package it is in this repository.
+llm-d-kv-cache's reference PVC evictor has no pinned, official image (docs/upstream-differences.md, Filesystem tier
+and Mooncake, says where upstream stands), so the stack runs its own (`components/tier_evictor/`: `evict_tier.py` and
+the tree walk it imports, `tier_scan.py`; stdlib only), from its ConfigMap laid out as the package it is in this
+repository.
 
 It mounts the claim where the model servers do, with the tier's subPath beside the model cache (so it never
 sees the weights or the compile caches), and runs as the model servers' user: the `shared-tier-writer`

@@ -8,9 +8,9 @@ the rest as hits (silent wrong output). The fields, and the engine's own list ea
 
 - vLLM's native offloading, `FileMapper.fields` (vllm/v1/kv_offload/file_mapper.py, the fs tier's
   `<root_dir>/<model>_<sha256[:12]>` directory): model_name, tokens_per_hash, blocks_per_file, tp/pp/pcp/dcp
-  sizes, dtype (the KV cache's), kv_cache_groups, inference_engine, and since PR 49440 (merged) the model
-  runner's layout. Open: the model revision (issue 49261; PR 49266 closed unmerged), the KV layout
-  (issue 55904), RoPE scaling and the construction-time model config (issue 56311, PR 56331).
+  sizes, dtype (the KV cache's), kv_cache_groups, inference_engine and the model runner's layout. Not the model
+  revision, the KV layout, RoPE scaling nor the construction-time model config (where upstream stands on each:
+  docs/upstream-differences.md, Filesystem tier and Mooncake).
 - LMCache's `CacheEngineKey` (lmcache/utils.py): model_name, world_size, worker_id, chunk_hash (over its
   chunk size), dtype, request tags. No revision, layout or engine version.
 - SGLang HiCache's file backend (`HiCacheFile`, sglang/srt/mem_cache/hicache_storage.py): the key suffixed
@@ -40,17 +40,17 @@ class TierIdentity:
     field to the engines' own lists; `SET_BY` says which config key sets it)."""
 
     model: str  # the Hugging Face id served (vLLM, LMCache, SGLang: model_name)
-    revision: str  # the weights' branch, tag or commit the servers load (vLLM issue 49261)
-    dtype: str  # the compute dtype the engine runs the model in (vLLM PR 56331's computation dtype)
+    revision: str  # the weights' branch, tag or commit the servers load (not in vLLM's FileMapper)
+    dtype: str  # the compute dtype the engine runs the model in (part of vLLM's construction-time config)
     kv_cache_dtype: str  # the KV cache's element type (vLLM FileMapper dtype, LMCache dtype)
     tensor_parallelism: int  # (vLLM tp_size, LMCache world_size, SGLang tp_size)
     block_tokens: int  # tokens per stored block: the connector's transfer block (vLLM tokens_per_hash x
     # blocks_per_file, LMCache's chunk, SGLang's page)
-    kv_layout: str  # the accelerator family whose attention backend lays KV out (NHD, HND; vLLM issue 55904)
+    kv_layout: str  # the accelerator family whose attention backend lays KV out (NHD, HND; not in vLLM's FileMapper)
     engine: EngineKey  # (vLLM inference_engine)
     image: str  # the engine build the servers run: its version (hashing and layout change between versions)
     connector: str  # the connector implementation writing the files: each has its own file format
-    max_model_len: int  # the context the engine is constructed with (LongRoPE picks its factors by it: PR 56331)
+    max_model_len: int  # the context the engine is constructed with (LongRoPE picks its factors by it)
 
 
 # Which config keys set each field (what the change plan names when the namespace moves). The revision is the

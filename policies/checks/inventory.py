@@ -146,6 +146,18 @@ def cpu_tier_of(pod: Pod) -> int | None:
     return _whole(_stamp(pod, CPU_TIER_BYTES_ANNOTATION))
 
 
+def pods_per_replica(pod: Pod) -> int:
+    """Pods one replica of the pod's workload runs: a LeaderWorkerSet's group size (its leader and workers serve
+    as one endpoint), else 1."""
+    lws = ((pod.owner.props.get("spec") or {}).get("leaderWorkerTemplate")) or {}
+    return _count(lws.get("size")) or 1
+
+
+def replicas_of(pod: Pod) -> int:
+    """Replicas of the pod's workload as declared (`spec.replicas`; 1 where it declares none or no number)."""
+    return _count((pod.owner.props.get("spec") or {}).get("replicas")) or 1
+
+
 def stamp_problems(pod: Pod) -> list[tuple[str, object, str, str]]:
     """(annotation, its value, the number it must be, what it says) for each stamp of a connector's workload
     that is missing or not that number."""

@@ -5,17 +5,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.catalog.labels import ROUTER_BLOCK_TOKENS
+from components.catalog.labels import KV_CONNECTOR_LABEL, ROUTER_BLOCK_TOKENS
 from components.catalog.models import MODELS
 from policies.checks.inventory import (
+    CONNECTORS,
+    cpu_tier_of,
     model_servers,
+    pods_per_replica,
+    replicas_of,
     router_charts,
 )
 from policies.checks.rule_types import NoConfig, Violation
 from policies.resources import (
+    Pod,
     Resource,
     chart_values,
-    cpu_tier_bytes,
     endpoint_picker_config,
     pods,
     selects,
@@ -31,11 +35,52 @@ def _cpu_producer_capacity(values: dict[str, Any]) -> int | None:
     return None
 
 
-def router_capacity_within_tier(resources: list[Resource], _: NoConfig) -> list[Violation]:
-    """CPU producer capacity x 64 tokens x KV bytes per token must fit the servers' CPU tier.
+def _tier_daemons(resources: list[Resource]) -> list[Pod]:
+    """The per-node daemons that hold a pooled tier (the LMCache server, the Mooncake Client): DaemonSets whose
+    workload carries a CPU-tier stamp and whose pods run no connector of their own."""
+    return [
+        pod
+        for pod in pods(resources)
+        if pod.owner.type.endswith(":DaemonSet") and cpu_tier_of(pod) and not pod.labels.get(KV_CONNECTOR_LABEL)
+    ]
 
-    MooncakeStore pools every pod's memory, so its per-server capacity is the pool: not checked per pod.
-    """
+
+def _pool(resources: list[Resource], servers: list[Pod]) -> int:
+    """A pooled tier as the stamps say: every server pod's own share (an embedded Mooncake segment) and each tier
+    daemon's share on every node a server pod may run on (at most one node per server pod)."""
+    owners = {pod.owner.name: pod for pod in servers}
+    server_pods = sum(replicas_of(pod) * pods_per_replica(pod) for pod in owners.values())
+    held = sum((cpu_tier_of(pod) or 0) * replicas_of(pod) * pods_per_replica(pod) for pod in owners.values())
+    daemons = {pod.owner.name: cpu_tier_of(pod) or 0 for pod in _tier_daemons(resources)}
+    return held + sum(daemons.values()) * server_pods
+
+
+def _server_tier(resources: list[Resource], servers: list[Pod], pod: Pod) -> int | None:
+    """Bytes of the CPU tier one router endpoint (a replica) reaches, from its workload's stamp
+    (`inventory.cpu_tier_of`): the replica's pods' own tiers, or for a pooled connector (its `cpu_scope`) the
+    whole pool. None: not stamped (`identity-labels` reports it)."""
+    stamp = cpu_tier_of(pod)
+    if stamp is None:
+        return None
+    connector = CONNECTORS.get(pod.labels.get(KV_CONNECTOR_LABEL, ""))
+    if connector is not None and connector.cpu_scope == "pooled":
+        return _pool(resources, servers)
+    return stamp * pods_per_replica(pod)
+
+
+def _kv_bytes_per_token(pod: Pod) -> int | None:
+    """KV bytes per token of the model the pod serves (None: not a catalog model)."""
+    for container in pod.containers(init=False):
+        model = MODELS.get(served_model(container) or "")
+        if model is not None:
+            return model.kv_bytes_per_token.bytes
+    return None
+
+
+def router_capacity_within_tier(resources: list[Resource], _: NoConfig) -> list[Violation]:
+    """CPU producer capacity x 64 tokens x KV bytes per token must fit the CPU tier each server reaches, as its
+    workload is stamped (`llm-d.ai/cpu-tier-bytes`), never read from a connector's own settings: a connector
+    that writes its tier under a name of its own is checked like every other one."""
     out = []
     for chart in router_charts(resources):
         values = chart_values(chart)
@@ -43,33 +88,28 @@ def router_capacity_within_tier(resources: list[Resource], _: NoConfig) -> list[
         selector = ((values["router"].get("modelServers") or {}).get("matchLabels")) or {}
         if capacity is None:
             continue
-        for pod in pods(resources):
-            if not selects(selector, pod.labels):
+        servers = [pod for pod in pods(resources) if selects(selector, pod.labels)]
+        for pod in servers:
+            kv = _kv_bytes_per_token(pod)
+            tier = _server_tier(resources, servers, pod)
+            if kv is None or tier is None:
                 continue
-            for container in pod.containers(init=False):
-                model = MODELS.get(served_model(container) or "")
-                if model is None:
-                    continue
-                kv = model.kv_bytes_per_token.bytes
-                tier = cpu_tier_bytes(container, kv)
-                believed = capacity * ROUTER_BLOCK_TOKENS * kv
-                if tier is not None and believed > tier:
-                    out.append(
-                        Violation(
-                            chart,
-                            f"router lruCapacityPerServer {capacity} tracks {believed} bytes per pod, more than the"
-                            f" {tier}-byte CPU tier of {pod.owner.name}: the router would steer requests to"
-                            f" evicted blocks (at most {tier // (ROUTER_BLOCK_TOKENS * kv)})",
-                        )
+            believed = capacity * ROUTER_BLOCK_TOKENS * kv
+            if believed > tier:
+                out.append(
+                    Violation(
+                        chart,
+                        f"router lruCapacityPerServer {capacity} tracks {believed} bytes per server, more than the"
+                        f" {tier}-byte CPU tier a server of {pod.owner.name} reaches: the router would steer"
+                        f" requests to evicted blocks (at most {tier // (ROUTER_BLOCK_TOKENS * kv)})",
                     )
+                )
     return out
 
 
 def prefix_scoring_has_tokens(resources: list[Resource], _: NoConfig) -> list[Violation]:
     """A token-block prefix scorer with no tokenizer scores every pod 0 once there are two or more pods."""
-    replicas = sum(
-        int((pod.owner.props.get("spec") or {}).get("replicas") or 1) for pod, _c, _k in model_servers(resources)
-    )
+    replicas = sum(replicas_of(pod) for pod, _c, _k in model_servers(resources))
     out = []
     for chart in router_charts(resources):
         values = chart_values(chart)

@@ -59,7 +59,7 @@ RULES: list[Rule[Any]] = [
     ),
     Rule(
         "router-capacity-within-tier",
-        "Router CPU index no larger than the CPU tier",
+        "Router CPU index no larger than the CPU tier a server reaches (every connector's stamp)",
         "mandatory",
         router_capacity_within_tier,
         NoConfig,

@@ -65,7 +65,9 @@ def _what_fits(budget: HbmBudget, defaults: ComboDefaults) -> str:
     return " or ".join(options)
 
 
-def check_fits(stack: Resolved, budget: HbmBudget) -> None:
+def check_model_fits(stack: Resolved, budget: HbmBudget) -> None:
+    """The model's weights and one `max_model_len` sequence fit a replica's HBM, else one error naming the field
+    to change and what fits (capacity_plan.check_fits is the other check: the replicas keep up with the traffic)."""
     model, accelerator = budget.model, budget.accelerator
     if budget.max_model_len > model.context_tokens:
         raise ConfigError(

@@ -125,7 +125,7 @@ def _plan(stack: Resolved, chosen_tier: ByteSize | None = None, store_rate: Stor
     tier_sizing, fit, tier = size_on_hardware(stack, chosen_tier)
     decode = _decode_server(stack, tier_sizing)
     hbm = hbm_fit.hbm_budget(decode)
-    hbm_fit.check_fits(stack, hbm)
+    hbm_fit.check_model_fits(stack, hbm)
     servers = [dataclasses.replace(decode, role="prefill"), decode] if decode.disaggregated else [decode]
     stack_payoff = payoff_table.derive(_payoff_inputs(stack))
     auto = autoscaling.resolve(config, decode, len(servers), fit, stack_payoff)
