@@ -28,6 +28,7 @@ from stacks.review.check import check, stack_policy_config
 from stacks.review.cost_summary import cost_lines, objective_lines
 from stacks.review.diff import diff_revisions
 from stacks.review.render import render
+from stacks.review.throughput_summary import throughput_lines
 from stacks.review.tier_curve_table import tier_curve_lines
 
 
@@ -187,7 +188,7 @@ def size_lines(name: str, overrides: list[str], trace: str | None, block_tokens:
     if trace is not None:
         source = workload_sizing.file_source(trace, block_tokens or DEFAULT_BLOCK_TOKENS)
         source.requests()  # checks the file (a regular file, its size) before anything is replayed
-        stack_plan = plan(config.model_copy(update={"workload": None}))
+        stack_plan = plan(config.model_copy(update={"workload": None}), keep_up=False)
         source = held_workload(stack_plan, source)
         slo = config.workload.slo if config.workload is not None else None
         capacity = plan_capacity_of(stack_plan, source, slo)
@@ -215,6 +216,7 @@ def size_lines(name: str, overrides: list[str], trace: str | None, block_tokens:
         "",
         *capacity_lines(capacity, config.cache.replicas == "auto"),
         *tier_curve_lines(sized, chosen_by_auto=False, plotted=False),
+        *throughput_lines(priced.cost.throughput if priced.cost is not None else None),
         *cost_lines(priced.cost),
         *objective_lines(objective, took=False),
     ]

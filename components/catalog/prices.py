@@ -15,9 +15,9 @@ HOURS_PER_MONTH = 730
 
 @dataclass(frozen=True)
 class Price:
-    item: str  # a machine type, `gke-cluster`, `eks-cluster`, `efs-storage`, `efs-read`, `efs-write`
+    item: str  # a machine type, `gke-cluster`, `eks-cluster`, `efs-storage`, `efs-read`, `efs-write`, `efs-provisioned`
     region: str
-    unit: str  # USD per: hour | GB-month | GB (decimal GB, as the price pages write them)
+    unit: str  # USD per: hour | GB-month | GB (decimal GB, as the price pages write them) | MiB/s-month
     usd: float
     source: str  # where the figure was read (`skypilot-catalog/<cloud>@<commit>`, a price page, or `secondary: ...`)
     as_of: str  # when it was read (ISO date)
@@ -163,6 +163,15 @@ PRICES: tuple[Price, ...] = (
         "Elastic Throughput writes per GB transferred",
     ),
     Price(
+        "efs-provisioned",
+        "us-east-1",
+        "MiB/s-month",
+        6.0,
+        "secondary: emnode.com EFS throughput lesson (us-east-1)",
+        "2026-12-04",
+        "Provisioned Throughput per MiB/s provisioned per month (AWS's page writes MB/s-month for the MiB/s it sets)",
+    ),
+    Price(
         "eks-cluster",
         "us-east-1",
         "hour",
@@ -190,6 +199,7 @@ UNITS: dict[str, str] = {
     "efs-storage": "GB-month",
     "efs-read": "GB",
     "efs-write": "GB",
+    "efs-provisioned": "MiB/s-month",
 }
 
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from components.catalog import labels
+from components.catalog.storage_backends import AWS_EFS, GCP_LUSTRE
 from components.manifest import Manifest
 from components.specs.workload_type import WorkloadType
 
 WORKLOAD = WorkloadType("llmd:storage:SharedStorage", "storage")  # the filesystem tier's shared claim
 
-LUSTRE_CLASS, EFS_CLASS = "lustre-class", "efs-sc"
+LUSTRE_CLASS, EFS_CLASS = str(GCP_LUSTRE.storage_class), str(AWS_EFS.storage_class)  # their backends' records
 LUSTRE_DRIVER, EFS_DRIVER = "lustre.csi.storage.gke.io", "efs.csi.aws.com"
 LUSTRE_PORTS = ["988", "6988"]  # LNet; 6988 where the instance has GKE support enabled
 EFS_CSI_SERVICE_ACCOUNT = ("kube-system", "efs-csi-controller-sa")

@@ -17,11 +17,13 @@ from components.catalog import labels, prices
 from components.catalog.prices import HOURS_PER_MONTH
 from components.specs.clusters import PoolSpec
 from stacks.config import StackConfig
+from stacks.config.backend_choice import backend_of
 from stacks.config.errors import ConfigError
 from stacks.config.providers import provider_of
 from stacks.planning.capacity_plan import CapacityPlan
 from stacks.planning.tier_capacity import SharedTier
 from stacks.planning.tier_savings import TierCost, tier_costs
+from stacks.planning.tier_throughput import Demand, ModeLimits, TierThroughput, charges, demand_of, tier_throughput
 from stacks.planning.workload_sizing import TierCurve
 
 GB = 1e9  # the price pages' GB (EFS per GB-month, per GB transferred)
@@ -64,6 +66,16 @@ class Unpriced:
 
 
 @dataclass(frozen=True)
+class ModeCost:
+    """A throughput mode of the tier's backend, priced at the tier's demand: what the Cost section prints beside
+    the mode the stack runs."""
+
+    limits: ModeLimits
+    usd_per_hour: float | None  # its throughput lines (None: a price is missing, or no demand to price it at)
+    running: bool
+
+
+@dataclass(frozen=True)
 class StackCost:
     region: str | None  # where the catalog priced it (None: no region; only overrides price it)
     lines: tuple[Line, ...]
@@ -71,6 +83,8 @@ class StackCost:
     tiers: tuple[TierCost, ...]  # () without a workload
     prompt_tokens_per_s: float | None  # the workload's prompt tokens per second (None: no workload)
     monthly_budget: float | None  # `pricing.monthly_budget`
+    throughput: TierThroughput | None = None  # the filesystem tier against its limits (None: no shared tier)
+    modes: tuple[ModeCost, ...] = ()  # the tier's throughput in each of its backend's modes, the running one first
 
     @property
     def usd_per_hour(self) -> float:
@@ -217,15 +231,38 @@ def stack_cost(
             bill.system_nodes,
             f"{bill.system_count} x ${{usd:,.4f}}/hour per node",
         )
-    fs_unpriced = _filesystem(config, shared, curve, cpu_index, ledger)
+    throughput = throughput_at(config, shared, curve, cpu_index)
+    fs_unpriced = _filesystem(config, shared, ledger, throughput)
     fs_usd = None if fs_unpriced else sum(x.usd_per_hour for x in ledger.lines if x.category in FS_CATEGORIES)
     device_usd = _device_usd_per_hour(config, pools, book)
     replica_usd = None if device_usd is None else device_usd * replica_devices
     tiers = tier_costs(curve, cpu_index, replica_usd, fs_usd if shared is not None else None, capacity)
     tokens = curve.curve.prompt_tokens / curve.duration_s if curve is not None else None
-    return StackCost(
-        book.region, tuple(ledger.lines), tuple(ledger.unpriced), tiers, tokens, config.pricing.monthly_budget
-    )
+    modes = _modes(book, throughput) if shared is not None and throughput is not None else ()
+    lines, unpriced, budget = tuple(ledger.lines), tuple(ledger.unpriced), config.pricing.monthly_budget
+    return StackCost(book.region, lines, unpriced, tiers, tokens, budget, throughput, modes)
+
+
+def throughput_at(
+    config: StackConfig, shared: SharedTier | None, curve: TierCurve | None, cpu_index: int | None
+) -> TierThroughput | None:
+    """The tier against its backend's limits at the CPU-tier size `cpu_index` runs (None: no shared tier)."""
+    if shared is None:
+        return None
+    rate = shared.capacity.store_rate
+    demand = demand_of(config, shared.pods, fs_rates(curve, cpu_index), rate.bytes_per_second, rate.source)
+    return tier_throughput(config, demand)
+
+
+def _modes(book: _Prices, throughput: TierThroughput) -> tuple[ModeCost, ...]:
+    """Each of the backend's throughput modes priced at the tier's demand, the one the stack runs first."""
+    out = []
+    for limits in (throughput.running, *throughput.others):
+        ledger = _Ledger(book)
+        _throughput(throughput.backend.short, limits, throughput.demand, ledger)
+        usd = None if ledger.unpriced or not ledger.lines else sum(x.usd_per_hour for x in ledger.lines)
+        out.append(ModeCost(limits, usd, limits is throughput.running))
+    return tuple(out)
 
 
 def _book(config: StackConfig) -> _Prices:
@@ -261,7 +298,7 @@ def size_price(
     """The prices `size_price.usd_per_hour` adds for the CPU-tier size `curve.cpu_sizes[cpu_index]`."""
     book = _book(config)
     ledger = _Ledger(book)
-    unpriced = _filesystem(config, shared, curve, cpu_index, ledger)
+    unpriced = _filesystem(config, shared, ledger, throughput_at(config, shared, curve, cpu_index))
     device = _device_usd_per_hour(config, pools, book)
     tier = None if unpriced else sum(x.usd_per_hour for x in ledger.lines)
     return SizePrice(None if device is None else device * replica_devices, tier, tuple(ledger.unpriced))
@@ -301,69 +338,57 @@ def _device_usd_per_hour(config: StackConfig, pools: Sequence[PoolSpec], book: _
 
 
 def _filesystem(
-    config: StackConfig, shared: SharedTier | None, curve: TierCurve | None, cpu_index: int | None, ledger: _Ledger
+    config: StackConfig, shared: SharedTier | None, ledger: _Ledger, throughput: TierThroughput | None
 ) -> bool:
-    """The shared file system's storage (where this stack creates it) and, on EFS, the throughput the tier's
-    traffic is billed (wherever it was created), as lines; True where part of the tier's cost is unpriced."""
-    backend = config.storage.backend
-    provider = provider_of(config)
-    creates = provider.creates and backend in provider.storage_backends  # a serving stack's is its cluster stack's
-    if backend == "existing" or (shared is None and not creates):  # a StorageClass the stack does not pay for
+    """The shared file system's storage (where this stack creates it) and the throughput the tier's traffic is
+    billed in the mode it runs (wherever it was created), as lines; True where part of the tier's cost is unpriced."""
+    backend, provider = backend_of(config), provider_of(config)
+    creates = provider.creates and backend.key in provider.storage_backends  # a serving stack's is its cluster's
+    if not backend.created or (shared is None and not creates):  # a StorageClass the stack does not pay for
         return False
     before = len(ledger.unpriced)
-    if backend == "aws-efs":
+    item = backend.storage_item(config.storage.lustre.per_unit_storage_throughput)
+    if backend.storage_billed == "held" and item is not None:
         if shared is not None and creates:
             capacity = shared.capacity
             held = capacity.capacity_bytes * (capacity.high if shared.managed else 1)
             bound = "up to the evictor's high watermark" if shared.managed else "its budget, nothing evicts"
             ledger.add(
                 "storage",
-                f"EFS storage: {held / GB:,.0f} GB held ({bound})",
-                "efs-storage",
+                f"{backend.short} storage: {held / GB:,.0f} GB held ({bound})",
+                item,
                 held / GB / HOURS_PER_MONTH,
                 f"{held / GB:,.0f} GB x ${{usd}}/GB-month / {HOURS_PER_MONTH} h",
             )
         elif creates:
-            why = "billed on the bytes held, which the serving stacks' evictors bound"
-            ledger.unpriced.append(Unpriced("EFS storage", why, "each serving stack's cost prices what it holds"))
-        if shared is not None:
-            _efs_throughput(curve, cpu_index, ledger)
-    elif backend == "gcp-lustre" and creates:
-        tier = config.storage.lustre.per_unit_storage_throughput
-        gib = config.storage.size.bytes / GIB
+            why, remedy = "billed on the bytes held, which the serving stacks' evictors bound", "each serving stack's"
+            ledger.unpriced.append(Unpriced(f"{backend.short} storage", why, f"{remedy} cost prices what it holds"))
+    elif backend.storage_billed == "capacity" and item is not None and creates:
+        tier, gib = config.storage.lustre.per_unit_storage_throughput, config.storage.size.bytes / GIB
         ledger.add(
             "storage",
-            f"Managed Lustre: {gib:,.0f} GiB at {tier} MB/s per TiB",
-            prices.lustre_item(tier),
+            f"{backend.short}: {gib:,.0f} GiB at {tier} MB/s per TiB",
+            item,
             gib / HOURS_PER_MONTH,
             f"{gib:,.0f} GiB x ${{usd}}/GiB-month / {HOURS_PER_MONTH} h",
         )
+    if shared is not None and throughput is not None:
+        _throughput(backend.short, throughput.running, throughput.demand, ledger)
     return len(ledger.unpriced) > before
 
 
-def _efs_throughput(curve: TierCurve | None, cpu_index: int | None, ledger: _Ledger) -> None:
-    """EFS Elastic Throughput, per GB read and written at the rates the workload's replay measured."""
-    rates = _fs_rates(curve, cpu_index)
-    if rates is None:
-        ledger.unpriced.append(
-            Unpriced(
-                "EFS elastic throughput",
-                "billed per GB read and written: no workload to measure the tier's rates",
-                "set workload.trace or workload.shared_prefix",
-            )
-        )
-        return
-    for item, rate, verb in (("efs-read", rates[0], "reads"), ("efs-write", rates[1], "writes")):
-        ledger.add(
-            "throughput",
-            f"EFS {verb}: {rate / 1e6:,.2f} MB/s (the workload's replay)",
-            item,
-            rate * 3600 / GB,
-            f"{rate / 1e6:,.2f} MB/s x 3600 s / 1e9 x ${{usd}}/GB",
-        )
+def _throughput(short: str, limits: ModeLimits, demand: Demand | None, ledger: _Ledger) -> None:
+    """A throughput mode's lines (stacks/planning/tier_throughput.py `charges`); per GB without a workload: unpriced."""
+    found = charges(short, limits, demand)
+    if found is None:
+        why = "billed per GB read and written: no workload to measure the tier's rates"
+        what = f"{short} {limits.mode.title.lower()} throughput"
+        ledger.unpriced.append(Unpriced(what, why, "set workload.trace or workload.shared_prefix"))
+    for charge in found or []:
+        ledger.add("throughput", charge.what, charge.item, charge.per_hour, charge.formula)
 
 
-def _fs_rates(curve: TierCurve | None, cpu_index: int | None) -> tuple[float, float] | None:
+def fs_rates(curve: TierCurve | None, cpu_index: int | None) -> tuple[float, float] | None:
     """Bytes/s the filesystem tier is read and written at on the workload, at the sizes the stack runs."""
     if curve is None or cpu_index is None or not curve.fs_sizes:
         return None

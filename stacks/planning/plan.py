@@ -20,6 +20,7 @@ from components.specs.servers.base import Scheduling, router_selector
 from components.specs.workloads import ordered
 from components.units import ByteSize
 from stacks.config import StackConfig
+from stacks.config.backend_choice import filesystem_of
 from stacks.config.cross_checks import check_epp_index, pool_names
 from stacks.config.errors import ConfigError
 from stacks.config.loading import PROJECT_DIR
@@ -35,6 +36,7 @@ from stacks.planning.stack_plan import StackPlan as StackPlan
 from stacks.planning.tier_capacity import EVICTOR_METRICS, shared_tier
 from stacks.planning.tier_fit import size_on_hardware
 from stacks.planning.tier_identity import tier_identity
+from stacks.planning.tier_throughput import check_rendered
 from stacks.planning.workload_builders import Serving, resolve_model_cache, workloads
 from stacks.planning.workload_plan import held_workload, objective_of, plan_capacity_of, routed_curve
 from stacks.planning.workload_plan import stack_shape as stack_shape
@@ -94,7 +96,7 @@ def plan(config: StackConfig, *, keep_up: bool = True) -> StackPlan:
     stack_plan = _plan(stack)
     source = workload_sizing.config_source(config, PROJECT_DIR)
     if source is None:
-        return with_cost(stack_plan)
+        return _rendered(with_cost(stack_plan), keep_up)
     source = held_workload(stack_plan, source)
     slo = config.workload.slo if config.workload is not None else None
     capacity = plan_capacity_of(stack_plan, source, slo)
@@ -124,7 +126,14 @@ def plan(config: StackConfig, *, keep_up: bool = True) -> StackPlan:
             if keep_up and config.cache.replicas != "auto":
                 capacity_plan.check_fits(capacity)
     final = dataclasses.replace(stack_plan, tier_curve=sized, capacity=capacity, objective=objective)
-    return with_cost(final, chosen)
+    return _rendered(with_cost(final, chosen), keep_up)
+
+
+def _rendered(stack_plan: StackPlan, renders: bool) -> StackPlan:
+    """A plan that renders (not `./run size`'s report) has what its file system is provisioned at."""
+    if renders and stack_plan.cost is not None:
+        check_rendered(stack_plan.cost.throughput)
+    return stack_plan
 
 
 def with_cost(stack_plan: StackPlan, chosen: ByteSize | None = None) -> StackPlan:
@@ -291,7 +300,7 @@ def _thresholds(stack: Resolved, stack_payoff: payoff_table.Payoff) -> alerts.Th
 
 
 def _payoff_inputs(stack: Resolved) -> payoff_table.PayoffInputs:
-    config, storage = stack.config, stack.config.storage
+    config = stack.config
     block_tokens, block_from = stack.connector.transfer_block(stack.choice)
     shared = stack.uses_tier_claim
     return payoff_table.PayoffInputs(
@@ -302,17 +311,7 @@ def _payoff_inputs(stack: Resolved) -> payoff_table.PayoffInputs:
         block_tokens=block_tokens,
         block_from=block_from,
         prefix_tokens=config.monitoring.alerts.prefix_tokens,
-        filesystem=(
-            payoff_table.filesystem(
-                storage.backend,
-                storage.size,
-                storage.lustre.per_unit_storage_throughput,
-                storage.read_bandwidth,
-                stack.replicas * stack.group_size,
-            )
-            if shared
-            else None
-        ),
+        filesystem=filesystem_of(config, stack.replicas * stack.group_size) if shared else None,
     )
 
 

@@ -9,12 +9,14 @@ import dataclasses
 
 from components.formulas.payoff import Replica
 from components.formulas.tier_replay import assigned
+from components.units import ByteSize
 from stacks.config.errors import ConfigError
 from stacks.config.workload_section import SloConfig
 from stacks.planning import capacity_plan, tier_objective, workload_sizing
 from stacks.planning.cost import size_price, stack_cost
 from stacks.planning.routing_weights import routing_of
 from stacks.planning.stack_plan import StackPlan
+from stacks.planning.tier_capacity import budget as tier_budget
 from stacks.planning.tier_fit import node_largest_tier, tier_capacity
 from stacks.planning.workload_bounds import check_work
 
@@ -39,7 +41,7 @@ def stack_shape(stack_plan: StackPlan) -> workload_sizing.StackShape:
         capacity_of=lambda tier: tier_capacity(stack, tier),
         cpu_step=connector.auto_tier_step(stack.tensor_parallelism, config.cache.tier.variant),
         node_largest=node_largest_tier(stack),
-        fs_configured=config.storage.size if stack.uses_tier_claim else None,
+        fs_configured=ByteSize(tier_budget(config)) if stack.uses_tier_claim else None,  # what the evictor holds
         payoff=stack_plan.payoff,
         replica=Replica(decode.model, decode.accelerator.rates, stack.devices, stack.group_size),
     )

@@ -1,14 +1,16 @@
 """The summary's cost section: the plan's `StackCost` (stacks/planning/cost.py) as a reader checks it: each line
 with its formula, what is unpriced and how to price it, $ per million prompt tokens, each tier's cost against its
-saving, and every price with its source and date, the overridden ones marked; and the objective
+saving, the filesystem tier's throughput in each mode of its backend (the one priced named, the others' cost and
+caps beside it), and every price with its source and date, the overridden ones marked; and the objective
 `cache.tier.cpu: auto` sized by (stacks/planning/tier_objective.py), with the cost of its size against the latency
 objective's."""
 
 from __future__ import annotations
 
 from components.catalog.prices import HOURS_PER_MONTH
-from stacks.planning.cost import StackCost
+from stacks.planning.cost import ModeCost, StackCost
 from stacks.planning.tier_objective import Objective
+from stacks.planning.tier_throughput import ModeLimits, gbps
 
 
 def usd(value: float) -> str:
@@ -41,6 +43,7 @@ def cost_lines(cost: StackCost | None) -> list[str]:
         lines += ["| item | $/hour | formula |", "|---|---|---|"]
         lines += [f"| {x.what} | {usd(x.usd_per_hour)} | {x.formula} |" for x in cost.lines]
         lines.append("")
+    lines += mode_lines(cost)
     lines += [f"- not priced: {u.what}: {u.reason}; {u.remedy}" for u in cost.unpriced]
     per_million = cost.usd_per_million_prompt_tokens
     if per_million is not None and cost.prompt_tokens_per_s is not None:
@@ -107,3 +110,50 @@ def objective_lines(objective: Objective | None, took: bool) -> list[str]:
         lines.append(f"| {size.size.readable()}{mark} | {replicas} | {figure} | {size.formula()} |")
     lines.append("")
     return lines
+
+
+def _cap(limits: ModeLimits) -> str:
+    fs = limits.file_system
+    read = gbps(fs.read) if fs.read is not None else "-"
+    write = gbps(fs.write) if fs.write is not None else "-"
+    client = f"; {gbps(limits.mode.per_client.value)} per client" if limits.mode.per_client else ""
+    return f"reads {read}, writes {write} per file system{client}"
+
+
+def _verdict(limits: ModeLimits) -> str:
+    throttled = limits.throttled()
+    if throttled:
+        return "throttles: " + "; ".join(f"{a.what} {a.share:.0%}" for a in throttled)
+    return "within its limits" if limits.against else "-"
+
+
+def _provisioned(mode_cost: ModeCost) -> str:
+    limits = mode_cost.limits
+    if limits.mode.provisioned_cap is None:
+        return "-"
+    if limits.provisioned_mibps is None:
+        return "derived from a workload's replay"
+    return f"{limits.provisioned_mibps:,} MiB/s"
+
+
+def mode_lines(cost: StackCost) -> list[str]:
+    """The tier's throughput in each mode of its backend, the one priced first (none where it has one mode)."""
+    if len(cost.modes) < 2 or cost.throughput is None:
+        return []
+    backend, running = cost.throughput.backend, cost.throughput.running
+    setting = f"storage.{backend.settings}.throughput_mode" if backend.settings else "its only mode"
+    lines = [
+        f"{backend.short} throughput is priced in {running.mode.title} mode ({setting}); its other modes at the same"
+        " demand, beside it:",
+        "",
+        "| throughput mode | provisioned | caps | $/hour | at the tier's demand |",
+        "|---|---|---|---|---|",
+    ]
+    for mode_cost in cost.modes:
+        mark = " (priced)" if mode_cost.running else ""
+        figure = usd(mode_cost.usd_per_hour) if mode_cost.usd_per_hour is not None else "-"
+        lines.append(
+            f"| {mode_cost.limits.mode.title}{mark} | {_provisioned(mode_cost)} | {_cap(mode_cost.limits)} | {figure}"
+            f" | {_verdict(mode_cost.limits)} |"
+        )
+    return [*lines, ""]
