@@ -203,8 +203,8 @@ EFS_PROVISIONED = ThroughputMode(
     words="provisioned: a fixed MiB/s billed per month whatever moves (storage.efs.provisioned_mibps, else derived"
     " from the workload's replayed rates), with lower caps",
 )
-LUSTRE_TIER = ThroughputMode("per-tib", "its performance tier", _per_tib)
-CONFIGURED = ThroughputMode("configured", "the StorageClass's", _configured)
+LUSTRE_TIER = ThroughputMode("per-tib", "throughput per TiB", _per_tib)
+CONFIGURED = ThroughputMode("configured", "the StorageClass's throughput", _configured)
 
 EXISTING = StorageBackend(
     key="existing",
@@ -243,8 +243,8 @@ GCP_LUSTRE = StorageBackend(
     },
     storage_billed="capacity",
     storage_price="lustre-{per_tib}",
-    throttle_metric="none published per instance: Cloud Monitoring's Managed Lustre throughput metrics, not scraped"
-    " by this stack's monitoring",
+    throttle_metric="Cloud Monitoring's Managed Lustre instance metrics (docs.cloud.google.com/managed-lustre/docs/"
+    "monitoring): not among what this stack's monitoring scrapes (its pods), so no alert rule reads them",
 )
 AWS_EFS = StorageBackend(
     key="aws-efs",
@@ -263,8 +263,8 @@ AWS_EFS = StorageBackend(
     settings="efs",
     storage_billed="held",
     storage_price="efs-storage",
-    throttle_metric="CloudWatch's AWS/EFS PercentIOLimit, MeteredIOBytes against PermittedThroughput: not in"
-    " Prometheus (this stack's monitoring scrapes its pods; no CloudWatch exporter), so no alert rule reads them",
+    throttle_metric="CloudWatch's AWS/EFS PercentIOLimit, and MeteredIOBytes against PermittedThroughput: not among"
+    " what this stack's monitoring scrapes (its pods; no CloudWatch exporter), so no alert rule reads them",
 )
 
 STORAGE_BACKENDS: dict[str, StorageBackend] = {b.key: b for b in (EXISTING, GCP_LUSTRE, AWS_EFS)}

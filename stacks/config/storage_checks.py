@@ -70,7 +70,7 @@ def check_storage(config: StackConfig) -> None:
     if backend.capacity_steps:
         problem = capacity_error(storage.size.bytes / GiB, tier, backend.capacity_steps[tier])
         if problem:
-            raise ConfigError("storage.size", storage.size.quantity(), f"{backend.title} capacity must be {problem}")
+            raise ConfigError("storage.size", storage.size.quantity(), f"{backend.short} capacity must be {problem}")
     _check_provisioned(config)
 
 

@@ -16,16 +16,20 @@ def throughput_lines(throughput: TierThroughput | None) -> list[str]:
     if throughput is None or throughput.demand is None:
         return []
     backend, running, demand = throughput.backend, throughput.running, throughput.demand
+    if not running.against and not backend.throttle_metric:  # nothing documented to compare with
+        return []
     where = f" in {throughput.region}" if throughput.region else ""
     sharing = (
-        f"{demand.pods} pods on {demand.clients} node{'s' if demand.clients > 1 else ''}, at least"
+        f"; {demand.pods} pods on {demand.clients} node{'s' if demand.clients > 1 else ''}, at least"
         f" {demand.pods_per_client} on one node's client"
+        if running.mode.per_client is not None
+        else ""
     )
     lines = [
         "## Filesystem tier throughput",
         "",
-        f"{backend.title}, {running.mode.title} throughput{where}, against its documented limits ({sharing}). The"
-        f" demand: {demand.source}.",
+        f"{backend.title} ({running.mode.title}){where} against its documented limits{sharing}. The demand:"
+        f" {demand.source}.",
         "",
     ]
     if running.against:
