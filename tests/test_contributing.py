@@ -16,12 +16,21 @@ from typing import Any
 
 import pytest
 
-from tests.contributions import FIXTURE_ALERT, FIXTURE_IMAGE, MI355X_IMAGE, add_aks, add_connector, add_mi355x
+from tests.contributions import (
+    FIXTURE_ALERT,
+    FIXTURE_IMAGE,
+    FSX_KEY,
+    MI355X_IMAGE,
+    add_aks,
+    add_connector,
+    add_fsx_lustre,
+    add_mi355x,
+)
 from tests.scratch_tree import ROOT, changed_files, copy_tree, run_json, run_tests
 
-BOUNDS = {"accelerator": 2, "connector": 3, "provider": 3, "workload": 2}
+BOUNDS = {"accelerator": 2, "connector": 3, "provider": 3, "workload": 2, "backend": 4}
 # What a list's placeholder names in each walk-through.
-PLACEHOLDERS = {"connector": ("<name>", "fixture_offload"), "provider": ("<key>", "aks")}
+PLACEHOLDERS = {"connector": ("<name>", "fixture_offload"), "provider": ("<key>", "aks"), "backend": ("<cloud>", "eks")}
 # The copy's tests that hold every accelerator, connector and provider complete (run there, unedited).
 REGISTRY_TESTS = ("tests/test_connectors.py", "tests/test_registries.py")
 
@@ -60,8 +69,10 @@ alerts = [
     for group in r.props["spec"]["groups"] for rule in group["rules"]
 ]
 findings = [[f.rule.name, f.rule.enforcement, f.violation.message] for f in check(recording)]
+claims = [r.props["spec"].get("storageClassName") for r in resources if r.type.endswith(":PersistentVolumeClaim")]
 print(json.dumps({
     "servers": servers, "images": sorted({c.get("image") for _, c in models}), "alerts": alerts, "findings": findings,
+    "types": sorted({r.type for r in resources}), "claims": claims,
 }))
 """
 
@@ -79,7 +90,7 @@ def _listed(kind: str, changed: list[str]) -> None:
     assert len(changed) <= BOUNDS[kind]
 
 
-# kind: (the edit, the overrides of gpu-vllm-native-cpu that run it, the accelerator and connector keys its pods
+# kind: (the edit, the overrides of its preset (PRESETS) that run it, the accelerator and connector keys its pods
 # carry, the model server's image)
 CASES: dict[str, tuple[Callable[[Path], None], tuple[str, ...], tuple[str, str], str]] = {
     "accelerator": (add_mi355x, ("cache.accelerator=mi355x",), ("mi355x", "native"), MI355X_IMAGE),
@@ -90,7 +101,14 @@ CASES: dict[str, tuple[Callable[[Path], None], tuple[str, ...], tuple[str, str],
         FIXTURE_IMAGE,
     ),
     "provider": (add_aks, ("cluster.provider=aks",), ("gpu", "native"), "docker.io/vllm/vllm-openai"),
+    "backend": (
+        add_fsx_lustre,
+        (f"storage.backend={FSX_KEY}", "storage.size=2400Gi"),
+        ("gpu", "native"),
+        "docker.io/vllm/vllm-openai",
+    ),
 }
+PRESETS = {"backend": "eks-h100-efs"}  # the stack each case runs with its overrides (else gpu-vllm-native-cpu)
 
 
 @pytest.mark.parametrize("kind", sorted(CASES))
@@ -100,7 +118,7 @@ def test_a_new_one_touches_the_files_its_list_names_and_runs(kind: str, tmp_path
     edit(tree)
     changed = changed_files(tree)
     _listed(kind, changed)
-    result = _probe(tree, "gpu-vllm-native-cpu", *overrides)
+    result = _probe(tree, PRESETS.get(kind, "gpu-vllm-native-cpu"), *overrides)
     mandatory = [f for f in result["findings"] if f[1] == "mandatory"]
     assert mandatory == []
     # the policy pack reads the new one by its own key (not the H100, not the native connector it derives from)
@@ -111,6 +129,10 @@ def test_a_new_one_touches_the_files_its_list_names_and_runs(kind: str, tmp_path
     assert str(served).startswith(image), served  # its own image where it brings one
     if kind == "connector":
         assert FIXTURE_ALERT in result["alerts"]  # its own metric family's alert, rendered beside vLLM's
+    if kind == "backend":  # its own file system, created on the cloud it names; the tier's claim on its class
+        assert "aws:fsx/lustreFileSystem:LustreFileSystem" in result["types"]
+        assert "aws:efs/fileSystem:FileSystem" not in result["types"]
+        assert "fsx-sc" in result["claims"]
     outcome = run_tests(tree, *REGISTRY_TESTS)  # the copy's own tests, unedited
     assert outcome.returncode == 0, outcome.stdout[-3000:]
 

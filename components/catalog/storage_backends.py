@@ -160,11 +160,15 @@ def _capped(cap: ByRegion, read_per_provisioned: float) -> Callable[[Provisionin
     return limits
 
 
-def _per_tib(p: Provisioning) -> Throughput:
-    """Managed Lustre: its tier's MB/s per TiB x the capacity, read and write alike."""
-    tib = p.capacity_bytes / LUSTRE_CAPACITY_UNIT
-    rate = (p.per_tib or 0) * LUSTRE_THROUGHPUT_UNIT * tib
-    return Throughput(rate, rate, f"{p.per_tib} MB/s per TiB x {tib:.2f} TiB ({LUSTRE_TIERS})")
+def per_tib(source: str) -> Callable[[Provisioning], Throughput]:
+    """A Lustre's limits: its tier's MB/s per TiB x the capacity, read and write alike (`source`: its tiers' page)."""
+
+    def limits(p: Provisioning) -> Throughput:
+        tib = p.capacity_bytes / LUSTRE_CAPACITY_UNIT
+        rate = (p.per_tib or 0) * LUSTRE_THROUGHPUT_UNIT * tib
+        return Throughput(rate, rate, f"{p.per_tib} MB/s per TiB x {tib:.2f} TiB ({source})")
+
+    return limits
 
 
 def _configured(p: Provisioning) -> Throughput:
@@ -203,7 +207,7 @@ EFS_PROVISIONED = ThroughputMode(
     words="provisioned: a fixed MiB/s billed per month whatever moves (storage.efs.provisioned_mibps, else derived"
     " from the workload's replayed rates), with lower caps",
 )
-LUSTRE_TIER = ThroughputMode("per-tib", "throughput per TiB", _per_tib)
+LUSTRE_TIER = ThroughputMode("per-tib", "throughput per TiB", per_tib(LUSTRE_TIERS))
 CONFIGURED = ThroughputMode("configured", "the StorageClass's throughput", _configured)
 
 EXISTING = StorageBackend(
