@@ -16,7 +16,10 @@ from policies.checks.storage_limits import NAMESPACE_TYPE, StorageLimitsConfig, 
 from policies.resources import Resource
 from stacks.__main__ import size_lines
 from stacks.config import loading
+from stacks.config.cluster_facts import StorageFacts
+from stacks.config.cluster_outputs import describe, storage_section
 from stacks.config.errors import ConfigError
+from stacks.planning.cluster_plan import plan_cluster
 from stacks.planning.plan import StackPlan, plan
 from stacks.review import offline
 
@@ -197,3 +200,48 @@ def test_the_rule_reports_a_stamp_it_cannot_judge(stamp: str) -> None:
 
 def test_the_rule_judges_nothing_without_a_stamp() -> None:
     assert filesystem_tier_within_limits([_namespace(None)], StorageLimitsConfig()) == []
+
+
+CLUSTER_STACK: dict[str, Any] = {
+    "layer": "cluster",
+    "cluster": {
+        "provider": "eks",
+        "name": "c1",
+        "eks": {
+            "region": "us-east-1",
+            "availability_zones": ["us-east-1a", "us-east-1b"],
+            "account_id": "123456789012",
+        },
+    },
+    "node_pools": {"h100": {"machine_type": "p5.48xlarge"}},
+    "storage": {"backend": "aws-efs", "efs": {"throughput_mode": "provisioned", "provisioned_mibps": 300}},
+}
+
+
+def test_a_cluster_stack_s_provisioned_efs_is_its_bill_and_its_serving_stacks_mode() -> None:
+    """The cluster stack pays what is provisioned (300 MiB/s x $6 / 730 h); its serving stacks read the mode and
+    the figure from its outputs, into their own storage.efs."""
+    config = loading.build(None, CLUSTER_STACK)
+    cost = plan_cluster(config, "c1").cost
+    assert cost is not None
+    [line] = [x for x in cost.lines if x.price.item == "efs-provisioned"]
+    assert line.usd_per_hour == pytest.approx(300 * 6.0 / 730)
+    outputs = describe(config, "c1")
+    assert outputs.storage is not None
+    assert (outputs.storage.throughput_mode, outputs.storage.provisioned_mibps) == ("provisioned", 300)
+    assert storage_section(outputs) == {
+        "backend": "aws-efs",
+        "size": "9000Gi",
+        "efs": {"throughput_mode": "provisioned", "provisioned_mibps": 300},
+    }
+
+
+def test_a_cluster_stack_names_its_provisioned_throughput() -> None:
+    unset = {**CLUSTER_STACK, "storage": {"backend": "aws-efs", "efs": {"throughput_mode": "provisioned"}}}
+    with pytest.raises(ConfigError, match=r"storage\.efs\.provisioned_mibps = None: throughput_mode provisioned needs"):
+        loading.build(None, unset)
+
+
+def test_the_cluster_outputs_refuse_a_mode_the_backend_does_not_have() -> None:
+    with pytest.raises(ValueError, match="throughput_mode = 'bursting': backend aws-efs has elastic or provisioned"):
+        StorageFacts(backend="aws-efs", storage_class="efs-sc", size="9000Gi", throughput_mode="bursting")

@@ -23,7 +23,14 @@ from stacks.config.providers import provider_of
 from stacks.planning.capacity_plan import CapacityPlan
 from stacks.planning.tier_capacity import SharedTier
 from stacks.planning.tier_savings import TierCost, tier_costs
-from stacks.planning.tier_throughput import Demand, ModeLimits, TierThroughput, charges, demand_of, tier_throughput
+from stacks.planning.tier_throughput import (
+    Demand,
+    ModeLimits,
+    TierThroughput,
+    charges,
+    throughput_of,
+    tier_throughput,
+)
 from stacks.planning.workload_sizing import TierCurve
 
 GB = 1e9  # the price pages' GB (EFS per GB-month, per GB transferred)
@@ -231,7 +238,7 @@ def stack_cost(
             bill.system_nodes,
             f"{bill.system_count} x ${{usd:,.4f}}/hour per node",
         )
-    throughput = throughput_at(config, shared, curve, cpu_index)
+    throughput = throughput_of(config, shared, fs_rates(curve, cpu_index))
     fs_unpriced = _filesystem(config, shared, ledger, throughput)
     fs_usd = None if fs_unpriced else sum(x.usd_per_hour for x in ledger.lines if x.category in FS_CATEGORIES)
     device_usd = _device_usd_per_hour(config, pools, book)
@@ -241,17 +248,6 @@ def stack_cost(
     modes = _modes(book, throughput) if shared is not None and throughput is not None else ()
     lines, unpriced, budget = tuple(ledger.lines), tuple(ledger.unpriced), config.pricing.monthly_budget
     return StackCost(book.region, lines, unpriced, tiers, tokens, budget, throughput, modes)
-
-
-def throughput_at(
-    config: StackConfig, shared: SharedTier | None, curve: TierCurve | None, cpu_index: int | None
-) -> TierThroughput | None:
-    """The tier against its backend's limits at the CPU-tier size `cpu_index` runs (None: no shared tier)."""
-    if shared is None:
-        return None
-    rate = shared.capacity.store_rate
-    demand = demand_of(config, shared.pods, fs_rates(curve, cpu_index), rate.bytes_per_second, rate.source)
-    return tier_throughput(config, demand)
 
 
 def _modes(book: _Prices, throughput: TierThroughput) -> tuple[ModeCost, ...]:
@@ -298,7 +294,7 @@ def size_price(
     """The prices `size_price.usd_per_hour` adds for the CPU-tier size `curve.cpu_sizes[cpu_index]`."""
     book = _book(config)
     ledger = _Ledger(book)
-    unpriced = _filesystem(config, shared, ledger, throughput_at(config, shared, curve, cpu_index))
+    unpriced = _filesystem(config, shared, ledger, throughput_of(config, shared, fs_rates(curve, cpu_index)))
     device = _device_usd_per_hour(config, pools, book)
     tier = None if unpriced else sum(x.usd_per_hour for x in ledger.lines)
     return SizePrice(None if device is None else device * replica_devices, tier, tuple(ledger.unpriced))
@@ -372,20 +368,24 @@ def _filesystem(
             gib / HOURS_PER_MONTH,
             f"{gib:,.0f} GiB x ${{usd}}/GiB-month / {HOURS_PER_MONTH} h",
         )
-    if shared is not None and throughput is not None:
-        _throughput(backend.short, throughput.running, throughput.demand, ledger)
+    running = throughput.running if throughput is not None else tier_throughput(config, None).running
+    _throughput(backend.short, running, throughput.demand if throughput else None, ledger, creates, shared is not None)
     return len(ledger.unpriced) > before
 
 
-def _throughput(short: str, limits: ModeLimits, demand: Demand | None, ledger: _Ledger) -> None:
-    """A throughput mode's lines (stacks/planning/tier_throughput.py `charges`); per GB without a workload: unpriced."""
-    found = charges(short, limits, demand)
-    if found is None:
+def _throughput(
+    short: str, limits: ModeLimits, demand: Demand | None, ledger: _Ledger, owns: bool = True, moves: bool = True
+) -> None:
+    """A throughput mode's lines (stacks/planning/tier_throughput.py `charges`): what is provisioned where the stack
+    owns the file system (`owns`), what moves where its traffic does (`moves`); per GB without a workload: unpriced."""
+    found = charges(short, limits, demand if moves else None)
+    if found is None and moves:
         why = "billed per GB read and written: no workload to measure the tier's rates"
         what = f"{short} {limits.mode.title.lower()} throughput"
         ledger.unpriced.append(Unpriced(what, why, "set workload.trace or workload.shared_prefix"))
     for charge in found or []:
-        ledger.add("throughput", charge.what, charge.item, charge.per_hour, charge.formula)
+        if owns or charge.item != limits.mode.billed_provisioned:
+            ledger.add("throughput", charge.what, charge.item, charge.per_hour, charge.formula)
 
 
 def fs_rates(curve: TierCurve | None, cpu_index: int | None) -> tuple[float, float] | None:

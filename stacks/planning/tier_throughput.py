@@ -20,6 +20,7 @@ from components.units import GB, MiB
 from stacks.config import StackConfig
 from stacks.config.backend_choice import backend_of, configured_provisioned, mode_of, provisioning_of, region_of
 from stacks.config.errors import ConfigError
+from stacks.planning.tier_capacity import SharedTier
 
 
 @dataclass(frozen=True)
@@ -207,6 +208,17 @@ def charges(short: str, limits: ModeLimits, demand: Demand | None) -> list[Charg
 
 def gbps(rate: float) -> str:
     return f"{rate / GB:,.2f} GB/s"
+
+
+def throughput_of(
+    config: StackConfig, shared: SharedTier | None, rates: tuple[float, float] | None
+) -> TierThroughput | None:
+    """The tier against its backend's limits at the workload's replayed (read, write) rates, else its evictor's
+    upper-bound store rate (None: no shared tier)."""
+    if shared is None:
+        return None
+    rate = shared.capacity.store_rate
+    return tier_throughput(config, demand_of(config, shared.pods, rates, rate.bytes_per_second, rate.source))
 
 
 def demand_of(
