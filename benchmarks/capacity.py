@@ -27,11 +27,12 @@ from components.formulas.requests import Request  # noqa: E402
 from components.formulas.shared_prefix import SharedPrefixShape, shared_prefix_requests  # noqa: E402
 from components.units import ByteSize  # noqa: E402
 from stacks.config import loading  # noqa: E402
-from stacks.planning.capacity_plan import Scenario, replay_scenario  # noqa: E402
 from stacks.planning.plan import plan  # noqa: E402
-from stacks.planning.routing_weights import routing_of  # noqa: E402
+from stacks.planning.workload.capacity_plan import replay_scenario  # noqa: E402
+from stacks.planning.workload.capacity_records import Scenario  # noqa: E402
+from stacks.planning.workload.routing_weights import routing_of  # noqa: E402
+from stacks.planning.workload.workload_source import file_source, in_memory  # noqa: E402
 from stacks.planning.workload_plan import plan_capacity_of, routed_curve, stack_shape  # noqa: E402
-from stacks.planning.workload_sizing import file_source, in_memory  # noqa: E402
 
 TRACE = "tests/fixtures/workloads/mooncake-conversation/conversation_trace_40k.jsonl"
 BENCHMARK = ROOT / "tests/fixtures/llm-d-benchmark/qwen3-32b-h100-tiered.json"
@@ -47,7 +48,7 @@ def conversation_cost() -> None:
     shape = stack_shape(stack_plan)
     routing = routing_of(stack_plan.router_values)
     requests = source.requests_list()
-    scenario = Scenario("CPU tier", shape.configured_cpu, None)
+    scenario = Scenario("CPU tier", shape.configured_cpu, None, "cpu")
     start = time.perf_counter()
     run, _ = replay_scenario(shape, requests, 512, routing, scenario, shape.replicas)
     one = time.perf_counter() - start
@@ -60,8 +61,8 @@ def conversation_cost() -> None:
     print(
         f"one replay at {run.replicas} replicas: {one:.1f} s; the whole capacity plan (every scenario): {whole:.1f} s"
     )
-    for scenario, needed in capacity.needed:
-        print(f"  {scenario.name}: {needed.replicas if needed else '>256'} replicas")
+    for needed in capacity.needed:
+        print(f"  {needed.scenario.name}: {needed.run.replicas if needed.run else '>256'} replicas")
     start = time.perf_counter()
     sized = routed_curve(stack_plan, source, capacity)
     curve_s = time.perf_counter() - start
@@ -118,9 +119,11 @@ def llm_d_benchmark() -> None:
     requests, stages = benchmark_requests(data)
     first = requests[0].timestamp_ms / 1000
     results = {}
-    for name, size in (("hbm_only", ByteSize(0)), ("hbm_plus_cpu", cpu)):
+    scenarios = (Scenario("hbm_only", ByteSize(0), None, "hbm"), Scenario("hbm_plus_cpu", cpu, None, "cpu"))
+    for scenario in scenarios:
+        name = scenario.name
         start = time.perf_counter()
-        run, replayed = replay_scenario(shape, requests, BLOCK_TOKENS, routing, Scenario(name, size, None), replicas)
+        run, replayed = replay_scenario(shape, requests, BLOCK_TOKENS, routing, scenario, replicas)
         finish = [f + first for f in replayed.served.record.finish]
         results[name] = (stage_throughput(requests, finish, stages), time.perf_counter() - start, run)
     print(f"## llm-d's tiered-prefix-cache benchmark: {replicas} x Qwen3-32B TP=2 H100, 200 GiB CPU tier each")

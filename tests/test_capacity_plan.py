@@ -1,4 +1,4 @@
-"""The capacity plan through planning and the CLI (stacks/planning/capacity_plan.py): the keep-up check,
+"""The capacity plan through planning and the CLI (stacks/planning/workload/capacity_plan.py): the keep-up check,
 `cache.replicas: auto`, the router's weights as rendered, and the targets no count meets. The time model itself is
 held to closed forms in test_serving_time.py."""
 
@@ -15,10 +15,11 @@ from components.formulas.serving_time import EngineCosts
 from stacks.__main__ import main, size_lines
 from stacks.config import loading
 from stacks.config.errors import ConfigError
-from stacks.planning import capacity_plan, workload_sizing
-from stacks.planning.capacity_plan import MAX_EVENTS, check_bounded
+from stacks.planning import workload_plan
 from stacks.planning.plan import StackPlan, plan
-from stacks.planning.routing_weights import routing_of
+from stacks.planning.workload import capacity_plan
+from stacks.planning.workload.capacity_plan import MAX_EVENTS, check_bounded
+from stacks.planning.workload.routing_weights import routing_of
 from stacks.review.render import render
 
 TRACE = "tests/fixtures/workloads/mooncake-conversation/conversation_trace_40k.jsonl"
@@ -149,7 +150,7 @@ def test_the_workloads_bounds_are_checked_before_the_time_model_holds_or_replays
         raise AssertionError("the time model ran before the workload's bounds were checked")
 
     monkeypatch.setattr(capacity_plan, "plan_capacity", replayed)
-    monkeypatch.setattr(workload_sizing, "in_memory", replayed)
+    monkeypatch.setattr(workload_plan, "in_memory", replayed)
     trace = tmp_path / "long.jsonl"
     lines = [{"timestamp": 0, "input_length": 512, "output_length": 8, "hash_ids": [0]}]
     lines.append({"timestamp": 1000, "input_length": 50_000, "output_length": 8, "hash_ids": list(range(1, 99))})

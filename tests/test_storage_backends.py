@@ -1,5 +1,5 @@
 """The storage backends' documented limits (components/catalog/storage_backends.py) and the tier against them
-(stacks/planning/tier_throughput.py): each figure written out here from the AWS and GCP pages the records cite,
+(stacks/planning/workload/tier_throughput.py): each figure written out here from the AWS and GCP pages the records cite,
 each decision at its boundary from both sides."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from components.catalog.storage_backends import (
     Provisioning,
 )
 from components.units import GiB, MiB
-from stacks.planning.tier_throughput import Against, Demand, ModeLimits, provisioned_for
+from stacks.planning.workload.tier_throughput import Against, Demand, ModeLimits, provisioned_for
 
 US_EAST_1 = Provisioning("us-east-1", 9000 * GiB, None, None, None)
 LONDON = Provisioning("eu-west-2", 9000 * GiB, None, None, None)

@@ -1,6 +1,6 @@
-"""`pricing.objective` (stacks/planning/tier_objective.py, workload_plan.objective_of): `cache.tier.cpu: auto` takes
-the curve's size under `latency` (the default) and the cheapest size that keeps up under `cost`, through the plan,
-the summary and `./run size`.
+"""`pricing.objective` (stacks/planning/workload/tier_objective.py, workload_plan.objective_of): `cache.tier.cpu:
+auto` takes the curve's size under `latency` (the default) and the cheapest size that keeps up under `cost`, through
+the plan, the summary and `./run size`.
 
 The stack: existing-mi300 (MI300X nodes of 8 devices, 2 TiB of host memory; a replica is TP=2) priced by hand at
 $48/hour a node: one replica's accelerators are 2 x $48 / 8 = $12/hour, and the CPU tier has no price of its own,
@@ -17,10 +17,10 @@ from stacks.__main__ import main
 from stacks.config import loading
 from stacks.config.cache_section import MAX_REPLICAS
 from stacks.config.errors import ConfigError
-from stacks.planning.cost import SizePrice
 from stacks.planning.plan import StackPlan, plan
-from stacks.planning.tier_objective import Objective, SizeCost, cheapest
-from stacks.planning.workload_sizing import Choice
+from stacks.planning.workload.cost_records import SizePrice
+from stacks.planning.workload.tier_curve import TierChoice
+from stacks.planning.workload.tier_objective import Objective, SizeCost, cheapest
 from stacks.review.render import render
 
 REPLICA_USD = 2 * 48 / 8
@@ -154,9 +154,9 @@ def test_where_no_size_keeps_up_cost_says_so_and_keeps_the_latency_size() -> Non
     """The plan's keep-up check refuses such a stack; `./run size` reports it."""
     price = SizePrice(REPLICA_USD, 0.0, ())
     size = ByteSize(100 * GiB)
-    latency = Choice(size, "the curve's")
+    latency = TierChoice(size, "the curve's")
     fixed = cheapest((SizeCost(size, None, price, fixed=2),), latency, None)
-    assert fixed == Choice(
+    assert fixed == TierChoice(
         size,
         "no CPU-tier size the node holds keeps up on cache.replicas 2 (cache.replicas: auto weighs each size at the"
         " fewest that keep up): the latency objective's size",

@@ -1,5 +1,5 @@
 """The tiers replayed on a stack's workload, through planning, the summary, the plot and `./run size`
-(stacks/planning/workload_sizing.py; the replay itself is held to a brute-force one in test_tier_replay.py)."""
+(stacks/planning/workload/workload_sizing.py; the replay itself is held to a brute-force one in test_tier_replay.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from stacks.__main__ import main
 from stacks.config import loading
 from stacks.config.errors import ConfigError
 from stacks.planning.plan import StackPlan, plan
-from stacks.planning.workload_sizing import AUTO_MARGIN, UNBOUNDED
+from stacks.planning.workload.tier_curve import UNBOUNDED
+from stacks.planning.workload.workload_sizing import AUTO_MARGIN
 from stacks.review.render import render
 
 TRACE = "tests/fixtures/workloads/mooncake-conversation/conversation_trace_40k.jsonl"

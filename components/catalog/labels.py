@@ -35,7 +35,7 @@ NODE_POOL_LABEL = "llm-d.ai/node-pool"
 GKE_TPU_ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
 GKE_TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
-# What the plan priced the stack at (stacks/planning/cost.py), stamped on the stack's Namespace: US dollars per
+# What the plan priced the stack at (stacks/planning/workload/cost.py), stamped on the stack's Namespace: US dollars per
 # month, the stack's budget where it sets one (`pricing.monthly_budget`), its biggest items and what no price
 # covers; the policy rule `monthly-budget` and the change plan read them rather than re-deriving the cost.
 MONTHLY_COST_ANNOTATION = "llm-d.ai/monthly-cost-usd"
@@ -43,7 +43,7 @@ MONTHLY_BUDGET_ANNOTATION = "llm-d.ai/monthly-budget-usd"
 COST_ITEMS_ANNOTATION = "llm-d.ai/cost-biggest-items"
 COST_UNPRICED_ANNOTATION = "llm-d.ai/cost-unpriced"
 # The filesystem tier's measured read and write rates against its backend's documented limits, as JSON (written by
-# stacks/planning/tier_throughput.py with a workload's replay; read by the filesystem-tier-within-limits rule).
+# stacks/planning/workload/tier_throughput.py with a workload's replay; read by the filesystem-tier-within-limits rule).
 FILESYSTEM_THROUGHPUT_ANNOTATION = "llm-d.ai/filesystem-throughput"
 # The shared tier's namespace the workload's servers write under (components/specs/tier_namespace.py) and the
 # fields it is derived from (canonical JSON), on the same metadata: the change plan names the field that moved it.

@@ -1,6 +1,6 @@
 """The filesystem tier within its backend's documented limits: the plan's measured read and write rates (a
 workload's replay) against the limits per file system and per client, stamped on the stack's Namespace
-(`labels.FILESYSTEM_THROUGHPUT_ANNOTATION`, written by stacks/planning/tier_throughput.py); nothing here
+(`labels.FILESYSTEM_THROUGHPUT_ANNOTATION`, written by stacks/planning/workload/tier_throughput.py); nothing here
 re-derives a rate or a limit. Without a workload nothing is stamped and nothing judged (the summary shows the
 upper bound against the limits)."""
 

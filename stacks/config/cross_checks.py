@@ -21,6 +21,7 @@ from stacks.config.connector_choice import choice, connector_of
 from stacks.config.errors import HIDDEN, ConfigError
 from stacks.config.evictor_checks import check_evictor_applies
 from stacks.config.layer_checks import check_layer
+from stacks.config.pricing_checks import check_pricing
 from stacks.config.providers import PROVIDERS, ClusterProvider, provider_of, providers_that
 from stacks.config.storage_checks import check_backend_settings, check_storage
 from stacks.config.workload_section import check_workload
@@ -47,6 +48,7 @@ def check_stack(config: StackConfig) -> None:
         check_cluster(config)
         check_storage(config)
         check_applies(config)
+        check_pricing(config)
         return
     cache = config.cache
     combo = (cache.accelerator, cache.server, cache.connector, cache.tier.variant, cache.host_type)
@@ -88,6 +90,7 @@ def check_stack(config: StackConfig) -> None:
     check_evictor_applies(config)
     check_workload(config.workload)
     check_replicas_auto(config)
+    check_pricing(config)
 
 
 def check_namespace(config: StackConfig) -> None:

@@ -76,7 +76,7 @@ def check_storage(config: StackConfig) -> None:
 
 def _check_provisioned(config: StackConfig) -> None:
     """A provisioned throughput is set only in a provisioned mode, and set on a cluster stack (no workload derives
-    it there; a serving stack's plan derives it from its replay, stacks/planning/tier_throughput.py)."""
+    it there; a serving stack's plan derives it from its replay, stacks/planning/workload/tier_throughput.py)."""
     backend, mode = backend_of(config), mode_of(config)
     settings = getattr(config.storage, backend.settings) if backend.settings else None
     if settings is None or "provisioned_mibps" not in type(settings).model_fields:

@@ -19,7 +19,7 @@ from stacks.planning.mirror import Mirror
 STACK_NAME = "llmd"
 CreatedCluster = GkeCluster | EksCluster
 # A backend's file system on its cloud: the stack's config, the cluster, the MiB/s a provisioned throughput mode
-# runs at (the plan's, stacks/planning/tier_throughput.py; None: not a provisioned mode) and the options.
+# runs at (the plan's, stacks/planning/workload/tier_throughput.py; None: not a provisioned mode) and the options.
 FileSystem = Callable[[StackConfig, CreatedCluster, int | None, pulumi.ResourceOptions], pulumi.Resource]
 
 

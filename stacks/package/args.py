@@ -569,14 +569,16 @@ class PricingObjective(Enum):
 
 
 class PricingArgs(TypedDict, total=False):
-    """Prices of what the stack creates, in US dollars: the catalog's on-demand price unless overridden here; the budget the policy pack holds the stack to; and whether `cache.tier.cpu: auto` sizes for latency (the default) or cost."""
+    """Prices of what the stack creates, in US dollars: the catalog's price at `rate` unless overridden here; the budget the policy pack holds the stack to; and whether `cache.tier.cpu: auto` sizes for latency (the default) or cost."""
 
     prices: dict[str, float]
-    """USD per unit by item, over the catalog's on-demand price (committed-use or negotiated rates): a machine type per node-hour (`a3-highgpu-8g: 30.5`), `gke-cluster` or `eks-cluster` per hour, `efs-storage` per GB-month, `efs-read` and `efs-write` per GB, `lustre-<MB/s per TiB>` per GiB-month; the summary marks each overridden price; a key with dots is set as a map: `--set 'pricing.prices={p5.48xlarge: 30.5}'`"""
+    """USD per unit by item, over the catalog's price at pricing.rate (negotiated rates): a machine type per node-hour (`a3-highgpu-8g: 30.5`), `gke-cluster` or `eks-cluster` per hour, `efs-storage` per GB-month, `efs-read` and `efs-write` per GB, `lustre-<MB/s per TiB>` per GiB-month; the summary marks each overridden price; a key that names nothing the catalog or the stack knows is refused; a key with dots is set as a map: `--set 'pricing.prices={p5.48xlarge: 30.5}'`"""
+    rate: str
+    """the rate kind a node pool's machine type is priced at: `auto` (the default) prices a created pool with `spot: true` at the catalog's spot rate and every other one on demand; `on-demand`, `spot`, `committed` (a 1-year commitment) or `flex` (flex-start) prices every node pool's machine type, the system pool's included, at that kind; the cluster fee and storage have one rate each. A machine type with no row of that kind in the region is listed unpriced with the key to set"""
     machine_types: dict[str, str]
-    """an existing cluster's described pools by key: the machine type each runs, priced by the catalog at pricing.region or by pricing.prices (`h100: p5.48xlarge`); unset: the pool is listed unpriced"""
+    """an existing cluster's described pools by key: the machine type each runs, priced by the catalog at pricing.region or by pricing.prices (`h100: p5.48xlarge`); unset: the pool is listed unpriced; refused on a cluster the stack creates (its pools' own machine types price it) and where a catalog machine type carries another accelerator or device count than the pool"""
     region: str
-    """the region whose catalog prices an existing cluster's pools (pricing.machine_types; a created cluster's region is its own); unset: they are priced only by pricing.prices"""
+    """the region whose catalog prices an existing cluster's pools (pricing.machine_types) and a serving stack's filesystem traffic; refused on a cluster the stack creates (its own region prices it); unset: they are priced only by pricing.prices"""
     monthly_budget: float
     """US dollars per month the stack may cost (`25000` or `25000 USD/month`); set, the policy pack's monthly-budget rule refuses a stack whose planned cost is above it (mandatory); unset, the advisory monthly-budget-default rule reports a cost above the pack's own defaultMonthlyBudget (none unless the pack's config sets it)"""
     objective: PricingObjective

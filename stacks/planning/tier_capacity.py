@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 
 from components.catalog.storage_backends import StorageBackend
 from components.formulas import shared_tier_capacity as formulas
@@ -22,6 +21,7 @@ from stacks.config.backend_choice import backend_of
 from stacks.config.errors import ConfigError
 from stacks.planning import cold_starts
 from stacks.planning.resolution import Resolved
+from stacks.planning.workload.shared_tier import SharedTier
 
 EVICTOR_METRICS = [
     "tier_evictor_usage_ratio against tier_evictor_high_watermark_ratio (the shared tier's usage, its evictor)",
@@ -30,21 +30,11 @@ EVICTOR_METRICS = [
 ]
 
 
-@dataclass(frozen=True)
-class SharedTier:
-    """The filesystem tier's claim against its store rate: the evictor's watermarks and the time to fill."""
-
-    capacity: Capacity
-    managed: bool  # False: storage.evictor.mode off (the claim fills, or grows, unchecked)
-    backend: StorageBackend
-    pods: int  # the model-server pods that mount it (at the most the stack runs)
-
-
 def shared_tier(
     stack: Resolved, payoff: payoff_table.Payoff, replicas: int, measured: StoreRate | None = None
 ) -> SharedTier | None:
     """None: no filesystem tier on the shared claim. `replicas`: the most the stack runs; `measured`: the store
-    rate the workload's replay gives (stacks/planning/workload_sizing.py); without one, the upper bound."""
+    rate the workload's replay gives (stacks/planning/workload/workload_sizing.py); without one, the upper bound."""
     if not stack.uses_tier_claim:
         return None
     config, pods_per_replica = stack.config, stack.group_size

@@ -1,10 +1,11 @@
 """The summary's and `./run size`'s "Replicas for the workload" section: the capacity plan
-(stacks/planning/capacity_plan.py) as a planner reads it: how many replicas each tier configuration needs, what
+(stacks/planning/workload/capacity_plan.py) as a planner reads it: how many replicas each tier configuration needs, what
 they serve at, and whether the configured count keeps up."""
 
 from __future__ import annotations
 
-from stacks.planning.capacity_plan import DRAIN_SHARE, CapacityPlan, Run, needs_line, shortfall
+from stacks.planning.workload.capacity_plan import needs_line, shortfall
+from stacks.planning.workload.capacity_records import DRAIN_SHARE, CapacityPlan, Run
 
 
 def _ms(seconds: float) -> str:
@@ -51,11 +52,11 @@ def capacity_lines(plan: CapacityPlan, auto: bool) -> list[str]:
     ]
     label = "as configured" + (" (`cache.replicas: auto`)" if auto else "")
     lines.append(_row(f"{_tiers(run)}, {label}", run))
-    for scenario, needed in plan.needed:
-        if needed is None:
-            lines.append(f"| {scenario.name} | more than 256 | no | | | | | | | |")
+    for needed in plan.needed:
+        if needed.run is None:
+            lines.append(f"| {needed.scenario.name} | more than 256 | no | | | | | | | |")
         else:
-            lines.append(_row(f"{_tiers(needed)}: the fewest", needed))
+            lines.append(_row(f"{_tiers(needed.run)}: the fewest", needed.run))
     lines.append("")
     if run.fits:
         lines.append(f"The {run.replicas} configured replicas {target}. Fewest per tiers: {needs_line(plan)}.")

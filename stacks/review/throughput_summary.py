@@ -1,11 +1,11 @@
-"""The filesystem tier against its backend's documented limits (stacks/planning/tier_throughput.py): the summary's
-section and `./run size`'s (the demand per file system and per client, each limit with its source, whether the
-tier will throttle, the backend's own throttling metric). The Cost section sets its modes side by side
+"""The filesystem tier against its backend's documented limits (stacks/planning/workload/tier_throughput.py):
+the summary's section and `./run size`'s (the demand per file system and per client, each limit with its source,
+whether the tier will throttle, the backend's own throttling metric). The Cost section sets its modes side by side
 (stacks/review/cost_summary.py)."""
 
 from __future__ import annotations
 
-from stacks.planning.tier_throughput import Against, TierThroughput, gbps
+from stacks.planning.workload.tier_throughput import Against, TierThroughput, gbps
 
 
 def _against(items: list[Against]) -> str:

@@ -12,10 +12,9 @@ below the estimate still does (`MAX_REPLICAS` at most).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -28,72 +27,17 @@ from components.units import ByteSize, GiB
 from stacks.config.cache_section import MAX_REPLICAS
 from stacks.config.errors import ConfigError
 from stacks.config.workload_section import SloConfig
-from stacks.planning.routing_weights import Routing
-from stacks.planning.workload_sizing import StackShape, service_rates, tier_blocks
+from stacks.planning.workload.capacity_records import CapacityPlan, Needed, Run, Scenario
+from stacks.planning.workload.routing_weights import Routing
+from stacks.planning.workload.tier_curve import StackShape
+from stacks.planning.workload.workload_sizing import service_rates, tier_blocks
 
-DRAIN_SHARE = 0.05
 # The time model's work, counted as `check_bounded` counts it (blocks touched, and an engine step per output token
 # and per budget of prompt tokens, an upper bound: decode stretches are jumped). The conversation trace within
 # Qwen3's context counts 4.1 million and one replay took 2.8 s (./run bench, one core): about 0.7 us each. At this
 # bound a replay takes about 35 s and the search runs several: past it, refused before it starts.
 MAX_EVENTS = 50_000_000
 QUANTILES = (0.5, 0.9, 0.99)
-
-
-@dataclass(frozen=True)
-class Scenario:
-    name: str
-    cpu: ByteSize  # 0: no CPU tier
-    fs: ByteSize | None  # None: no filesystem tier
-
-
-@dataclass(frozen=True)
-class Run:
-    """One replay's figures."""
-
-    scenario: Scenario
-    replicas: int
-    ttft_s: tuple[float, float, float]  # p50, p90, p99
-    tpot_s: tuple[float, float]  # p50, p90
-    output_tokens_per_s: float
-    requests_per_s: float
-    utilisation: tuple[float, ...]  # per replica: the compute it was sent (at full batches) / the workload's span
-    load_share: float  # mean share of the span a replica's host link spends loading
-    asks: float  # what the workload asks of these replicas / what they give
-    drain_s: float
-    span_s: float  # the workload's arrivals
-    hbm_share: float
-    cpu_share: float
-    fs_share: float
-    slo_met: bool | None  # None: no target
-    assignment: Sequence[int] = field(compare=False, repr=False)  # each request's replica, the router's way
-
-    @property
-    def keeps_up(self) -> bool:
-        return self.asks < 1 and self.drain_s <= DRAIN_SHARE * self.span_s
-
-    @property
-    def fits(self) -> bool:
-        return self.keeps_up and self.slo_met is not False
-
-
-@dataclass(frozen=True)
-class CapacityPlan:
-    source: str
-    routing: Routing
-    slo: SloConfig | None
-    costs: EngineCosts
-    configured: Run  # at the stack's replicas and tiers (`cache.replicas: auto`: the count it chose)
-    needed: tuple[tuple[Scenario, Run | None], ...]  # the fewest replicas that fit, per scenario (None: > MAX)
-
-    @property
-    def as_configured(self) -> Run | None:
-        """The fewest replicas that fit with the tiers as configured."""
-        return self.needed[-1][1]
-
-    def with_replicas(self, run: Run) -> CapacityPlan:
-        """The plan at the count `cache.replicas: auto` chose (a run of the configured tiers)."""
-        return dataclasses.replace(self, configured=run)
 
 
 @dataclass(frozen=True)
@@ -108,9 +52,12 @@ class _Inputs:
 
 def scenarios(shape: StackShape) -> list[Scenario]:
     """No tier, the CPU tier, and the CPU and filesystem tiers where the stack has one; at the configured sizes."""
-    out = [Scenario("HBM only", ByteSize(0), None), Scenario("CPU tier", shape.configured_cpu, None)]
+    out = [
+        Scenario("HBM only", ByteSize(0), None, "hbm"),
+        Scenario("CPU tier", shape.configured_cpu, None, "cpu"),
+    ]
     if shape.fs_configured is not None:
-        out.append(Scenario("CPU + filesystem", shape.configured_cpu, shape.fs_configured))
+        out.append(Scenario("CPU + filesystem", shape.configured_cpu, shape.fs_configured, "cpu+filesystem"))
     return out
 
 
@@ -271,7 +218,7 @@ def plan_capacity(
     needed = []
     for scenario in scenarios(shape):
         hint = configured if scenario == configured_scenario else _run(inputs, scenario, shape.replicas)[0]
-        needed.append((scenario, fewest(inputs, scenario, hint)))
+        needed.append(Needed(scenario, fewest(inputs, scenario, hint)))
     return CapacityPlan(source, routing, slo, costs, configured, tuple(needed))
 
 
@@ -306,8 +253,8 @@ def shortfall(run: Run, slo: SloConfig | None) -> str:
 
 def needs_line(plan: CapacityPlan) -> str:
     return ", ".join(
-        f"{run.replicas} with {scenario.name}" if run else f"none up to {MAX_REPLICAS} with {scenario.name}"
-        for scenario, run in plan.needed
+        f"{n.run.replicas} with {n.scenario.name}" if n.run else f"none up to {MAX_REPLICAS} with {n.scenario.name}"
+        for n in plan.needed
     )
 
 

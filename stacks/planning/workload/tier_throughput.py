@@ -20,7 +20,7 @@ from components.units import GB, MiB
 from stacks.config import StackConfig
 from stacks.config.backend_choice import backend_of, configured_provisioned, mode_of, provisioning_of, region_of
 from stacks.config.errors import ConfigError
-from stacks.planning.tier_capacity import SharedTier
+from stacks.planning.workload.shared_tier import SharedTier
 
 
 @dataclass(frozen=True)
