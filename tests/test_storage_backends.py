@@ -15,7 +15,8 @@ from components.catalog.storage_backends import (
     Provisioning,
 )
 from components.units import GiB, MiB
-from stacks.planning.workload.tier_throughput import Against, Demand, ModeLimits, provisioned_for
+from stacks.planning.workload.cost_records import Against, Demand, ModeLimits
+from stacks.planning.workload.tier_throughput import provisioned_for
 
 US_EAST_1 = Provisioning("us-east-1", 9000 * GiB, None, None, None)
 LONDON = Provisioning("eu-west-2", 9000 * GiB, None, None, None)

@@ -9,9 +9,9 @@ against the latency objective's."""
 from __future__ import annotations
 
 from components.catalog.prices import HOURS_PER_MONTH
-from stacks.planning.workload.cost_records import Idle, ModeCost, StackCost
+from stacks.planning.workload.cost_records import Idle, ModeCost, ModeLimits, StackCost
 from stacks.planning.workload.tier_objective import Objective
-from stacks.planning.workload.tier_throughput import ModeLimits, gbps
+from stacks.planning.workload.tier_throughput import gbps
 
 
 def usd(value: float) -> str:

@@ -5,7 +5,8 @@ whether the tier will throttle, the backend's own throttling metric). The Cost s
 
 from __future__ import annotations
 
-from stacks.planning.workload.tier_throughput import Against, TierThroughput, gbps
+from stacks.planning.workload.cost_records import Against, TierThroughput
+from stacks.planning.workload.tier_throughput import gbps
 
 
 def _against(items: list[Against]) -> str:

@@ -24,27 +24,23 @@ from stacks.config.providers import provider_of
 from stacks.planning.workload.capacity_plan import needs_line, shortfall
 from stacks.planning.workload.capacity_records import CapacityPlan
 from stacks.planning.workload.cost_records import (
+    Demand,
     Idle,
     Line,
     LineCategory,
     ModeCost,
+    ModeLimits,
     ServingUse,
     SizePrice,
     StackCost,
+    TierThroughput,
     Unpriced,
 )
 from stacks.planning.workload.price_book import PriceBook, book_of
 from stacks.planning.workload.shared_tier import SharedTier
 from stacks.planning.workload.tier_curve import TierCurve
 from stacks.planning.workload.tier_savings import tier_costs
-from stacks.planning.workload.tier_throughput import (
-    Demand,
-    ModeLimits,
-    TierThroughput,
-    charges,
-    throughput_of,
-    tier_throughput,
-)
+from stacks.planning.workload.tier_throughput import charges, demand_of, tier_throughput
 
 
 class _Ledger:
@@ -268,6 +264,17 @@ def _throughput(
     for charge in found or []:
         if owns or charge.item != limits.mode.billed_provisioned:
             ledger.add("throughput", charge.what, charge.item, charge.per_hour, charge.formula)
+
+
+def throughput_of(
+    config: StackConfig, shared: SharedTier | None, rates: tuple[float, float] | None
+) -> TierThroughput | None:
+    """The tier against its backend's limits at the workload's replayed (read, write) rates, else its evictor's
+    upper-bound store rate (None: no shared tier)."""
+    if shared is None:
+        return None
+    rate = shared.capacity.store_rate
+    return tier_throughput(config, demand_of(config, shared.pods, rates, rate.bytes_per_second, rate.source))
 
 
 def _fs_rates(curve: TierCurve | None, cpu_index: int | None) -> tuple[float, float] | None:

@@ -5,116 +5,21 @@ it. A rate past a limit means the tier will throttle: its stores and loads wait,
 arrive later, and a per-GB bill is what can move, not what the replay asked for.
 
 Without a workload only the evictor's upper-bound store rate is known: compared, never stamped (the policy pack's
-`filesystem-tier-within-limits` judges measured rates only)."""
+`filesystem-tier-within-limits` judges measured rates only). The records are cost_records.py's, beside the cost
+that prices them."""
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 
-from components.catalog import labels
 from components.catalog.prices import HOURS_PER_MONTH
-from components.catalog.storage_backends import StorageBackend, Throughput, ThroughputMode
+from components.catalog.storage_backends import Throughput, ThroughputMode
 from components.units import GB, MiB
 from stacks.config import StackConfig
 from stacks.config.backend_choice import backend_of, configured_provisioned, mode_of, provisioning_of, region_of
 from stacks.config.errors import ConfigError
-from stacks.planning.workload.shared_tier import SharedTier
-
-
-@dataclass(frozen=True)
-class Demand:
-    """Bytes/s the tier is read and written at over all its pods, and how the pods share nodes' clients."""
-
-    read: float | None  # None: not known (no workload: only the upper-bound store rate)
-    write: float
-    pods: int  # model-server pods mounting the tier
-    clients: int  # nodes they run on (one client each)
-    measured: bool  # the workload's replay (else the evictor's upper bound)
-    source: str
-
-    @property
-    def pods_per_client(self) -> int:
-        """The pods on the busiest node, spread evenly: at least this many share one client."""
-        return math.ceil(self.pods / self.clients)
-
-    @property
-    def per_client(self) -> float:
-        """Bytes/s read and written through the busiest node's client."""
-        return ((self.read or 0.0) + self.write) / self.pods * self.pods_per_client
-
-
-@dataclass(frozen=True)
-class Against:
-    """One demand against one documented limit."""
-
-    what: str  # e.g. "writes per file system"
-    demand: float
-    limit: float
-    source: str
-
-    @property
-    def share(self) -> float:
-        return self.demand / self.limit
-
-    @property
-    def over(self) -> bool:
-        return self.demand > self.limit
-
-
-@dataclass(frozen=True)
-class ModeLimits:
-    """A throughput mode's limits as the stack would run it, and the demand against them."""
-
-    mode: ThroughputMode
-    file_system: Throughput  # per file system
-    provisioned: float | None  # bytes/s a provisioned mode runs at (None: not a provisioned mode, or not known)
-    against: tuple[Against, ...]  # () without a demand
-
-    def throttled(self) -> list[Against]:
-        return [a for a in self.against if a.over]
-
-    @property
-    def provisioned_mibps(self) -> int | None:
-        return None if self.provisioned is None else round(self.provisioned / MiB)
-
-    def moved(self, demand: Demand) -> tuple[float, float]:
-        """(read, write) bytes/s that can move: the demand, capped by the per-file-system limits and by what the
-        clients carry (the per-client limit times the nodes; both directions scaled alike)."""
-        read = min(demand.read or 0.0, self.file_system.read if self.file_system.read is not None else math.inf)
-        write = min(demand.write, self.file_system.write if self.file_system.write is not None else math.inf)
-        client = self.mode.per_client
-        if client is not None and read + write > client.value * demand.clients:
-            scale = client.value * demand.clients / (read + write)
-            read, write = read * scale, write * scale
-        return read, write
-
-
-@dataclass(frozen=True)
-class TierThroughput:
-    backend: StorageBackend
-    region: str | None
-    demand: Demand | None  # None: no filesystem tier rates known
-    running: ModeLimits  # the mode the stack runs
-    others: tuple[ModeLimits, ...]  # its backend's other modes, for comparison
-
-    @property
-    def provisioned_mibps(self) -> int | None:
-        """MiB/s the file system is provisioned with (a provisioned mode; the component renders it)."""
-        return self.running.provisioned_mibps
-
-    def annotations(self) -> dict[str, str]:
-        """The stamp the policy pack's `filesystem-tier-within-limits` reads on the stack's Namespace: each measured
-        demand against its limit (none without a workload's replay)."""
-        if self.demand is None or not self.demand.measured:
-            return {}
-        rows = [
-            {"what": a.what, "demand": round(a.demand), "limit": round(a.limit), "source": a.source}
-            for a in self.running.against
-        ]
-        stamp = {"backend": self.backend.key, "mode": self.running.mode.key, "limits": rows}
-        return {labels.FILESYSTEM_THROUGHPUT_ANNOTATION: json.dumps(stamp, sort_keys=True)}
+from stacks.planning.workload.cost_records import Against, Demand, ModeLimits, TierThroughput
 
 
 def tier_throughput(config: StackConfig, demand: Demand | None, *, other_modes: bool = True) -> TierThroughput:
@@ -208,17 +113,6 @@ def charges(short: str, limits: ModeLimits, demand: Demand | None) -> list[Charg
 
 def gbps(rate: float) -> str:
     return f"{rate / GB:,.2f} GB/s"
-
-
-def throughput_of(
-    config: StackConfig, shared: SharedTier | None, rates: tuple[float, float] | None
-) -> TierThroughput | None:
-    """The tier against its backend's limits at the workload's replayed (read, write) rates, else its evictor's
-    upper-bound store rate (None: no shared tier)."""
-    if shared is None:
-        return None
-    rate = shared.capacity.store_rate
-    return tier_throughput(config, demand_of(config, shared.pods, rates, rate.bytes_per_second, rate.source))
 
 
 def demand_of(
