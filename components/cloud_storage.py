@@ -106,6 +106,8 @@ class EfsArgs:
     cluster_name: pulumi.Input[str]
     oidc_provider_arn: pulumi.Input[str]
     oidc_issuer: pulumi.Input[str]
+    throughput_mode: str = "elastic"  # components/catalog/storage_backends.py AWS_EFS.modes
+    provisioned_mibps: int | None = None  # provisioned: MiB/s (the plan's)
 
 
 class EfsStorage(pulumi.ComponentResource):
@@ -133,7 +135,8 @@ class EfsStorage(pulumi.ComponentResource):
             f"{name}-fs",
             encrypted=True,
             performance_mode="generalPurpose",
-            throughput_mode="elastic",
+            throughput_mode=args.throughput_mode,
+            provisioned_throughput_in_mibps=args.provisioned_mibps,
             tags=tags,
             opts=child,
         )

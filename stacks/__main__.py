@@ -25,6 +25,7 @@ from stacks.review.check import check, stack_policy_config
 from stacks.review.cost_summary import cost_lines, objective_lines
 from stacks.review.diff import diff_revisions
 from stacks.review.render import render
+from stacks.review.throughput_summary import throughput_lines
 from stacks.review.tier_curve_table import tier_curve_lines
 
 
@@ -195,6 +196,7 @@ def size_lines(name: str, overrides: list[str], trace: str | None, block_tokens:
         "",
         *capacity_lines(workload.capacity, config.cache.replicas == "auto"),
         *tier_curve_lines(workload.curve, chosen_by_auto=False, plotted=False),
+        *throughput_lines(workload.cost.throughput),
         *cost_lines(workload.cost),
         *objective_lines(workload.objective, took=False),
     ]

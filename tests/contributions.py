@@ -1,7 +1,8 @@
 """What a contributor adds, as edits of a scratch copy of the tree (tests/scratch_tree.py): an accelerator
 (one that reuses an image, B200, and one with its own, MI355X), the B200 on a created pool with its price, an
-in-process connector with its own tier setting, image, metrics and preset, and an existing-cluster provider variant
-(AKS), each in the files CONTRIBUTING.md's touch list names.
+in-process connector with its own tier setting, image, metrics and preset, an existing-cluster provider variant
+(AKS) and a storage backend a cloud creates (FSx for Lustre on EKS), each in the files CONTRIBUTING.md's touch list
+names.
 The touch-list test (test_contributing.py) counts the files; the registry-list test
 (test_registry_lists.py) reads every list, message and generated doc for the new keys."""
 
@@ -279,3 +280,163 @@ def add_aks(tree: Path) -> None:
         before=True,
     )
     insert(registry, "(EXISTING, GKE, EKS, ", "AKS, ")
+
+
+FSX_KEY = "aws-fsx-lustre"
+
+
+def add_fsx_lustre(tree: Path) -> None:
+    """A storage backend a cloud creates: Amazon FSx for Lustre (PERSISTENT_2) on an EKS cluster. Its record
+    (limits per TiB of its tier, the evictor's Lustre timestamp and statvfs usage, its class, who creates it, what
+    it is billed for), its component (the file system behind an LNet security group, the FSx CSI driver, the
+    volume reserved for the tier's claim), its entry in the EKS side, and its resource type's record."""
+    backends = tree / "components/catalog/storage_backends.py"
+    insert(
+        backends,
+        "STORAGE_BACKENDS: dict[str, StorageBackend] = {",
+        f"""AWS_FSX_LUSTRE = StorageBackend(
+    key={FSX_KEY!r},
+    title="Amazon FSx for Lustre",
+    short="FSx for Lustre",
+    does="Amazon FSx for Lustre (PERSISTENT_2), created with an EKS cluster",
+    created_on="eks",
+    storage_class="fsx-sc",
+    modes={{
+        "per-tib": ThroughputMode(
+            "per-tib", "throughput per TiB", per_tib("fixture: FSx for Lustre PERSISTENT_2, MB/s per TiB of storage")
+        )
+    }},
+    evictor_timestamp="atime",
+    timestamp_why="the later of atime and mtime, as on Managed Lustre (fixture)",
+    evictor_usage="statvfs",
+    settings="lustre",
+    one_claim_per_volume=True,
+    capacity_steps={{tier: CapacityStep(1200, 1200, 2400, 2400) for tier in (125, 250, 500, 1000)}},
+    storage_billed="capacity",
+    storage_price="fsx-lustre-{{per_tib}}",
+    throttle_metric="fixture: CloudWatch's AWS/FSx throughput metrics, not scraped by this stack's monitoring",
+)
+""",
+        before=True,
+    )
+    insert(backends, "GCP_LUSTRE, AWS_EFS", ", AWS_FSX_LUSTRE")
+    storage = tree / "components/cloud_storage.py"
+    storage.write_text(
+        storage.read_text()
+        + '''
+
+@dataclass(frozen=True)
+class FsxLustreArgs:
+    name: str
+    vpc_id: pulumi.Input[str]
+    subnet_id: pulumi.Input[str]
+    node_security_group_id: pulumi.Input[str]
+    cluster_name: pulumi.Input[str]
+    capacity_gib: int
+    throughput: int  # MB/s per TiB
+    volume_name: str
+    claim: tuple[str, str]  # namespace, name of the claim the volume is reserved for
+
+
+class FsxLustreStorage(pulumi.ComponentResource):
+    """FSx for Lustre: the file system in one node subnet behind an LNet-only security group, the FSx CSI driver
+    and the volume reserved for the tier's claim."""
+
+    def __init__(self, name: str, args: FsxLustreArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("llmd:storage:FsxLustreStorage", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        tags = {"llm-d.ai/stack": args.name}
+        nodes = [args.node_security_group_id]
+        lnet = aws.ec2.SecurityGroup(
+            f"{name}-lnet",
+            vpc_id=args.vpc_id,
+            description="Lustre from the cluster's nodes to the KV-cache file system",
+            ingress=[
+                {"protocol": "tcp", "from_port": 988, "to_port": 988, "security_groups": nodes},
+                {"protocol": "tcp", "from_port": 1018, "to_port": 1023, "security_groups": nodes},
+            ],
+            tags=tags,
+            opts=child,
+        )
+        file_system = aws.fsx.LustreFileSystem(
+            f"{name}-fs",
+            storage_capacity=args.capacity_gib,
+            subnet_ids=args.subnet_id,
+            deployment_type="PERSISTENT_2",
+            per_unit_storage_throughput=args.throughput,
+            file_system_type_version="2.15",
+            security_group_ids=[lnet.id],
+            tags=tags,
+            opts=child,
+        )
+        driver = aws.eks.Addon(
+            f"{name}-csi-driver", cluster_name=args.cluster_name, addon_name="aws-fsx-csi-driver", opts=child
+        )
+        csi = {
+            "driver": "fsx.csi.aws.com",
+            "volumeHandle": file_system.id,
+            "volumeAttributes": {"dnsname": file_system.dns_name, "mountname": file_system.mount_name},
+        }
+        declare(
+            f"{name}-volume",
+            storage.reserved_volume(args.volume_name, "fsx-sc", csi, f"{args.capacity_gib}Gi", args.claim),
+            pulumi.ResourceOptions(parent=self, depends_on=[file_system, driver]),
+        )
+        self.register_outputs({"fileSystemId": file_system.id})
+'''
+    )
+    side = tree / "stacks/deploy/eks_side.py"
+    insert(side, "from components.cloud_storage import EfsArgs, EfsStorage", ", FsxLustreArgs, FsxLustreStorage")
+    insert(side, "from components.catalog.storage_backends import AWS_EFS", ", AWS_FSX_LUSTRE")
+    insert(
+        side,
+        "from stacks.planning.mirror import Mirror\n",
+        "from components.specs.servers.base import FILES_STORAGE_CLAIM\nfrom components.units import GiB\n"
+        "from stacks.planning.workload_builders import lustre_volume_name\n",
+    )
+    insert(
+        side,
+        "def autoscaling(",
+        """def _fsx(
+    config: StackConfig, cluster: CreatedCluster, provisioned_mibps: int | None, opts: pulumi.ResourceOptions
+) -> FsxLustreStorage:
+    \"\"\"FSx for Lustre: capacity and its per-TiB tier provision its throughput.\"\"\"
+    assert isinstance(cluster, EksCluster), "the EKS side creates on an EKS cluster"
+    namespace = config.storage.claim_namespace if config.effective_layer == "cluster" else config.namespace
+    return FsxLustreStorage(
+        f"{STACK_NAME}-fsx",
+        FsxLustreArgs(
+            name=config.cluster.name,
+            vpc_id=cluster.vpc_id,
+            subnet_id=cluster.private_subnet_ids[0],
+            node_security_group_id=cluster.node_security_group_id,
+            cluster_name=cluster.cluster_name,
+            capacity_gib=config.storage.size.bytes // GiB,
+            throughput=config.storage.lustre.per_unit_storage_throughput,
+            volume_name=lustre_volume_name(namespace),
+            claim=(namespace, FILES_STORAGE_CLAIM),
+        ),
+        opts,
+    )
+
+
+""",
+        before=True,
+    )
+    insert(side, "{AWS_EFS.key: _efs", ", AWS_FSX_LUSTRE.key: _fsx")
+    resources = tree / "components/catalog/cloud_resources.py"
+    insert(
+        resources,
+        "GKE_CLUSTER = CloudResource(",
+        f"""FSX_LUSTRE = CloudResource(
+    "aws:fsx/lustreFileSystem:LustreFileSystem",
+    holds_data=True,
+    protected=True,
+    replace_on=("deploymentType", "subnetIds", "securityGroupIds"),
+    storage_backend={FSX_KEY!r},
+    offline_outputs={{"dnsName": "fs-offline.fsx.us-east-1.amazonaws.com", "mountName": "offline"}},
+)
+""",
+        before=True,
+    )
+    insert(resources, "        EFS,\n", "        FSX_LUSTRE,\n")

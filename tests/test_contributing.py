@@ -1,7 +1,7 @@
 """CONTRIBUTING.md's touch lists, measured on the code: in a scratch copy of the tree the test adds what
 contributors add (an accelerator with its own image; the B200 on a created GKE pool with its machine type and price
 row; an in-process connector with its own tier setting, image, metrics and preset; an existing-cluster provider
-variant: tests/contributions.py) by editing the files the list names and nothing else, renders and checks a stack
+variant; a storage backend a cloud creates: tests/contributions.py) by editing the files the list names and nothing else, renders and checks a stack
 that runs each in a subprocess, runs the copy's own tests (unedited: a new one needs no test edit), and counts the
 code files that differ from the tree: the count each list's heading states. When the code spreads (a per-accelerator
 table, a branch on a name, a second registry, an image size kept elsewhere, a rule that reads a connector's own
@@ -25,17 +25,19 @@ from tests.contributions import (
     FIXTURE_METRICS,
     FIXTURE_PRESET,
     FIXTURE_TIER_SETTING,
+    FSX_KEY,
     MI355X_IMAGE,
     add_aks,
     add_b200_pool,
     add_connector,
+    add_fsx_lustre,
     add_mi355x,
 )
 from tests.scratch_tree import ROOT, changed_files, copy_tree, run_json, run_tests
 
-BOUNDS = {"accelerator": 2, "pool": 4, "connector": 3, "provider": 3, "price": 1, "workload": 2}
+BOUNDS = {"accelerator": 2, "pool": 4, "connector": 3, "provider": 3, "backend": 4, "price": 1, "workload": 2}
 # What a list's placeholder names in each walk-through.
-PLACEHOLDERS = {"connector": ("<name>", "fixture_offload"), "provider": ("<key>", "aks")}
+PLACEHOLDERS = {"connector": ("<name>", "fixture_offload"), "provider": ("<key>", "aks"), "backend": ("<cloud>", "eks")}
 # The copy's tests that hold every accelerator, connector and provider complete (run there, unedited).
 REGISTRY_TESTS = ("tests/test_connectors.py", "tests/test_registries.py")
 # The copy's tests that run every preset, on the connector's own (unedited): every mandatory rule sees its CPU tier
@@ -87,11 +89,13 @@ alerts = [
     for group in r.props["spec"]["groups"] for rule in group["rules"]
 ]
 findings = [[f.rule.name, f.rule.enforcement, f.violation.message] for f in check(recording)]
+claims = [r.props["spec"].get("storageClassName") for r in resources if r.type.endswith(":PersistentVolumeClaim")]
 cost = stack_plan.cost
 print(json.dumps({
     "servers": servers, "images": sorted({c.get("image") for _, c in models}), "alerts": alerts, "findings": findings,
     "settings": settings, "priced": [[line.price.item, line.usd_per_hour] for line in cost.lines],
     "unpriced": [u.what for u in cost.unpriced],
+    "types": sorted({r.type for r in resources}), "claims": claims,
 }))
 """
 
@@ -139,9 +143,13 @@ CASES: dict[str, tuple[Callable[[Path], None], tuple[str, ...], tuple[str, str],
         ("gpu", "native"),
         "docker.io/vllm/vllm-openai",
     ),
+    "backend": (
+        add_fsx_lustre,
+        ("eks-h100-efs", f"storage.backend={FSX_KEY}", "storage.size=2400Gi"),
+        ("gpu", "native"),
+        "docker.io/vllm/vllm-openai",
+    ),
 }
-
-
 @pytest.mark.parametrize("kind", sorted(CASES))
 def test_a_new_one_touches_the_files_its_list_names_and_runs(kind: str, tmp_path: Path) -> None:
     edit, stack, (accelerator, connector), image = CASES[kind]
@@ -170,6 +178,10 @@ def test_a_new_one_touches_the_files_its_list_names_and_runs(kind: str, tmp_path
         assert on_preset.returncode == 0, on_preset.stdout[-3000:]
         ran = re.findall(r"(\d+) passed", on_preset.stdout)
         assert ran and int(ran[-1]) >= 7, on_preset.stdout[-1000:]
+    if kind == "backend":  # its own file system, created on the cloud it names; the tier's claim on its class
+        assert "aws:fsx/lustreFileSystem:LustreFileSystem" in result["types"]
+        assert "aws:efs/fileSystem:FileSystem" not in result["types"]
+        assert "fsx-sc" in result["claims"]
     outcome = run_tests(tree, *REGISTRY_TESTS)  # the copy's own tests, unedited
     assert outcome.returncode == 0, outcome.stdout[-3000:]
 

@@ -1,11 +1,11 @@
 """Names are compared only in the registries: no module of the program outside them compares a cluster
-provider's, a platform's, an accelerator vendor's, an engine's, an accelerator's or a connector's name
-(issue #31). Read from the syntax tree: a comparison (`==`, `!=`, `in`, `not in`) with such a name as a string
-constant on either side. A storage backend's `existing` is the backend's own value, not a provider's.
+provider's, a platform's, an accelerator vendor's, an engine's, an accelerator's, a connector's or a storage
+backend's name (issue #31). Read from the syntax tree: a comparison (`==`, `!=`, `in`, `not in`) with such a name
+as a string constant on either side.
 
-The registries: the catalog (`components/catalog/`, with the platforms' records in `platforms.py`), the
-connector registry and modules (`components/specs/connectors/`), the cluster providers
-(`stacks/config/providers/`, and `provider_kinds.py`, what the config model reads of them)."""
+The registries: the catalog (`components/catalog/`, with the platforms' records in `platforms.py` and the storage
+backends' in `storage_backends.py`), the connector registry and modules (`components/specs/connectors/`), the
+cluster providers (`stacks/config/providers/`, and `provider_kinds.py`, what the config model reads of them)."""
 
 from __future__ import annotations
 
@@ -18,12 +18,14 @@ from pydantic import BaseModel, ValidationError
 
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.platforms import PLATFORMS
+from components.catalog.storage_backends import STORAGE_BACKENDS
 from components.specs.connectors import BY_KEY, IMPLEMENTATIONS
 from stacks.config import StackConfig
-from stacks.config.cluster_facts import ClusterOutputs, MirrorFacts
+from stacks.config.cluster_facts import ClusterOutputs, MirrorFacts, StorageFacts
 from stacks.config.cluster_section import ClusterConfig
 from stacks.config.provider_kinds import MIRROR_CLOUDS, PROVIDER_KINDS
 from stacks.config.providers import PROVIDERS
+from stacks.config.storage_section import StorageConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ("components", "stacks", "policies")
@@ -42,6 +44,7 @@ NAMES = frozenset(
         *ACCELERATORS,
         *BY_KEY,
         *(c.key for c in IMPLEMENTATIONS),
+        *STORAGE_BACKENDS,
     }
 )
 
@@ -55,10 +58,10 @@ def _constants(node: ast.expr) -> list[str]:
 
 
 def name_comparisons(source: str) -> list[tuple[int, list[str]]]:
-    """(line, names) of every comparison with a name of NAMES as a constant (a storage backend's aside)."""
+    """(line, names) of every comparison with a name of NAMES as a constant."""
     out = []
     for node in ast.walk(ast.parse(source)):
-        if not isinstance(node, ast.Compare) or "backend" in ast.unparse(node):
+        if not isinstance(node, ast.Compare):
             continue
         names = [v for side in (node.left, *node.comparators) for v in _constants(side) if v in NAMES]
         if names:
@@ -82,11 +85,15 @@ def test_names_are_compared_only_in_the_registries() -> None:
     assert _counts() == {}, "compare through a registry record (see the module docstring)"
 
 
-def test_the_check_sees_a_comparison_and_leaves_a_backend() -> None:
+def test_the_check_sees_a_comparison_of_every_registry_s_names() -> None:
     assert name_comparisons('if config.cluster.provider == "gke":\n    pass\n') == [(1, ["gke"])]
     assert name_comparisons('x = a in ("nvidia", "other")\n') == [(1, ["nvidia"])]
     assert name_comparisons('x = spec.connector.key != "native"\n') == [(1, ["native"])]
-    assert name_comparisons('x = storage.backend != "existing"\n') == []
+    assert name_comparisons('x = storage.backend != "existing"\n') == [(1, ["existing"])]
+    assert name_comparisons('x = tier.backend == "aws-efs"\n') == [(1, ["aws-efs"])]
+    assert name_comparisons('x = storage.get("backend") in ("gcp-lustre", "aws-efs")\n') == [
+        (1, ["gcp-lustre", "aws-efs"])
+    ]
     assert name_comparisons('x = {"gke": 1}["gke"]\n') == []
 
 
@@ -130,6 +137,7 @@ REGISTRY_KEYS = {
     "platform": frozenset(PLATFORMS),
     "accelerator": frozenset(ACCELERATORS),
     "connector": frozenset({*BY_KEY, *(c.key for c in IMPLEMENTATIONS)}),
+    "storage backend": frozenset(STORAGE_BACKENDS),
 }
 
 
@@ -161,6 +169,7 @@ def test_the_literal_check_sees_a_copied_list_and_leaves_other_literals() -> Non
     assert hand_written_literals('P = typing.Literal["base", "amd-ci"]\n') == [(1, "platform")]
     assert hand_written_literals('C = Literal["native", "lmcache-server", "other"]\n') == [(1, "connector")]
     assert hand_written_literals('a: Literal["gpu", "tpu-v7"] | None = None\n') == [(1, "accelerator")]
+    assert hand_written_literals('b: Literal["gcp-lustre", "aws-efs"]\n') == [(1, "storage backend")]
     assert hand_written_literals('BbrProvider = Literal["gke", "istio", "none"]\n') == []  # one key: another list
     assert hand_written_literals("ProviderKey = literal_of(PROVIDER_KINDS)\n") == []
 
@@ -175,6 +184,11 @@ def test_the_literals_built_from_the_registries_allow_their_keys_in_their_order(
     assert allowed(ClusterOutputs, "provider") == tuple(k for k in PROVIDER_KINDS if k != "stack")
     assert allowed(ClusterOutputs, "platform") == tuple(PLATFORMS) == ("base", "gke", "amd-ci")
     assert allowed(MirrorFacts, "cloud") == tuple(MIRROR_CLOUDS) == ("gke", "eks")
+    assert allowed(StorageConfig, "backend") == tuple(STORAGE_BACKENDS)
+    assert allowed(StorageConfig, "backend")[:3] == ("existing", "gcp-lustre", "aws-efs")
+    assert allowed(StorageFacts, "backend") == tuple(k for k, b in STORAGE_BACKENDS.items() if b.created)
+    with pytest.raises(ValidationError, match="Input should be 'existing', 'gcp-lustre'"):
+        StorageConfig.model_validate({"backend": "filestore"})
     with pytest.raises(ValidationError, match="Input should be 'existing', 'gke', 'eks'"):
         ClusterConfig.model_validate({"provider": "banana"})
     with pytest.raises(ValidationError, match="Input should be 'base', 'gke' or 'amd-ci'"):

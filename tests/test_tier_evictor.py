@@ -475,7 +475,7 @@ def test_the_configmap_runs_as_the_package_it_lays_out(tmp_path: Path) -> None:
     from components.specs import tier_evictor as spec
 
     [config_map, deployment] = spec.evictor_manifests(
-        spec.EvictorSpec("ns", "python:3.12", "claim", None, "existing", "90", "80", 60, 10, 1000, 1, ("a-1",))
+        spec.EvictorSpec("ns", "python:3.12", "claim", None, "atime", "statvfs", "90", "80", 60, 10, 1000, 1, ("a-1",))
     )
     pod = deployment["spec"]["template"]["spec"]
     items = next(v for v in pod["volumes"] if v["name"] == "script")["configMap"]["items"]

@@ -24,7 +24,7 @@ class CloudResource:
     holds_data: bool = False
     protected: bool = False  # `protect` (a created cluster too, whose loss takes every stack on it)
     replace_on: tuple[str, ...] = ()  # the provider schema's replace-on-change (ForceNew) inputs this program sets
-    storage_backend: str | None = None  # the `storage.backend` it is (components/catalog/rates.py STORAGE_RATES)
+    storage_backend: str | None = None  # the `storage.backend` it is (components/catalog/storage_backends.py)
     # What the cloud computes on create, played by the offline render's mocks with recognisably fake values, so
     # that what the program derives from them (kubeconfigs, volume handles, IRSA policies) renders.
     offline_outputs: Mapping[str, Any] = field(default_factory=dict)

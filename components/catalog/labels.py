@@ -42,6 +42,9 @@ MONTHLY_COST_ANNOTATION = "llm-d.ai/monthly-cost-usd"
 MONTHLY_BUDGET_ANNOTATION = "llm-d.ai/monthly-budget-usd"
 COST_ITEMS_ANNOTATION = "llm-d.ai/cost-biggest-items"
 COST_UNPRICED_ANNOTATION = "llm-d.ai/cost-unpriced"
+# The filesystem tier's measured read and write rates against its backend's documented limits, as JSON (written by
+# stacks/planning/workload/tier_throughput.py with a workload's replay; read by the filesystem-tier-within-limits rule).
+FILESYSTEM_THROUGHPUT_ANNOTATION = "llm-d.ai/filesystem-throughput"
 # The shared tier's namespace the workload's servers write under (components/specs/tier_namespace.py) and the
 # fields it is derived from (canonical JSON), on the same metadata: the change plan names the field that moved it.
 KV_TIER_NAMESPACE_ANNOTATION = "llm-d.ai/kv-tier-namespace"

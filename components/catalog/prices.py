@@ -20,7 +20,8 @@ HOURS_PER_MONTH = 730
 # commitment's rate) or flex (flex-start, capacity the provider grants when it has it).
 RateKind = Literal["on-demand", "spot", "committed", "flex"]
 RATE_KINDS: tuple[RateKind, ...] = get_args(RateKind)
-Unit = Literal["hour", "GB-month", "GiB-month", "GB"]  # USD per; GB: decimal, as the price pages write them
+# USD per; GB: decimal, as the price pages write them; MiB/s-month: a throughput provisioned for a month
+Unit = Literal["hour", "GB-month", "GiB-month", "GB", "MiB/s-month"]
 
 # Where the rows were read (SOURCE.md gives each one's URL, commit and what it is built from).
 CLOUD_BILLING = "cyclenerd-pricing/gcp@fd66b26f"  # the Cloud Billing Catalog, as Cyclenerd's pricing.yml has it
@@ -30,12 +31,13 @@ GKE_PAGE = "cloud.google.com/kubernetes-engine/pricing"
 EKS_PAGE = "aws.amazon.com/blogs/containers/amazon-eks-extended-support-for-kubernetes-versions-pricing"
 EFS_PAGE = "aws.amazon.com/efs/pricing"
 EFS_SECONDARY = "secondary: factualminds.com EFS pricing post, June 2026 (us-east-1)"
+EFS_PROVISIONED_SECONDARY = "secondary: emnode.com EFS throughput lesson (us-east-1)"
 VERTEX_SECONDARY = "secondary: a capture of the Vertex AI pricing page, 2026-07-22"
 
 
 @dataclass(frozen=True)
 class Price:
-    item: str  # a machine type, `gke-cluster`, `eks-cluster`, `efs-storage`, `efs-read`, `efs-write`
+    item: str  # a machine type, `gke-cluster`, `eks-cluster`, `efs-storage`, `efs-read`, `efs-write`, `efs-provisioned`
     region: str
     kind: RateKind
     unit: Unit
@@ -177,6 +179,16 @@ PRICES: tuple[Price, ...] = (
         EFS_SECONDARY,
         "2026-06-17",
         "Elastic Throughput writes per GB transferred",
+    ),
+    Price(
+        "efs-provisioned",
+        "us-east-1",
+        "on-demand",
+        "MiB/s-month",
+        6.0,
+        EFS_PROVISIONED_SECONDARY,
+        "2026-12-04",
+        "Provisioned Throughput per MiB/s provisioned per month (AWS's page writes MB/s-month for the MiB/s it sets)",
     ),
     Price("eks-cluster", "us-east-1", "on-demand", "hour", 0.1, EKS_PAGE, "2024-04-01", _EKS_FEE),
     Price("eks-cluster", "us-west-2", "on-demand", "hour", 0.1, EKS_PAGE, "2024-04-01", _EKS_FEE),

@@ -1,8 +1,9 @@
-"""How fast things are: accelerator compute and host links, shared-storage read bandwidth.
+"""How fast things are: accelerator compute and host links.
 
 An accelerator's own rates are a field of its profile (`AcceleratorProfile.rates`, components/catalog/
 accelerators.py); this module holds their types, the measured curves they share (the H200's PCIe Gen5 x16
-host link and prefill fit) and the storage backends' rates.
+host link and prefill fit). The storage backends' limits are their records'
+(`components/catalog/storage_backends.py`).
 
 These figures decide whether an offload tier pays off (a load has to finish faster than the prefill
 it replaces; see `components/specs/payoff_table.py`). Every figure names its source; `assumed` marks the
@@ -223,37 +224,6 @@ TPU_PREFILL = H200_PREFILL.scaled(
 )
 
 
-@dataclass(frozen=True)
-class StorageRates:
-    """Read bandwidth of a shared filesystem backend: in aggregate, and for one client."""
-
-    aggregate: Figure | None  # None: depends on the configuration (see the backend's note)
-    per_client: Figure | None  # None: no published per-client limit
-    note: str
-
-
-# Managed Lustre: aggregate throughput = the tier's MB/s per TiB x provisioned capacity.
-LUSTRE_MB_PER_TIB_SOURCE = "Google Cloud Managed Lustre docs, Performance tiers: throughput per TiB of capacity"
+# Managed Lustre's throughput tiers: MB/s per TiB of provisioned capacity (components/catalog/storage_backends.py).
 LUSTRE_THROUGHPUT_UNIT = MB  # perUnitStorageThroughput is MB/s per TiB
 LUSTRE_CAPACITY_UNIT = 1024 * GiB  # ... per TiB
-
-STORAGE_RATES: dict[str, StorageRates] = {
-    "gcp-lustre": StorageRates(
-        None,
-        None,
-        "aggregate = storage.lustre.per_unit_storage_throughput MB/s x storage.size in TiB"
-        f" ({LUSTRE_MB_PER_TIB_SOURCE}); no per-client limit published (the node's network bounds it)",
-    ),
-    "aws-efs": StorageRates(
-        Figure(
-            20 * GiB,
-            "Amazon EFS performance: Regional, Elastic throughput reads 20-60 GiBps per file system,"
-            " by Region (the low end)",
-        ),
-        Figure(1500 * MiB, "Amazon EFS performance: 1,500 MiBps per client (Elastic throughput)"),
-        "Elastic throughput; the per-client limit binds first",
-    ),
-    "existing": StorageRates(
-        None, None, "an existing StorageClass: its aggregate read bandwidth is `storage.read_bandwidth`"
-    ),
-}

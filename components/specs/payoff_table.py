@@ -15,11 +15,8 @@ from dataclasses import dataclass
 
 from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
-from components.catalog.rates import (
-    LUSTRE_MB_PER_TIB_SOURCE,
-    STORAGE_RATES,
-    TFLOPS,
-)
+from components.catalog.rates import TFLOPS
+from components.catalog.storage_backends import Provisioning, StorageBackend, ThroughputMode
 from components.formulas import payoff as formulas
 from components.formulas.payoff import Replica
 from components.specs.sizing import Derivation
@@ -35,7 +32,7 @@ CONTIGUOUS_BLOCKS_SOURCE = (
 class Filesystem:
     """The shared filesystem tier's backend, as configured: read bandwidth and who shares it."""
 
-    backend: str  # gcp-lustre | aws-efs | existing
+    backend: str  # its key (components/catalog/storage_backends.py)
     aggregate: float | None  # bytes/s of the whole file system (None: not known)
     aggregate_from: str
     per_client: float | None  # bytes/s one pod's mount can read (None: no published limit)
@@ -117,28 +114,12 @@ def filesystem_share(fs: Filesystem) -> float | None:
     return None if fs.aggregate is None else formulas.filesystem_share(fs.aggregate, fs.pods, fs.per_client)
 
 
-def filesystem(
-    backend: str, size: ByteSize, lustre_throughput: int, read_bandwidth: ByteSize | None, pods: int
-) -> Filesystem:
-    """The backend's read bandwidth as configured (Lustre scales with capacity; EFS is elastic)."""
-    rates = STORAGE_RATES[backend]
-    per_client = rates.per_client.value if rates.per_client else None
-    per_client_from = f"per client: {rates.per_client.cited}" if rates.per_client else "no per-client limit published"
-    if backend == "gcp-lustre":
-        tib = formulas.lustre_tib(size.bytes)
-        aggregate: float | None = formulas.lustre_aggregate(lustre_throughput, size.bytes)
-        aggregate_from = f"{lustre_throughput} MB/s per TiB x {tib:.2f} TiB ({LUSTRE_MB_PER_TIB_SOURCE})"
-    elif backend == "existing":
-        aggregate = float(read_bandwidth.bytes) if read_bandwidth is not None else None
-        aggregate_from = (
-            "stack config `storage.read_bandwidth`"
-            if read_bandwidth is not None
-            else "an existing StorageClass; set `storage.read_bandwidth` to derive it"
-        )
-    else:
-        assert rates.aggregate is not None, f"{backend} publishes its aggregate read bandwidth"
-        aggregate, aggregate_from = rates.aggregate.value, rates.aggregate.cited
-    return Filesystem(backend, aggregate, aggregate_from, per_client, per_client_from, pods)
+def filesystem(backend: StorageBackend, mode: ThroughputMode, provisioning: Provisioning, pods: int) -> Filesystem:
+    """The backend's read bandwidth as configured (Lustre scales with capacity; EFS by its mode and region)."""
+    limits = mode.file_system(provisioning)
+    client = mode.per_client
+    per_client_from = f"per client: {client.cited}" if client else "no per-client limit published"
+    return Filesystem(backend.key, limits.read, limits.source, client.value if client else None, per_client_from, pods)
 
 
 def _ratio(bandwidth: float | None, break_even: float) -> str:

@@ -9,12 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from components.catalog import labels
+from components.catalog.storage_backends import AWS_EFS, GCP_LUSTRE
 from components.manifest import Manifest
 from components.specs.workload_type import WorkloadType
 
 WORKLOAD = WorkloadType("llmd:storage:SharedStorage", "storage")  # the filesystem tier's shared claim
 
-LUSTRE_CLASS, EFS_CLASS = "lustre-class", "efs-sc"
+LUSTRE_CLASS, EFS_CLASS = str(GCP_LUSTRE.storage_class), str(AWS_EFS.storage_class)  # their backends' records
 LUSTRE_DRIVER, EFS_DRIVER = "lustre.csi.storage.gke.io", "efs.csi.aws.com"
 LUSTRE_PORTS = ["988", "6988"]  # LNet; 6988 where the instance has GKE support enabled
 EFS_CSI_SERVICE_ACCOUNT = ("kube-system", "efs-csi-controller-sa")
@@ -44,9 +45,20 @@ def lustre_volume_handle(project: str, zone: str, instance_id: str) -> str:
 def lustre_volume(
     name: str, volume_handle: Any, ip: Any, filesystem: str, size: str, claim: tuple[str, str]
 ) -> Manifest:
-    """A PersistentVolume for the Pulumi-managed instance, reserved for the tier's claim.
+    """The Pulumi-managed Lustre instance's volume, reserved for the tier's claim."""
+    csi = {
+        "driver": LUSTRE_DRIVER,
+        "volumeHandle": volume_handle,
+        "volumeAttributes": {"ip": ip, "filesystem": filesystem},
+    }
+    return reserved_volume(name, LUSTRE_CLASS, csi, size, claim)
 
-    Retain: the instance's lifecycle is Pulumi's; deleting the claim must not delete the instance.
+
+def reserved_volume(name: str, storage_class: str, csi: Manifest, size: str, claim: tuple[str, str]) -> Manifest:
+    """A PersistentVolume for a file system the stack created (its CSI driver, handle and attributes), reserved for
+    the tier's claim: a backend whose volume binds one claim (`one_claim_per_volume`).
+
+    Retain: the file system's lifecycle is Pulumi's; deleting the claim must not delete it.
     """
     namespace, claim_name = claim
     return {
@@ -57,13 +69,9 @@ def lustre_volume(
             "capacity": {"storage": size},
             "accessModes": ["ReadWriteMany"],
             "persistentVolumeReclaimPolicy": "Retain",
-            "storageClassName": LUSTRE_CLASS,
+            "storageClassName": storage_class,
             "claimRef": {"namespace": namespace, "name": claim_name},
-            "csi": {
-                "driver": LUSTRE_DRIVER,
-                "volumeHandle": volume_handle,
-                "volumeAttributes": {"ip": ip, "filesystem": filesystem},
-            },
+            "csi": csi,
         },
     }
 

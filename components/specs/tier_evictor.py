@@ -41,10 +41,6 @@ SCRIPT_ROOT = "/evictor"  # the ConfigMap's mount: components/tier_evictor/<modu
 # Not the guide label: the InferencePool selects on it, and the EPP would route requests to this pod.
 LABELS = {labels.WORKLOAD_LABEL: NAME, "app.kubernetes.io/part-of": labels.GUIDE}
 METRICS_PORT = 9400
-TIMESTAMPS = {"gcp-lustre": "atime", "aws-efs": "mtime", "existing": "atime"}
-# EFS is elastic (statfs reports exabytes): the claim's size is a budget, and the usage what the tier's
-# directory holds, counted by each pass's scan.
-USAGE = {"gcp-lustre": "statvfs", "aws-efs": "scan", "existing": "statvfs"}
 BASE_MEMORY = 64 * 2**20  # the interpreter, the HTTP server, one directory's entries
 CANDIDATE_BYTES = 400  # one kept candidate (its path's components, its numbers, its heap entry), measured
 
@@ -66,7 +62,11 @@ class EvictorSpec:
     image: str
     claim: str
     sub_path: str | None  # the tier's directory of the claim (beside the model cache), or the whole claim
-    backend: str  # gcp-lustre | aws-efs | existing
+    # The backend's (components/catalog/storage_backends.py): the timestamp it orders by, and where it reads the
+    # usage (statvfs; or, where the file system is elastic and statfs reports exabytes, what each pass's scan counts
+    # against `capacity_bytes`, the budget).
+    timestamp: str
+    usage: str
     high_percent: str  # percent_text: what the plan checked is what the evictor reads
     low_percent: str
     min_age_seconds: int
@@ -97,8 +97,8 @@ def _container(spec: EvictorSpec) -> Container:
         "MIN_AGE_SECONDS": str(spec.min_age_seconds),
         "POLL_SECONDS": str(spec.poll_seconds),
         "MAX_CANDIDATES": str(spec.max_candidates),
-        "TIMESTAMP": TIMESTAMPS[spec.backend],
-        "USAGE": USAGE[spec.backend],
+        "TIMESTAMP": spec.timestamp,
+        "USAGE": spec.usage,
         "CAPACITY_BYTES": str(spec.capacity_bytes),
         "LIVE_NAMESPACES": ",".join(spec.live_namespaces),
         "METRICS_PORT": str(METRICS_PORT),

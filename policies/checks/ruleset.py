@@ -46,6 +46,7 @@ from policies.checks.routing import (
     router_selects_model_servers,
 )
 from policies.checks.rule_types import NoConfig, Rule
+from policies.checks.storage_limits import StorageLimitsConfig, filesystem_tier_within_limits
 from policies.checks.tier_payoff import TierPayoffConfig, tiers_beat_recompute
 
 RULES: list[Rule[Any]] = [
@@ -84,6 +85,14 @@ RULES: list[Rule[Any]] = [
         "mandatory",
         filesystem_tier_capacity,
         NoConfig,
+    ),
+    Rule(
+        "filesystem-tier-within-limits",
+        "The filesystem tier's measured read and write rates stay within its backend's documented limits, per file"
+        " system and per client (by more than throttleShare they throttle)",
+        "mandatory",
+        filesystem_tier_within_limits,
+        StorageLimitsConfig,
     ),
     Rule("mooncake-rdma", "MooncakeStore pods request rdma/ib", "mandatory", mooncake_requests_rdma, NoConfig),
     Rule("lmcache-hash-seed", "LMCache clients set PYTHONHASHSEED", "mandatory", lmcache_hash_seed, NoConfig),

@@ -10,9 +10,9 @@ from components.catalog.accelerators import ACCELERATORS
 from components.catalog.cloud_resources import EFS, LUSTRE
 from components.catalog.labels import KV_CONNECTOR_LABEL
 from components.catalog.models import MODELS, ModelSpec
-from components.catalog.rates import STORAGE_RATES
+from components.catalog.storage_backends import STORAGE_BACKENDS, Provisioning
 from components.formulas import payoff
-from components.units import GiB
+from components.units import GiB, MiB
 from policies.checks.inventory import accelerator_of, transfer_block_of
 from policies.checks.rule_types import Settings, Violation, setting
 from policies.resources import Pod, Resource, pods, rwx_claims, served_model
@@ -78,10 +78,15 @@ def _shared_read(resources: list[Resource], config: TierPayoffConfig) -> tuple[f
             )
             aggregate = payoff.lustre_aggregate(tput, size)
             return aggregate, None, f"Managed Lustre {tput:g} MB/s per TiB x {payoff.lustre_tib(size):.2f} TiB"
-        if r.type == EFS.token and r.props.get("throughputMode") == "elastic":
-            efs = STORAGE_RATES[str(EFS.storage_backend)]
-            assert efs.aggregate is not None and efs.per_client is not None
-            return efs.aggregate.value, efs.per_client.value, "EFS Elastic throughput"
+        modes = STORAGE_BACKENDS[str(EFS.storage_backend)].modes
+        if r.type == EFS.token and r.props.get("throughputMode") in modes:
+            mode = modes[str(r.props["throughputMode"])]
+            mibps = r.props.get("provisionedThroughputInMibps")
+            provisioned = float(mibps) * MiB if isinstance(mibps, (int, float)) else None
+            limits = mode.file_system(Provisioning(None, 0, None, None, provisioned))  # the region is not known here
+            client = mode.per_client.value if mode.per_client else None
+            if limits.read is not None:
+                return limits.read, client, f"EFS {mode.title} throughput"
     if config.filesystem_read_bandwidth:
         return config.filesystem_read_bandwidth, None, "the configured filesystemReadBandwidth"
     return None

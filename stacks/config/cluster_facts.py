@@ -15,11 +15,12 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from components.catalog import versions
+from components.catalog.key_lists import spoken
 from components.catalog.platforms import PlatformKey
+from components.catalog.storage_backends import CREATED_BACKENDS, CreatedBackendKey, CreatedClass
 from components.specs import images
 from components.specs.connectors import OWN_IMAGES
 from components.specs.gateway import gateway_class_for
-from components.specs.storage import EFS_CLASS, LUSTRE_CLASS
 from components.units import ByteSize, MiB
 from stacks.config import formats
 from stacks.config.fields import MAX_STORAGE, DnsLabel, OwnNamespace, Section, check_with
@@ -67,21 +68,30 @@ class PoolFacts(Section):
 
 
 class StorageFacts(Section):
-    """The shared file system the serving stacks' filesystem tier claims."""
+    """The shared file system the serving stacks' filesystem tier claims (its backend's record:
+    components/catalog/storage_backends.py)."""
 
-    backend: Literal["gcp-lustre", "aws-efs"]
-    storage_class: Literal["lustre-class", "efs-sc"]  # the class the cluster stack created (components/specs/storage)
+    backend: CreatedBackendKey
+    storage_class: CreatedClass  # the class the cluster stack created (its backend's)
     size: Annotated[str, check_with(_storage_size)]  # a quantity
-    lustre_throughput: Literal[125, 250, 500, 1000] | None = None  # MB/s per TiB (gcp-lustre)
-    claim_namespace: OwnNamespace | None = None  # gcp-lustre: the one namespace its volume binds a claim in
+    lustre_throughput: Literal[125, 250, 500, 1000] | None = None  # MB/s per TiB (a backend of per-TiB tiers)
+    claim_namespace: OwnNamespace | None = None  # a backend whose volume binds one claim: that claim's namespace
+    throughput_mode: str | None = None  # its throughput mode, where it has more than one
+    provisioned_mibps: int | None = Field(default=None, ge=1)  # a provisioned mode's MiB/s
 
     @model_validator(mode="after")
     def _of_its_backend(self) -> StorageFacts:
-        lustre = self.backend == "gcp-lustre"
-        if self.storage_class != (LUSTRE_CLASS if lustre else EFS_CLASS):
+        backend = CREATED_BACKENDS[self.backend]
+        if self.storage_class != backend.storage_class:
             raise ValueError(f"storage_class = {self.storage_class!r}: not the class of backend {self.backend}")
-        if not lustre and (self.lustre_throughput is not None or self.claim_namespace is not None):
-            raise ValueError("lustre_throughput = (set): belongs to backend gcp-lustre, with claim_namespace")
+        if not backend.one_claim_per_volume and (
+            self.lustre_throughput is not None or self.claim_namespace is not None
+        ):
+            owners = spoken(k for k, b in CREATED_BACKENDS.items() if b.one_claim_per_volume)
+            raise ValueError(f"lustre_throughput = (set): belongs to backend {owners}, with claim_namespace")
+        if self.throughput_mode is not None and self.throughput_mode not in backend.modes:
+            allowed = spoken(backend.modes)
+            raise ValueError(f"throughput_mode = {self.throughput_mode!r}: backend {self.backend} has {allowed}")
         return self
 
 

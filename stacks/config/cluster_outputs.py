@@ -16,12 +16,13 @@ from pydantic import ValidationError
 
 from components.catalog import versions
 from components.catalog.machines import MACHINES
+from components.catalog.storage_backends import CREATED_BACKENDS
 from components.specs import images
 from components.specs.clusters import POOL_LABEL
 from components.specs.connectors import OWN_IMAGES
 from components.specs.gateway import gateway_class_for
-from components.specs.storage import EFS_CLASS, LUSTRE_CLASS
 from stacks.config import StackConfig, formats
+from stacks.config.backend_choice import backend_of, configured_mibps, mode_of
 from stacks.config.cluster_facts import (
     CLUSTER_OUTPUT,
     ClusterOutputs,
@@ -66,18 +67,18 @@ def _pool_facts(config: StackConfig, key: str, pool: NodePoolConfig) -> PoolFact
 
 
 def _storage_facts(config: StackConfig) -> StorageFacts | None:
-    storage = config.storage
-    if storage.backend == "gcp-lustre":
-        return StorageFacts(
-            backend="gcp-lustre",
-            storage_class=LUSTRE_CLASS,
-            size=storage.size.quantity(),
-            lustre_throughput=storage.lustre.per_unit_storage_throughput,
-            claim_namespace=storage.claim_namespace,
-        )
-    if storage.backend == "aws-efs":
-        return StorageFacts(backend="aws-efs", storage_class=EFS_CLASS, size=storage.size.quantity())
-    return None
+    storage, backend = config.storage, backend_of(config)
+    if not backend.created or backend.storage_class is None:  # a class the cluster has: nothing to export
+        return None
+    return StorageFacts(
+        backend=backend.key,
+        storage_class=backend.storage_class,
+        size=storage.size.quantity(),
+        lustre_throughput=storage.lustre.per_unit_storage_throughput if backend.capacity_steps else None,
+        claim_namespace=storage.claim_namespace if backend.one_claim_per_volume else None,
+        throughput_mode=mode_of(config).key if len(backend.modes) > 1 else None,
+        provisioned_mibps=configured_mibps(config),
+    )
 
 
 def pinned_registries() -> set[str]:
@@ -130,8 +131,14 @@ def storage_section(outputs: ClusterOutputs) -> dict[str, Any] | None:
     if storage is None:
         return None
     out: dict[str, Any] = {"backend": storage.backend, "size": storage.size}
-    if storage.lustre_throughput is not None:
-        out["lustre"] = {"per_unit_storage_throughput": storage.lustre_throughput}
+    settings = {
+        "per_unit_storage_throughput": storage.lustre_throughput,
+        "throughput_mode": storage.throughput_mode,
+        "provisioned_mibps": storage.provisioned_mibps,
+    }
+    section = CREATED_BACKENDS[storage.backend].settings
+    if section is not None and any(v is not None for v in settings.values()):
+        out[section] = {k: v for k, v in settings.items() if v is not None}
     return out
 
 
@@ -217,7 +224,7 @@ def serving_data(data: dict[str, Any], outputs: ClusterOutputs, reference: str) 
             f"the cluster stack {reference} applied the InferencePool CRDs of {outputs.gaie_version}",
         )
     storage: dict[str, Any] = _section(data, "storage")
-    if storage.get("backend") in ("gcp-lustre", "aws-efs"):
+    if storage.get("backend") in CREATED_BACKENDS:
         raise ConfigError(
             "storage.backend", storage["backend"], f"a serving stack's file system is its cluster stack's ({reference})"
         )

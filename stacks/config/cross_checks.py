@@ -22,7 +22,7 @@ from stacks.config.evictor_checks import check_evictor_applies
 from stacks.config.layer_checks import check_layer
 from stacks.config.pricing_checks import check_pricing
 from stacks.config.providers import PROVIDERS, ClusterProvider, provider_of, providers_that
-from stacks.config.storage_checks import check_storage
+from stacks.config.storage_checks import check_backend_settings, check_storage
 from stacks.config.workload_section import check_workload
 
 
@@ -156,14 +156,7 @@ def check_applies(config: StackConfig) -> None:
                 value.human() if isinstance(value, ByteSize) else value,
                 "describes an existing cluster's pool; a created pool's comes from its machine_type",
             )
-    if storage.backend != "existing" and "read_bandwidth" in storage.model_fields_set:
-        raise ConfigError(
-            "storage.read_bandwidth",
-            storage.read_bandwidth.human() if storage.read_bandwidth else None,
-            f"applies only with storage.backend existing; {storage.backend}'s bandwidth follows from its settings",
-        )
-    if storage.backend != "gcp-lustre" and "lustre" in storage.model_fields_set:
-        raise ConfigError("storage.lustre", "(set)", "applies only with storage.backend gcp-lustre")
+    check_backend_settings(storage)
     if model_cache.mode != "dedicated":
         for name in _set_fields(model_cache, ("size", "storage_class")):
             raise ConfigError(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from components.catalog.key_lists import spoken
+from components.catalog.storage_backends import STORAGE_BACKENDS
 from components.units import ByteSize
 from stacks.config import StackConfig
 from stacks.config.connector_choice import connector_of
@@ -12,7 +14,7 @@ EVICTOR_WHEN_ON = ("high_watermark", "low_watermark", "image")  # what only a ru
 
 def check_evictor_applies(config: StackConfig) -> None:
     """Evictor settings that would do nothing are refused: any of them without a shared filesystem tier, the
-    running evictor's own with it off, a budget where the claim's size is the budget (all but EFS)."""
+    running evictor's own with it off, a budget where the claim's size is the budget (all but the elastic backends)."""
     evictor, backend = config.storage.evictor, config.storage.backend
     chosen = sorted(evictor.model_fields_set)
     if not chosen:
@@ -32,11 +34,12 @@ def check_evictor_applies(config: StackConfig) -> None:
             _shown(getattr(evictor, idle[0])),
             "applies only with storage.evictor.mode auto; the evictor is off",
         )
-    if evictor.budget is not None and backend != "aws-efs":
+    if evictor.budget is not None and not STORAGE_BACKENDS[backend].elastic:
+        elastic = spoken(k for k, b in STORAGE_BACKENDS.items() if b.elastic)
         raise ConfigError(
             "storage.evictor.budget",
             evictor.budget.human(),
-            f"applies only with storage.backend aws-efs (elastic); on {backend} the budget is storage.size",
+            f"applies only with storage.backend {elastic} (elastic); on {backend} the budget is storage.size",
         )
 
 

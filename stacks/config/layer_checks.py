@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from components.catalog.key_lists import spoken
 from components.catalog.platforms import PLATFORMS
+from components.catalog.storage_backends import CREATED_BACKENDS, STORAGE_BACKENDS
 from components.specs.gateway import gateway_class_for
 from stacks.config.errors import ConfigError
 from stacks.config.providers import provider_of, providers_that
@@ -67,15 +69,17 @@ def _check_cluster_layer(config: StackConfig) -> None:
             "a serving stack's own (a cluster stack's autoscaling.enabled only says KEDA runs on its cluster)",
         )
     storage = config.storage
-    if "claim_namespace" in storage.model_fields_set and storage.backend != "gcp-lustre":
+    backend = STORAGE_BACKENDS[storage.backend]
+    if "claim_namespace" in storage.model_fields_set and not backend.one_claim_per_volume:
+        owners = spoken(k for k, b in STORAGE_BACKENDS.items() if b.one_claim_per_volume)
         raise ConfigError(
-            "storage.claim_namespace", storage.claim_namespace, "applies only with storage.backend gcp-lustre"
+            "storage.claim_namespace", storage.claim_namespace, f"applies only with storage.backend {owners}"
         )
-    if storage.backend == "existing" and storage.model_fields_set - {"backend"}:
+    if not backend.created and storage.model_fields_set - {"backend"}:
         raise ConfigError(
             "storage",
             "(set)",
-            "a cluster stack exports only storage it creates (gcp-lustre, aws-efs): a serving"
+            f"a cluster stack exports only storage it creates ({', '.join(CREATED_BACKENDS)}): a serving"
             " stack on an existing class describes it itself",
         )
     gateway = config.gateway

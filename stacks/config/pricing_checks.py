@@ -10,21 +10,28 @@ import difflib
 
 from components.catalog import prices
 from components.catalog.machines import MACHINES, SYSTEM_MACHINES
+from components.catalog.storage_backends import STORAGE_BACKENDS
 from stacks.config import StackConfig
 from stacks.config.errors import ConfigError
 from stacks.config.providers import provider_of, providers_that
 
 
 def known_price_keys(config: StackConfig) -> set[str]:
-    """What a `pricing.prices` key may name: the catalog's items, Managed Lustre's tiers, every machine type the
-    machine catalog knows, the machine types this stack names (its pools', `pricing.machine_types`') and what its
-    created cluster pays for besides them (the providers' `ClusterBill.extras`)."""
+    """What a `pricing.prices` key may name: the catalog's items, the storage backends' capacity prices by tier
+    (Managed Lustre's), every machine type the machine catalog knows, the machine types this stack names (its
+    pools', `pricing.machine_types`') and what its created cluster pays for besides them (the providers'
+    `ClusterBill.extras`)."""
     named = {pool.machine_type for pool in config.node_pools.values() if pool.machine_type}
     bill = provider_of(config).bill(config)
     return {
         *(extra.item for extra in (bill.extras if bill is not None else ())),
         *prices.ITEMS,
-        *(prices.lustre_item(tier) for tier in prices.LUSTRE_TIERS),
+        *(
+            b.storage_price.format(per_tib=t)
+            for b in STORAGE_BACKENDS.values()
+            if b.storage_price
+            for t in b.capacity_steps
+        ),
         *MACHINES,
         *SYSTEM_MACHINES,
         *named,

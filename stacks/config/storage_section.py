@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, ValidationInfo, field_validator
 
 from components.catalog import labels, versions
+from components.catalog.storage_backends import AWS_EFS, BackendKey, EfsModeKey, described
 from components.units import ByteSize, GiB, MiB
 from stacks.config.fields import (
     MAX_STORAGE,
@@ -26,6 +27,22 @@ class LustreSettings(Section):
     """MB/s per TiB: 125, 250, 500 or 1000; sets the minimum capacity and its step; default 1000, the seed's"""
     filesystem: str = Field(default="kvcache", pattern=r"^[A-Za-z][A-Za-z0-9]{0,7}$")
     """Lustre file system name, 1-8 letters or digits; default kvcache"""
+
+
+class EfsSettings(Section):
+    """AWS EFS: its throughput mode (its limits and how it is billed: the summary's Cost section shows both)."""
+
+    throughput_mode: EfsModeKey = Field(
+        default=AWS_EFS.default_mode.key,
+        description="; ".join(m.words for m in AWS_EFS.modes.values()) + f"; default {AWS_EFS.default_mode.key}",
+    )
+    provisioned_mibps: int | None = Field(
+        default=None,
+        ge=1,
+        le=1_000_000,
+        description="provisioned: MiB/s the file system is provisioned with; unset: derived from the workload's"
+        " replayed rates (what the writes and a third of the reads need, up to the region's cap)",
+    )
 
 
 class EvictorSettings(Section):
@@ -88,9 +105,7 @@ class EvictorSettings(Section):
 class StorageConfig(Section):
     """The filesystem tier's ReadWriteMany claim (`llm-d-kv-cache-storage`, mounted at /mnt/files-storage)."""
 
-    backend: Literal["existing", "gcp-lustre", "aws-efs"] = Field(
-        default="existing", description="existing: a StorageClass the cluster has; else created with the stack"
-    )
+    backend: BackendKey = Field(default="existing", description=described())
     storage_class: StorageClassName = Field(
         default="", description="existing: the claim's StorageClass; empty: the cluster default"
     )
@@ -104,6 +119,8 @@ class StorageConfig(Section):
     )
     lustre: LustreSettings = LustreSettings()
     """GCP Managed Lustre settings (storage.backend gcp-lustre)"""
+    efs: EfsSettings = EfsSettings()
+    """AWS EFS settings (storage.backend aws-efs)"""
     evictor: EvictorSettings = EvictorSettings()
     """the filesystem tier's evictor (capacity management of the shared claim)"""
     claim_namespace: OwnNamespace = labels.DEFAULT_NAMESPACE

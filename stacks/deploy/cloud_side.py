@@ -5,7 +5,7 @@ in `stacks/config/providers/`, a floor below)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import pulumi
@@ -18,6 +18,9 @@ from stacks.planning.mirror import Mirror
 
 STACK_NAME = "llmd"
 CreatedCluster = GkeCluster | EksCluster
+# A backend's file system on its cloud: the stack's config, the cluster, the MiB/s a provisioned throughput mode
+# runs at (the plan's, stacks/planning/workload/tier_throughput.py; None: not a provisioned mode) and the options.
+FileSystem = Callable[[StackConfig, CreatedCluster, int | None, pulumi.ResourceOptions], pulumi.Resource]
 
 
 @dataclass(frozen=True)
@@ -25,7 +28,9 @@ class CloudSide:
     key: str  # the provider's (`cluster.provider`)
     cluster: Callable[[StackConfig, list[PoolSpec], Mirror | None], CreatedCluster]
     caches: Callable[[Mirror], pulumi.Resource | None]  # the registry caches every mirrored image comes through
-    file_system: Callable[[StackConfig, CreatedCluster, pulumi.ResourceOptions], list[pulumi.Resource]]
+    # The file systems it creates, by `storage.backend` (components/catalog/storage_backends.py: the backends
+    # created on its provider).
+    file_systems: Mapping[str, FileSystem]
     # What autoscaling needs besides KEDA (its read of the cloud's metrics, a node autoscaler).
     autoscaling: Callable[
         [StackConfig, list[PoolSpec], Mirror | None, CreatedCluster, pulumi.ResourceOptions], list[pulumi.Resource]

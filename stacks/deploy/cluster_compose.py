@@ -13,6 +13,7 @@ from components.cluster.gke import GkeCluster
 from components.gateway_front import GatewayFront, GatewayFrontArgs
 from components.inference_pool import InferencePoolCrds, InferencePoolCrdsArgs
 from components.specs.device_plugin import nvidia_device_plugin_pools, nvidia_device_plugin_values
+from stacks.config.backend_choice import configured_mibps
 from stacks.config.cluster_facts import CLUSTER_OUTPUT, KUBECONFIG_OUTPUT
 from stacks.deploy.compose import STACK_NAME, autoscalers, cluster_side, file_system
 from stacks.deploy.protection import lifecycle_transform
@@ -37,7 +38,7 @@ def compose_cluster(cluster_plan: ClusterPlan) -> pulumi.Output[str] | None:
         NvidiaDevicePlugin(f"{STACK_NAME}-nvidia-device-plugin", nvidia_device_plugin_values(gpu_pools), opts)
     if cluster is not None and config.autoscaling.enabled:
         autoscalers(config, cluster_plan.pools, cluster_plan.mirror, cluster, opts)
-    file_system(config, cluster, opts)
+    file_system(config, cluster, configured_mibps(config), opts)
     front = cluster_plan.gateway
     if front is not None:
         needs: list[pulumi.Resource] = []

@@ -114,15 +114,17 @@ def _serving_needs(
         )
     if cluster is not None and stack_plan.autoscaling is not None:
         needs += autoscalers(config, stack_plan.pools, stack_plan.mirror, cluster, after_cluster)
-    return needs + file_system(config, cluster, after_cluster)
+    return needs + file_system(config, cluster, stack_plan.provisioned_mibps, after_cluster)
 
 
 def file_system(
-    config: StackConfig, cluster: CreatedCluster | None, opts: pulumi.ResourceOptions
+    config: StackConfig, cluster: CreatedCluster | None, provisioned_mibps: int | None, opts: pulumi.ResourceOptions
 ) -> list[pulumi.Resource]:
-    """The filesystem tier's backend a created cluster gets from its cloud: Managed Lustre on GKE, EFS on EKS."""
+    """The filesystem tier's backend a created cluster gets from its cloud (its side's builder for the stack's
+    `storage.backend`: Managed Lustre on GKE, EFS on EKS); none for a class the cluster has."""
     side = CLOUD_SIDES.get(provider_of(config).key)
-    return side.file_system(config, cluster, opts) if side is not None and cluster is not None else []
+    build = side.file_systems.get(config.storage.backend) if side is not None else None
+    return [build(config, cluster, provisioned_mibps, opts)] if build is not None and cluster is not None else []
 
 
 def autoscalers(
@@ -164,7 +166,7 @@ def _cache_stack(
             serving_needs=serving_needs,
             crds=config.effective_layer != "serving",
             namespace_labels=namespace_labels(config),
-            namespace_annotations=stack_plan.cost.annotations() if stack_plan.cost is not None else {},
+            namespace_annotations=stack_plan.namespace_annotations,
         ),
         pulumi.ResourceOptions(providers=[provider], parent=parent),
     )

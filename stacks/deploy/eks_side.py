@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import pulumi
 
+from components.catalog.storage_backends import AWS_EFS
 from components.cloud_storage import EfsArgs, EfsStorage
 from components.cluster.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from components.cluster.ecr import EcrPullThroughCache, EcrPullThroughCacheArgs
 from components.cluster.eks import EksCluster, EksClusterArgs
 from components.specs.clusters import PoolSpec
 from stacks.config import StackConfig
+from stacks.config.backend_choice import mode_of
 from stacks.deploy.cloud_side import STACK_NAME, CloudSide, CreatedCluster
 from stacks.planning.mirror import Mirror
 
@@ -44,14 +46,11 @@ def caches(mirror: Mirror) -> pulumi.Resource | None:
     )
 
 
-def file_system(config: StackConfig, cluster: CreatedCluster, opts: pulumi.ResourceOptions) -> list[pulumi.Resource]:
-    """EFS, with `storage.backend: aws-efs`."""
-    if config.storage.backend != "aws-efs" or not isinstance(cluster, EksCluster):
-        return []
-    return [_efs(config, cluster, opts)]
-
-
-def _efs(config: StackConfig, cluster: EksCluster, opts: pulumi.ResourceOptions) -> EfsStorage:
+def _efs(
+    config: StackConfig, cluster: CreatedCluster, provisioned_mibps: int | None, opts: pulumi.ResourceOptions
+) -> EfsStorage:
+    """EFS, in the throughput mode the stack runs (provisioned: at the plan's MiB/s)."""
+    assert isinstance(cluster, EksCluster), "the EKS side creates on an EKS cluster"
     return EfsStorage(
         f"{STACK_NAME}-efs",
         EfsArgs(
@@ -62,6 +61,8 @@ def _efs(config: StackConfig, cluster: EksCluster, opts: pulumi.ResourceOptions)
             cluster_name=cluster.cluster_name,
             oidc_provider_arn=cluster.oidc_provider_arn,
             oidc_issuer=cluster.oidc_issuer,
+            throughput_mode=mode_of(config).key,
+            provisioned_mibps=provisioned_mibps,
         ),
         opts,
     )
@@ -94,4 +95,4 @@ def autoscaling(
     ]
 
 
-EKS_SIDE = CloudSide("eks", cluster, caches, file_system, autoscaling)
+EKS_SIDE = CloudSide("eks", cluster, caches, {AWS_EFS.key: _efs}, autoscaling)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_gcp as gcp
 
+from components.catalog.storage_backends import GCP_LUSTRE
 from components.cloud_storage import LustreArgs, LustreStorage
 from components.cluster.gke import GkeCluster, GkeClusterArgs
 from components.cluster.registry import ArtifactRegistryMirror, ArtifactRegistryMirrorArgs
@@ -14,7 +15,7 @@ from components.specs.clusters import PoolSpec
 from components.specs.servers.base import FILES_STORAGE_CLAIM
 from components.units import GiB
 from stacks.config import StackConfig
-from stacks.deploy.cloud_side import STACK_NAME, CloudSide, CreatedCluster
+from stacks.deploy.cloud_side import STACK_NAME, CloudSide, CreatedCluster, FileSystem
 from stacks.planning.mirror import Mirror
 from stacks.planning.workload_builders import lustre_volume_name
 
@@ -37,7 +38,7 @@ def cluster(config: StackConfig, pools: list[PoolSpec], mirror: Mirror | None) -
             system_node_count=gke.system_node_count,
             cloud_nat=gke.cloud_nat,
             deletion_protection=gke.deletion_protection or config.protect,
-            lustre_csi=config.storage.backend == "gcp-lustre",
+            lustre_csi=config.storage.backend in FILE_SYSTEMS,  # what this side's file systems mount through
             pools=pools,
         ),
     )
@@ -49,12 +50,10 @@ def caches(mirror: Mirror) -> pulumi.Resource | None:
     )
 
 
-def file_system(config: StackConfig, cluster: CreatedCluster, opts: pulumi.ResourceOptions) -> list[pulumi.Resource]:
-    """Managed Lustre, with `storage.backend: gcp-lustre`."""
-    return [_lustre(config, opts)] if config.storage.backend == "gcp-lustre" else []
-
-
-def _lustre(config: StackConfig, opts: pulumi.ResourceOptions) -> LustreStorage:
+def _lustre(
+    config: StackConfig, cluster: CreatedCluster, provisioned_mibps: int | None, opts: pulumi.ResourceOptions
+) -> LustreStorage:
+    """Managed Lustre: capacity and its per-TiB tier provision its throughput."""
     gke = config.cluster.gke
     assert gke is not None, "checked at config load"
     return LustreStorage(
@@ -103,4 +102,5 @@ def autoscaling(
     ]
 
 
-GKE_SIDE = CloudSide("gke", cluster, caches, file_system, autoscaling)
+FILE_SYSTEMS: dict[str, FileSystem] = {GCP_LUSTRE.key: _lustre}
+GKE_SIDE = CloudSide("gke", cluster, caches, FILE_SYSTEMS, autoscaling)

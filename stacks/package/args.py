@@ -215,7 +215,7 @@ class CacheArgs(TypedDict, total=False):
 
 
 class StorageBackend(Enum):
-    """existing: a StorageClass the cluster has; else created with the stack"""
+    """existing: a StorageClass the cluster has (storage.storage_class); gcp-lustre: GCP Managed Lustre, created with a GKE cluster; aws-efs: AWS EFS, created with an EKS cluster (elastic: the claim's size is nominal)"""
 
     EXISTING = "existing"
     GCP_LUSTRE = "gcp-lustre"
@@ -238,6 +238,22 @@ class LustreArgs(TypedDict, total=False):
     """MB/s per TiB: 125, 250, 500 or 1000; sets the minimum capacity and its step; default 1000, the seed's"""
     filesystem: str
     """Lustre file system name, 1-8 letters or digits; default kvcache"""
+
+
+class EfsThroughputMode(Enum):
+    """elastic: billed per GB read and written, up to its per-file-system limits; provisioned: a fixed MiB/s billed per month whatever moves (storage.efs.provisioned_mibps, else derived from the workload's replayed rates), with lower caps; default elastic"""
+
+    ELASTIC = "elastic"
+    PROVISIONED = "provisioned"
+
+
+class EfsArgs(TypedDict, total=False):
+    """AWS EFS: its throughput mode (its limits and how it is billed: the summary's Cost section shows both)."""
+
+    throughput_mode: EfsThroughputMode
+    """elastic: billed per GB read and written, up to its per-file-system limits; provisioned: a fixed MiB/s billed per month whatever moves (storage.efs.provisioned_mibps, else derived from the workload's replayed rates), with lower caps; default elastic"""
+    provisioned_mibps: int
+    """provisioned: MiB/s the file system is provisioned with; unset: derived from the workload's replayed rates (what the writes and a third of the reads need, up to the region's cap)"""
 
 
 class EvictorMode(Enum):
@@ -268,7 +284,7 @@ class StorageArgs(TypedDict, total=False):
     """The filesystem tier's ReadWriteMany claim (`llm-d-kv-cache-storage`, mounted at /mnt/files-storage)."""
 
     backend: StorageBackend
-    """existing: a StorageClass the cluster has; else created with the stack"""
+    """existing: a StorageClass the cluster has (storage.storage_class); gcp-lustre: GCP Managed Lustre, created with a GKE cluster; aws-efs: AWS EFS, created with an EKS cluster (elastic: the claim's size is nominal)"""
     storage_class: str
     """existing: the claim's StorageClass; empty: the cluster default"""
     size: str
@@ -277,6 +293,8 @@ class StorageArgs(TypedDict, total=False):
     """existing: aggregate read bytes per second of the StorageClass, shared by the pods (the payoff table's filesystem tier); unset: not derived"""
     lustre: LustreArgs
     """GCP Managed Lustre settings (storage.backend gcp-lustre)"""
+    efs: EfsArgs
+    """AWS EFS settings (storage.backend aws-efs)"""
     evictor: EvictorArgs
     """the filesystem tier's evictor (capacity management of the shared claim)"""
     claim_namespace: str

@@ -19,6 +19,7 @@ from components.specs.connectors import OWN_IMAGES
 from components.specs.model_cache import ModelCache
 from components.specs.startup import ColdStart, StartupInputs, cold_start
 from stacks.config import StackConfig
+from stacks.config.backend_choice import filesystem_of
 
 # The sizes of the images accelerators and connectors pin themselves, by repository.
 _OWN_IMAGE_BYTES = {cache_figures.image_repository(i.reference): i.compressed_bytes for i in OWN_IMAGES}
@@ -43,13 +44,10 @@ def weight_source(config: StackConfig, cache: ModelCache | None, readers: int = 
     if cache is None:
         return figures.HUGGING_FACE
     if cache.shared_with_tier:
-        storage = config.storage
-        fs = payoff_table.filesystem(
-            storage.backend, storage.size, storage.lustre.per_unit_storage_throughput, storage.read_bandwidth, readers
-        )
+        fs = filesystem_of(config, readers)
         share = payoff_table.filesystem_share(fs)
         if share is not None:
-            name = f"model cache, {storage.backend}"
+            name = f"model cache, {fs.backend}"
             return WeightSource(name, int(share), f"{fs.aggregate_from}; {fs.per_client_from}; {readers} reading")
     return WeightSource(
         "model cache, assumed class",

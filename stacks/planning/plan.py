@@ -18,6 +18,7 @@ from components.specs.servers.base import Scheduling, router_selector
 from components.specs.workloads import ordered
 from components.units import ByteSize
 from stacks.config import StackConfig
+from stacks.config.backend_choice import filesystem_of
 from stacks.config.cross_checks import check_epp_index
 from stacks.config.errors import ConfigError
 from stacks.config.loading import PROJECT_DIR
@@ -34,6 +35,7 @@ from stacks.planning.tier_capacity import EVICTOR_METRICS, shared_tier
 from stacks.planning.tier_fit import size_on_hardware
 from stacks.planning.tier_identity import tier_identity
 from stacks.planning.workload import capacity_plan
+from stacks.planning.workload.tier_throughput import check_rendered
 from stacks.planning.workload.workload_source import WorkloadSource, config_source
 from stacks.planning.workload_builders import Serving, resolve_model_cache, workloads
 from stacks.planning.workload_plan import Replan, plan_workload, priced
@@ -99,7 +101,7 @@ def plan(
     first = _plan(stack)
     source = workload if workload is not None else config_source(config, PROJECT_DIR)
     if source is None:
-        return dataclasses.replace(first, cost=priced(first))
+        return _rendered(dataclasses.replace(first, cost=priced(first)), keep_up)
     slo = config.workload.slo if config.workload is not None else None
 
     def at(replicas: int, cpu_tier: ByteSize | None, store_rate: StoreRate | None) -> StackPlan:
@@ -110,7 +112,14 @@ def plan(
     if keep_up and config.cache.replicas != "auto":
         capacity_plan.check_fits(record.capacity)
     rendered = replan(record.replicas, record.cpu_tier, record.store_rate)
-    return dataclasses.replace(rendered, workload=record, cost=record.cost)
+    return _rendered(dataclasses.replace(rendered, workload=record, cost=record.cost), keep_up)
+
+
+def _rendered(stack_plan: StackPlan, renders: bool) -> StackPlan:
+    """A plan that renders (not `./run size`'s report) has what its file system is provisioned at."""
+    if renders and stack_plan.cost is not None:
+        check_rendered(stack_plan.cost.throughput)
+    return stack_plan
 
 
 def plan_any(config: StackConfig, name: str) -> StackPlan | ClusterPlan:
@@ -269,7 +278,7 @@ def _thresholds(stack: Resolved, stack_payoff: payoff_table.Payoff) -> alerts.Th
 
 
 def _payoff_inputs(stack: Resolved) -> payoff_table.PayoffInputs:
-    config, storage = stack.config, stack.config.storage
+    config = stack.config
     block_tokens, block_from = stack.connector.transfer_block(stack.choice)
     shared = stack.uses_tier_claim
     return payoff_table.PayoffInputs(
@@ -280,15 +289,5 @@ def _payoff_inputs(stack: Resolved) -> payoff_table.PayoffInputs:
         block_tokens=block_tokens,
         block_from=block_from,
         prefix_tokens=config.monitoring.alerts.prefix_tokens,
-        filesystem=(
-            payoff_table.filesystem(
-                storage.backend,
-                storage.size,
-                storage.lustre.per_unit_storage_throughput,
-                storage.read_bandwidth,
-                stack.replicas * stack.group_size,
-            )
-            if shared
-            else None
-        ),
+        filesystem=filesystem_of(config, stack.replicas * stack.group_size) if shared else None,
     )

@@ -64,6 +64,21 @@ class StackPlan:
         return self.stack.config
 
     @property
+    def provisioned_mibps(self) -> int | None:
+        """MiB/s the filesystem tier's backend is provisioned with, where it runs a provisioned mode."""
+        throughput = self.cost.throughput if self.cost is not None else None
+        return throughput.provisioned_mibps if throughput is not None else None
+
+    @property
+    def namespace_annotations(self) -> dict[str, str]:
+        """What the plan stamps on the stack's Namespace for the policy pack and the change plan: the cost and
+        the filesystem tier's measured rates against its limits."""
+        if self.cost is None:
+            return {}
+        throughput = self.cost.throughput.annotations() if self.cost.throughput is not None else {}
+        return self.cost.annotations() | throughput
+
+    @property
     def tier_curve(self) -> TierCurve | None:
         """The tiers replayed on the stack's workload."""
         return self.workload.curve if self.workload is not None else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 
+from components.catalog.storage_backends import StorageBackend
 from components.formulas import shared_tier_capacity as formulas
 from components.formulas.shared_tier_capacity import Capacity, StoreRate
 from components.manifest import Manifest
@@ -15,14 +16,13 @@ from components.specs.model_cache import TIER_SUBPATH, ModelCache
 from components.specs.servers.base import FILES_STORAGE_CLAIM
 from components.specs.startup import AwaitBudget
 from components.specs.workloads import NAMESPACE, Await, Workload
-from components.units import GiB
 from stacks.config import StackConfig
+from stacks.config.backend_choice import backend_of
 from stacks.config.errors import ConfigError
 from stacks.planning import cold_starts
 from stacks.planning.resolution import Resolved
 from stacks.planning.workload.shared_tier import SharedTier
 
-EFS_DEFAULT_BUDGET = 9000 * GiB
 EVICTOR_METRICS = [
     "tier_evictor_usage_ratio against tier_evictor_high_watermark_ratio (the shared tier's usage, its evictor)",
     "tier_evictor_deleted_bytes_total, tier_evictor_deleted_files_total, tier_evictor_scan_seconds (what each pass"
@@ -42,11 +42,16 @@ def shared_tier(
     rate = measured or store_rate(payoff, replicas, pods_per_replica)
     block = file_bytes(stack, kv_bytes_per_token)
     managed = config.storage.evictor.mode == "auto"
+    backend = backend_of(config)
     if not managed:  # nothing evicts: only the time to fill is shown
-        poll = None if spec.USAGE[config.storage.backend] == "scan" else formulas.STATVFS_POLL_SECONDS
-        tier = formulas.derive(budget(config), rate, config.storage.evictor.scan_rate, block, poll)
-        return SharedTier(tier, False, config.storage.backend)
-    return SharedTier(capacity(config, rate, block), True, config.storage.backend)
+        tier = formulas.derive(budget(config), rate, config.storage.evictor.scan_rate, block, _poll(backend))
+        return SharedTier(tier, False, backend, replicas * pods_per_replica)
+    return SharedTier(capacity(config, rate, block), True, backend, replicas * pods_per_replica)
+
+
+def _poll(backend: StorageBackend) -> float | None:
+    """How often the evictor reads the usage: statvfs every poll, or (None) what each scan counts."""
+    return None if backend.evictor_usage == "scan" else formulas.STATVFS_POLL_SECONDS
 
 
 def store_rate(payoff: payoff_table.Payoff, replicas: int, pods_per_replica: int) -> StoreRate:
@@ -63,19 +68,19 @@ def file_bytes(stack: Resolved, kv_bytes_per_token: int) -> int:
 
 
 def budget(config: StackConfig) -> int:
-    """The bytes the tier may hold: the claim's size; on EFS (elastic, its claim's size nominal) the evictor's
-    budget, by default the guide's claim (manifests/pvc.yaml, 9000Gi)."""
-    settings = config.storage.evictor
+    """The bytes the tier may hold: the claim's size; on an elastic backend (EFS: its claim's size nominal) the
+    evictor's budget, by default the backend's (EFS: the guide's claim, manifests/pvc.yaml, 9000Gi)."""
+    settings, backend = config.storage.evictor, backend_of(config)
     if settings.budget is not None:
         return settings.budget.bytes
-    return EFS_DEFAULT_BUDGET if config.storage.backend == "aws-efs" else config.storage.size.bytes
+    return backend.default_budget if backend.default_budget is not None else config.storage.size.bytes
 
 
 def capacity(config: StackConfig, rate: StoreRate, block_file_bytes: int) -> Capacity:
     """The evictor's watermarks: derived, or the config's checked against the same bounds. Derived ones that
     cannot keep up are an error at a measured rate, a warning in the summary at the upper bound."""
     settings, size = config.storage.evictor, budget(config)
-    poll = None if spec.USAGE[config.storage.backend] == "scan" else formulas.STATVFS_POLL_SECONDS
+    poll = _poll(backend_of(config))
     if settings.high_watermark is None or settings.low_watermark is None:
         derived = formulas.derive(size, rate, settings.scan_rate, block_file_bytes, poll)
         problem = formulas.derived_problem(derived)
@@ -124,7 +129,8 @@ def evictor_workload(
         image=config.storage.evictor.image,
         claim=FILES_STORAGE_CLAIM,
         sub_path=TIER_SUBPATH if shared else None,
-        backend=config.storage.backend,
+        timestamp=backend_of(config).evictor_timestamp,
+        usage=backend_of(config).evictor_usage,
         high_percent=spec.percent_text(tier.high),
         low_percent=spec.percent_text(tier.low),
         min_age_seconds=round(tier.min_age_seconds),

@@ -21,10 +21,10 @@ from components.specs.router_values import router_endpoint
 from components.specs.servers import MODEL_SERVER, ServerSpec, model_server_manifests
 from components.specs.servers.base import FILES_STORAGE_CLAIM, files_storage_claim, router_selector
 from components.specs.startup import AwaitBudget
-from components.specs.storage import EFS_CLASS, LUSTRE_CLASS
 from components.specs.workloads import CLUSTER, HF_TOKEN, NAMESPACE, ROUTER, Await, Workload, ordered
 from components.units import ByteSize, GiB
 from stacks.config import StackConfig
+from stacks.config.backend_choice import backend_of
 from stacks.config.errors import ConfigError
 from stacks.planning import cold_starts, hardware, tier_capacity
 from stacks.planning.prepull_placement import prepull_manifests, serving_placement
@@ -107,9 +107,9 @@ def lustre_volume_name(namespace: str) -> str:
 
 
 def _storage(config: StackConfig, managed: bool) -> Workload:
-    backend = config.storage.backend
-    storage_class = {"gcp-lustre": LUSTRE_CLASS, "aws-efs": EFS_CLASS}.get(backend, config.storage.storage_class)
-    volume = lustre_volume_name(config.namespace) if backend == "gcp-lustre" else None
+    backend = backend_of(config)
+    storage_class = backend.storage_class or config.storage.storage_class
+    volume = lustre_volume_name(config.namespace) if backend.one_claim_per_volume else None  # its reserved volume
     claim = files_storage_claim(config.namespace, storage_class, config.storage.size.quantity(), volume)
     claim["metadata"]["labels"].update(tier_evictor.claim_label(managed))
     return Workload(
@@ -146,7 +146,7 @@ def _model_cache(config: StackConfig, cache: model_cache.ModelCache, model: Mode
     out = []
     # The claim the weights land on: its size is what it holds (EFS is elastic: its claim's size is nominal).
     holds = (
-        ("storage.size", config.storage.size if config.storage.backend != "aws-efs" else None)
+        ("storage.size", config.storage.size if not backend_of(config).elastic else None)
         if cache.shared_with_tier
         else ("model_cache.size", settings.size)
     )

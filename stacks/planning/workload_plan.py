@@ -18,6 +18,7 @@ from stacks.config.errors import ConfigError
 from stacks.config.workload_section import SloConfig
 from stacks.planning import hardware
 from stacks.planning.stack_plan import StackPlan
+from stacks.planning.tier_capacity import budget as tier_budget
 from stacks.planning.tier_fit import node_largest_tier, tier_capacity
 from stacks.planning.workload import capacity_plan, tier_objective, workload_sizing
 from stacks.planning.workload.capacity_records import CapacityPlan, Scenario, TierSet
@@ -124,7 +125,7 @@ def stack_shape(stack_plan: StackPlan) -> StackShape:
         capacity_of=lambda tier: tier_capacity(stack, tier),
         cpu_step=connector.auto_tier_step(stack.tensor_parallelism, config.cache.tier.variant),
         node_largest=node_largest_tier(stack),
-        fs_configured=config.storage.size if stack.uses_tier_claim else None,
+        fs_configured=ByteSize(tier_budget(config)) if stack.uses_tier_claim else None,  # what the evictor holds
         payoff=stack_plan.payoff,
         replica=Replica(decode.model, decode.accelerator.rates, stack.devices, stack.group_size),
     )

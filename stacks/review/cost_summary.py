@@ -1,15 +1,17 @@
 """The summary's cost section: the plan's `StackCost` (stacks/planning/workload/cost.py) as a reader checks it: a total
 only where every charge is priced, each line with its formula, what is unpriced and how to price it, the serving
 pool's idle nodes, what is billed by use, $ per million prompt tokens (or why there is none), each tier's cost
-against its saving, and every price with its rate kind, source and date, the overridden ones marked; and the
+against its saving, the filesystem tier's throughput in each mode of its backend (the one priced named, the others'
+cost and caps beside it), and every price with its rate kind, source and date, the overridden ones marked; and the
 objective `cache.tier.cpu: auto` sized by (stacks/planning/workload/tier_objective.py), with the cost of its size
 against the latency objective's."""
 
 from __future__ import annotations
 
 from components.catalog.prices import HOURS_PER_MONTH
-from stacks.planning.workload.cost_records import Idle, StackCost
+from stacks.planning.workload.cost_records import Idle, ModeCost, ModeLimits, StackCost
 from stacks.planning.workload.tier_objective import Objective
+from stacks.planning.workload.tier_throughput import gbps
 
 
 def usd(value: float) -> str:
@@ -34,6 +36,7 @@ def cost_lines(cost: StackCost | None) -> list[str]:
         lines += ["| item | $/hour | formula |", "|---|---|---|"]
         lines += [f"| {x.what} | {usd(x.usd_per_hour)} | {x.formula} |" for x in cost.lines]
         lines.append("")
+    lines += mode_lines(cost)
     lines += [f"- not priced: {u.what}: {u.reason}; {u.remedy}" for u in cost.unpriced]
     lines += [_idle_line(idle) for idle in cost.idle]
     lines += [f"- billed by use, not estimated (the plan does not model it): {what}" for what in cost.usage]
@@ -147,3 +150,50 @@ def objective_lines(objective: Objective | None, took: bool) -> list[str]:
         lines.append(f"| {size.size.readable()}{mark} | {replicas} | {figure} | {size.formula()} |")
     lines.append("")
     return lines
+
+
+def _cap(limits: ModeLimits) -> str:
+    fs = limits.file_system
+    read = gbps(fs.read) if fs.read is not None else "-"
+    write = gbps(fs.write) if fs.write is not None else "-"
+    client = f"; {gbps(limits.mode.per_client.value)} per client" if limits.mode.per_client else ""
+    return f"reads {read}, writes {write} per file system{client}"
+
+
+def _mode_verdict(limits: ModeLimits) -> str:
+    throttled = limits.throttled()
+    if throttled:
+        return "throttles: " + "; ".join(f"{a.what} {a.share:.0%}" for a in throttled)
+    return "within its limits" if limits.against else "-"
+
+
+def _provisioned(mode_cost: ModeCost) -> str:
+    limits = mode_cost.limits
+    if limits.mode.provisioned_cap is None:
+        return "-"
+    if limits.provisioned_mibps is None:
+        return "derived from a workload's replay"
+    return f"{limits.provisioned_mibps:,} MiB/s"
+
+
+def mode_lines(cost: StackCost) -> list[str]:
+    """The tier's throughput in each mode of its backend, the one priced first (none where it has one mode)."""
+    if len(cost.modes) < 2 or cost.throughput is None:
+        return []
+    backend, running = cost.throughput.backend, cost.throughput.running
+    setting = f"storage.{backend.settings}.throughput_mode" if backend.settings else "its only mode"
+    lines = [
+        f"{backend.short} throughput is priced in {running.mode.title} mode ({setting}); its other modes at the same"
+        " demand, beside it:",
+        "",
+        "| throughput mode | provisioned | caps | $/hour | at the tier's demand |",
+        "|---|---|---|---|---|",
+    ]
+    for mode_cost in cost.modes:
+        mark = " (priced)" if mode_cost.running else ""
+        figure = usd(mode_cost.usd_per_hour) if mode_cost.usd_per_hour is not None else "-"
+        lines.append(
+            f"| {mode_cost.limits.mode.title}{mark} | {_provisioned(mode_cost)} | {_cap(mode_cost.limits)} | {figure}"
+            f" | {_mode_verdict(mode_cost.limits)} |"
+        )
+    return [*lines, ""]

@@ -9,6 +9,7 @@ from components.specs import images, model_cache, prepull, storage
 from components.specs.clusters import PoolSpec
 from components.specs.payoff_table import gbps, seconds
 from components.units import ByteSize, GiB, MiB
+from stacks.config.backend_choice import backend_of
 from stacks.config.providers import provider_of
 from stacks.planning.hardware import Fit
 from stacks.planning.plan import StackPlan
@@ -19,6 +20,7 @@ from stacks.review.capacity_table import capacity_lines
 from stacks.review.cost_summary import cost_lines, objective_lines
 from stacks.review.layer_rows import cluster_row, gateway_rows
 from stacks.review.offline import Recording
+from stacks.review.throughput_summary import throughput_lines
 from stacks.review.tier_capacity_summary import tier_capacity_lines
 from stacks.review.tier_curve_table import tier_curve_lines
 
@@ -116,7 +118,7 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
     rows = _core_rows(stack_plan, recording) + _optional_rows(stack_plan) + _pool_rows(stack_plan.pools)
     if stack_plan.fit is not None:
         rows.append(_fit_row(stack_plan.fit, stack_plan.tier))
-    if config.storage.backend != "existing":
+    if backend_of(config).created:
         rows.append(("filesystem tier backend", config.storage.backend))
     rows.append(("monitoring", config.monitoring.provider if config.monitoring.enabled else "off"))
     rows.append(_network_row(stack_plan, recording))
@@ -151,6 +153,7 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
             else []
         ),
         *tier_capacity_lines(stack_plan),
+        *throughput_lines(stack_plan.cost.throughput if stack_plan.cost is not None else None),
         *cost_lines(stack_plan.cost),
         *objective_lines(stack_plan.objective, took=True),
         *_startup(stack_plan),

@@ -4,17 +4,8 @@ evictor's watermarks with their formulas, and (evictor off) what that costs."""
 from __future__ import annotations
 
 from components.formulas import shared_tier_capacity as formulas
-from components.specs import tier_evictor
 from components.units import GiB, MiB
 from stacks.planning.plan import StackPlan
-
-TIMESTAMP_WHY = {
-    "atime": "the later of atime and mtime: Lustre keeps a read's atime once it is a minute newer (the MDS's"
-    " atime_diff), and relatime lets the first read after a write through, so a block read since it was written"
-    " ranks after one never read",
-    "mtime": "mtime: EFS does not update atime on reads (AWS EFS user guide, unsupported NFSv4 features), so the"
-    " order is the blocks' age, first in first out",
-}
 
 
 def _gb(rate: float) -> str:
@@ -29,15 +20,15 @@ def tier_capacity_lines(stack_plan: StackPlan) -> list[str]:
     tier = stack_plan.shared_tier
     if tier is None:
         return []
-    c, d = tier.capacity, formulas.duration
+    c, d, backend = tier.capacity, formulas.duration, tier.backend
     rate = c.store_rate.bytes_per_second
     rows = [
         ("store rate R", _gb(rate), c.store_rate.source),
         (
             "held C",
             _size(c.capacity_bytes),
-            "the evictor's budget: EFS is elastic, its claim's size nominal (storage.evictor.budget)"
-            if tier.backend == "aws-efs"
+            f"the evictor's budget: {backend.short} is elastic, its claim's size nominal (storage.evictor.budget)"
+            if backend.elastic
             else "the claim's size (storage.size)",
         ),
         ("time to fill, nothing evicting", d(c.fill_seconds), "C / R"),
@@ -46,7 +37,7 @@ def tier_capacity_lines(stack_plan: StackPlan) -> list[str]:
         cost = (
             f"the tier grows by {rate * 86400 / 2**40:,.0f} TiB a day, every byte billed each month, and holds every"
             " block ever stored (a vLLM upgrade's new layout leaves the old one as garbage)"
-            if tier.backend == "aws-efs"
+            if backend.elastic
             else f"the claim is full {d(c.fill_seconds)} after it starts filling: from then on every store fails and"
             " the tier serves only what it held when it filled"
         )
@@ -58,7 +49,8 @@ def tier_capacity_lines(stack_plan: StackPlan) -> list[str]:
             *_table(rows),
             "",
         ]
-    poll = "a scan (the usage is what each scan counts)" if tier.backend == "aws-efs" else f"{c.poll_seconds:.0f} s"
+    scans = backend.evictor_usage == "scan"
+    poll = "a scan (the usage is what each scan counts)" if scans else f"{c.poll_seconds:.0f} s"
     margin = f"{c.margin:g}" if c.margin is not None else "none holds"
     rows += [
         ("one block file F", _size(c.file_bytes), "the connector's transfer block x KV bytes per token / TP"),
@@ -100,11 +92,7 @@ def tier_capacity_lines(stack_plan: StackPlan) -> list[str]:
             " its memory bound",
         ),
         ("never deletes a file younger than", d(c.min_age_seconds), "a scan of a full tier, at least a minute"),
-        (
-            "oldest first by",
-            tier_evictor.TIMESTAMPS[tier.backend],
-            TIMESTAMP_WHY[tier_evictor.TIMESTAMPS[tier.backend]],
-        ),
+        ("oldest first by", backend.evictor_timestamp, backend.timestamp_why),
     ]
     problems = c.problems()
     warning = (

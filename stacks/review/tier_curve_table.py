@@ -103,8 +103,8 @@ def tier_curve_lines(sized: TierCurve, chosen_by_auto: bool, plotted: bool = Tru
     if sized.fs_sizes:
         lines += [
             "",
-            "| filesystem tier (`storage.size`) | HBM + CPU tier | filesystem tier | recomputed |"
-            " prefill saved per request | filesystem writes | full in |",
+            "| filesystem tier held (`storage.size`; elastic: `storage.evictor.budget`) | HBM + CPU tier |"
+            " filesystem tier | recomputed | prefill saved per request | filesystem writes | full in |",
             "|---|---|---|---|---|---|---|",
         ]
         for j, size in enumerate(sized.fs_sizes):

@@ -86,7 +86,7 @@ def _filesystem_panel(axes: Axes, sized: TierCurve) -> None:
             linewidth=1,
             label=f"configured {configured.readable()}",
         )
-    axes.set_xlabel("filesystem tier (storage.size)")
+    axes.set_xlabel("filesystem tier held (storage.size; elastic: storage.evictor.budget)")
     axes.set_ylabel("prompt tokens served (%)")
     axes.set_title(f"the filesystem tier, CPU tier at {sized.cpu_sizes[cfg_cpu].readable()}", fontsize=9)
     axes.legend(loc="upper left", fontsize=7)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from components.catalog.storage_backends import CREATED_BACKENDS, created_on
 from stacks.config import StackConfig
 from stacks.config.cluster_facts import MirrorFacts
 from stacks.config.provider_kinds import ProviderKind
@@ -71,7 +72,6 @@ class ClusterProvider:
     # setting them) and the cloud's.
     reserved_label_prefixes: tuple[str, ...] = ()
     reservation: Callable[[str], str] | None = None  # the format check of a pool's capacity reservation
-    storage_backends: tuple[str, ...] = ()  # `storage.backend`s it creates (besides `existing`)
     network_policy_enforcer: str | None = None  # what enforces NetworkPolicies on a cluster it creates
     image_streaming: bool = False  # its created pools stream images from its mirror (GKE: Artifact Registry)
     proxy_subnet: bool = False  # its Gateway's load balancer proxies come from a proxy-only subnet
@@ -91,6 +91,14 @@ class ClusterProvider:
     def key(self) -> str:
         """The config's `cluster.provider`."""
         return self.kind.key
+
+    @property
+    def storage_backends(self) -> tuple[str, ...]:
+        """The `storage.backend`s a stack on it may choose besides a class the cluster has: those its cluster
+        creates (the backends' `created_on`), or on a cluster stack's cluster, any it created."""
+        if self.reads_cluster_stack:
+            return tuple(CREATED_BACKENDS)
+        return created_on(self.key) if self.creates else ()
 
     @property
     def reads_cluster_stack(self) -> bool:

@@ -60,7 +60,6 @@ EKS = ClusterProvider(
     # EKS sets eks.amazonaws.com/ node labels itself.
     reserved_label_prefixes=("kubernetes.io", "k8s.io", "eks.amazonaws.com", "karpenter.sh"),
     reservation=formats.ec2_capacity_reservation,
-    storage_backends=("aws-efs",),
     network_policy_enforcer="VPC CNI network policy agent (`enableNetworkPolicy`)",
     ecr_credentials=True,
     mirror=mirror,

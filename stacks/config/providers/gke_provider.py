@@ -59,7 +59,6 @@ GKE = ClusterProvider(
     # GKE refuses cloud.google.com/ and gke.io/ node pool labels.
     reserved_label_prefixes=("kubernetes.io", "k8s.io", "cloud.google.com", "gke.io"),
     reservation=formats.gke_reservation,
-    storage_backends=("gcp-lustre",),
     network_policy_enforcer="Dataplane V2",
     image_streaming=True,
     proxy_subnet=True,

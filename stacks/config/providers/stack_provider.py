@@ -6,4 +6,4 @@ from __future__ import annotations
 from stacks.config import provider_kinds
 from stacks.config.providers.cluster_provider import ClusterProvider
 
-STACK = ClusterProvider(kind=provider_kinds.STACK, creates=False, storage_backends=("gcp-lustre", "aws-efs"))
+STACK = ClusterProvider(kind=provider_kinds.STACK, creates=False)

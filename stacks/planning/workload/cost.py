@@ -1,7 +1,8 @@
 """What the stack costs, computed once in the plan (`StackPlan.cost`) from the price catalog
 (components/catalog/prices.py) at the rate kind `pricing.rate` chooses and the user's `pricing.prices`: $/hour of
 what it creates (accelerator pools, the cluster's system pool, fee and what else it pays by the hour, the
-filesystem tier's storage and, on EFS, its elastic throughput at the rates the workload's replay measured), the
+filesystem tier's storage and its throughput in the mode it runs at what the workload's replay moves within its
+backend's documented limits, the other modes beside it), the
 serving pool's nodes no replica uses, $ per million prompt tokens at the workload's rate (only for a replica count
 the plan runs), and per tier what it costs against what it saves. The summary, the change plan and the policy pack
 read this record; none re-derives it.
@@ -14,27 +15,32 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from components.catalog import prices
 from components.catalog.prices import HOURS_PER_MONTH, RateKind
 from components.specs.clusters import PoolSpec
 from components.units import GB, GiB
 from stacks.config import StackConfig
+from stacks.config.backend_choice import backend_of
 from stacks.config.providers import provider_of
 from stacks.planning.workload.capacity_plan import needs_line, shortfall
 from stacks.planning.workload.capacity_records import CapacityPlan
 from stacks.planning.workload.cost_records import (
+    Demand,
     Idle,
     Line,
     LineCategory,
+    ModeCost,
+    ModeLimits,
     ServingUse,
     SizePrice,
     StackCost,
+    TierThroughput,
     Unpriced,
 )
 from stacks.planning.workload.price_book import PriceBook, book_of
 from stacks.planning.workload.shared_tier import SharedTier
 from stacks.planning.workload.tier_curve import TierCurve
 from stacks.planning.workload.tier_savings import tier_costs
+from stacks.planning.workload.tier_throughput import charges, demand_of, tier_throughput
 
 
 class _Ledger:
@@ -108,7 +114,8 @@ def stack_cost(
             ledger.add(
                 "cluster", extra.what, extra.item, extra.count, f"{extra.count} x ${{usd:,.4f}}/hour ({extra.why})"
             )
-    fs_unpriced = _filesystem(config, shared, curve, cpu_index, ledger)
+    throughput = throughput_of(config, shared, _fs_rates(curve, cpu_index))
+    fs_unpriced = _filesystem(config, shared, ledger, throughput)
     fs_usd = None if fs_unpriced else sum(x.usd_per_hour for x in ledger.lines if x.category in FS_CATEGORIES)
     device_usd = _device_usd_per_hour(config, pools, book)
     replica_usd = None if device_usd is None else device_usd * replica_devices
@@ -125,6 +132,8 @@ def stack_cost(
         _idle(config, pools, book, serving),
         bill.usage if bill is not None else (),
         _refused(capacity),
+        throughput,
+        _modes(book, throughput) if throughput is not None else (),
     )
 
 
@@ -165,7 +174,7 @@ def size_price(
     """The prices `size_price.usd_per_hour` adds for the CPU-tier size `curve.cpu_sizes[cpu_index]`."""
     book = book_of(config)
     ledger = _Ledger(book)
-    unpriced = _filesystem(config, shared, curve, cpu_index, ledger)
+    unpriced = _filesystem(config, shared, ledger, throughput_of(config, shared, _fs_rates(curve, cpu_index)))
     device = _device_usd_per_hour(config, pools, book)
     tier = None if unpriced else sum(x.usd_per_hour for x in ledger.lines)
     return SizePrice(None if device is None else device * replica_devices, tier, tuple(ledger.unpriced))
@@ -203,63 +212,83 @@ def _device_usd_per_hour(config: StackConfig, pools: Sequence[PoolSpec], book: P
 
 
 def _filesystem(
-    config: StackConfig, shared: SharedTier | None, curve: TierCurve | None, cpu_index: int | None, ledger: _Ledger
+    config: StackConfig, shared: SharedTier | None, ledger: _Ledger, throughput: TierThroughput | None
 ) -> bool:
-    """The shared file system's storage (where this stack creates it) and, on EFS, the throughput the tier's
-    traffic is billed (wherever it was created), as lines; True where part of the tier's cost is unpriced."""
-    backend = config.storage.backend
-    provider = provider_of(config)
-    creates = provider.creates and backend in provider.storage_backends  # a serving stack's is its cluster stack's
-    if backend == "existing" or (shared is None and not creates):  # a StorageClass the stack does not pay for
+    """The shared file system's storage (where this stack creates it) and the throughput the tier's traffic is
+    billed in the mode it runs (wherever it was created), as lines; True where part of the tier's cost is unpriced."""
+    backend, provider = backend_of(config), provider_of(config)
+    creates = provider.creates and backend.key in provider.storage_backends  # a serving stack's is its cluster's
+    if not backend.created or (shared is None and not creates):  # a StorageClass the stack does not pay for
         return False
     before = len(ledger.unpriced)
-    if backend == "aws-efs":
+    item = backend.storage_item(config.storage.lustre.per_unit_storage_throughput)
+    if backend.storage_billed == "held" and item is not None:
         if shared is not None and creates:
             capacity = shared.capacity
             held = capacity.capacity_bytes * (capacity.high if shared.managed else 1)
             bound = "up to the evictor's high watermark" if shared.managed else "its budget, nothing evicts"
             ledger.add(
                 "storage",
-                f"EFS storage: {held / GB:,.0f} GB held ({bound})",
-                "efs-storage",
+                f"{backend.short} storage: {held / GB:,.0f} GB held ({bound})",
+                item,
                 held / GB / HOURS_PER_MONTH,
                 f"{held / GB:,.0f} GB x ${{usd}}/GB-month / {HOURS_PER_MONTH} h",
             )
         elif creates:
-            why = "billed on the bytes held, which the serving stacks' evictors bound"
-            ledger.unpriced.append(Unpriced("EFS storage", why, "each serving stack's cost prices what it holds"))
-        if shared is not None:
-            _efs_throughput(curve, cpu_index, ledger)
-    elif backend == "gcp-lustre" and creates:
-        tier = config.storage.lustre.per_unit_storage_throughput
-        gib = config.storage.size.bytes / GiB
+            why, remedy = "billed on the bytes held, which the serving stacks' evictors bound", "each serving stack's"
+            ledger.unpriced.append(Unpriced(f"{backend.short} storage", why, f"{remedy} cost prices what it holds"))
+    elif backend.storage_billed == "capacity" and item is not None and creates:
+        tier, gib = config.storage.lustre.per_unit_storage_throughput, config.storage.size.bytes / GiB
         ledger.add(
             "storage",
-            f"Managed Lustre: {gib:,.0f} GiB at {tier} MB/s per TiB",
-            prices.lustre_item(tier),
+            f"{backend.short}: {gib:,.0f} GiB at {tier} MB/s per TiB",
+            item,
             gib / HOURS_PER_MONTH,
             f"{gib:,.0f} GiB x ${{usd}}/GiB-month / {HOURS_PER_MONTH} h",
         )
+    running = throughput.running if throughput is not None else tier_throughput(config, None).running
+    _throughput(backend.short, running, throughput.demand if throughput else None, ledger, creates, shared is not None)
     return len(ledger.unpriced) > before
 
 
-def _efs_throughput(curve: TierCurve | None, cpu_index: int | None, ledger: _Ledger) -> None:
-    """EFS Elastic Throughput, per GB read and written at the rates the workload's replay measured."""
+def _throughput(
+    short: str, limits: ModeLimits, demand: Demand | None, ledger: _Ledger, owns: bool = True, moves: bool = True
+) -> None:
+    """A throughput mode's lines (tier_throughput.py `charges`): what is provisioned where the stack owns the file
+    system (`owns`), what moves where its traffic does (`moves`); per GB without a workload: unpriced."""
+    found = charges(short, limits, demand if moves else None)
+    if found is None and moves:
+        why = "billed per GB read and written: no workload to measure the tier's rates"
+        what = f"{short} {limits.mode.title.lower()} throughput"
+        ledger.unpriced.append(Unpriced(what, why, "set workload.trace or workload.shared_prefix"))
+    for charge in found or []:
+        if owns or charge.item != limits.mode.billed_provisioned:
+            ledger.add("throughput", charge.what, charge.item, charge.per_hour, charge.formula)
+
+
+def throughput_of(
+    config: StackConfig, shared: SharedTier | None, rates: tuple[float, float] | None
+) -> TierThroughput | None:
+    """The tier against its backend's limits at the workload's replayed (read, write) rates, else its evictor's
+    upper-bound store rate (None: no shared tier)."""
+    if shared is None:
+        return None
+    rate = shared.capacity.store_rate
+    return tier_throughput(config, demand_of(config, shared.pods, rates, rate.bytes_per_second, rate.source))
+
+
+def _fs_rates(curve: TierCurve | None, cpu_index: int | None) -> tuple[float, float] | None:
+    """Bytes/s the filesystem tier is read and written at on the workload, at the sizes the stack runs."""
     rates = curve.fs_rates(cpu_index) if curve is not None and cpu_index is not None else None
-    if rates is None:
-        ledger.unpriced.append(
-            Unpriced(
-                "EFS elastic throughput",
-                "billed per GB read and written: no workload to measure the tier's rates",
-                "set workload.trace or workload.shared_prefix",
-            )
-        )
-        return
-    for item, rate, verb in (("efs-read", rates.read, "reads"), ("efs-write", rates.write, "writes")):
-        ledger.add(
-            "throughput",
-            f"EFS {verb}: {rate / 1e6:,.2f} MB/s (the workload's replay)",
-            item,
-            rate * 3600 / GB,
-            f"{rate / 1e6:,.2f} MB/s x 3600 s / 1e9 x ${{usd}}/GB",
-        )
+    return None if rates is None else (rates.read, rates.write)
+
+
+def _modes(book: PriceBook, throughput: TierThroughput) -> tuple[ModeCost, ...]:
+    """Each of the backend's throughput modes priced at the tier's demand, the one the stack runs first."""
+    out = []
+    for limits in (throughput.running, *throughput.others):
+        ledger = _Ledger(book)
+        _throughput(throughput.backend.short, limits, throughput.demand, ledger)
+        usd = None if ledger.unpriced or not ledger.lines else sum(x.usd_per_hour for x in ledger.lines)
+        out.append(ModeCost(limits, usd, limits is throughput.running))
+    return tuple(out)

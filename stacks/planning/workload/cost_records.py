@@ -1,13 +1,18 @@
 """What the cost records hold (`cost.py` computes them once, at the end of the plan): the prices used, the priced
-lines, what no price covers, each tier's cost against its saving, and the stack's total with its stamp."""
+lines, what no price covers, each tier's cost against its saving, the filesystem tier's throughput against its
+backend's limits in each of its modes (tier_throughput.py computes them), and the stack's total with its stamp."""
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass
 from typing import Literal
 
 from components.catalog import labels, prices
 from components.catalog.prices import HOURS_PER_MONTH, RateKind
+from components.catalog.storage_backends import StorageBackend, Throughput, ThroughputMode
+from components.units import MiB
 
 LineCategory = Literal["accelerators", "hosts", "cluster", "storage", "throughput"]
 TierName = Literal["CPU", "filesystem"]
@@ -114,6 +119,110 @@ class TierCost:
 
 
 @dataclass(frozen=True)
+class Demand:
+    """Bytes/s the tier is read and written at over all its pods, and how the pods share nodes' clients."""
+
+    read: float | None  # None: not known (no workload: only the upper-bound store rate)
+    write: float
+    pods: int  # model-server pods mounting the tier
+    clients: int  # nodes they run on (one client each)
+    measured: bool  # the workload's replay (else the evictor's upper bound)
+    source: str
+
+    @property
+    def pods_per_client(self) -> int:
+        """The pods on the busiest node, spread evenly: at least this many share one client."""
+        return math.ceil(self.pods / self.clients)
+
+    @property
+    def per_client(self) -> float:
+        """Bytes/s read and written through the busiest node's client."""
+        return ((self.read or 0.0) + self.write) / self.pods * self.pods_per_client
+
+
+@dataclass(frozen=True)
+class Against:
+    """One demand against one documented limit."""
+
+    what: str  # e.g. "writes per file system"
+    demand: float
+    limit: float
+    source: str
+
+    @property
+    def share(self) -> float:
+        return self.demand / self.limit
+
+    @property
+    def over(self) -> bool:
+        return self.demand > self.limit
+
+
+@dataclass(frozen=True)
+class ModeLimits:
+    """A throughput mode's limits as the stack would run it, and the demand against them."""
+
+    mode: ThroughputMode
+    file_system: Throughput  # per file system
+    provisioned: float | None  # bytes/s a provisioned mode runs at (None: not a provisioned mode, or not known)
+    against: tuple[Against, ...]  # () without a demand
+
+    def throttled(self) -> list[Against]:
+        return [a for a in self.against if a.over]
+
+    @property
+    def provisioned_mibps(self) -> int | None:
+        return None if self.provisioned is None else round(self.provisioned / MiB)
+
+    def moved(self, demand: Demand) -> tuple[float, float]:
+        """(read, write) bytes/s that can move: the demand, capped by the per-file-system limits and by what the
+        clients carry (the per-client limit times the nodes; both directions scaled alike)."""
+        read = min(demand.read or 0.0, self.file_system.read if self.file_system.read is not None else math.inf)
+        write = min(demand.write, self.file_system.write if self.file_system.write is not None else math.inf)
+        client = self.mode.per_client
+        if client is not None and read + write > client.value * demand.clients:
+            scale = client.value * demand.clients / (read + write)
+            read, write = read * scale, write * scale
+        return read, write
+
+
+@dataclass(frozen=True)
+class TierThroughput:
+    backend: StorageBackend
+    region: str | None
+    demand: Demand | None  # None: no filesystem tier rates known
+    running: ModeLimits  # the mode the stack runs
+    others: tuple[ModeLimits, ...]  # its backend's other modes, for comparison
+
+    @property
+    def provisioned_mibps(self) -> int | None:
+        """MiB/s the file system is provisioned with (a provisioned mode; the component renders it)."""
+        return self.running.provisioned_mibps
+
+    def annotations(self) -> dict[str, str]:
+        """The stamp the policy pack's `filesystem-tier-within-limits` reads on the stack's Namespace: each measured
+        demand against its limit (none without a workload's replay)."""
+        if self.demand is None or not self.demand.measured:
+            return {}
+        rows = [
+            {"what": a.what, "demand": round(a.demand), "limit": round(a.limit), "source": a.source}
+            for a in self.running.against
+        ]
+        stamp = {"backend": self.backend.key, "mode": self.running.mode.key, "limits": rows}
+        return {labels.FILESYSTEM_THROUGHPUT_ANNOTATION: json.dumps(stamp, sort_keys=True)}
+
+
+@dataclass(frozen=True)
+class ModeCost:
+    """A throughput mode of the tier's backend, priced at the tier's demand: what the Cost section prints beside
+    the mode the stack runs."""
+
+    limits: ModeLimits
+    usd_per_hour: float | None  # its throughput lines (None: a price is missing, or no demand to price it at)
+    running: bool
+
+
+@dataclass(frozen=True)
 class StackCost:
     region: str | None  # where the catalog priced it (None: no region; only overrides price it)
     lines: tuple[Line, ...]
@@ -124,6 +233,8 @@ class StackCost:
     idle: tuple[Idle, ...] = ()
     usage: tuple[str, ...] = ()  # billed by use, which the plan does not model: named, never in the total
     refused: str | None = None  # why the plan refuses the replica count priced (None: it runs)
+    throughput: TierThroughput | None = None  # the filesystem tier against its limits (None: no shared tier)
+    modes: tuple[ModeCost, ...] = ()  # the tier's throughput in each of its backend's modes, the running one first
 
     @property
     def usd_per_hour(self) -> float:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from components.catalog.storage_backends import StorageBackend
 from components.formulas.shared_tier_capacity import Capacity
 
 
@@ -14,4 +15,5 @@ class SharedTier:
 
     capacity: Capacity
     managed: bool  # False: storage.evictor.mode off (the claim fills, or grows, unchecked)
-    backend: str  # gcp-lustre | aws-efs | existing
+    backend: StorageBackend  # its record (components/catalog/storage_backends.py)
+    pods: int  # the model-server pods that mount it (at the most the stack runs)

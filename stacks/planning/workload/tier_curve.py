@@ -43,7 +43,7 @@ class StackShape:
     capacity_of: Callable[[ByteSize], ByteSize]  # a `cache.tier.cpu` value -> what the tier holds
     cpu_step: ByteSize  # the connector's tier step
     node_largest: ByteSize | None  # the largest tier the node holds (None: not known)
-    fs_configured: ByteSize | None  # the filesystem tier's claim (None: no filesystem tier)
+    fs_configured: ByteSize | None  # what the filesystem tier holds: its evictor's budget (None: no filesystem tier)
     payoff: Payoff
     replica: Replica
 
