@@ -101,13 +101,11 @@ def stack_cost(
             book.kind(),
         )
         for extra in bill.extras:
-            if book.get(extra.item) is None:  # the catalog has no row for these: say what they are billed by
-                remedy = f"set pricing.prices.{extra.item} (USD per hour of one)"
-                ledger.unpriced.append(Unpriced(extra.what, f"billed {extra.why}; the catalog has no price", remedy))
+            if book.get(extra.item) is None:  # no price: say what it is billed by, and what prices it
+                missing = book.missing(extra.what, extra.item, "on-demand")
+                ledger.unpriced.append(Unpriced(extra.what, f"billed {extra.why}; {missing.reason}", missing.remedy))
                 continue
-            ledger.add(
-                "cluster", extra.what, extra.item, extra.count, f"{extra.count} x ${{usd:,.4f}}/hour ({extra.why})"
-            )
+            ledger.add("cluster", extra.what, extra.item, extra.quantity, extra.formula)
     fs_unpriced = _filesystem(config, shared, curve, cpu_index, ledger)
     fs_usd = None if fs_unpriced else sum(x.usd_per_hour for x in ledger.lines if x.category in FS_CATEGORIES)
     device_usd = _device_usd_per_hour(config, pools, book)
