@@ -222,9 +222,7 @@ PRICES: tuple[Price, ...] = (
         "each public IPv4 address per hour, an Elastic IP included (AWS's charge since 2024-02-01)",
     ),
     Price("ebs-gp3", "us-east-1", "on-demand", "GB-month", 0.08, CLOUDPRICE, "2026-09-06", "aws storage gp3"),
-    Price(
-        "ebs-gp2", "us-east-1", "on-demand", "GB-month", 0.1, EBS_SECONDARY, "2021-02-04", "gp2 per GB-month provisioned"
-    ),
+    Price("ebs-gp2", "us-east-1", "on-demand", "GB-month", 0.1, EBS_SECONDARY, "2021-02-04", "gp2, per GB-month"),
 )
 
 BY_KEY: dict[tuple[str, str, RateKind], Price] = {(p.item, p.region, p.kind): p for p in PRICES}

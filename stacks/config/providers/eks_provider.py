@@ -52,7 +52,7 @@ def bill(config: StackConfig) -> ClusterBill | None:
 def _root_volumes(config: StackConfig, system_nodes: int) -> list[Extra]:
     """Each node's root volume: the AMI's (gp3) under a launch template of ours, else EKS's own template's (gp2);
     20 GiB either way (the system node group has no launch template)."""
-    nodes: Counter[str] = Counter({cluster_extras.EKS_OWN_TEMPLATE_VOLUME: system_nodes})
+    nodes: Counter[cluster_extras.EbsVolume] = Counter({cluster_extras.EKS_OWN_TEMPLATE_VOLUME: system_nodes})
     for pool in config.node_pools.values():
         ours = takes_launch_template(MACHINES[str(pool.machine_type)].efa, pool.reservation)
         volume = cluster_extras.EKS_AMI_ROOT_VOLUME if ours else cluster_extras.EKS_OWN_TEMPLATE_VOLUME
@@ -64,7 +64,7 @@ def _root_volumes(config: StackConfig, system_nodes: int) -> list[Extra]:
     }
     return [
         per_month(
-            f"root volume{'s' if count != 1 else ''} of {count} node{'s' if count != 1 else ''}: {volume}, {gib} GiB each",
+            f"root volume{_s(count)} of {count} node{_s(count)}: {volume}, {gib} GiB each",
             f"ebs-{volume}",
             count,
             gib,
@@ -73,6 +73,10 @@ def _root_volumes(config: StackConfig, system_nodes: int) -> list[Extra]:
         for volume, count in sorted(nodes.items(), reverse=True)
         if count
     ]
+
+
+def _s(count: int) -> str:
+    return "" if count == 1 else "s"
 
 
 def unmirrored(config: StackConfig) -> str:

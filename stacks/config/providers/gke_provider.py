@@ -77,8 +77,8 @@ def _boot_disks(config: StackConfig, system_nodes: int, system_machine: str) -> 
             by_disk[disk] += count
             continue
         why = (
-            f"per GiB-month of GKE's default boot disk for {machine} ({gib} GiB of pd-balanced where the machine"
-            " takes it, else hyperdisk-balanced): which one it takes was not reached"
+            f"per GiB-month of its type: GKE's default boot disk, {gib} GiB of pd-balanced where the machine takes"
+            f" it, else hyperdisk-balanced, and which one {machine} takes was not reached"
         )
         extras.append(per_hour(f"boot disks of {count} {machine} nodes", "gke-boot-disk", count, f"{count}", why))
     why = "per GiB-month provisioned: GKE's default boot disk (the stack sets none)"

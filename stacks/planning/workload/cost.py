@@ -103,7 +103,9 @@ def stack_cost(
         for extra in bill.extras:
             if book.get(extra.item) is None:  # no price: say what it is billed by, and what prices it
                 missing = book.missing(extra.what, extra.item, "on-demand")
-                ledger.unpriced.append(Unpriced(extra.what, f"billed {extra.why}; {missing.reason}", missing.remedy))
+                unit = prices.unit_of(extra.item)
+                remedy = f"set pricing.prices.{extra.item} (USD per {unit}{' of one' if unit == 'hour' else ''})"
+                ledger.unpriced.append(Unpriced(extra.what, f"billed {extra.why}; {missing.reason}", remedy))
                 continue
             ledger.add("cluster", extra.what, extra.item, extra.quantity, extra.formula)
     fs_unpriced = _filesystem(config, shared, curve, cpu_index, ledger)

@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from components.catalog import labels
-from components.catalog import prices
+from components.catalog import labels, prices
 from components.catalog.prices import HOURS_PER_MONTH, RateKind
 
 LineCategory = Literal["accelerators", "hosts", "cluster", "storage", "throughput"]

@@ -6,7 +6,6 @@ budgeted stack in a region the catalog does not cover, naming every key it lacks
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from components.catalog import prices
 from components.catalog.prices import RateKind
