@@ -111,7 +111,7 @@ def test_a_replica_change_under_autoscaling_is_no_step_and_says_who_owns_it() ->
     ignored = [line for line in plan_lines if line.startswith("- **ignored**")]
     assert ignored and all("`spec.replicas` left to its owner" in line for line in ignored)
     cost = [line for line in plan_lines if line.startswith("- monthly cost:")]
-    assert cost == ["- monthly cost: $32,098.32 -> $32,098.32 (+$0.00/month)"]  # the pools bound it, not the count
+    assert cost == ["- monthly cost: $65,305.47 -> $65,305.47 (+$0.00/month)"]  # the pools bound it, not the count
     assert not [line for line in plan_lines if not line.startswith(("- **ignored**", "- monthly cost:"))]
 
 

@@ -73,6 +73,17 @@ def test_every_row_agrees_with_its_second_source() -> None:
         ("e2-standard-8", "europe-west4", "on-demand"),
         ("efs-read", "us-east-1", "on-demand"),
         ("efs-write", "us-east-1", "on-demand"),
+        ("gke-cloud-nat-vm", "us-central1", "on-demand"),
+        ("gke-cloud-nat-vm", "europe-west4", "on-demand"),
+        ("gke-cloud-nat-gateway", "us-central1", "on-demand"),
+        ("gke-cloud-nat-gateway", "europe-west4", "on-demand"),
+        ("gke-nat-ip", "us-central1", "on-demand"),
+        ("gke-nat-ip", "europe-west4", "on-demand"),
+        ("gce-pd-balanced", "us-central1", "on-demand"),
+        ("gce-pd-balanced", "europe-west4", "on-demand"),
+        ("eks-nat-gateway", "us-east-1", "on-demand"),
+        ("aws-public-ipv4", "us-east-1", "on-demand"),
+        ("ebs-gp3", "us-east-1", "on-demand"),
     ]
     assert refresh.disagreements(rows, second) == []
 
@@ -108,44 +119,44 @@ def test_efs_prices_are_the_published_rates() -> None:
     assert prices.BY_KEY["efs-write", "us-east-1", "on-demand"].usd == 0.06
 
 
-GKE_EXTRAS = ("pricing.prices={gke-cloud-nat: 0.05, gke-boot-disk: 0.014}",)
+# What a created cluster holds besides its machines, per hour, at the catalog's on-demand rows (written out here).
+NAT_PER_VM, NAT_IP, PD_BALANCED = 0.0014, 0.005, 0.10  # us-central1: per VM-hour, per address-hour, per GiB-month
+EKS_NAT, EKS_IP, GP3, GP2 = 0.045, 0.005, 0.08, 0.10  # us-east-1: per hour, per hour, per GB-month, per GB-month
 
 
 def test_gke_cost_by_hand() -> None:
     """gke-h100-lustre: 1 x a3-highgpu-8g at 88.49 + the $0.10 cluster fee + the system pool, 3 x e2-standard-8
-    at 0.26805 (a regional pool) = 89.39415 $/hour priced; Cloud NAT, the 4 nodes' boot disks and Lustre unpriced.
-    With them and the system machine overridden (NAT 0.05, boot disk 0.014 per node, e2 0.27, Lustre 9000 GiB at
-    1000 MB/s/TiB at 0.60): 88.49 + 0.10 + 3 x 0.27 + 0.05 + 4 x 0.014 + 9000 x 0.60 / 730 = 96.90326 $/hour."""
+    at 0.26805 (a regional pool) + Cloud NAT for its 4 VMs (4 x 0.0014) and its one address (0.005) + the 4 nodes'
+    100 GiB pd-balanced boot disks (400 x 0.10 / 730) = 89.45954 $/hour; Lustre unpriced. With Lustre and the
+    system machine overridden (9000 GiB at 1000 MB/s/TiB at 0.60, e2 0.27): 96.86265 $/hour."""
     cost = _plan("gke-h100-lustre").cost
     assert cost is not None and cost.region == "us-central1"
-    assert cost.usd_per_hour == pytest.approx(88.49 + 0.10 + 3 * 0.26805)
-    assert [u.what.split(":")[0] for u in cost.unpriced] == [
-        "Cloud NAT gateway and its external addresses",
-        "boot disks of its 4 nodes",
-        "Managed Lustre",
-    ]
-    sets = ("pricing.prices={gke-cloud-nat: 0.05, gke-boot-disk: 0.014, e2-standard-8: 0.27, lustre-1000: 0.6}",)
+    extras = 4 * NAT_PER_VM + NAT_IP + 400 * PD_BALANCED / 730
+    assert cost.usd_per_hour == pytest.approx(88.49 + 0.10 + 3 * 0.26805 + extras)
+    assert cost.usd_per_hour == pytest.approx(89.45954, abs=1e-5)
+    assert [u.what.split(":")[0] for u in cost.unpriced] == ["Managed Lustre"]
+    sets = ("pricing.prices={e2-standard-8: 0.27, lustre-1000: 0.6}",)
     priced = _plan("gke-h100-lustre", sets).cost
     assert priced is not None and not priced.unpriced
-    assert priced.usd_per_hour == pytest.approx(96.90326, abs=1e-5)
-    assert priced.usd_per_month == pytest.approx(96.90326 * 730, abs=1e-2)
+    assert priced.usd_per_hour == pytest.approx(88.49 + 0.10 + 3 * 0.27 + extras + 9000 * 0.60 / 730)
+    assert priced.usd_per_hour == pytest.approx(96.86265, abs=1e-5)
+    assert priced.usd_per_month == pytest.approx(96.86265 * 730, abs=1e-2)
     overridden = {p.item for p in priced.prices if p.overridden}
-    assert overridden == {"e2-standard-8", "lustre-1000", "gke-cloud-nat", "gke-boot-disk"}
+    assert overridden == {"e2-standard-8", "lustre-1000"}
 
 
 def test_eks_cost_by_hand() -> None:
-    """eks-h100-efs: 1 x p5.48xlarge (55.04) + the $0.10 fee + 2 x m6i.2xlarge (0.384) + EFS holding up to the
-    evictor's high watermark of its 9000 GiB budget at $0.30/GB-month; its throughput needs a workload."""
+    """eks-h100-efs: 1 x p5.48xlarge (55.04) + the $0.10 fee + 2 x m6i.2xlarge (0.384) + the NAT gateway (0.045)
+    and its Elastic IP (0.005) + the p5 node's 20 GiB gp3 root volume (its launch template leaves the AMI's) + the 2
+    system nodes' 20 GiB gp2 (EKS's own template) + EFS holding up to the evictor's high watermark of its 9000 GiB
+    budget at $0.30/GB-month; its throughput needs a workload."""
     stack_plan = _plan("eks-h100-efs")
     cost, shared = stack_plan.cost, stack_plan.shared_tier
     assert cost is not None and shared is not None and cost.region == "us-east-1"
     held_gb = 9000 * 2**30 * shared.capacity.high / 1e9
-    assert cost.usd_per_hour == pytest.approx(55.04 + 0.10 + 2 * 0.384 + held_gb * 0.30 / 730)
-    assert [u.what for u in cost.unpriced] == [
-        "NAT gateway and its Elastic IP",
-        "root volumes of its 3 nodes",
-        "EFS elastic throughput",
-    ]
+    extras = EKS_NAT + EKS_IP + 20 * GP3 / 730 + 2 * 20 * GP2 / 730
+    assert cost.usd_per_hour == pytest.approx(55.04 + 0.10 + 2 * 0.384 + extras + held_gb * 0.30 / 730)
+    assert [u.what for u in cost.unpriced] == ["EFS elastic throughput"]
     assert cost.usage == (
         "NAT gateway data processing: per GB its private nodes send through it",
         "ECR storage: per GB-month of the images its pull-through cache rules store",
@@ -164,11 +175,8 @@ SHARED = (
 )
 
 
-EKS_EXTRAS = "pricing.prices={eks-nat-gateway: 0.05, eks-root-volume: 0.011}"
-
-
 def test_efs_throughput_is_charged_per_gb_at_the_workload_rates() -> None:
-    stack_plan = _plan("eks-h100-efs", (*SHARED, EKS_EXTRAS))
+    stack_plan = _plan("eks-h100-efs", SHARED)
     cost, curve = stack_plan.cost, stack_plan.tier_curve
     assert cost is not None and curve is not None and not cost.unpriced
     fs = curve.configured[1]
@@ -249,11 +257,12 @@ def test_every_missing_price_of_a_region_is_one_error() -> None:
     assert text.endswith(
         "set to what you pay: pricing.prices.p5.48xlarge (USD per hour); pricing.prices.eks-cluster (USD per hour);"
         " pricing.prices.m6i.2xlarge (USD per hour); pricing.prices.eks-nat-gateway (USD per hour of one);"
-        " pricing.prices.eks-root-volume (USD per hour of one); pricing.prices.efs-storage (USD per GB-month)"
+        " pricing.prices.aws-public-ipv4 (USD per hour of one); pricing.prices.ebs-gp3 (USD per GB-month);"
+        " pricing.prices.ebs-gp2 (USD per GB-month); pricing.prices.efs-storage (USD per GB-month)"
     ), text
     # every key set: the budget is judged and the plan goes on
-    every = "pricing.prices={p5.48xlarge: 1, eks-cluster: 1, m6i.2xlarge: 1, eks-nat-gateway: 1, eks-root-volume: 1,"
-    cost = _plan("eks-h100-efs", (*sets, every + " efs-storage: 1}")).cost
+    every = "pricing.prices={p5.48xlarge: 1, eks-cluster: 1, m6i.2xlarge: 1, eks-nat-gateway: 1, aws-public-ipv4: 1,"
+    cost = _plan("eks-h100-efs", (*sets, every + " ebs-gp3: 1, ebs-gp2: 1, efs-storage: 1}")).cost
     assert cost is not None and [u.what for u in cost.unpriced] == ["EFS elastic throughput"]
 
 
@@ -262,13 +271,14 @@ def test_an_uncovered_region_without_a_budget_lists_its_items_unpriced() -> None
     cost = _plan("eks-h100-efs", sets).cost
     assert cost is not None and not cost.lines
     assert "set pricing.prices.p5.48xlarge (USD per hour)" in [u.remedy for u in cost.unpriced]
-    catalog_items = [u for u in cost.unpriced if u.remedy.startswith("set pricing") and "of one" not in u.remedy]
-    assert len(catalog_items) == 4 and all("no prices for this region" in u.reason for u in catalog_items)
+    catalog_items = [u for u in cost.unpriced if u.remedy.startswith("set pricing")]
+    assert len(catalog_items) == 8 and all("no prices for this region" in u.reason for u in catalog_items)
 
 
 def test_an_uncovered_region_is_priced_by_overrides_alone() -> None:
     """Every priced item overridden: the region needs no catalog row."""
-    items = ("p5.48xlarge", "eks-cluster", "m6i.2xlarge", "efs-storage", "eks-nat-gateway", "eks-root-volume")
+    items = ["p5.48xlarge", "eks-cluster", "m6i.2xlarge", "efs-storage", "eks-nat-gateway", "aws-public-ipv4"]
+    items += ["ebs-gp3", "ebs-gp2"]
     sets = ("cluster.eks.region=eu-west-1", "cluster.eks.availability_zones=[eu-west-1a, eu-west-1b]")
     overrides = "pricing.prices={" + ", ".join(f"{i}: 1" for i in items) + "}"
     cost = _plan("eks-h100-efs", (*sets, overrides)).cost
@@ -304,16 +314,14 @@ def test_a_machine_type_for_no_described_pool_is_one_line() -> None:
 
 
 def test_a_cluster_stack_prices_what_it_creates_and_its_serving_stacks_do_not_again() -> None:
-    """gke-cluster: 2 x a3-highgpu-8g + the fee + 3 x e2-standard-8 = 2 x 88.49 + 0.10 + 3 x 0.26805 $/hour, its
-    NAT, boot disks and Lustre unpriced; qwen3-32b serves on it and pays for none of them."""
+    """gke-cluster: 2 x a3-highgpu-8g + the fee + 3 x e2-standard-8 + Cloud NAT for its 5 VMs and one address + the
+    5 nodes' 100 GiB pd-balanced boot disks = 2 x 88.49 + 0.10 + 3 x 0.26805 + 5 x 0.0014 + 0.005 + 500 x 0.10 / 730
+    $/hour, Lustre unpriced; qwen3-32b serves on it and pays for none of them."""
     cluster = plan_cluster(loading.load_named("gke-cluster", []), "gke-cluster").cost
     assert cluster is not None
-    assert cluster.usd_per_hour == pytest.approx(2 * 88.49 + 0.10 + 3 * 0.26805)
-    assert [u.what.split(":")[0] for u in cluster.unpriced] == [
-        "Cloud NAT gateway and its external addresses",
-        "boot disks of its 5 nodes",
-        "Managed Lustre",
-    ]
+    extras = 5 * NAT_PER_VM + NAT_IP + 500 * PD_BALANCED / 730
+    assert cluster.usd_per_hour == pytest.approx(2 * 88.49 + 0.10 + 3 * 0.26805 + extras)
+    assert [u.what.split(":")[0] for u in cluster.unpriced] == ["Managed Lustre"]
     serving = _plan("qwen3-32b").cost
     assert serving is not None and not serving.lines and not serving.unpriced
 
@@ -356,10 +364,10 @@ def test_the_headline_never_prints_a_partial_sum_as_the_total() -> None:
     partial = _plan("gke-h100-lustre").cost
     assert partial is not None
     assert headline(partial) == (
-        "No total (region us-central1): 3 items below are not priced. The priced lines (on-demand prices) come to"
-        " $89.39/hour, $65,257.73/month (730 hours), which leaves them out."
+        "No total (region us-central1): 1 item below is not priced. The priced lines (on-demand prices) come to"
+        " $89.46/hour, $65,305.47/month (730 hours), which leaves it out."
     )
-    complete = _plan("gke-h100-lustre", (*GKE_EXTRAS, "pricing.prices.lustre-1000=0.6")).cost
+    complete = _plan("gke-h100-lustre", ("pricing.prices.lustre-1000=0.6",)).cost
     assert complete is not None and not complete.unpriced
     assert headline(complete).startswith("On-demand prices, region us-central1: $")
     nothing = _plan("existing-mi300").cost
@@ -401,7 +409,7 @@ def test_no_per_token_price_for_a_replica_count_the_plan_refuses() -> None:
     (render stops; `./run size` reports), so the cost gives no $ per million prompt tokens and says why; at 4
     requests/s the replica keeps up and the price is given (test_efs_throughput_... above)."""
     heavy = [x.replace("request_rate=4", "request_rate=60").replace("duration=120", "duration=10") for x in SHARED]
-    config = loading.load_named("eks-h100-efs", [*heavy, EKS_EXTRAS])
+    config = loading.load_named("eks-h100-efs", heavy)
     with pytest.raises(ConfigError):
         plan(config)
     stack_plan = plan(config, keep_up=False)

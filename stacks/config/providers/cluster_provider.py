@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from components.catalog import prices
 from components.catalog.storage_backends import CREATED_BACKENDS, created_on
 from stacks.config import StackConfig
 from stacks.config.cluster_facts import MirrorFacts
@@ -25,13 +26,27 @@ def _always(config: StackConfig) -> bool:
 
 @dataclass(frozen=True)
 class Extra:
-    """Something a created cluster pays for by the hour besides its pools, fee and storage, under its own price key
-    (the catalog has no row for it yet, so the cost names it unpriced until `pricing.prices.<item>` prices it)."""
+    """Something a created cluster pays for by the hour besides its pools, fee and storage: `quantity` units of its
+    price (components/catalog/prices.py `item`, or `pricing.prices.<item>`) each hour, counted as `formula` shows.
+    Where neither prices it, the cost names it unpriced with what it is billed by."""
 
     what: str  # as the cost names it
-    item: str  # its `pricing.prices` key, USD per hour of one
-    count: int  # how many the cluster has (gateways, nodes)
+    item: str  # its price key
+    quantity: float  # units of the item's price held each hour (a GiB-month price: the GiB held / 730)
+    formula: str  # how the quantity is counted, with `{usd}` where the price goes
     why: str  # what the cloud bills it by
+
+
+def per_hour(what: str, item: str, count: int, counted: str, why: str) -> Extra:
+    """`count` of something billed per hour of one (gateways, addresses), `counted` saying how many and why."""
+    return Extra(what, item, count, f"{counted} x ${{usd:,.4f}}/hour", why)
+
+
+def per_month(what: str, item: str, disks: int, gib: int, why: str) -> Extra:
+    """`disks` disks of `gib` each, billed per GiB (or, on AWS, GB) and month of their provisioned size."""
+    unit = prices.unit_of(item)
+    formula = f"{disks} x {gib} GiB x ${{usd}}/{unit} / {prices.HOURS_PER_MONTH} h"
+    return Extra(what, item, disks * gib / prices.HOURS_PER_MONTH, formula, why)
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
+from components.catalog import cluster_extras
+from components.catalog.machines import MACHINES
 from components.specs import images
+from components.specs.eks_cluster import takes_launch_template
 from stacks.config import StackConfig, formats, provider_kinds
 from stacks.config.cluster_facts import MirrorFacts
-from stacks.config.providers.cluster_provider import ClusterBill, ClusterProvider, Extra, cluster_nodes
+from stacks.config.providers.cluster_provider import ClusterBill, ClusterProvider, Extra, per_hour, per_month
 
 
 def mirror(config: StackConfig, registries: set[str]) -> MirrorFacts | None:
@@ -30,19 +35,48 @@ def bill(config: StackConfig) -> ClusterBill | None:
     if eks is None:
         return None
     count = f"{eks.system_node_count} (the system node group)"
-    every = cluster_nodes(config, eks.system_node_count)
-    extras = (
-        Extra("NAT gateway and its Elastic IP", "eks-nat-gateway", 1, "per gateway-hour and per public IPv4 hour"),
-        Extra(
-            f"root volumes of its {every} nodes", "eks-root-volume", every, "per node-hour, the EBS volume its AMI sets"
-        ),
-    )
+    gateways, addresses = cluster_extras.EKS_NAT_GATEWAYS, cluster_extras.EKS_NAT_ADDRESSES
+    extras = [
+        per_hour("NAT gateway", "eks-nat-gateway", gateways, f"{gateways} (in the first zone)", "per gateway-hour"),
+        per_hour("the NAT gateway's Elastic IP", "aws-public-ipv4", addresses, f"{addresses}", "per address-hour"),
+        *_root_volumes(config, eks.system_node_count),
+    ]
     usage = ["NAT gateway data processing: per GB its private nodes send through it"]
     if config.images.mirror != "off" and eks.account_id:  # its pull-through cache rules
         usage.append("ECR storage: per GB-month of the images its pull-through cache rules store")
     return ClusterBill(
-        eks.region, "eks-cluster", eks.system_instance_type, eks.system_node_count, count, extras, tuple(usage)
+        eks.region, "eks-cluster", eks.system_instance_type, eks.system_node_count, count, tuple(extras), tuple(usage)
     )
+
+
+def _root_volumes(config: StackConfig, system_nodes: int) -> list[Extra]:
+    """Each node's root volume: the AMI's (gp3) under a launch template of ours, else EKS's own template's (gp2);
+    20 GiB either way (the system node group has no launch template)."""
+    nodes: Counter[cluster_extras.EbsVolume] = Counter({cluster_extras.EKS_OWN_TEMPLATE_VOLUME: system_nodes})
+    for pool in config.node_pools.values():
+        ours = takes_launch_template(MACHINES[str(pool.machine_type)].efa, pool.reservation)
+        volume = cluster_extras.EKS_AMI_ROOT_VOLUME if ours else cluster_extras.EKS_OWN_TEMPLATE_VOLUME
+        nodes[volume] += pool.node_count * pool.slices
+    gib = cluster_extras.EKS_ROOT_VOLUME_GIB
+    whose = {
+        cluster_extras.EKS_AMI_ROOT_VOLUME: "the AMI's root volume (our launch template sets none)",
+        cluster_extras.EKS_OWN_TEMPLATE_VOLUME: "EKS's own launch template's root volume",
+    }
+    return [
+        per_month(
+            f"root volume{_s(count)} of {count} node{_s(count)}: {volume}, {gib} GiB each",
+            f"ebs-{volume}",
+            count,
+            gib,
+            f"per GB-month provisioned: {whose[volume]}",
+        )
+        for volume, count in sorted(nodes.items(), reverse=True)
+        if count
+    ]
+
+
+def _s(count: int) -> str:
+    return "" if count == 1 else "s"
 
 
 def unmirrored(config: StackConfig) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from components.catalog import prices
 from components.catalog.prices import HOURS_PER_MONTH, RateKind
 from components.specs.clusters import PoolSpec
 from components.units import GB, GiB
@@ -107,13 +108,13 @@ def stack_cost(
             book.kind(),
         )
         for extra in bill.extras:
-            if book.get(extra.item) is None:  # the catalog has no row for these: say what they are billed by
-                remedy = f"set pricing.prices.{extra.item} (USD per hour of one)"
-                ledger.unpriced.append(Unpriced(extra.what, f"billed {extra.why}; the catalog has no price", remedy))
+            if book.get(extra.item) is None:  # no price: say what it is billed by, and what prices it
+                missing = book.missing(extra.what, extra.item, "on-demand")
+                unit = prices.unit_of(extra.item)
+                remedy = f"set pricing.prices.{extra.item} (USD per {unit}{' of one' if unit == 'hour' else ''})"
+                ledger.unpriced.append(Unpriced(extra.what, f"billed {extra.why}; {missing.reason}", remedy))
                 continue
-            ledger.add(
-                "cluster", extra.what, extra.item, extra.count, f"{extra.count} x ${{usd:,.4f}}/hour ({extra.why})"
-            )
+            ledger.add("cluster", extra.what, extra.item, extra.quantity, extra.formula)
     throughput = throughput_of(config, shared, _fs_rates(curve, cpu_index))
     fs_unpriced = _filesystem(config, shared, ledger, throughput)
     fs_usd = None if fs_unpriced else sum(x.usd_per_hour for x in ledger.lines if x.category in FS_CATEGORIES)
