@@ -1,12 +1,12 @@
-"""CONTRIBUTING.md's touch lists, measured on the code: in a scratch copy of the tree the test adds what
-contributors add (an accelerator with its own image; the B200 on a created GKE pool with its machine type and price
-row; an in-process connector with its own tier setting, image, metrics and preset; an existing-cluster provider
-variant; a storage backend a cloud creates: tests/contributions.py) by editing the files the list names and nothing else, renders and checks a stack
-that runs each in a subprocess, runs the copy's own tests (unedited: a new one needs no test edit), and counts the
-code files that differ from the tree: the count each list's heading states. When the code spreads (a per-accelerator
-table, a branch on a name, a second registry, an image size kept elsewhere, a rule that reads a connector's own
-settings, a metric list kept by hand), the copy fails to render, the policy pack misreads what it runs, the copy's
-tests fail, or the count passes its bound."""
+"""CONTRIBUTING.md's touch lists, measured on the code: in a scratch copy of the tree the test adds what contributors
+add (an accelerator with its own image; the B200 on a created GKE pool with its machine type and price row; an
+in-process connector with its own tier setting, image, metrics and preset; an existing-cluster provider variant; a
+storage backend a cloud creates: tests/contributions.py) by editing the files the list names and nothing else,
+renders and checks a stack that runs each in a subprocess, runs the copy's own tests (unedited: a new one needs no
+test edit), and counts the code files that differ from the tree: the count each list's heading states. When the code
+spreads (a per-accelerator table, a branch on a name, a second registry, an image size kept elsewhere, a rule that
+reads a connector's own settings, a metric list kept by hand), the copy fails to render, the policy pack misreads
+what it runs, the copy's tests fail, or the count passes its bound."""
 
 from __future__ import annotations
 
@@ -150,6 +150,8 @@ CASES: dict[str, tuple[Callable[[Path], None], tuple[str, ...], tuple[str, str],
         "docker.io/vllm/vllm-openai",
     ),
 }
+
+
 @pytest.mark.parametrize("kind", sorted(CASES))
 def test_a_new_one_touches_the_files_its_list_names_and_runs(kind: str, tmp_path: Path) -> None:
     edit, stack, (accelerator, connector), image = CASES[kind]

@@ -43,7 +43,8 @@ EBS_SECONDARY = "secondary: saisci.com gp2 vs gp3 post quoting the EBS pricing p
 
 @dataclass(frozen=True)
 class Price:
-    item: str  # a machine type, `gke-cluster`, `eks-cluster`, `efs-storage`, `efs-read`, `efs-write`, `efs-provisioned`, an extra
+    # a machine type, `gke-cluster`, `eks-cluster`, `efs-storage`, `efs-read`, `efs-write`, `efs-provisioned`, an extra
+    item: str
     region: str
     kind: RateKind
     unit: Unit
