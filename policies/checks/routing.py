@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from components.catalog.labels import ROUTER_BLOCK_TOKENS
-from components.catalog.models import MODELS
 from policies.checks.inventory import (
+    model_of,
     model_servers,
     router_charts,
 )
@@ -32,7 +32,9 @@ def _cpu_producer_capacity(values: dict[str, Any]) -> int | None:
 
 
 def router_capacity_within_tier(resources: list[Resource], _: NoConfig) -> list[Violation]:
-    """CPU producer capacity x 64 tokens x KV bytes per token must fit the servers' CPU tier.
+    """CPU producer capacity x 64 tokens x KV bytes per token must fit the servers' CPU tier, the KV bytes from
+    the geometry the server's workload is stamped with (`llm-d.ai/model-geometry`; a server without a readable
+    one is a violation saying so, never skipped).
 
     MooncakeStore pools every pod's memory, so its per-server capacity is the pool: not checked per pod.
     """
@@ -47,8 +49,18 @@ def router_capacity_within_tier(resources: list[Resource], _: NoConfig) -> list[
             if not selects(selector, pod.labels):
                 continue
             for container in pod.containers(init=False):
-                model = MODELS.get(served_model(container) or "")
-                if model is None:
+                served = served_model(container)
+                if served is None or cpu_tier_bytes(container, 1) is None:  # serves nothing, or no tier it tracks
+                    continue
+                model = model_of(pod, served)
+                if isinstance(model, str):
+                    out.append(
+                        Violation(
+                            chart,
+                            f"cannot judge router lruCapacityPerServer {capacity} against the CPU tier of"
+                            f" {pod.owner.name} without the KV bytes a token of its model takes: {model}",
+                        )
+                    )
                     continue
                 kv = model.kv_bytes_per_token.bytes
                 tier = cpu_tier_bytes(container, kv)
