@@ -13,8 +13,8 @@ from components.formulas import shared_prefix
 from components.formulas.shared_prefix import SharedPrefixShape, Stage, shared_prefix_requests
 from stacks.config import loading
 from stacks.config.errors import ConfigError
-from stacks.planning import workload_sizing
 from stacks.planning.plan import plan
+from stacks.planning.workload import workload_source
 
 DATA = (2, 3, 512, 100, 20)  # groups, prompts per group, system prompt, question, output
 
@@ -86,7 +86,7 @@ def test_llm_ds_staged_benchmark_is_one_spec_and_the_plan_names_its_draws() -> N
     shape = config.workload.shared_prefix.shape
     assert (shape.arrivals, shape.draws, len(shape.stages)) == ("poisson", 3, 8)
     assert shape.requests == 3 * 60 * (5 + 10 + 15 + 20 + 25 + 30 + 35 + 40)
-    source = workload_sizing.config_source(config, loading.PROJECT_DIR)
+    source = workload_source.config_source(config, loading.PROJECT_DIR)
     assert source is not None
     assert (
         "Poisson arrivals in stages 5/s x 60 s, 10/s x 60 s, 15/s x 60 s, 20/s x 60 s, 25/s x 60 s, 30/s x 60 s,"
