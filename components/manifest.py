@@ -62,6 +62,7 @@ class PodSpec(TypedDict, total=False):
     containers: Required[list[Container]]
     volumes: list[Manifest]
     nodeSelector: dict[str, str]
+    affinity: Manifest
     tolerations: list[Manifest]
     securityContext: Manifest
     resourceClaims: list[Manifest]

@@ -109,6 +109,13 @@ def add_mi355x(tree: Path) -> None:
             vllm_image=_MI355X_IMAGE.reference,
             own_images=(_MI355X_IMAGE,),
             device_resource="amd.com/gpu",
+            product=GpuProduct(
+                "amd.com/gpu.product-name",
+                "AMD_Instinct_MI355X_OAM",
+                gke_accelerators=(),
+                instance_types=(),
+                source="fixture: AMD's node labeller names the product, as existing-mi300's pool says the MI300X",
+            ),
             device_memory=ByteSize(288 * GiB),
             device_memory_from="fixture: the data sheet's 288 GB HBM3E",
             runtime=ROCM,

@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from components.catalog import accelerators, labels, support
+from components.catalog import accelerators, labels, node_pins, support
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.machines import MACHINES
 from components.specs.connectors import IMPLEMENTATIONS
 from policies.resources import Pod, Resource, pods
 from stacks import __main__ as cli
 from stacks.config import loading
+from stacks.config.errors import ConfigError
 from stacks.planning.plan import plan
 from stacks.review import offline
 from stacks.review.check import check, stack_policy_config
@@ -45,10 +47,6 @@ BY_CONNECTOR = {
     "tpu-offload": "gke-tpu-v7-multi-host",
 }
 IDENTITY = RULE["identity-labels"]
-# A known gap (issue 47's new profiles): the NVIDIA profiles all request `nvidia.com/gpu`, at most 8 a node, so on
-# an existing cluster (no created pool's machine type) nothing the pod holds tells an H100, an H200 and an A100
-# apart; a product node selector (GPU feature discovery's `nvidia.com/gpu.product`) would. Created pools do.
-NVIDIA_ON_EXISTING = {"gpu", "h200", "a100"}
 
 
 def test_every_profile_and_connector_is_forged_here() -> None:
@@ -78,7 +76,7 @@ def _relabel(resources: list[Resource], key: str, value: str) -> None:
 
 def _fails_run_check(name: str, forge: Callable[[list[Any]], None], monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """`./run check NAME` on a render forged by `forge` (through the CLI's `_check`): its exit status must be 1;
-    the mandatory rules it names."""
+    the mandatory rules it names. NAME may be 'PRESET+ACCELERATOR', as `recorded` takes it."""
     record = offline.record
 
     def forged(stack_plan: Any, stack: str) -> offline.Recording:
@@ -87,21 +85,21 @@ def _fails_run_check(name: str, forge: Callable[[list[Any]], None], monkeypatch:
         return recording
 
     monkeypatch.setattr(offline, "record", forged)
-    stack_plan = plan(loading.load_preset(name))
-    findings = check(forged(stack_plan, name), stack_policy_config(stack_plan.config))
-    assert cli._check(stack_plan, name) == 1
+    preset, _, accelerator = name.partition("+")  # 'PRESET+ACCELERATOR': the preset on another profile
+    stack_plan = plan(loading.load_preset(preset, [f"cache.accelerator={accelerator}"] if accelerator else []))
+    findings = check(forged(stack_plan, preset), stack_policy_config(stack_plan.config))
+    assert cli._check(stack_plan, preset) == 1
     return sorted({f.rule.name for f in findings if f.rule.enforcement == "mandatory"})
 
 
 @pytest.mark.parametrize("profile", sorted(BY_PROFILE))
 def test_a_pod_labelled_with_another_profiles_key_is_caught(profile: str) -> None:
     """Every other profile's key on each profile's pods: another device resource, more devices than its node
-    has, or (TPUs share `google.com/tpu`) TPU slices of another accelerator type."""
+    has, TPU slices of another accelerator type (TPUs share `google.com/tpu`), or another GPU's product (the NVIDIA
+    profiles share `nvidia.com/gpu`; on an existing cluster their pods require their product)."""
     resources = recorded(BY_PROFILE[profile])
     assert violations_of(IDENTITY, resources) == []
     for other in sorted(set(ACCELERATORS) - {profile}):
-        if {profile, other} <= NVIDIA_ON_EXISTING and "+" in BY_PROFILE[profile]:
-            continue  # the known gap below, not a pass
         forged = copy.deepcopy(resources)
         _relabel(forged, labels.ACCELERATOR_PROFILE_LABEL, other)
         messages = violations_of(IDENTITY, forged)
@@ -305,3 +303,198 @@ def test_an_evictor_that_cannot_work_evicts_nothing(
     assert evictor.startswith(f"the tier evictor of claim llm-d-kv-cache-storage cannot work: {why}"), evictor
     assert writer.startswith("writes the filesystem tier on claim llm-d-kv-cache-storage, which nothing evicts")
     assert _fails_run_check("gpu-vllm-native-fs", forge, monkeypatch) == ["filesystem-tier-capacity"]
+
+
+GFD, GKE, INSTANCE = labels.GPU_PRODUCT_LABEL, labels.GKE_ACCELERATOR_LABEL, labels.INSTANCE_TYPE_LABEL
+# What tells each profile's nodes apart, as the catalog should say it (hand-written: GPU Feature Discovery's product
+# is NVML's device name with spaces as dashes; GKE's accelerator label and the instance types of 8-device
+# machines, from the clouds' machine tables; a TPU slice's accelerator type).
+PINS = {
+    (GFD, "NVIDIA-H100-80GB-HBM3"): "gpu",
+    (GFD, "NVIDIA-H200"): "h200",
+    (GFD, "NVIDIA-A100-SXM4-80GB"): "a100",
+    (GKE, "nvidia-h100-80gb"): "gpu",
+    (GKE, "nvidia-h100-mega-80gb"): "gpu",
+    (GKE, "nvidia-h200-141gb"): "h200",
+    (GKE, "nvidia-a100-80gb"): "a100",
+    (INSTANCE, "a3-highgpu-8g"): "gpu",
+    (INSTANCE, "a3-megagpu-8g"): "gpu",
+    (INSTANCE, "p5.48xlarge"): "gpu",
+    (INSTANCE, "a3-ultragpu-8g"): "h200",
+    (INSTANCE, "p5e.48xlarge"): "h200",
+    (INSTANCE, "p5en.48xlarge"): "h200",
+    (INSTANCE, "a2-ultragpu-8g"): "a100",
+    (INSTANCE, "p4de.24xlarge"): "a100",
+    (INSTANCE, "ct5p-hightpu-4t"): "tpu-v5p",
+    (INSTANCE, "ct6e-standard-8t"): "tpu-v6",
+    (INSTANCE, "tpu7x-standard-4t"): "tpu-v7",
+    (labels.GKE_TPU_ACCELERATOR_LABEL, "tpu-v5p-slice"): "tpu-v5p",
+    (labels.GKE_TPU_ACCELERATOR_LABEL, "tpu-v6e-slice"): "tpu-v6",
+    (labels.GKE_TPU_ACCELERATOR_LABEL, "tpu7x"): "tpu-v7",
+}
+
+
+def test_each_node_label_value_pins_one_profile_and_each_profile_sharing_devices_has_one() -> None:
+    assert node_pins.node_pins() == PINS
+    listed = [  # every value the catalog names, each once: a profile's product and the machines beside it
+        *[(INSTANCE, m.key) for m in MACHINES.values()],
+        *[(GKE, m.gke_accelerator) for m in MACHINES.values() if m.gke_accelerator],
+        *[(labels.GKE_TPU_ACCELERATOR_LABEL, p.tpu_accelerator) for p in ACCELERATORS.values() if p.tpu_accelerator],
+        *[(p.product.label, p.product.value) for p in ACCELERATORS.values() if p.product],
+        *[(GKE, v) for p in ACCELERATORS.values() if p.product for v in p.product.gke_accelerators],
+        *[(INSTANCE, v) for p in ACCELERATORS.values() if p.product for v in p.product.instance_types],
+    ]
+    assert len(listed) == len(set(listed)) == len(PINS)
+    shared = {p.key: node_pins.device_peers(p) for p in ACCELERATORS.values() if node_pins.device_peers(p)}
+    assert shared == {
+        "gpu": ["a100", "h200"],
+        "h200": ["a100", "gpu"],
+        "a100": ["gpu", "h200"],
+        "tpu-v5p": ["tpu-v6", "tpu-v7"],
+        "tpu-v6": ["tpu-v5p", "tpu-v7"],
+        "tpu-v7": ["tpu-v5p", "tpu-v6"],
+    }
+    assert all(ACCELERATORS[k].product or ACCELERATORS[k].tpu_accelerator for k in shared)
+
+
+def _required(pod: Pod) -> list[dict[str, Any]]:
+    required = ((pod.spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    found: list[dict[str, Any]] = required.get("nodeSelectorTerms") or []
+    return found
+
+
+# The GPU product each stack's model servers require (None: what they select pins it, or no peer shares the device).
+PRODUCT_REQUIRED = {
+    "gpu-vllm-native-cpu": (GFD, ["NVIDIA-H100-80GB-HBM3"]),
+    "gpu-vllm-native-cpu+h200": (GFD, ["NVIDIA-H200"]),
+    "gpu-vllm-native-cpu+a100": (GFD, ["NVIDIA-A100-SXM4-80GB"]),
+    "gpu-vllm-lmcache-server-pd": None,  # its described pool's labels name the product (prefill and decode pods)
+    "gpu-vllm-native-cpu-gke": (GKE, ["nvidia-h100-80gb", "nvidia-h100-mega-80gb"]),  # GKE runs no GFD of its own
+    "gke-h100-lustre": None,  # a created pool of a3-highgpu-8g
+    "amd-vllm-native-cpu": None,  # no other profile requests amd.com/gpu
+    "gke-tpu-v6e": None,  # the slice's accelerator type
+}
+
+
+@pytest.mark.parametrize("name", sorted(PRODUCT_REQUIRED))
+def test_model_servers_require_their_gpu_product_where_nothing_else_pins_it(name: str) -> None:
+    resources = recorded(name)
+    servers = _servers(resources)
+    expected = PRODUCT_REQUIRED[name]
+    terms = (
+        []
+        if expected is None
+        else [{"matchExpressions": [{"key": expected[0], "operator": "In", "values": expected[1]}]}]
+    )
+    assert servers and all(_required(p) == terms for p in servers), [_required(p) for p in servers]
+    assert violations_of(IDENTITY, resources) == []
+    prepull = [p for p in pods(resources) if p.owner.name.endswith(labels.IMAGE_PREPULL)]
+    assert all(_required(p) == terms for p in prepull)  # the pre-pull lands where the servers do
+
+
+H200_SAID = f"its pods carry {labels.ACCELERATOR_PROFILE_LABEL}: h200 but"
+
+
+def test_a_pod_that_selects_nothing_saying_its_gpu_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without its product, an H200 pod may land on an H100 or an A100 node (all `nvidia.com/gpu`)."""
+
+    def forge(resources: list[Resource]) -> None:
+        for pod in _servers(resources):
+            del pod.spec["affinity"]
+
+    resources = recorded(BY_PROFILE["h200"])  # before _fails_run_check, which forges every later recording
+    forge(resources)
+    assert violations_of(IDENTITY, resources) == [
+        f"{H200_SAID} select no node that says which of a100, gpu, h200 it has (each requests nvidia.com/gpu): require"
+        f" {GFD}: NVIDIA-H200, or select a label that pins h200 (a created pool, {GKE},"
+        f" {INSTANCE})"
+    ]
+    assert _fails_run_check(BY_PROFILE["h200"], forge, monkeypatch) == ["identity-labels"]
+
+
+def _set_terms(resources: list[Resource], *terms: list[tuple[str, list[str]]]) -> None:
+    for pod in _servers(resources):
+        pod.spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] = [
+            {"matchExpressions": [{"key": k, "operator": "In", "values": v} for k, v in term]} for term in terms
+        ]
+
+
+def test_every_term_of_the_affinity_must_pin_the_gpu_and_each_value_be_its_own() -> None:
+    resources = recorded(BY_PROFILE["h200"])
+    _set_terms(resources, [(GFD, ["NVIDIA-H200"])], [(INSTANCE, ["p5e.48xlarge", "a3-ultragpu-8g"])])
+    assert violations_of(IDENTITY, resources) == []  # either term lands on an H200
+    _set_terms(resources, [(GFD, ["NVIDIA-H200"])], [("pool", ["gpus"])])  # the second term: any GPU
+    assert violations_of(IDENTITY, resources) == [
+        f"{H200_SAID} select no node that says which of a100, gpu, h200 it has (each requests nvidia.com/gpu): require"
+        f" {GFD}: NVIDIA-H200, or select a label that pins h200 (a created pool, {GKE},"
+        f" {INSTANCE})"
+    ]
+    _set_terms(resources, [(GFD, ["NVIDIA-H200", "NVIDIA-H200-SHARED"])])  # a time-sliced H200 holds less
+    assert violations_of(IDENTITY, resources) == [
+        f"{H200_SAID} select NVIDIA-H200-SHARED nodes ({GFD}), a device other than its NVIDIA-H200",
+        f"{H200_SAID} select no node that says which of a100, gpu, h200 it has (each requests nvidia.com/gpu): require"
+        f" {GFD}: NVIDIA-H200, or select a label that pins h200 (a created pool, {GKE},"
+        f" {INSTANCE})",
+    ]
+    _set_terms(resources, [(INSTANCE, ["p4de.24xlarge"])])
+    assert violations_of(IDENTITY, resources) == [
+        f"{H200_SAID} select p4de.24xlarge nodes ({INSTANCE}), the machines of a100"
+    ]
+
+
+def _described(accelerator: str, pool_labels: dict[str, str]) -> list[str]:
+    """An existing cluster's described pool of 8-GPU nodes with these labels, serving `accelerator`."""
+    pool = {"accelerator": accelerator, "accelerators_per_node": 8, "host_memory": "2TiB", "labels": pool_labels}
+    return [f"node_pools={{gpus: {json.dumps(pool)}}}", "cache.node_pool=gpus", f"cache.accelerator={accelerator}"]
+
+
+@pytest.mark.parametrize(
+    ("pool_labels", "required"),
+    [
+        ({INSTANCE: "p5e.48xlarge"}, []),  # EKS without GFD: the instance type says H200
+        ({GKE: "nvidia-h200-141gb", "team": "a"}, []),  # GKE's own label
+        ({GFD: "NVIDIA-H200"}, []),
+        ({"team": "a"}, [{"matchExpressions": [{"key": GFD, "operator": "In", "values": ["NVIDIA-H200"]}]}]),
+    ],
+)
+def test_a_described_pools_labels_that_pin_the_gpu_need_no_product_affinity(
+    pool_labels: dict[str, str], required: list[dict[str, Any]]
+) -> None:
+    stack_plan = plan(loading.load_preset("gpu-vllm-native-cpu", _described("h200", pool_labels)))
+    resources = [Resource(r.type, r.name, r.inputs) for r in offline.record(stack_plan, "x").resources]
+    for pod in _servers(resources):
+        assert pod.spec["nodeSelector"] == pool_labels and _required(pod) == required
+    assert violations_of(IDENTITY, resources) == []
+
+
+@pytest.mark.parametrize(
+    ("accelerator", "pool_labels", "line"),
+    [
+        (
+            "h200",
+            {GKE: "nvidia-h100-80gb"},
+            f"node_pools.gpus.labels = {{'{GKE}': 'nvidia-h100-80gb'}}: the nodes of gpu, not of cache.accelerator"
+            f" h200 (NVIDIA H200 141 GB; {GKE}: nvidia-h200-141gb)",
+        ),
+        (
+            "gpu",
+            {GFD: "NVIDIA-H100-PCIe"},
+            f"node_pools.gpus.labels = {{'{GFD}': 'NVIDIA-H100-PCIe'}}: another device, not of cache.accelerator gpu"
+            f" (NVIDIA H100 80 GB; {GFD}: NVIDIA-H100-80GB-HBM3)",
+        ),
+        (
+            "a100",
+            {INSTANCE: "p5.48xlarge"},
+            f"node_pools.gpus.labels = {{'{INSTANCE}': 'p5.48xlarge'}}: the nodes of gpu, not of cache.accelerator"
+            f" a100 (NVIDIA A100 80 GB SXM; {INSTANCE}: a2-ultragpu-8g or p4de.24xlarge)",
+        ),
+    ],
+)
+def test_a_described_pool_labelled_as_another_gpu_is_refused_in_one_line(
+    accelerator: str, pool_labels: dict[str, str], line: str
+) -> None:
+    with pytest.raises(ConfigError) as error:
+        plan(loading.load_preset("gpu-vllm-native-cpu", _described(accelerator, pool_labels)))
+    assert str(error.value) == f"invalid stack config: {line}"

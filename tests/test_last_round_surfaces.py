@@ -107,7 +107,11 @@ def _server(objects: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def test_a_serving_stack_lands_on_the_pool_its_cluster_stack_created_by_its_label() -> None:
-    assert _server(manifests(rendered_stack("qwen3-8b")))["nodeSelector"] == {"llm-d.ai/node-pool": "h100"}
+    """By the pool's key and its machine type, the instance type its nodes carry: the type says which GPU they
+    have (every NVIDIA GPU is `nvidia.com/gpu`), so the pods need no GPU-product affinity."""
+    pod = _server(manifests(rendered_stack("qwen3-8b")))
+    assert pod["nodeSelector"] == {"llm-d.ai/node-pool": "h100", "node.kubernetes.io/instance-type": "a3-highgpu-8g"}
+    assert "affinity" not in pod
 
 
 def test_a_taint_on_a_cluster_stacks_pool_is_tolerated_by_its_serving_stacks_pods(

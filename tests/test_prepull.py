@@ -200,8 +200,9 @@ def test_its_memory_counts_in_the_fit_per_node() -> None:
 
 
 def test_unplaced_model_servers_are_refused_in_one_line() -> None:
+    """Unplaced: no pool, and a device no other profile requests (an NVIDIA GPU's pods require its product)."""
     with pytest.raises(ConfigError) as caught:
-        _plan("gpu-vllm-native-cpu", "images.prepull=true")
+        _plan("amd-vllm-native-cpu", "images.prepull=true")
     message = str(caught.value)
     assert message.startswith("invalid stack config: images.prepull = True: needs the model servers placed")
     assert "\n" not in message
@@ -217,7 +218,29 @@ def test_the_first_pod_finds_its_image_and_the_summary_says_so() -> None:
     summary = rendered("existing-mi300").summary
     assert "| first pod (empty caches) | pre-pulled by `image-prepull` |" in summary
     assert "`ghcr.io/llm-d/llm-d-rocm:v0.9.0` pre-pulled onto every node of the serving pool" in summary
-    assert "`images.prepull` (with `cache.node_pool`) would pull" in rendered("gpu-vllm-native-cpu").summary
+    assert "`images.prepull` (with `cache.node_pool`) would pull" in rendered("amd-vllm-native-cpu").summary
+    assert "`images.prepull: true` pulls them onto the serving pool's nodes" in rendered("gpu-vllm-native-cpu").summary
+
+
+def test_model_servers_placed_by_their_gpu_product_alone_are_pre_pulled_there() -> None:
+    """No pool on an existing cluster, but an H100's pods require GPU Feature Discovery's product: the DaemonSet
+    goes to those nodes, as they do."""
+    [daemon_set] = by_kind(_plan("gpu-vllm-native-cpu", "images.prepull=true").manifests(prepull.WORKLOAD), "DaemonSet")
+    pod = daemon_set["spec"]["template"]["spec"]
+    assert "nodeSelector" not in pod
+    assert pod["affinity"] == {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-H100-80GB-HBM3"]}
+                        ]
+                    }
+                ]
+            }
+        }
+    }
 
 
 def test_off_by_default_and_where_a_mirror_serves_the_cluster() -> None:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from components.catalog import labels, versions
 from components.catalog.device_runtimes import CUDA, ROCM, XLA, XPU, DeviceRuntime
+from components.catalog.gpu_product import A100_SXM4_80GB, H100_SXM, H200_SXM, GpuProduct
 from components.catalog.rates import (
     H200_DECODE,
     H200_GEMM_SHARE,
@@ -41,6 +42,8 @@ class AcceleratorProfile:
     # TPU: chips per pod and the GKE node selectors of the slice; vLLM shards over TensorCores.
     tpu_accelerator: str | None = None
     tpu_topology: str | None = None
+    # Which GPU its nodes have, by their labels: set where other profiles share its device resource (gpu_product.py).
+    product: GpuProduct | None = None
     # Host memory a model-server pod needs besides its CPU tier and /dev/shm: the API server
     # process and, per tensor-parallel rank, a worker with its device context and staging buffers.
     host_memory_base_gib: int = 16
@@ -177,6 +180,7 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             reference_hardware="NVIDIA H100 80 GB",
             vllm_image=versions.VLLM_CUDA_IMAGE,
             device_resource="nvidia.com/gpu",
+            product=H100_SXM,
             device_memory=ByteSize(81_559 * MiB),
             device_memory_from="nvidia-smi on an H100 80GB HBM3: 81,559 MiB"
             " (huggingface/text-embeddings-inference#350)",
@@ -198,6 +202,7 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             reference_hardware="NVIDIA H200 141 GB",
             vllm_image=versions.VLLM_CUDA_IMAGE,
             device_resource="nvidia.com/gpu",
+            product=H200_SXM,
             device_memory=ByteSize(143_771 * MiB),
             device_memory_from=f"nvidia-smi on an NVIDIA H200: 143,771 MiB ({H200_STEP_COSTS}, `machine`); the data"
             " sheet says 141 GB HBM3e",
@@ -228,6 +233,7 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             reference_hardware="NVIDIA A100 80 GB SXM",
             vllm_image=versions.VLLM_CUDA_IMAGE,
             device_resource="nvidia.com/gpu",
+            product=A100_SXM4_80GB,
             device_memory=ByteSize(81_920 * MiB),
             device_memory_from="nvidia-smi on an A100-SXM4-80GB: 81,920 MiB (as public nvidia-smi logs print it);"
             " the data sheet says 80 GB HBM2e",

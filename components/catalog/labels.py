@@ -27,14 +27,27 @@ KV_TRANSFER_BLOCK_ANNOTATION = "llm-d.ai/kv-transfer-block-tokens"
 # the transfer block on the workload's own metadata; `memory-limit-covers-tier` and `filesystem-tier-rwx` read
 # it for every connector, and `identity-labels` reports a connector's workload without it.
 CPU_TIER_BYTES_ANNOTATION = "llm-d.ai/cpu-tier-bytes"
+# The served model's geometry as the plan sized it (the `ModelSpec` fields its KV bytes per token and a token's
+# compute follow from, as JSON: components/catalog/geometry_stamp.py), beside them: `tiers-beat-recompute` and
+# `router-capacity-within-tier` judge the model by it, not by looking its served name up in the catalog (a model
+# given by `cache.model_file` is in none), and `identity-labels` reports a connector's workload without it.
+MODEL_GEOMETRY_ANNOTATION = "llm-d.ai/model-geometry"
 # Node labels a model-server pod selects its accelerator's nodes by: a created pool's key (every node of a pool
 # the program creates carries it; components/specs/clusters.py), and GKE's own labels of a TPU slice's nodes
 # (components/specs/servers/tpu.py) and of a GPU node (its guest accelerator, components/catalog/machines.py
-# `gke_accelerator`). The policy rule `identity-labels` holds a pod's profile to the nodes it selects by them.
+# `gke_accelerator`, and a profile's `GpuProduct`). The policy rule `identity-labels` holds a pod's profile to the
+# nodes it selects by them.
 NODE_POOL_LABEL = "llm-d.ai/node-pool"
 GKE_TPU_ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
 GKE_TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
+# Node labels that say which GPU a node has where its device resource does not (every NVIDIA GPU is
+# `nvidia.com/gpu`): NVIDIA GPU Feature Discovery's product (NVML's device name, spaces as dashes; GFD ships with
+# the GPU operator and the device plugin's chart) and the instance type every cloud's nodes carry. An accelerator
+# profile's values are its `GpuProduct` (components/catalog/gpu_product.py); components/catalog/node_pins.py maps
+# each (label, value) to the profile whose nodes alone carry it.
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 # What the plan priced the stack at (stacks/planning/workload/cost.py), stamped on the stack's Namespace: US dollars per
 # month, the stack's budget where it sets one (`pricing.monthly_budget`), its biggest items and what no price
 # covers; the policy rule `monthly-budget` and the change plan read them rather than re-deriving the cost.

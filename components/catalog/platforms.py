@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from components.catalog import labels
 from components.catalog.key_lists import literal_of
 
 
@@ -19,13 +20,23 @@ class Platform:
     root_owned_lustre: bool = False
     # The Gateway's class is the platform's own managed one (GKE's regional Application Load Balancers).
     managed_gateway: bool = False
+    # The node label its GPU nodes name their GPU by, which a model server requires where nothing it selects
+    # pins its device: GKE's own accelerator label, which GKE sets on every GPU node (it runs no GPU Feature
+    # Discovery of its own); None: the GPU's vendor labeller's (`GpuProduct.label`, e.g. the GPU operator's GFD).
+    gpu_product_label: str | None = None
 
 
 PLATFORMS: dict[str, Platform] = {
     p.key: p
     for p in (
         Platform("base"),
-        Platform("gke", nccl_plugins_off=("nvidia",), root_owned_lustre=True, managed_gateway=True),
+        Platform(
+            "gke",
+            nccl_plugins_off=("nvidia",),
+            root_owned_lustre=True,
+            managed_gateway=True,
+            gpu_product_label=labels.GKE_ACCELERATOR_LABEL,
+        ),
         Platform("amd-ci"),
     )
 }

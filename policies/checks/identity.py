@@ -1,21 +1,26 @@
 """The rule that a pod is what its labels say (`identity-labels`): a pod that holds accelerator devices or runs a
 connector carries its accelerator profile's and its connector's keys (components/catalog/labels.py), and no
 label is trusted alone. The profile must agree with the devices the pod requests (resource and count) and the
-nodes it selects; the connector with what the pod runs (the `kv_connector` class or engine flag the
-connector's own module writes); a connector's workload carries its stamps (the transfer block, the CPU tier).
+nodes it selects, which must say which device a node has where other profiles request the same devices (an
+H100, an H200 and an A100 all request `nvidia.com/gpu`); the connector with what the pod runs (the `kv_connector`
+class or engine flag the connector's own module writes); a connector's workload carries its stamps (the transfer
+block, the CPU tier, the model's geometry).
 The facts are the catalog's and the connectors' own, read through `inventory.py`."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from components.catalog.accelerators import ACCELERATORS, AcceleratorProfile
 from components.catalog.labels import (
     ACCELERATOR_PROFILE_LABEL,
     GKE_ACCELERATOR_LABEL,
     GKE_TPU_ACCELERATOR_LABEL,
+    INSTANCE_TYPE_LABEL,
     KV_CONNECTOR_LABEL,
     NODE_POOL_LABEL,
 )
-from components.catalog.machines import MACHINES
+from components.catalog.node_pins import device_peers, node_pins, product_labels, values_pinning
 from policies.checks.inventory import (
     CONNECTORS,
     connectors_run,
@@ -79,6 +84,7 @@ def _profile_problems(resources: list[Resource], pod: Pod, pools: dict[str, str]
             )
     out += [f"{said} but {problem}" for problem in _foreign_devices(resources, pod, profile)]
     out += [f"{said} but {problem}" for problem in _selection_problems(pod, profile, pools)]
+    out += [f"{said} but {problem}" for problem in (_unpinned(pod, profile, pools) if counts else [])]
     return out
 
 
@@ -114,20 +120,71 @@ def _selected(pod: Pod) -> list[tuple[str, str]]:
 
 def _selection_problems(pod: Pod, profile: AcceleratorProfile, pools: dict[str, str]) -> list[str]:
     """The nodes a pod selects that serve another profile: a created pool whose machine type serves another
-    (components/catalog/machines.py), TPU slices not of the profile's accelerator type, a GKE guest accelerator
-    the catalog gives another profile's machines."""
-    own_gpus = {m.gke_accelerator for m in MACHINES.values() if m.accelerator == profile.key}
-    other_gpus = {m.gke_accelerator: m.accelerator for m in MACHINES.values() if m.gke_accelerator}
+    (components/catalog/machines.py), TPU slices not of the profile's accelerator type, a GPU product, GKE guest
+    accelerator or instance type the catalog gives another profile (components/catalog/node_pins.py), or a device
+    label naming a device the profile is not."""
+    pins, named = node_pins(), product_labels()
     out = []
     for key, value in _selected(pod):
-        if key == NODE_POOL_LABEL and pools.get(value, profile.key) != profile.key:
-            out.append(f"select node pool {value} ({key}), whose machines serve {pools[value]}")
+        pinned = _pinned_by(key, value, pools, pins)
+        own = values_pinning(profile.key, key)
+        if key == NODE_POOL_LABEL:
+            if pinned not in (None, profile.key):
+                out.append(f"select node pool {value} ({key}), whose machines serve {pinned}")
         elif key == GKE_TPU_ACCELERATOR_LABEL and value != profile.tpu_accelerator:
             runs = f"runs on {profile.tpu_accelerator}" if profile.tpu_accelerator else "is no TPU"
             out.append(f"select TPU nodes of {value} ({key}), where the profile {runs}")
-        elif key == GKE_ACCELERATOR_LABEL and value in other_gpus and value not in own_gpus:
-            out.append(f"select {value} nodes ({key}), the machines of {other_gpus[value]}")
+        elif pinned not in (None, profile.key):
+            out.append(f"select {value} nodes ({key}), the machines of {pinned}")
+        elif pinned is None and key in named and own:
+            out.append(f"select {value} nodes ({key}), a device other than its {' or '.join(own)}")
     return out
+
+
+def _pinned_by(key: str, value: str, pools: dict[str, str], pins: dict[tuple[str, str], str]) -> str | None:
+    """The profile whose nodes alone carry this node label: a created pool's machines', or the catalog's."""
+    return pools.get(value) if key == NODE_POOL_LABEL else pins.get((key, value))
+
+
+def _pins_its_device(pod: Pod, pools: dict[str, str]) -> bool:
+    """Whether every node the pod may land on has a device the catalog names: its nodeSelector holds a label that
+    pins one, or each term of its required node affinity an `In` whose every value does (the terms are ORed)."""
+    pins = node_pins()
+    if any(_pinned_by(str(k), str(v), pools, pins) for k, v in (pod.spec.get("nodeSelector") or {}).items()):
+        return True
+    required = ((pod.spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms = required.get("nodeSelectorTerms") or []
+
+    def pins_term(term: dict[str, Any]) -> bool:
+        return any(
+            e.get("operator") == "In"
+            and e.get("values")
+            and all(_pinned_by(str(e.get("key")), str(v), pools, pins) for v in e["values"])
+            for e in term.get("matchExpressions") or []
+        )
+
+    return bool(terms) and all(pins_term(t) for t in terms)
+
+
+def _unpinned(pod: Pod, profile: AcceleratorProfile, pools: dict[str, str]) -> list[str]:
+    """A pod of a profile whose devices other profiles request too (every NVIDIA GPU is `nvidia.com/gpu`) that
+    selects no node label saying which device a node has: its devices do not tell which profile it runs on."""
+    peers = device_peers(profile)
+    if not peers or _pins_its_device(pod, pools):
+        return []
+    if profile.product is not None:
+        how = (
+            f"require {profile.product.label}: {profile.product.value}, or select a label that"
+            f" pins {profile.key} (a created pool, {GKE_ACCELERATOR_LABEL}, {INSTANCE_TYPE_LABEL})"
+        )
+    else:
+        how = "the profile names no GPU product to require (components/catalog/accelerators.py `product`)"
+    return [
+        f"select no node that says which of {', '.join(sorted([profile.key, *peers]))} it has (each requests"
+        f" {_devices(profile)}): {how}"
+    ]
 
 
 def _connector_problems(pod: Pod, run: set[str]) -> list[str]:
@@ -160,17 +217,18 @@ def _mark(key: str) -> str:
 
 
 def _stamp_messages(pod: Pod) -> list[str]:
-    """A pod labelled with a connector whose workload does not carry its stamps as whole numbers."""
+    """A pod labelled with a connector whose workload does not carry its stamps: whole numbers, a geometry."""
     connector = pod.labels.get(KV_CONNECTOR_LABEL)
     if not connector:
         return []
     out = []
-    for annotation, value, number, what in stamp_problems(pod):
+    for annotation, value, wrong, what in stamp_problems(pod):
         if value is None:
             out.append(
                 f"its pods carry {KV_CONNECTOR_LABEL}: {connector} but it carries no {annotation} annotation:"
                 f" annotate the workload's own metadata with {what}"
             )
         else:
-            out.append(f"it carries {annotation}: {value!r}, not {number} as a string: set it to {what}")
+            shown = repr(value) if len(repr(value)) <= 80 else f"{repr(value)[:77]}..."
+            out.append(f"it carries {annotation}: {shown}, {wrong}: set it to {what}")
     return out

@@ -10,13 +10,16 @@ import json
 from typing import Any
 
 from components.catalog.accelerators import ACCELERATORS, AcceleratorProfile
+from components.catalog.geometry_stamp import FIELDS, StampError, model_from_stamp
 from components.catalog.labels import (
     ACCELERATOR_PROFILE_LABEL,
     CPU_TIER_BYTES_ANNOTATION,
     KV_TRANSFER_BLOCK_ANNOTATION,
+    MODEL_GEOMETRY_ANNOTATION,
     NODE_POOL_LABEL,
 )
 from components.catalog.machines import MACHINES
+from components.catalog.models import MODELS, ModelSpec
 from components.specs.connectors import IMPLEMENTATIONS, Connector
 from policies.resources import (
     CHART_TYPE,
@@ -158,18 +161,50 @@ def replicas_of(pod: Pod) -> int:
     return _count((pod.owner.props.get("spec") or {}).get("replicas")) or 1
 
 
+def model_of(pod: Pod, served: str) -> ModelSpec | str:
+    """The model a model-server pod serves (`served`: the name it serves under), with the geometry its workload
+    is stamped with (`llm-d.ai/model-geometry`: what the plan sized it by, a `cache.model_file`'s too); else why
+    the stamp cannot be judged by: missing, not a geometry, or not the catalog's for a model the catalog holds."""
+    value = _stamp(pod, MODEL_GEOMETRY_ANNOTATION)
+    try:
+        model = model_from_stamp(served, value)
+    except StampError as error:
+        return (
+            f"its {MODEL_GEOMETRY_ANNOTATION} stamp is {error}"
+            if value is not None
+            else (f"it carries no {MODEL_GEOMETRY_ANNOTATION} stamp (the geometry the plan sized {served} by)")
+        )
+    known = MODELS.get(served)
+    differs = [f for f in FIELDS if known is not None and getattr(known, f) != getattr(model, f)]
+    if known is not None and differs:
+        field = differs[0]
+        return (
+            f"its {MODEL_GEOMETRY_ANNOTATION} stamp says {field} {getattr(model, field)!r} where the catalog's"
+            f" {served} has {getattr(known, field)!r}"
+        )
+    return model
+
+
 def stamp_problems(pod: Pod) -> list[tuple[str, object, str, str]]:
-    """(annotation, its value, the number it must be, what it says) for each stamp of a connector's workload
-    that is missing or not that number."""
+    """(annotation, its value, what it is not, what it says) for each stamp of a connector's workload that is
+    missing or not what it must be (a whole number; the model's geometry)."""
     out: list[tuple[str, object, str, str]] = []
     if transfer_block_of(pod) is None:
         what = "the tokens per block its connector moves between host memory and the accelerator (the connector's"
         what += " transfer block)"
         value = _stamp(pod, KV_TRANSFER_BLOCK_ANNOTATION)
-        out.append((KV_TRANSFER_BLOCK_ANNOTATION, value, "a positive whole number", what))
+        out.append((KV_TRANSFER_BLOCK_ANNOTATION, value, "not a positive whole number as a string", what))
     if cpu_tier_of(pod) is None:
         what = "the bytes of the CPU tier one of its pods holds in its own memory (the connector's pod_cpu_tier)"
-        out.append((CPU_TIER_BYTES_ANNOTATION, _stamp(pod, CPU_TIER_BYTES_ANNOTATION), "a whole number", what))
+        out.append(
+            (CPU_TIER_BYTES_ANNOTATION, _stamp(pod, CPU_TIER_BYTES_ANNOTATION), "not a whole number as a string", what)
+        )
+    geometry = _stamp(pod, MODEL_GEOMETRY_ANNOTATION)
+    try:
+        model_from_stamp("", geometry)
+    except StampError as error:
+        what = "the geometry the plan sized its model by (components/catalog/geometry_stamp.py)"
+        out.append((MODEL_GEOMETRY_ANNOTATION, geometry, f"not a model's geometry ({error})", what))
     return out
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from components.catalog.labels import KV_CONNECTOR_LABEL, ROUTER_BLOCK_TOKENS
-from components.catalog.models import MODELS
 from policies.checks.inventory import (
     CONNECTORS,
     cpu_tier_of,
+    model_of,
     model_servers,
     pods_per_replica,
     replicas_of,
@@ -68,19 +68,24 @@ def _server_tier(resources: list[Resource], servers: list[Pod], pod: Pod) -> int
     return stamp * pods_per_replica(pod)
 
 
-def _kv_bytes_per_token(pod: Pod) -> int | None:
-    """KV bytes per token of the model the pod serves (None: not a catalog model)."""
+def _kv_bytes_per_token(pod: Pod) -> int | str | None:
+    """KV bytes per token of the model the pod serves, from the geometry its workload is stamped with
+    (`llm-d.ai/model-geometry`, a `cache.model_file`'s too); why it cannot be judged where the stamp is missing or
+    wrong (a violation, never skipped); None where the pod serves no model."""
     for container in pod.containers(init=False):
-        model = MODELS.get(served_model(container) or "")
-        if model is not None:
-            return model.kv_bytes_per_token.bytes
+        served = served_model(container)
+        if served is not None:
+            model = model_of(pod, served)
+            return model if isinstance(model, str) else model.kv_bytes_per_token.bytes
     return None
 
 
 def router_capacity_within_tier(resources: list[Resource], _: NoConfig) -> list[Violation]:
     """CPU producer capacity x 64 tokens x KV bytes per token must fit the CPU tier each server reaches, as its
     workload is stamped (`llm-d.ai/cpu-tier-bytes`), never read from a connector's own settings: a connector
-    that writes its tier under a name of its own is checked like every other one."""
+    that writes its tier under a name of its own is checked like every other one. The KV bytes come from the
+    model geometry the workload is stamped with (`llm-d.ai/model-geometry`), so a `cache.model_file` model is
+    checked too."""
     out = []
     for chart in router_charts(resources):
         values = chart_values(chart)
@@ -93,6 +98,15 @@ def router_capacity_within_tier(resources: list[Resource], _: NoConfig) -> list[
             kv = _kv_bytes_per_token(pod)
             tier = _server_tier(resources, servers, pod)
             if kv is None or tier is None:
+                continue
+            if isinstance(kv, str):
+                out.append(
+                    Violation(
+                        chart,
+                        f"cannot judge router lruCapacityPerServer {capacity} against the CPU tier of"
+                        f" {pod.owner.name} without the KV bytes a token of its model takes: {kv}",
+                    )
+                )
                 continue
             believed = capacity * ROUTER_BLOCK_TOKENS * kv
             if believed > tier:

@@ -1,6 +1,7 @@
 """Does each tier pay off (advisory): a reload beats recomputing, with the payoff's arithmetic
-(components/formulas/payoff.py) over what the rendered servers and storage declare, at the transfer block each
-model-server workload is stamped with (`llm-d.ai/kv-transfer-block-tokens`, its connector's)."""
+(components/formulas/payoff.py) over what the rendered servers and storage declare, for the model geometry and at
+the transfer block each model-server workload is stamped with (`llm-d.ai/model-geometry`, the plan's;
+`llm-d.ai/kv-transfer-block-tokens`, its connector's). A server it cannot judge is a violation saying why."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ from dataclasses import dataclass
 
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.cloud_resources import EFS, LUSTRE
-from components.catalog.labels import KV_CONNECTOR_LABEL
-from components.catalog.models import MODELS, ModelSpec
+from components.catalog.labels import ACCELERATOR_PROFILE_LABEL, KV_CONNECTOR_LABEL, KV_TRANSFER_BLOCK_ANNOTATION
+from components.catalog.models import ModelSpec
 from components.catalog.storage_backends import STORAGE_BACKENDS, Provisioning
 from components.formulas import payoff
 from components.units import GiB, MiB
-from policies.checks.inventory import accelerator_of, transfer_block_of
+from policies.checks.inventory import accelerator_of, model_of, transfer_block_of
 from policies.checks.rule_types import Settings, Violation, setting
 from policies.resources import Pod, Resource, pods, rwx_claims, served_model
 
@@ -33,25 +34,46 @@ class TieredServer:
 
 
 def tiered_servers(resources: list[Resource]) -> list[TieredServer]:
-    out = []
+    """The model servers with an offload tier the rule can judge (`unjudged` says why the others cannot be)."""
+    return _read(resources)[0]
+
+
+def unjudged(resources: list[Resource]) -> list[tuple[Pod, str]]:
+    """Model servers with an offload tier the rule cannot judge, and why: its workload's model-geometry or
+    transfer-block stamp is missing or not one, or it runs on no catalog profile whose devices it holds."""
+    return _read(resources)[1]
+
+
+def _read(resources: list[Resource]) -> tuple[list[TieredServer], list[tuple[Pod, str]]]:
+    judged, refused = [], []
     for pod in pods(resources):
+        if not pod.labels.get(KV_CONNECTOR_LABEL):  # unlabelled: reported by identity-labels
+            continue
         for container in pod.containers(init=False):
-            model = MODELS.get(served_model(container) or "")
-            tiered = bool(pod.labels.get(KV_CONNECTOR_LABEL))  # unlabelled: reported by identity-labels
-            found = accelerator_of(resources, pod, container) if model and tiered else None
-            block = transfer_block_of(pod)  # unstamped: reported by identity-labels
-            if model is None or found is None or block is None:
+            served = served_model(container)
+            if served is None:
+                continue
+            model = model_of(pod, served)
+            found = accelerator_of(resources, pod, container)
+            block = transfer_block_of(pod)
+            if isinstance(model, str) or found is None or block is None:
+                why = [model] if isinstance(model, str) else []
+                if found is None:  # reported by identity-labels too
+                    why.append(f"it holds no devices of a catalog profile that its {ACCELERATOR_PROFILE_LABEL} names")
+                if block is None:  # reported by identity-labels too
+                    why.append(f"its {KV_TRANSFER_BLOCK_ANNOTATION} stamp is not a positive whole number")
+                refused.append((pod, "; ".join(why)))
                 continue
             spec = pod.owner.props.get("spec") or {}
             group = int(((spec.get("leaderWorkerTemplate") or {}).get("size")) or 1)
             claims = [(v.get("persistentVolumeClaim") or {}).get("claimName") for v in pod.spec.get("volumes") or []]
-            out.append(
+            judged.append(
                 TieredServer(
                     pod, model, found[0], found[1], group, int(spec.get("replicas") or 1) * group,
                     block, [c for c in claims if c],
                 )
             )  # fmt: skip
-    return out
+    return judged, refused
 
 
 @dataclass(frozen=True)
@@ -101,7 +123,13 @@ def tiers_beat_recompute(resources: list[Resource], config: TierPayoffConfig) ->
     shared = _shared_read(resources, config)
     readers = sum(s.pods for s in servers if rwx & set(s.claims))
     configured = config.prefix_tokens
-    out = []
+    out = [
+        Violation(
+            pod.owner,
+            f"cannot judge whether the tiers of {pod.owner.name} reload faster than recomputing its model: {why}",
+        )
+        for pod, why in unjudged(resources)
+    ]
     for s in servers:
         rates = ACCELERATORS[s.accelerator].rates
         replica = payoff.Replica(s.model, rates, s.devices, s.group)

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from components.catalog import versions
+from components.catalog.labels import INSTANCE_TYPE_LABEL
 from components.catalog.machines import MACHINES
 from components.catalog.storage_backends import CREATED_BACKENDS
 from components.specs import images
@@ -118,10 +119,14 @@ def describe(config: StackConfig, stack: str) -> ClusterOutputs:
 
 
 def serving_pools(outputs: ClusterOutputs) -> dict[str, Any]:
-    """The cluster's pools as a serving stack's described `node_pools`."""
+    """The cluster's pools as a serving stack's described `node_pools`; a created pool's machine type as the
+    instance type its nodes carry (`labels.INSTANCE_TYPE_LABEL`), which its model servers select: it says which
+    device they have where the device resource does not (components/catalog/node_pins.py)."""
     pools: dict[str, Any] = {}
     for key, pool in outputs.node_pools.items():
         pools[key] = pool.model_dump(mode="json", exclude_none=True, exclude={"machine_type"})
+        if pool.machine_type is not None:
+            pools[key]["labels"] = {**pools[key].get("labels", {}), INSTANCE_TYPE_LABEL: pool.machine_type}
     return pools
 
 

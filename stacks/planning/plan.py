@@ -14,7 +14,8 @@ from components.formulas.shared_tier_capacity import StoreRate
 from components.specs import alerts, payoff_table, sizing
 from components.specs.router_values import RouterInputs, inference_pool, router_values
 from components.specs.servers import ServerSpec
-from components.specs.servers.base import Scheduling, router_selector
+from components.specs.servers.base import router_selector
+from components.specs.servers.scheduling import Scheduling
 from components.specs.workloads import ordered
 from components.units import ByteSize
 from stacks.config import StackConfig
@@ -26,6 +27,7 @@ from stacks.config.providers import provider_of
 from stacks.planning import autoscaling, cold_starts, hardware, hbm_fit
 from stacks.planning.cluster_plan import ClusterPlan, plan_cluster
 from stacks.planning.gateway_route import route_workload
+from stacks.planning.gpu_product_affinity import with_product
 from stacks.planning.node_pools import pool_specs
 from stacks.planning.passes import hardened, through_mirror, with_await_budgets, with_network_policies, with_rollouts
 from stacks.planning.resolution import Resolved, resolve
@@ -212,7 +214,7 @@ def _decode_server(stack: Resolved, tier_sizing: sizing.TierSizing) -> ServerSpe
         sizing=tier_sizing,
         transfer_block_tokens=connector.transfer_block(chosen)[0],
         cpu_tier_bytes=connector.pod_cpu_tier(tier_sizing, stack.group_size).bytes,
-        scheduling=_scheduling(config),
+        scheduling=with_product(config, _scheduling(config)),
         guide=connector.guide(chosen),
         disaggregated=disaggregated,
         test_mode=config.lmcache.test_mode,

@@ -8,6 +8,7 @@ from typing import Any, Literal, Protocol
 from components.catalog import labels, versions
 from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.engines import EngineKey as EngineKey  # named here too, beside Variant and HostType
+from components.catalog.geometry_stamp import geometry_stamp
 from components.catalog.models import ModelSpec
 from components.catalog.platforms import PLATFORMS
 from components.manifest import (
@@ -23,6 +24,7 @@ from components.manifest import (
 from components.specs import model_cache
 from components.specs.model_cache import TIER_SUBPATH, ModelCache
 from components.specs.security import LUSTRE_PERMISSIONS_CONTAINER
+from components.specs.servers.scheduling import Scheduling, scheduled
 from components.specs.sizing import TierSizing
 from components.specs.startup import probe_failure_threshold
 from components.specs.tier_namespace import TierIdentity, identity_text, tier_namespace
@@ -44,12 +46,6 @@ CACHE_MOUNTS = (("torch-compile-cache", "/.cache"), ("triton-cache", "/.triton")
 FILES_STORAGE_CLAIM = "llm-d-kv-cache-storage"
 # Small init containers still declare what they use.
 INIT_RESOURCES = {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}}
-
-
-@dataclass(frozen=True)
-class Scheduling:
-    node_selector: dict[str, str] = field(default_factory=dict)
-    tolerations: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -106,7 +102,7 @@ class ServerSpec:
     # Bytes of the CPU tier one pod holds in its own memory: the connector's `pod_cpu_tier` (its own figure,
     # from its `Sizes`), stamped on the workload beside the transfer block (`workload_metadata`).
     cpu_tier_bytes: int
-    scheduling: Scheduling = Scheduling()
+    scheduling: Scheduling = field(default_factory=Scheduling)
     role: str = "decode"
     guide: str = labels.GUIDE  # the `llm-d.ai/guide` value the router selects
     disaggregated: bool = False  # P/D: a prefill and a decode role
@@ -209,11 +205,13 @@ def metadata(spec: ServerSpec, name: str, with_labels: bool = True) -> ObjectMet
 def workload_metadata(spec: ServerSpec, annotations: dict[str, str] | None = None) -> ObjectMeta:
     """The model-server workload's own metadata (a Deployment's, a LeaderWorkerSet's): its labels, the transfer
     block its connector moves (`labels.KV_TRANSFER_BLOCK_ANNOTATION`), the CPU tier one pod holds
-    (`labels.CPU_TIER_BYTES_ANNOTATION`) and, with a persistent tier, its namespace and the fields it comes from.
+    (`labels.CPU_TIER_BYTES_ANNOTATION`), the model's geometry as the plan sized it (`MODEL_GEOMETRY_ANNOTATION`)
+    and, with a persistent tier, its namespace and the fields it comes from.
     Here, not on the pod template: a workload's annotations change in place and restart no pod."""
     stamp = {
         labels.KV_TRANSFER_BLOCK_ANNOTATION: str(spec.transfer_block_tokens),
         labels.CPU_TIER_BYTES_ANNOTATION: str(spec.cpu_tier_bytes),
+        labels.MODEL_GEOMETRY_ANNOTATION: geometry_stamp(spec.model),
     }
     if spec.tier_identity is not None:
         stamp[labels.KV_TIER_NAMESPACE_ANNOTATION] = spec.tier_namespace
@@ -362,11 +360,7 @@ def memory_resources(spec: ServerSpec, devices: Manifest) -> Manifest:
 
 
 def pod_template(spec: ServerSpec, pod: PodSpec, template_labels: dict[str, str] | None = None) -> PodTemplateSpec:
-    if spec.scheduling.node_selector:
-        pod["nodeSelector"] = {**pod.get("nodeSelector", {}), **spec.scheduling.node_selector}
-    if spec.scheduling.tolerations:
-        pod["tolerations"] = list(spec.scheduling.tolerations)
-    return {"metadata": {"labels": template_labels or spec.pod_labels}, "spec": pod}
+    return {"metadata": {"labels": template_labels or spec.pod_labels}, "spec": scheduled(pod, spec.scheduling)}
 
 
 def deployment(spec: ServerSpec, pod: PodSpec, template_labels: dict[str, str] | None = None) -> Manifest:
