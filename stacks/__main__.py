@@ -21,7 +21,7 @@ from stacks.config.workload_section import DEFAULT_BLOCK_TOKENS, MAX_BLOCK_TOKEN
 from stacks.planning import workload_sizing
 from stacks.planning.cluster_plan import ClusterPlan, plan_any
 from stacks.planning.plan import StackPlan, plan, with_cost
-from stacks.planning.workload_plan import held_workload, objective_of, plan_capacity_of, routed_curve
+from stacks.planning.workload_plan import objective_of
 from stacks.review import docs_pages, offline, pool_demand, shared_cluster
 from stacks.review.capacity_table import capacity_lines
 from stacks.review.check import check, stack_policy_config
@@ -179,30 +179,25 @@ def size_lines(name: str, overrides: list[str], trace: str | None, block_tokens:
     """`size`: every argument checked (the stack, the trace file before it is read), then one replay."""
     if block_tokens is not None and not 1 <= block_tokens <= MAX_BLOCK_TOKENS:
         raise ConfigError("--block-tokens", block_tokens, f"must be from 1 to {MAX_BLOCK_TOKENS}")
-    config = loading.load_named(name, overrides)
+    config = loading.load_named(name, overrides, trace_given=trace is not None)
     if config.effective_layer == "cluster":
         raise ConfigError("NAME", name, "is a cluster stack, which serves no model: name a serving stack or a preset")
     if trace is None and config.workload is None:
         raise ConfigError("--trace", MISSING, "size needs a workload: --trace FILE, or workload.* in the stack")
-    if trace is not None:
+    if trace is not None:  # the stack's workload, with its `workload.slo` and `cache.replicas: auto`, is this trace
         source = workload_sizing.file_source(trace, block_tokens or DEFAULT_BLOCK_TOKENS)
         source.requests()  # checks the file (a regular file, its size) before anything is replayed
-        stack_plan = plan(config.model_copy(update={"workload": None}))
-        source = held_workload(stack_plan, source)
-        slo = config.workload.slo if config.workload is not None else None
-        capacity = plan_capacity_of(stack_plan, source, slo)
-        sized = routed_curve(stack_plan, source, capacity)
     else:
         if block_tokens is not None:
             raise ConfigError(
                 "--block-tokens", block_tokens, "applies with --trace; the stack sets workload.block_tokens"
             )
-        stack_plan = plan(config, keep_up=False)
-        assert stack_plan.tier_curve is not None and stack_plan.capacity is not None, "a workload is replayed"
-        sized, capacity = stack_plan.tier_curve, stack_plan.capacity
         stack_source = workload_sizing.config_source(config, PROJECT_DIR)
         assert stack_source is not None, "the stack sets a workload"
         source = stack_source
+    stack_plan = plan(config, keep_up=False, source=source)
+    assert stack_plan.tier_curve is not None and stack_plan.capacity is not None, "a workload is replayed"
+    sized, capacity = stack_plan.tier_curve, stack_plan.capacity
     objective = stack_plan.objective
     if objective is None:  # what auto would take by the stack's pricing.objective
         slo = config.workload.slo if config.workload is not None else None

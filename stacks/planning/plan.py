@@ -85,14 +85,18 @@ def check_router_reaches_model_servers(values: dict[str, Any], servers: list[Ser
         )
 
 
-def plan(config: StackConfig, *, keep_up: bool = True) -> StackPlan:
+def plan(
+    config: StackConfig, *, keep_up: bool = True, source: workload_sizing.WorkloadSource | None = None
+) -> StackPlan:
     """The stack's plan; with a workload, the capacity plan (the replicas it needs; `cache.replicas: auto` takes
     them, else the configured count must keep up, unless `keep_up` is off: `./run size` reports instead), then its
     tiers replayed on it with the router's routing, and `cache.tier.cpu: auto` the size `pricing.objective` picks
-    from the curve (the plan is made again at those)."""
+    from the curve (the plan is made again at those). `source`: the workload in place of the stack's own
+    (`./run size --trace`)."""
     stack = resolve(config)
     stack_plan = _plan(stack)
-    source = workload_sizing.config_source(config, PROJECT_DIR)
+    if source is None:
+        source = workload_sizing.config_source(config, PROJECT_DIR)
     if source is None:
         return with_cost(stack_plan)
     source = held_workload(stack_plan, source)
