@@ -146,6 +146,12 @@ def cpu_tier_of(pod: Pod) -> int | None:
     return _whole(_stamp(pod, CPU_TIER_BYTES_ANNOTATION))
 
 
+def native_cpu_tier(container: dict[str, Any]) -> int | None:
+    """The native connector's own `cpu_bytes_to_use`, where its kv-transfer config says it (a whole number)."""
+    value = ((kv_transfer_config(container) or {}).get("kv_connector_extra_config") or {}).get("cpu_bytes_to_use")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def stamp_problems(pod: Pod) -> list[tuple[str, object, str, str]]:
     """(annotation, its value, the number it must be, what it says) for each stamp of a connector's workload
     that is missing or not that number."""
