@@ -138,8 +138,11 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     try:
         if args.command == "diff":
-            print(diff_revisions(args.base, args.head, args.names), end="")
-            return 0
+            revision_diff = diff_revisions(args.base, args.head, args.names)
+            print(revision_diff.text, end="")
+            for name in revision_diff.refused:
+                print(f"error: diff: {name}: the head's config is refused (its section says why)", file=sys.stderr)
+            return 1 if revision_diff.refused else 0
         if args.command == "keys":
             print(keys_text(), end="")
             return 0
