@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,6 +39,84 @@ DRAIN_SHARE = 0.05
 # Qwen3's context counts 4.1 million and one replay took 2.8 s (./run bench, one core): about 0.7 us each. At this
 # bound a replay takes about 35 s and the search runs several: past it, refused before it starts.
 MAX_EVENTS = 50_000_000
+SECONDS_PER_EVENT = 2.8 / 4.1e6  # the measurement above: what a replay's estimate is made of
+# A replay estimated past this says what it replays and reports each replay as it ends, where a reporter listens
+# (`reporting`: the CLI's stderr): a plan runs four at the least (the configured run, a run and a probe of another
+# scenario, the tier curve's band), 10 s of waiting. Shorter ones stay quiet.
+PROGRESS_AFTER_S = 2.5
+Report = Callable[[str], None]
+
+
+@dataclass
+class _Progress:
+    """The replays of one command: counted and timed, said while a reporter listens and the workload is long."""
+
+    report: Report
+    workload: tuple[int, Request | None, Request | None] = (0, None, None)  # the workload estimated last
+    seconds_each: float = 0.0
+    done: int = 0
+    spent: float = 0.0
+
+    def before(self, inputs: _Inputs) -> None:
+        """A workload's first replay says what it replays and the estimate of each."""
+        requests = inputs.requests
+        workload = (len(requests), requests[0] if requests else None, requests[-1] if requests else None)
+        if workload == self.workload:
+            return
+        self.workload = workload
+        count, _, _, events = events_of(requests, inputs.costs, inputs.block_tokens)
+        self.seconds_each = events * SECONDS_PER_EVENT
+        if self.loud:
+            self.report(
+                f"the time model replays {count:,} requests ({events / 1e6:.1f} million steps and block updates):"
+                f" about {self.seconds_each:.0f} s a replay at {SECONDS_PER_EVENT * 1e6:.1f} us each"
+            )
+
+    @property
+    def loud(self) -> bool:
+        return self.seconds_each >= PROGRESS_AFTER_S
+
+    def ran(self, scenario: Scenario, replicas: int, run: Run, seconds: float) -> None:
+        self.done += 1
+        self.spent += seconds
+        if self.loud:
+            verdict = "keeps up" if run.fits else "does not keep up"
+            self.report(
+                f"replay {self.done} ({scenario.name} on {replicas} replicas): {verdict}, asks {run.asks:.0%};"
+                f" {seconds:.0f} s (estimated {self.seconds_each:.0f} s), {self.spent:.0f} s so far"
+            )
+
+
+_PROGRESS: list[_Progress] = []  # the listening command's, while `reporting`
+
+
+@contextmanager
+def reporting(report: Report) -> Iterator[None]:
+    """While inside, long replays say what they replay, their estimate, and each replay as it ends."""
+    _PROGRESS.append(_Progress(report))
+    try:
+        yield
+    finally:
+        _PROGRESS.pop()
+
+
+def say_long(line: str, seconds: float) -> None:
+    """Report `line` where a reporter listens and the work it announces is estimated past PROGRESS_AFTER_S."""
+    if _PROGRESS and seconds >= PROGRESS_AFTER_S:
+        _PROGRESS[-1].report(line)
+
+
+def events_of(requests: Iterable[Request], costs: EngineCosts, block_tokens: int) -> tuple[int, int, int, int]:
+    """(requests, prompt tokens, output tokens, the time model's steps and block updates) of a workload."""
+    count = prompt = output = 0
+    for request in requests:
+        count += 1
+        prompt += request.input_length
+        output += request.output_length
+    events = -(-prompt // block_tokens) + -(-output // block_tokens) + prompt // costs.max_batched_tokens + output
+    return count, prompt, output, events
+
+
 QUANTILES = (0.5, 0.9, 0.99)
 
 
@@ -143,6 +223,16 @@ def stack_costs(shape: StackShape) -> EngineCosts:
 
 
 def _run(inputs: _Inputs, scenario: Scenario, replicas: int) -> tuple[Run, Replayed]:
+    if _PROGRESS:
+        _PROGRESS[-1].before(inputs)
+    started = time.perf_counter()
+    run, out = _replayed(inputs, scenario, replicas)
+    if _PROGRESS:
+        _PROGRESS[-1].ran(scenario, replicas, run, time.perf_counter() - started)
+    return run, out
+
+
+def _replayed(inputs: _Inputs, scenario: Scenario, replicas: int) -> tuple[Run, Replayed]:
     shape, bt = inputs.shape, inputs.block_tokens
     cpu = tier_blocks(shape, bt, scenario.cpu)
     fs = tier_blocks(shape, bt, scenario.fs) if scenario.fs is not None else 0
@@ -218,12 +308,7 @@ def fewest(inputs: _Inputs, scenario: Scenario, hint: Run) -> Run | None:
 def check_bounded(requests: Iterable[Request], costs: EngineCosts, block_tokens: int, where: str) -> None:
     """The replay's work, counted in one pass before the requests are held or replayed: every block touched, and at
     most one engine step per output token plus one per budget of prompt tokens."""
-    count = prompt = output = 0
-    for request in requests:
-        count += 1
-        prompt += request.input_length
-        output += request.output_length
-    events = -(-prompt // block_tokens) + -(-output // block_tokens) + prompt // costs.max_batched_tokens + output
+    count, prompt, output, events = events_of(requests, costs, block_tokens)
     if events > MAX_EVENTS:
         raise ConfigError(
             where,
@@ -261,18 +346,44 @@ def plan_capacity(
     source: str,
     routing: Routing,
     slo: SloConfig | None,
+    known: CapacityPlan | None = None,
 ) -> CapacityPlan:
+    """The configured run, then the fewest replicas per scenario (`known`: an earlier plan of this workload, whose
+    searches of an unchanged scenario are taken rather than replayed again)."""
     costs = stack_costs(shape)
     inputs = _Inputs(shape, requests, block_tokens, routing, slo, costs)
+    if _PROGRESS:
+        _PROGRESS[-1].before(inputs)
+        count = len(scenarios(shape))
+        say_long(
+            f"the capacity plan: at least {2 * count} replays for its {count} tier scenarios",
+            _PROGRESS[-1].seconds_each,
+        )
     configured_scenario = scenarios(shape)[-1]  # the tiers as configured
     configured, replayed = _run(inputs, configured_scenario, shape.replicas)
     if slo is not None:
         check_reachable(slo, costs, replayed, shape)
-    needed = []
-    for scenario in scenarios(shape):
-        hint = configured if scenario == configured_scenario else _run(inputs, scenario, shape.replicas)[0]
-        needed.append((scenario, fewest(inputs, scenario, hint)))
-    return CapacityPlan(source, routing, slo, costs, configured, tuple(needed))
+    found = {configured_scenario: fewest(inputs, configured_scenario, configured)}
+    # The other scenarios' searches start at the count the configured tiers need (near theirs, and a count that
+    # keeps up replays fast), not at the stack's (which may not keep up: its backlog makes the slowest replay);
+    # a scenario an earlier plan of the same workload, costs and router searched is taken from it.
+    start = found[configured_scenario]
+    for scenario in scenarios(shape)[:-1]:
+        if known is not None and _same_search(known, costs, routing, slo, scenario):
+            found[scenario] = dict(known.needed)[scenario]
+            continue
+        hint = _run(inputs, scenario, start.replicas if start is not None else shape.replicas)[0]
+        found[scenario] = fewest(inputs, scenario, hint)
+    needed = tuple((scenario, found[scenario]) for scenario in scenarios(shape))
+    return CapacityPlan(source, routing, slo, costs, configured, needed)
+
+
+def _same_search(
+    known: CapacityPlan, costs: EngineCosts, routing: Routing, slo: SloConfig | None, scenario: Scenario
+) -> bool:
+    """Whether `known` searched this scenario on the same replays: the same engine costs, router and target (the
+    HBM-only scenario, when only the CPU tier's size or the stack's count moved)."""
+    return known.costs == costs and known.routing == routing and known.slo == slo and scenario in dict(known.needed)
 
 
 def fewest_at(

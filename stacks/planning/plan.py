@@ -124,7 +124,7 @@ def plan(
         first_tier = stack_plan.tier
         stack_plan = _plan(stack, chosen, measured)
         if stack_plan.tier != first_tier or stack.replicas != first_replicas:  # the capacity plan as rendered
-            capacity = plan_capacity_of(stack_plan, source, slo)
+            capacity = plan_capacity_of(stack_plan, source, slo, capacity)
             if keep_up and config.cache.replicas != "auto":
                 capacity_plan.check_fits(capacity)
     final = dataclasses.replace(stack_plan, tier_curve=sized, capacity=capacity, objective=objective)

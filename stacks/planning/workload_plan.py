@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from components.formulas import replay_work
 from components.formulas.payoff import Replica
 from components.formulas.tier_replay import assigned
 from stacks.config.errors import ConfigError
@@ -51,6 +52,13 @@ def routed_curve(
     """The tier curve routed as the time model's router routed the configured run, banded by a second routing: the
     time model's at the grid's largest CPU tier (the router's CPU index at that size)."""
     shape = stack_shape(stack_plan)
+    refs = sum(replay_work.request_refs(r, source.block_tokens) for r in source.requests_list())
+    seconds = 2 * refs / replay_work.REPLAY_REFS_PER_SECOND
+    capacity_plan.say_long(
+        f"the tier curve replays {refs:,} block references at every size, under two routings: about {seconds:.0f} s"
+        f" at {replay_work.REPLAY_REFS_PER_SECOND:,} a second",
+        seconds,
+    )
     sized = workload_sizing.size_tiers(shape, source, assigned(capacity.configured.assignment), ROUTED_BY_TIME_MODEL)
     finite = [c for c in sized.cpu_sizes if c != workload_sizing.UNBOUNDED]
     top = finite[-1]
@@ -75,9 +83,13 @@ def held_workload(stack_plan: StackPlan, source: workload_sizing.WorkloadSource)
 
 
 def plan_capacity_of(
-    stack_plan: StackPlan, source: workload_sizing.WorkloadSource, slo: SloConfig | None
+    stack_plan: StackPlan,
+    source: workload_sizing.WorkloadSource,
+    slo: SloConfig | None,
+    known: capacity_plan.CapacityPlan | None = None,
 ) -> capacity_plan.CapacityPlan:
-    """The workload through the time model on this plan's replicas, routed as its router values say."""
+    """The workload through the time model on this plan's replicas, routed as its router values say (`known`: the
+    plan before, whose unchanged scenarios are not searched again)."""
     return capacity_plan.plan_capacity(
         stack_shape(stack_plan),
         source.requests_list(),
@@ -85,6 +97,7 @@ def plan_capacity_of(
         source.description,
         routing_of(stack_plan.router_values),
         slo,
+        known,
     )
 
 

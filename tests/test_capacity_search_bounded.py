@@ -1,0 +1,107 @@
+"""Work on a large workload says what it will replay, about how long, and each replay as it ends (stderr); the
+capacity search replays no count it already has (round 5: a valid 300,000-request trace ran past 600 s with no word;
+each scenario's search started with a replay at the stack's count, which, not keeping up, is the slowest replay, and
+a plan whose CPU tier `auto` moved searched its HBM-only scenario again)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stacks.__main__ import main
+from stacks.config import loading
+from stacks.planning import capacity_plan
+from stacks.planning.plan import plan
+
+
+def _trace(path: Path, requests: int = 60, gap_ms: int = 1000) -> Path:
+    lines = [
+        {"timestamp": i * gap_ms, "input_length": 1024, "output_length": 16, "hash_ids": [0, 1 + i % 10]}
+        for i in range(requests)
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+@pytest.fixture
+def replays(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[int, int]]]:
+    """Each time-model replay as (replicas, CPU-tier blocks), in order."""
+    seen: list[tuple[int, int]] = []
+    real = capacity_plan.replay
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        seen.append((args[1].replicas, args[2]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(capacity_plan, "replay", counted)
+    yield seen
+
+
+def test_a_long_replay_says_its_estimate_and_each_replay_on_stderr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], replays: list[Any]
+) -> None:
+    """The threshold lowered so this small trace counts as long: an estimate first, then a line per replay."""
+    monkeypatch.setattr(capacity_plan, "PROGRESS_AFTER_S", 0.0)
+    assert main(["size", "dev", "--trace", str(_trace(tmp_path / "t.jsonl"))]) == 0
+    captured = capsys.readouterr()
+    err = captured.err.splitlines()
+    assert err[0].startswith("size: the time model replays 60 requests (") and "s a replay at 0.7 us each" in err[0]
+    assert err[1] == "size: the capacity plan: at least 4 replays for its 2 tier scenarios"
+    progress = [line for line in err if line.startswith("size: replay ")]
+    assert len(progress) == len(replays) > 0
+    assert all(line.startswith(f"size: replay {i} (") for i, line in enumerate(progress, start=1)), progress
+    assert progress[0].startswith("size: replay 1 (CPU tier on 1 replicas):")
+    assert "keeps up, asks 0%;" in progress[0] and "s so far" in progress[-1]
+    assert any(line.startswith("size: the tier curve replays ") for line in err)
+    assert "replay" not in captured.out.split("## Replicas")[0]  # stdout is the command's own output
+
+
+def test_a_short_replay_is_quiet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["size", "dev", "--trace", str(_trace(tmp_path / "t.jsonl"))]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_the_estimate_is_the_workloads_steps_at_the_measured_rate() -> None:
+    """0.7 us a step (2.8 s for the conversation trace's 4.1 million): 50 million steps, the bound, is ~34 s."""
+    assert 0.68e-6 < capacity_plan.SECONDS_PER_EVENT < 0.69e-6
+    assert 34 < capacity_plan.MAX_EVENTS * capacity_plan.SECONDS_PER_EVENT < 35
+
+
+def _small(**more: object) -> list[str]:
+    shape = {
+        "num_groups": 10,
+        "num_prompts_per_group": 10,
+        "system_prompt_len": 1024,
+        "question_len": 512,
+        "output_len": 32,
+        "request_rate": 20,
+        "duration": 30,
+    }
+    sets = [f"workload.shared_prefix.{k}={v}" for k, v in shape.items()]
+    return [*sets, "workload.block_tokens=512", *(f"{k}={v}" for k, v in more.items())]
+
+
+def test_the_other_scenarios_start_at_the_count_the_configured_tiers_need(replays: list[tuple[int, int]]) -> None:
+    """gpu-vllm-native-cpu at 1 replica where the workload needs more: HBM only is first replayed at the count the
+    configured tiers need, never at the stack's 1 (which does not keep up)."""
+    heavier = [o for o in _small() if "question_len" not in o and "request_rate" not in o and "duration" not in o]
+    heavier += ["workload.shared_prefix.question_len=2048", "workload.shared_prefix.request_rate=30"]
+    heavier += ["workload.shared_prefix.duration=10", "cache.replicas=1"]
+    stack_plan = plan(loading.load_preset("gpu-vllm-native-cpu", heavier), keep_up=False)
+    capacity = stack_plan.capacity
+    assert capacity is not None and not capacity.configured.fits
+    [(hbm, hbm_run), (_, cpu_run)] = capacity.needed
+    assert hbm.name == "HBM only" and hbm_run is not None and cpu_run is not None
+    hbm_counts = [count for count, cpu in replays if cpu == 0]
+    assert hbm_counts[0] == cpu_run.replicas > 1, replays
+
+
+def test_a_plan_whose_cpu_tier_auto_moved_does_not_search_hbm_only_again(replays: list[tuple[int, int]]) -> None:
+    stack_plan = plan(loading.load_preset("existing-mi300", _small()), keep_up=False)
+    assert stack_plan.capacity is not None and stack_plan.tier_curve is not None
+    hbm_counts = [count for count, cpu in replays if cpu == 0]
+    assert len(hbm_counts) == len(set(hbm_counts)), replays  # no count of HBM only replayed twice
