@@ -18,7 +18,7 @@ from stacks.config.keys import keys_text
 from stacks.config.loading import PROJECT_DIR
 from stacks.config.providers import provider_of
 from stacks.config.workload_section import DEFAULT_BLOCK_TOKENS, MAX_BLOCK_TOKENS
-from stacks.planning import capacity_plan, workload_sizing
+from stacks.planning import replay_progress, workload_sizing
 from stacks.planning.cluster_plan import ClusterPlan, plan_any
 from stacks.planning.plan import StackPlan, plan, with_cost
 from stacks.planning.workload_plan import objective_of
@@ -160,12 +160,12 @@ def _run(args: argparse.Namespace) -> int:
             check_out_dir(args.out)
             args.out = Path(args.out)
         if args.command == "size":
-            with capacity_plan.reporting(_progress(args.command)):
+            with replay_progress.reporting(_progress(args.command)):
                 lines = size_lines(args.name, args.overrides, args.trace, args.block_tokens)
             print("\n".join(lines), end="")
             return 0
         config = loading.load_named(args.name, args.overrides)
-        with capacity_plan.reporting(_progress(args.command)):
+        with replay_progress.reporting(_progress(args.command)):
             stack_plan = plan_any(config, args.name)
         if args.command == "check":
             return _check(stack_plan, args.name)
@@ -182,7 +182,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _progress(command: str) -> capacity_plan.Report:
+def _progress(command: str) -> replay_progress.Report:
     """A long replay's estimate and progress, on stderr (stdout holds the command's own output)."""
     return lambda line: print(f"{command}: {line}", file=sys.stderr, flush=True)
 

@@ -14,7 +14,7 @@ import pytest
 
 from stacks.__main__ import main
 from stacks.config import loading
-from stacks.planning import capacity_plan
+from stacks.planning import capacity_plan, replay_progress
 from stacks.planning.plan import plan
 
 
@@ -45,7 +45,7 @@ def test_a_long_replay_says_its_estimate_and_each_replay_on_stderr(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], replays: list[Any]
 ) -> None:
     """The threshold lowered so this small trace counts as long: an estimate first, then a line per replay."""
-    monkeypatch.setattr(capacity_plan, "PROGRESS_AFTER_S", 0.0)
+    monkeypatch.setattr(replay_progress, "PROGRESS_AFTER_S", 0.0)
     assert main(["size", "dev", "--trace", str(_trace(tmp_path / "t.jsonl"))]) == 0
     captured = capsys.readouterr()
     err = captured.err.splitlines()

@@ -190,6 +190,11 @@ def test_the_queue_scorer_prefers_the_shortest_queue() -> None:
     assert _router().pick(_request(1), Signals([0, 5, 5], [0.5, 0.0, 0.0])).replica == 0  # queue 1 > KV 0.5
 
 
+def test_the_kv_scorer_prefers_the_emptiest_cache_where_the_queues_are_equal() -> None:
+    assert _router().pick(_request(1), Signals([0, 0, 0], [0.9, 0.1, 0.5])).replica == 1
+    assert _router().pick(_request(1), Signals([0, 0, 0], [0.2, 0.2, 0.2])).replica == 0  # all equal: the lowest
+
+
 def test_no_hit_requests_go_round_the_replicas_least_recently_sent_first() -> None:
     router = _router()
     picked = []

@@ -15,8 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,6 +29,7 @@ from components.units import ByteSize, GiB
 from stacks.config.cache_section import MAX_REPLICAS
 from stacks.config.errors import ConfigError
 from stacks.config.workload_section import SloConfig
+from stacks.planning import replay_progress
 from stacks.planning.routing_weights import Routing
 from stacks.planning.workload_sizing import StackShape, service_rates, tier_blocks
 
@@ -40,70 +40,6 @@ DRAIN_SHARE = 0.05
 # bound a replay takes about 35 s and the search runs several: past it, refused before it starts.
 MAX_EVENTS = 50_000_000
 SECONDS_PER_EVENT = 2.8 / 4.1e6  # the measurement above: what a replay's estimate is made of
-# A replay estimated past this says what it replays and reports each replay as it ends, where a reporter listens
-# (`reporting`: the CLI's stderr): a plan runs four at the least (the configured run, a run and a probe of another
-# scenario, the tier curve's band), 10 s of waiting. Shorter ones stay quiet.
-PROGRESS_AFTER_S = 2.5
-Report = Callable[[str], None]
-
-
-@dataclass
-class _Progress:
-    """The replays of one command: counted and timed, said while a reporter listens and the workload is long."""
-
-    report: Report
-    workload: tuple[int, Request | None, Request | None] = (0, None, None)  # the workload estimated last
-    seconds_each: float = 0.0
-    done: int = 0
-    spent: float = 0.0
-
-    def before(self, inputs: _Inputs) -> None:
-        """A workload's first replay says what it replays and the estimate of each."""
-        requests = inputs.requests
-        workload = (len(requests), requests[0] if requests else None, requests[-1] if requests else None)
-        if workload == self.workload:
-            return
-        self.workload = workload
-        count, _, _, events = events_of(requests, inputs.costs, inputs.block_tokens)
-        self.seconds_each = events * SECONDS_PER_EVENT
-        if self.loud:
-            self.report(
-                f"the time model replays {count:,} requests ({events / 1e6:.1f} million steps and block updates):"
-                f" about {self.seconds_each:.0f} s a replay at {SECONDS_PER_EVENT * 1e6:.1f} us each"
-            )
-
-    @property
-    def loud(self) -> bool:
-        return self.seconds_each >= PROGRESS_AFTER_S
-
-    def ran(self, scenario: Scenario, replicas: int, run: Run, seconds: float) -> None:
-        self.done += 1
-        self.spent += seconds
-        if self.loud:
-            verdict = "keeps up" if run.fits else "does not keep up"
-            self.report(
-                f"replay {self.done} ({scenario.name} on {replicas} replicas): {verdict}, asks {run.asks:.0%};"
-                f" {seconds:.0f} s (estimated {self.seconds_each:.0f} s), {self.spent:.0f} s so far"
-            )
-
-
-_PROGRESS: list[_Progress] = []  # the listening command's, while `reporting`
-
-
-@contextmanager
-def reporting(report: Report) -> Iterator[None]:
-    """While inside, long replays say what they replay, their estimate, and each replay as it ends."""
-    _PROGRESS.append(_Progress(report))
-    try:
-        yield
-    finally:
-        _PROGRESS.pop()
-
-
-def say_long(line: str, seconds: float) -> None:
-    """Report `line` where a reporter listens and the work it announces is estimated past PROGRESS_AFTER_S."""
-    if _PROGRESS and seconds >= PROGRESS_AFTER_S:
-        _PROGRESS[-1].report(line)
 
 
 def events_of(requests: Iterable[Request], costs: EngineCosts, block_tokens: int) -> tuple[int, int, int, int]:
@@ -223,13 +159,23 @@ def stack_costs(shape: StackShape) -> EngineCosts:
 
 
 def _run(inputs: _Inputs, scenario: Scenario, replicas: int) -> tuple[Run, Replayed]:
-    if _PROGRESS:
-        _PROGRESS[-1].before(inputs)
+    progress = _estimated(inputs)
     started = time.perf_counter()
     run, out = _replayed(inputs, scenario, replicas)
-    if _PROGRESS:
-        _PROGRESS[-1].ran(scenario, replicas, run, time.perf_counter() - started)
+    if progress is not None:
+        progress.ran(f"{scenario.name} on {replicas} replicas", run.fits, run.asks, time.perf_counter() - started)
     return run, out
+
+
+def _estimated(inputs: _Inputs) -> replay_progress.Progress | None:
+    """The command's progress, with this workload's estimate (made at its first replay); None: nobody listens."""
+    progress = replay_progress.current()
+    requests = inputs.requests
+    workload = (len(requests), requests[0] if requests else None, requests[-1] if requests else None)
+    if progress is not None and not progress.knows(workload):
+        count, _, _, steps = events_of(requests, inputs.costs, inputs.block_tokens)
+        progress.estimated(workload, count, steps, steps * SECONDS_PER_EVENT)
+    return progress
 
 
 def _replayed(inputs: _Inputs, scenario: Scenario, replicas: int) -> tuple[Run, Replayed]:
@@ -352,12 +298,11 @@ def plan_capacity(
     searches of an unchanged scenario are taken rather than replayed again)."""
     costs = stack_costs(shape)
     inputs = _Inputs(shape, requests, block_tokens, routing, slo, costs)
-    if _PROGRESS:
-        _PROGRESS[-1].before(inputs)
+    progress = _estimated(inputs)
+    if progress is not None:
         count = len(scenarios(shape))
-        say_long(
-            f"the capacity plan: at least {2 * count} replays for its {count} tier scenarios",
-            _PROGRESS[-1].seconds_each,
+        replay_progress.say_long(
+            f"the capacity plan: at least {2 * count} replays for its {count} tier scenarios", progress.seconds_each
         )
     configured_scenario = scenarios(shape)[-1]  # the tiers as configured
     configured, replayed = _run(inputs, configured_scenario, shape.replicas)

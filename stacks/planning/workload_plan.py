@@ -12,7 +12,7 @@ from components.formulas.payoff import Replica
 from components.formulas.tier_replay import assigned
 from stacks.config.errors import ConfigError
 from stacks.config.workload_section import SloConfig
-from stacks.planning import capacity_plan, tier_objective, workload_sizing
+from stacks.planning import capacity_plan, replay_progress, tier_objective, workload_sizing
 from stacks.planning.cost import size_price, stack_cost
 from stacks.planning.routing_weights import routing_of
 from stacks.planning.stack_plan import StackPlan
@@ -54,7 +54,7 @@ def routed_curve(
     shape = stack_shape(stack_plan)
     refs = sum(replay_work.request_refs(r, source.block_tokens) for r in source.requests_list())
     seconds = 2 * refs / replay_work.REPLAY_REFS_PER_SECOND
-    capacity_plan.say_long(
+    replay_progress.say_long(
         f"the tier curve replays {refs:,} block references at every size, under two routings: about {seconds:.0f} s"
         f" at {replay_work.REPLAY_REFS_PER_SECOND:,} a second",
         seconds,
