@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
+from components.formulas import capacity_replay
 from stacks.__main__ import main
 from stacks.config import loading
-from stacks.planning import capacity_plan, replay_progress
 from stacks.planning.plan import plan
+from stacks.planning.workload import capacity_plan, replay_progress
 
 
 def _trace(path: Path, requests: int = 60, gap_ms: int = 1000) -> Path:
@@ -31,7 +32,7 @@ def _trace(path: Path, requests: int = 60, gap_ms: int = 1000) -> Path:
 def replays(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[int, int]]]:
     """Each time-model replay as (replicas, CPU-tier blocks), in order."""
     seen: list[tuple[int, int]] = []
-    real = capacity_plan.replay
+    real = capacity_replay.replay
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         seen.append((args[1].replicas, args[2]))
@@ -92,16 +93,18 @@ def test_the_other_scenarios_start_at_the_count_the_configured_tiers_need(replay
     heavier += ["workload.shared_prefix.question_len=2048", "workload.shared_prefix.request_rate=30"]
     heavier += ["workload.shared_prefix.duration=10", "cache.replicas=1"]
     stack_plan = plan(loading.load_preset("gpu-vllm-native-cpu", heavier), keep_up=False)
-    capacity = stack_plan.capacity
-    assert capacity is not None and not capacity.configured.fits
-    [(hbm, hbm_run), (_, cpu_run)] = capacity.needed
-    assert hbm.name == "HBM only" and hbm_run is not None and cpu_run is not None
+    assert stack_plan.workload is not None
+    capacity = stack_plan.workload.capacity
+    assert not capacity.configured.fits
+    hbm, cpu = capacity.needed
+    hbm_run, cpu_run = hbm.run, cpu.run
+    assert hbm.scenario.name == "HBM only" and hbm_run is not None and cpu_run is not None
     hbm_counts = [count for count, cpu in replays if cpu == 0]
     assert hbm_counts[0] == cpu_run.replicas > 1, replays
 
 
 def test_a_plan_whose_cpu_tier_auto_moved_does_not_search_hbm_only_again(replays: list[tuple[int, int]]) -> None:
     stack_plan = plan(loading.load_preset("existing-mi300", _small()), keep_up=False)
-    assert stack_plan.capacity is not None and stack_plan.tier_curve is not None
+    assert stack_plan.workload is not None
     hbm_counts = [count for count, cpu in replays if cpu == 0]
     assert len(hbm_counts) == len(set(hbm_counts)), replays  # no count of HBM only replayed twice

@@ -29,9 +29,9 @@ from stacks.config.errors import ConfigError
 from stacks.config.provider_kinds import PROVIDER_KINDS
 from stacks.config.providers import PROVIDERS
 from stacks.planning import hbm_fit
-from stacks.planning.cost import SizePrice
-from stacks.planning.tier_objective import SizeCost, cheapest
-from stacks.planning.workload_sizing import Choice
+from stacks.planning.workload.cost_records import SizePrice
+from stacks.planning.workload.tier_curve import TierChoice
+from stacks.planning.workload.tier_objective import SizeCost, cheapest
 from tests.policy_cases import RULE, recorded, violations_of
 
 # -- the cost objective's choice --------------------------------------------------------------------------------
@@ -49,7 +49,7 @@ def _weighed(*usd: float | None, replica_usd: float = 10.0) -> tuple[SizeCost, .
     return tuple(out)
 
 
-LATENCY = Choice(SIZES[2], "the curve's")
+LATENCY = TierChoice(SIZES[2], "the curve's")
 
 
 def test_cost_takes_the_cheapest_size() -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from components.catalog import labels
 from components.catalog.cloud_resources import CLOUD_RESOURCES
@@ -56,9 +56,12 @@ _POD_TEMPLATES = {
 }
 
 
+ChangeKind = Literal["added", "removed", "update", "scale", "rolling", "replace", "ignored"]
+
+
 @dataclass(frozen=True)
 class Change:
-    kind: str  # added | removed | update | scale | rolling | replace | ignored
+    kind: ChangeKind
     type: str
     name: str
     why: str
@@ -275,8 +278,8 @@ def _unpriced(resources: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
 
 
 def cost_line(before: dict[tuple[str, str], dict[str, Any]], after: dict[tuple[str, str], dict[str, Any]]) -> str:
-    """The monthly cost before and after and the delta, from each render's stamp (stacks/planning/cost.py); what the
-    head adds that no price covers is named, and a delta that leaves it out says so (not "+$0.00")."""
+    """The monthly cost before and after and the delta, from each render's stamp (stacks/planning/workload/cost.py);
+    what the head adds that no price covers is named, and a delta that leaves it out says so (not "+$0.00")."""
     old, new = _monthly_cost(before), _monthly_cost(after)
     added = [item for item in _unpriced(after) if item not in _unpriced(before)]
     unpriced = f"; unpriced at the head, not in the figure: {'; '.join(added)}" if added else ""
