@@ -8,13 +8,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 
 from components.formulas import capacity_replay
 from stacks.__main__ import main
 from stacks.config import loading
+from stacks.config.cache_section import MAX_REPLICAS
 from stacks.planning.plan import plan
 from stacks.planning.workload import capacity_plan, replay_progress
 
@@ -108,3 +110,41 @@ def test_a_plan_whose_cpu_tier_auto_moved_does_not_search_hbm_only_again(replays
     assert stack_plan.workload is not None
     hbm_counts = [count for count, cpu in replays if cpu == 0]
     assert len(hbm_counts) == len(set(hbm_counts)), replays  # no count of HBM only replayed twice
+
+
+def _fewest(monkeypatch: pytest.MonkeyPatch, fits_from: int | None, asks: float, replicas: int) -> int | None:
+    """capacity_plan.fewest on replays whose verdict is a rule written here: a count fits from `fits_from` up (None:
+    none does); the hint is a run at `replicas` that asks `asks` of them (the estimate: ceil(asks x replicas))."""
+    searched: list[int] = []
+
+    def verdict(inputs: object, scenario: object, count: int) -> tuple[object, None]:
+        searched.append(count)
+        return SimpleNamespace(replicas=count, fits=fits_from is not None and count >= fits_from, asks=0.0), None
+
+    monkeypatch.setattr(capacity_plan, "_run", verdict)
+    hint = SimpleNamespace(replicas=replicas, asks=asks, fits=fits_from is not None and replicas >= fits_from)
+    run = capacity_plan.fewest(cast(Any, None), cast(Any, None), cast(Any, hint))
+    assert len(searched) == len(set(searched)), searched  # no count replayed twice
+    return None if run is None else run.replicas
+
+
+@pytest.mark.parametrize(
+    ("fits_from", "expected"),
+    [
+        (5, 5),  # the estimate itself: 1.1 x 4 = 4.4, up to 5
+        (7, 7),  # above it: galloping 5, 6, 8, then halving back to 7
+        (3, 3),  # below it: fewer replicas each see more of a prefix, so a count under the estimate may fit
+        (1, 1),  # down to one
+        (None, None),  # none up to MAX_REPLICAS
+    ],
+)
+def test_the_search_finds_the_fewest_that_fit_above_and_below_the_estimate(
+    monkeypatch: pytest.MonkeyPatch, fits_from: int | None, expected: int | None
+) -> None:
+    assert _fewest(monkeypatch, fits_from, asks=1.1, replicas=4) == expected
+
+
+def test_an_estimate_past_the_largest_count_searches_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """256 replicas at most: a workload asking 1.01 x 256 of them has no count, without a replay."""
+    assert MAX_REPLICAS == 256
+    assert _fewest(monkeypatch, 1, asks=1.01, replicas=256) is None

@@ -125,8 +125,10 @@ def _what_fits(**budget: Any) -> str:
 
 
 def test_the_suggested_parallelism_is_the_smallest_that_fits_and_divides_the_heads() -> None:
-    """64 heads: 3 does not divide them, so a model that fits from 3 ranks is told 4."""
+    """64 heads: 3 does not divide them, so a model that fits from 3 ranks is told 4; nor do 5, 6 or 7 (remainders
+    4, 4 and 1), so one that fits from 5 is told 8."""
     assert _what_fits(weights_from=3, context_from=3).startswith("cache.tensor_parallelism 4 (")
+    assert _what_fits(weights_from=5, context_from=5).startswith("cache.tensor_parallelism 8 (")
     assert _what_fits(weights_from=2, context_from=2).startswith("cache.tensor_parallelism 2 (")
 
 
