@@ -14,9 +14,11 @@ from typing import Any, cast
 import pytest
 
 from components.formulas import capacity_replay
+from components.formulas.requests import Request
 from stacks.__main__ import main
 from stacks.config import loading
 from stacks.config.cache_section import MAX_REPLICAS
+from stacks.config.errors import ConfigError
 from stacks.planning.plan import plan
 from stacks.planning.workload import capacity_plan, replay_progress
 
@@ -148,3 +150,13 @@ def test_an_estimate_past_the_largest_count_searches_nothing(monkeypatch: pytest
     """256 replicas at most: a workload asking 1.01 x 256 of them has no count, without a replay."""
     assert MAX_REPLICAS == 256
     assert _fewest(monkeypatch, 1, asks=1.01, replicas=256) is None
+
+
+def test_a_workload_of_exactly_the_bound_is_replayed_and_one_step_more_is_not() -> None:
+    """50 million steps and block updates at most: 25 million output tokens in blocks of one token count one block
+    and one decode step each (no prompt), exactly the bound; one token more is two past it."""
+    assert capacity_plan.MAX_EVENTS == 50_000_000
+    costs = cast(Any, SimpleNamespace(max_batched_tokens=8192))
+    capacity_plan.check_bounded([Request(0, 0, 25_000_000, ())], costs, 1, "trace t")
+    with pytest.raises(ConfigError, match="would take 50,000,002 steps and block updates; at most 50,000,000"):
+        capacity_plan.check_bounded([Request(0, 0, 25_000_001, ())], costs, 1, "trace t")

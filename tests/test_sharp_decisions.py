@@ -16,6 +16,7 @@ import pytest
 
 from components.catalog import labels
 from components.catalog.support import ComboDefaults
+from components.formulas import keep_up
 from components.formulas.hbm import HbmBudget
 from components.formulas.replica_routing import Pick, Router, ServiceRates, Signals, prefix_tokens
 from components.formulas.requests import Request
@@ -322,6 +323,17 @@ def test_the_provider_kinds_decide_the_layer_and_the_fixed_platform() -> None:
         "eks": None,
         "stack": None,
     }
+
+
+# -- the keep-up rule's allowance ------------------------------------------------------------------------------------
+
+
+def test_a_stages_allowance_is_its_median_request_alone() -> None:
+    """Five requests 25 s apart, alone 9, 1, 1, 1 and 9 s (median 1 s, mean 4.2 s, slowest 9 s): a wait that grows
+    from 0 to 2 s across the stage grows by more than the allowance, so the stage does not keep up."""
+    (stage,) = keep_up.stage_backlogs([0] * 5, [0, 25, 50, 75, 100], [0, 0, 0, 0, 2], [9, 1, 1, 1, 9])
+    assert (stage.allowance_s, stage.growth_s) == (1.0, 2.0)
+    assert stage.grows and not keep_up.keeps_up(0.5, [stage])
 
 
 # -- identity on pods without a connector config ------------------------------------------------------------------
