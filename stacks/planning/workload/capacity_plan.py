@@ -37,10 +37,22 @@ from stacks.planning.workload.workload_sizing import service_rates, tier_blocks
 
 # The time model's work, counted as `check_bounded` counts it (blocks touched, and an engine step per output token
 # and per budget of prompt tokens, an upper bound: decode stretches are jumped). The conversation trace within
-# Qwen3's context counts 4.1 million and one replay took 2.8 s (./run bench, one core): about 0.7 us each. At this
-# bound a replay takes about 35 s and the search runs several: past it, refused before it starts.
+# Qwen3's context counts 4.1 million and one replay took 2.8 s when the bound was set (./run bench, one core): about
+# 0.7 us each, 35 s a replay at the bound, and the search runs several: past it, refused before it starts. (Replays
+# are faster now, below; the bound is the time model's to move.)
 MAX_EVENTS = 50_000_000
-SECONDS_PER_EVENT = 2.8 / 4.1e6  # the measurement above: what a replay's estimate is made of
+# What a replay's estimate is made of, measured in CPU time (time.process_time, one replay each, the least of several)
+# on 2026-12-04 after decode stretches were jumped: 30,000 requests of 1,024 prompt and 16 output tokens (544,688
+# steps, dev) took 1.02 s; the conversation trace (11,457 requests, 4.11 million steps, gpu-vllm-native-cpu on 2
+# replicas) 0.67 s. The two solved: 33 us a request (routing and admission) and 0.07 us a step. A plan's replays of
+# one workload then differ by up to 1.5x (the count, the tiers, the machine's load); each replay's line corrects it.
+SECONDS_PER_REQUEST = 33e-6
+SECONDS_PER_STEP = 0.07e-6
+
+
+def replay_seconds(requests: int, steps: int) -> float:
+    """About how long one time-model replay of a workload takes (the measurement above)."""
+    return requests * SECONDS_PER_REQUEST + steps * SECONDS_PER_STEP
 
 
 def events_of(requests: Iterable[Request], costs: EngineCosts, block_tokens: int) -> tuple[int, int, int, int]:
@@ -122,7 +134,7 @@ def _estimated(inputs: _Inputs) -> replay_progress.Progress | None:
     workload = (len(requests), requests[0] if requests else None, requests[-1] if requests else None)
     if progress is not None and not progress.knows(workload):
         count, _, _, steps = events_of(requests, inputs.costs, inputs.block_tokens)
-        progress.estimated(workload, count, steps, steps * SECONDS_PER_EVENT)
+        progress.estimated(workload, count, steps, replay_seconds(count, steps))
     return progress
 
 
