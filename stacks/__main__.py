@@ -18,6 +18,7 @@ from stacks.config.providers import provider_of
 from stacks.config.workload_section import DEFAULT_BLOCK_TOKENS, MAX_BLOCK_TOKENS
 from stacks.planning.cluster_plan import ClusterPlan
 from stacks.planning.plan import StackPlan, plan, plan_any
+from stacks.planning.workload import replay_progress
 from stacks.planning.workload.workload_source import file_source
 from stacks.review import docs_pages, offline, pool_demand, shared_cluster
 from stacks.review.capacity_table import capacity_lines
@@ -136,8 +137,11 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     try:
         if args.command == "diff":
-            print(diff_revisions(args.base, args.head, args.names), end="")
-            return 0
+            revision_diff = diff_revisions(args.base, args.head, args.names)
+            print(revision_diff.text, end="")
+            for name in revision_diff.refused:
+                print(f"error: diff: {name}: the head's config is refused (its section says why)", file=sys.stderr)
+            return 1 if revision_diff.refused else 0
         if args.command == "keys":
             print(keys_text(), end="")
             return 0
@@ -155,13 +159,17 @@ def _run(args: argparse.Namespace) -> int:
             check_out_dir(args.out)
             args.out = Path(args.out)
         if args.command == "size":
-            print("\n".join(size_lines(args.name, args.overrides, args.trace, args.block_tokens)), end="")
+            with replay_progress.reporting(_progress(args.command)):
+                lines = size_lines(args.name, args.overrides, args.trace, args.block_tokens)
+            print("\n".join(lines), end="")
             return 0
         config = loading.load_named(args.name, args.overrides)
+        with replay_progress.reporting(_progress(args.command)):
+            stack_plan = plan_any(config, args.name)
         if args.command == "check":
-            return _check(plan_any(config, args.name), args.name)
+            return _check(stack_plan, args.name)
         layered = config.effective_layer == "cluster"
-        result = render(plan_any(config, args.name), args.name, servings_of(args.name) if layered else None)
+        result = render(stack_plan, args.name, servings_of(args.name) if layered else None)
         try:
             result.write(args.out)
         except OSError as error:
@@ -173,16 +181,21 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _progress(command: str) -> replay_progress.Report:
+    """A long replay's estimate and progress, on stderr (stdout holds the command's own output)."""
+    return lambda line: print(f"{command}: {line}", file=sys.stderr, flush=True)
+
+
 def size_lines(name: str, overrides: list[str], trace: str | None, block_tokens: int | None) -> list[str]:
     """`size`: every argument checked (the stack, the trace file before it is read), then one replay."""
     if block_tokens is not None and not 1 <= block_tokens <= MAX_BLOCK_TOKENS:
         raise ConfigError("--block-tokens", block_tokens, f"must be from 1 to {MAX_BLOCK_TOKENS}")
-    config = loading.load_named(name, overrides)
+    config = loading.load_named(name, overrides, trace_given=trace is not None)
     if config.effective_layer == "cluster":
         raise ConfigError("NAME", name, "is a cluster stack, which serves no model: name a serving stack or a preset")
     if trace is None and config.workload is None:
         raise ConfigError("--trace", MISSING, "size needs a workload: --trace FILE, or workload.* in the stack")
-    if trace is not None:
+    if trace is not None:  # the stack's workload, with its `workload.slo` and `cache.replicas: auto`, is this trace
         source = file_source(trace, block_tokens or DEFAULT_BLOCK_TOKENS)
         source.requests()  # checks the file (a regular file, its size) before anything is replayed
     elif block_tokens is not None:

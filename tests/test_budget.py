@@ -5,8 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from components.catalog import labels
-from policies.checks.budget import NAMESPACE_TYPE, DefaultBudgetConfig, monthly_budget, monthly_budget_default
-from policies.checks.rule_types import NoConfig
+from policies.checks.budget import (
+    NAMESPACE_TYPE,
+    BudgetConfig,
+    DefaultBudgetConfig,
+    monthly_budget,
+    monthly_budget_default,
+)
 from policies.resources import Resource
 from stacks.config import loading
 from stacks.planning.plan import plan
@@ -25,25 +30,25 @@ def _stamp(cost: str, budget: str | None = None) -> dict[str, str]:
 
 
 def test_over_the_budget_is_refused_naming_it_and_the_biggest_items() -> None:
-    [violation] = monthly_budget([_namespace(_stamp("1000.50", "1000"))], NoConfig())
+    [violation] = monthly_budget([_namespace(_stamp("1000.50", "1000"))], BudgetConfig())
     assert "$1,000.50/month is over the stack's budget $1,000.00/month" in violation.message
     assert "by $0.50" in violation.message and "node pool a: $900/month" in violation.message
 
 
 def test_at_or_under_the_budget_or_without_one_passes() -> None:
-    assert monthly_budget([_namespace(_stamp("1000", "1000"))], NoConfig()) == []
-    assert monthly_budget([_namespace(_stamp("999999"))], NoConfig()) == []
-    assert monthly_budget([_namespace({})], NoConfig()) == []
+    assert monthly_budget([_namespace(_stamp("1000", "1000"))], BudgetConfig()) == []
+    assert monthly_budget([_namespace(_stamp("999999"))], BudgetConfig()) == []
+    assert monthly_budget([_namespace({})], BudgetConfig()) == []
 
 
 def test_a_stamp_that_is_not_numbers_is_reported() -> None:
-    [violation] = monthly_budget([_namespace(_stamp("lots", "1000"))], NoConfig())
-    assert "not two numbers" in violation.message
+    [violation] = monthly_budget([_namespace(_stamp("lots", "1000"))], BudgetConfig())
+    assert "the cost stamp 'lots' is not a finite number" in violation.message
 
 
 def test_a_budget_cannot_pass_a_stack_with_unpriced_items() -> None:
     stamp = _stamp("10", "1000") | {labels.COST_UNPRICED_ANNOTATION: "system pool: set pricing.prices.x"}
-    [violation] = monthly_budget([_namespace(stamp)], NoConfig())
+    [violation] = monthly_budget([_namespace(stamp)], BudgetConfig())
     assert "cannot be judged" in violation.message and "system pool: set pricing.prices.x" in violation.message
 
 

@@ -135,9 +135,9 @@ def test_a_connector_workload_without_a_whole_positive_stamp_is_reported_not_jud
     rule = RULE["identity-labels"]
     assert annotations[labels.KV_TRANSFER_BLOCK_ANNOTATION] == "16"
     assert violations_of(rule, resources) == []
-    annotations[labels.KV_TRANSFER_BLOCK_ANNOTATION] = "1"  # the smallest block there is
+    annotations[labels.KV_TRANSFER_BLOCK_ANNOTATION] = "32"  # two of the profile's KV blocks: read as stamped
     assert violations_of(rule, resources) == []
-    assert [s.block_tokens for s in tier_payoff.tiered_servers(resources)] == [1]
+    assert [s.block_tokens for s in tier_payoff.tiered_servers(resources)] == [32]
     if value is None:
         del annotations[labels.KV_TRANSFER_BLOCK_ANNOTATION]
         expected = (

@@ -345,11 +345,15 @@ def test_the_workload_engine_imports_nothing_of_the_plan_above_it() -> None:
 
 
 def test_the_cli_reads_the_plan_through_its_entry() -> None:
-    """`./run size` prints the record `plan()` computed; it calls none of the workload chain itself."""
+    """`./run size` prints the record `plan()` computed; it calls none of the workload chain itself (it installs the
+    reporter a long replay speaks to, replay_progress, which imports nothing of ours)."""
     cli = imports(ROOT / "stacks" / "__main__.py")
     planning = {m for m in cli if m.startswith("stacks.planning")}
     assert planning == {
         "stacks.planning.plan",
         "stacks.planning.cluster_plan",
         "stacks.planning.workload.workload_source",
+        "stacks.planning.workload.replay_progress",
     }
+    progress = imports(ROOT / "stacks" / "planning" / "workload" / "replay_progress.py")
+    assert not {m for m in progress if m.startswith(("stacks", "components", "policies"))}

@@ -65,6 +65,7 @@ def test_check_exits_one_on_a_mandatory_finding(capsys: pytest.CaptureFixture[st
 CONFIG: dict[str, dict[str, Any]] = {
     "tiers-beat-recompute": {"filesystemReadBandwidth": 0, "prefixTokens": 10_000},
     "prefix-caching-on": {"testMode": False},
+    "monthly-budget": {"monthlyBudget": 0.0},
     "monthly-budget-default": {"defaultMonthlyBudget": 0.0},
     "filesystem-tier-within-limits": {"throttleShare": 0.1},
     "images-pinned": {"allowMutableTags": False},

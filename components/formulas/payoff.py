@@ -38,6 +38,9 @@ TABLE_PREFIX_TOKENS = (1_024, 10_000, 32_768)
 # LMCache moves KV in chunks of `chunk_size` tokens: 256 by default (lmcache 0.5.6), which the
 # in-process connector's presets keep (the CPU tier's transfer block when nothing sets it).
 LMCACHE_CHUNK_TOKENS = 256
+# The largest transfer block a connector is set to move: `lmcache.chunk_size`'s bound (no connector's fixed block is
+# larger: 16-128 KV blocks, SGLang's 64-token page, the tiering spec's 256). The identity rule refuses a larger stamp.
+MAX_TRANSFER_BLOCK_TOKENS = 4096
 # The new tokens a request brings after its cached prefix (the H200 measurement's suffix).
 SUFFIX_TOKENS = 128
 

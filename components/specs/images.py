@@ -30,6 +30,27 @@ def split_image(image: str) -> tuple[str, str]:
     return DOCKER_HUB, path
 
 
+# Docker's own short forms (distribution/reference normalize.go): its legacy index host is Docker Hub, an
+# image without a tag or digest is `latest`.
+LEGACY_DOCKER_HUB = "index.docker.io"
+DEFAULT_TAG = "latest"
+
+
+def canonical_image(image: str) -> str:
+    """One spelling per image, as the runtime resolves it: `vllm/vllm-openai:v1`, `index.docker.io/vllm/vllm-openai:v1`
+    and `docker.io/vllm/vllm-openai:v1` are one image; `busybox:1.37` is `docker.io/library/busybox:1.37`; no tag and
+    no digest is `:latest`."""
+    registry, path = split_image(image)
+    if registry == LEGACY_DOCKER_HUB:
+        registry = DOCKER_HUB
+    if registry == DOCKER_HUB and "/" not in path:
+        path = f"library/{path}"  # `docker.io/busybox` is `docker.io/library/busybox`
+    name = path.split("@", 1)[0]
+    if "@" not in path and ":" not in name.rsplit("/", 1)[-1]:
+        path = f"{path}:{DEFAULT_TAG}"
+    return f"{registry}/{path}"
+
+
 def repository_id(registry: str) -> str:
     """The remote repository's id: `docker.io` -> `docker-io` (lower-case letters, digits and hyphens)."""
     return re.sub(r"[^a-z0-9-]+", "-", registry.lower()).strip("-")

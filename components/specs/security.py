@@ -22,6 +22,17 @@ from components.manifest import Manifest
 NON_ROOT_UID = 2000
 RDMA_RESOURCE = "rdma/ib"
 NODE_SETUP_CONTAINER = "tpu-node-setup"
+# Raised host limits the TPU runtime needs for its DMA mappings (the guide's privileged init container, which
+# components/specs/servers/tpu.py renders; its exemption holds only for a container that runs exactly this).
+# The DMA limit is written only where the vfio_iommu_type1 module is loaded (upstream guards it and warns):
+# an unguarded write exits non-zero on a node without it, and the pod never leaves Init.
+DMA_ENTRY_LIMIT = "/sys/module/vfio_iommu_type1/parameters/dma_entry_limit"
+NODE_SETUP_SCRIPT = (
+    "sysctl -w vm.max_map_count=33554432 && "
+    f"if [ -e {DMA_ENTRY_LIMIT} ]; then echo 8000000 > {DMA_ENTRY_LIMIT}; "
+    'else echo "WARNING: vfio_iommu_type1 is not loaded; dma_entry_limit left at its default"; fi'
+)
+NODE_SETUP_COMMAND = ("/bin/sh", "-c", NODE_SETUP_SCRIPT)
 LUSTRE_PERMISSIONS_CONTAINER = "fix-lustre-permissions"
 LMCACHE_SERVER_CONTAINER = "lmcache"
 MODEL_FETCH_CONTAINER = "model-fetch"
@@ -70,7 +81,11 @@ EXEMPTIONS: tuple[Exemption, ...] = (
         "tpu-node-setup",
         "raises vm.max_map_count and the vfio DMA entry limit on the host for the TPU runtime"
         " (the guide's privileged init container)",
-        lambda s: s.container.get("name") == NODE_SETUP_CONTAINER,
+        lambda s: (
+            s.container.get("name") == NODE_SETUP_CONTAINER
+            and list(s.container.get("command") or []) == list(NODE_SETUP_COMMAND)
+            and not s.container.get("args")
+        ),
         root=True,
         privileged=True,
     ),

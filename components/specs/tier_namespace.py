@@ -30,6 +30,7 @@ import re
 from dataclasses import asdict, dataclass, fields
 
 from components.catalog.engines import EngineKey
+from components.specs.images import canonical_image
 
 DIGEST_CHARS = 12  # hex digits of the fields' sha256, as vLLM's FileMapper names its directory
 
@@ -51,6 +52,11 @@ class TierIdentity:
     image: str  # the engine build the servers run: its version (hashing and layout change between versions)
     connector: str  # the connector implementation writing the files: each has its own file format
     max_model_len: int  # the context the engine is constructed with (LongRoPE picks its factors by it)
+
+    def __post_init__(self) -> None:
+        # One image, one namespace: the image as the runtime resolves it, however the stack spells it (a pinned
+        # image written without its registry host would otherwise move the tier and leave it cold).
+        object.__setattr__(self, "image", canonical_image(self.image))
 
 
 # Which config keys set each field (what the change plan names when the namespace moves). The revision is the

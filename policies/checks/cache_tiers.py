@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
 from components.catalog import labels
 from components.tier_evictor import evict_tier
@@ -14,6 +13,7 @@ from policies.checks.inventory import (
     cpu_tier_of,
     lmcache_clients,
     lmcache_servers,
+    native_cpu_tier,
 )
 from policies.checks.rule_types import NoConfig, Settings, Violation, setting
 from policies.resources import (
@@ -32,12 +32,6 @@ from policies.resources import (
 )
 
 
-def _native_tier(container: dict[str, Any]) -> int | None:
-    """The native connector's own `cpu_bytes_to_use`, where its kv-transfer config says it (a whole number)."""
-    value = ((kv_transfer_config(container) or {}).get("kv_connector_extra_config") or {}).get("cpu_bytes_to_use")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def memory_limit_covers_tier(resources: list[Resource], _: NoConfig) -> list[Violation]:
     """tmpfs pages count toward the pod's memory limit: the limit must hold the CPU tier and every memory volume.
     The tier is what the workload is stamped with (`llm-d.ai/cpu-tier-bytes`: every connector's figure, and a
@@ -46,7 +40,7 @@ def memory_limit_covers_tier(resources: list[Resource], _: NoConfig) -> list[Vio
     out = []
     for pod in pods(resources):
         containers = list(pod.containers(init=False))
-        configured = [t for c in containers if (t := _native_tier(c)) is not None]
+        configured = [t for c in containers if (t := native_cpu_tier(c)) is not None]
         stamped = cpu_tier_of(pod)
         if stamped is None and not configured:
             continue

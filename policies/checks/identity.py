@@ -14,20 +14,26 @@ from typing import Any
 from components.catalog.accelerators import ACCELERATORS, AcceleratorProfile
 from components.catalog.labels import (
     ACCELERATOR_PROFILE_LABEL,
+    CPU_TIER_BYTES_ANNOTATION,
     GKE_ACCELERATOR_LABEL,
     GKE_TPU_ACCELERATOR_LABEL,
     INSTANCE_TYPE_LABEL,
     KV_CONNECTOR_LABEL,
+    KV_TRANSFER_BLOCK_ANNOTATION,
     NODE_POOL_LABEL,
 )
 from components.catalog.node_pins import device_peers, node_pins, product_labels, values_pinning
+from components.formulas.payoff import MAX_TRANSFER_BLOCK_TOKENS
 from policies.checks.inventory import (
     CONNECTORS,
     connectors_run,
+    cpu_tier_of,
     devices_of,
     holds_devices,
+    native_cpu_tier,
     node_pool_accelerators,
     stamp_problems,
+    transfer_block_of,
 )
 from policies.checks.rule_types import NoConfig, Violation
 from policies.resources import Pod, Resource, kv_transfer_config, pods
@@ -48,10 +54,11 @@ def identity_labels(resources: list[Resource], _: NoConfig) -> list[Violation]:
         labelled = ACCELERATOR_PROFILE_LABEL in pod.labels or KV_CONNECTOR_LABEL in pod.labels
         if not (labelled or run or configured or holds_devices(resources, pod)):
             continue
+        profile_problems = _profile_problems(resources, pod, pools)
         problems = [
-            *_profile_problems(resources, pod, pools),
+            *profile_problems,
             *_connector_problems(pod, run),
-            *_stamp_messages(pod),
+            *_stamp_messages(pod, profile_trusted=not profile_problems),
         ]
         for message in problems:
             out.setdefault((pod.owner.urn or pod.owner.name, message), Violation(pod.owner, message))
@@ -216,8 +223,11 @@ def _mark(key: str) -> str:
     return f"runs with {connector.engine_flag}"
 
 
-def _stamp_messages(pod: Pod) -> list[str]:
-    """A pod labelled with a connector whose workload does not carry its stamps: whole numbers, a geometry."""
+def _stamp_messages(pod: Pod, profile_trusted: bool) -> list[str]:
+    """A pod labelled with a connector whose workload does not carry its stamps (whole numbers, a geometry), or
+    whose numbers no engine runs: a transfer block that is not whole KV blocks of its profile (once the profile
+    agrees with its devices and nodes: `profile_trusted`) or is past the largest a connector is set to, a CPU tier
+    other than the one the native connector's own config gives."""
     connector = pod.labels.get(KV_CONNECTOR_LABEL)
     if not connector:
         return []
@@ -231,4 +241,39 @@ def _stamp_messages(pod: Pod) -> list[str]:
         else:
             shown = repr(value) if len(repr(value)) <= 80 else f"{repr(value)[:77]}..."
             out.append(f"it carries {annotation}: {shown}, {wrong}: set it to {what}")
-    return out
+    return out + (_block_messages(pod) if profile_trusted else []) + _tier_messages(pod)
+
+
+def _block_messages(pod: Pod) -> list[str]:
+    """The transfer block a connector moves is whole KV blocks of the pod's engine (its profile's block), and no
+    connector is set to move more than MAX_TRANSFER_BLOCK_TOKENS."""
+    block = transfer_block_of(pod)
+    profile = ACCELERATORS.get(str(pod.labels.get(ACCELERATOR_PROFILE_LABEL)))
+    if block is None or profile is None:
+        return []  # reported as a stamp or a label of its own
+    said = f"it carries {KV_TRANSFER_BLOCK_ANNOTATION}: {str(block)!r}"
+    if block % profile.kv_block_tokens:
+        return [
+            f"{said}, not a whole number of the {profile.key} profile's {profile.kv_block_tokens}-token KV blocks"
+            " its engine moves: set it to its connector's transfer block"
+        ]
+    if block > MAX_TRANSFER_BLOCK_TOKENS:
+        return [
+            f"{said}, more than the {MAX_TRANSFER_BLOCK_TOKENS:,} tokens any connector is set to move a block of:"
+            " set it to its connector's transfer block"
+        ]
+    return []
+
+
+def _tier_messages(pod: Pod) -> list[str]:
+    """The CPU-tier stamp agrees with the tier the native connector's kv-transfer config gives (`cpu_bytes_to_use`,
+    its own setting), where a container of the pod has one."""
+    stamped = cpu_tier_of(pod)
+    configured = {t for c in pod.containers(init=False) if (t := native_cpu_tier(c)) is not None}
+    if stamped is None or not configured or configured == {stamped}:
+        return []
+    given = ", ".join(str(t) for t in sorted(configured))
+    return [
+        f"it carries {CPU_TIER_BYTES_ANNOTATION}: {str(stamped)!r}, not the {given} bytes its native connector's"
+        " kv-transfer config gives (cpu_bytes_to_use): set it to the bytes of the CPU tier one of its pods holds"
+    ]

@@ -185,6 +185,12 @@ def model_of(pod: Pod, served: str) -> ModelSpec | str:
     return model
 
 
+def native_cpu_tier(container: dict[str, Any]) -> int | None:
+    """The native connector's own `cpu_bytes_to_use`, where its kv-transfer config says it (a whole number)."""
+    value = ((kv_transfer_config(container) or {}).get("kv_connector_extra_config") or {}).get("cpu_bytes_to_use")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def stamp_problems(pod: Pod) -> list[tuple[str, object, str, str]]:
     """(annotation, its value, what it is not, what it says) for each stamp of a connector's workload that is
     missing or not what it must be (a whole number; the model's geometry)."""

@@ -13,7 +13,7 @@ from policies.checks.artifacts import (
     images_pinned,
     weights_fetched_once,
 )
-from policies.checks.budget import DefaultBudgetConfig, monthly_budget, monthly_budget_default
+from policies.checks.budget import BudgetConfig, DefaultBudgetConfig, monthly_budget, monthly_budget_default
 from policies.checks.cache_tiers import (
     PrefixCachingConfig,
     filesystem_tier_capacity,
@@ -211,10 +211,11 @@ RULES: list[Rule[Any]] = [
     ),
     Rule(
         "monthly-budget",
-        "A stack that sets pricing.monthly_budget costs no more per month than it (the plan's figure)",
+        "A stack that sets pricing.monthly_budget costs no more per month than it (the plan's figure); a budget"
+        " that cannot be judged (nothing priced, a stamp missing or not a finite number) is refused",
         "mandatory",
         monthly_budget,
-        NoConfig,
+        BudgetConfig,
     ),
     Rule(
         "monthly-budget-default",

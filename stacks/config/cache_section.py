@@ -10,6 +10,7 @@ from pydantic import Field, PrivateAttr, TypeAdapter, ValidatorFunctionWrapHandl
 from components.catalog import versions
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.models import MODELS, ModelSpec
+from components.formulas.payoff import MAX_TRANSFER_BLOCK_TOKENS
 from components.specs.connectors import ConnectorKey
 from components.specs.connectors.interface import EngineKey, HostType, Variant
 from components.units import ByteSize, GiB, TiB
@@ -149,7 +150,7 @@ class LMCacheConfig(Section):
     test_mode: bool = Field(
         default=False, description="--no-enable-prefix-caching, so a repeated prompt goes to LMCache (tests only)"
     )
-    chunk_size: int = Field(default=256, ge=16, le=4096)
+    chunk_size: int = Field(default=256, ge=16, le=MAX_TRANSFER_BLOCK_TOKENS)
     """tokens per LMCache chunk, a multiple of the model server's KV block; default 256, the LMCache integration's"""
     hash_algorithm: Literal["blake3", "sha256", "builtin"] = "blake3"
     """chunk hash: blake3, sha256 or builtin; default blake3, LMCache's default"""

@@ -7,11 +7,12 @@ from stacks.config import StackConfig
 from stacks.config.errors import ConfigError
 
 
-def check_replicas_auto(config: StackConfig) -> None:
-    """`cache.replicas: auto` is planned from a workload, and is a fixed count (KEDA would own it otherwise)."""
+def check_replicas_auto(config: StackConfig, *, trace_given: bool = False) -> None:
+    """`cache.replicas: auto` is planned from a workload (the stack's, or `trace_given`: `./run size --trace`'s), and
+    is a fixed count (KEDA would own it otherwise)."""
     if config.cache.replicas != "auto":
         return
-    if config.workload is None:
+    if config.workload is None and not trace_given:
         raise ConfigError(
             "cache.replicas",
             "auto",

@@ -41,7 +41,8 @@ def _disk_tiers() -> str:
 _DISK_TIERS = _disk_tiers()
 
 
-def check_stack(config: StackConfig) -> None:
+def check_stack(config: StackConfig, *, trace_given: bool = False) -> None:
+    """`trace_given`: the workload comes from `./run size --trace`, not the stack."""
     check_layer(config)
     if config.effective_layer == "cluster":  # no model: only what the cluster stack creates
         check_cluster(config)
@@ -87,8 +88,8 @@ def check_stack(config: StackConfig) -> None:
     check_storage(config)
     check_applies(config)
     check_evictor_applies(config)
-    check_workload(config.workload)
-    check_replicas_auto(config)
+    check_workload(config.workload, trace_given=trace_given)
+    check_replicas_auto(config, trace_given=trace_given)
     check_pricing(config)
 
 

@@ -114,17 +114,20 @@ def build(
     pulumi_config: dict[str, Any] | None = None,
     overrides: list[str] | None = None,
     read_cluster: Callable[[str], ClusterOutputs] | None = None,
+    *,
+    trace_given: bool = False,
 ) -> StackConfig:
     """Preset, then Pulumi config sections, then overrides; validated once, as a whole. A serving stack
     (`cluster.provider: stack`) takes its cluster's facts: from `read_cluster(cluster.stack)` when given (the
-    program reads the live cluster stack), else the recorded outputs or the repo's cluster stack file."""
+    program reads the live cluster stack), else the recorded outputs or the repo's cluster stack file.
+    `trace_given`: `./run size --trace` gives the workload (the keys that need one are taken without it)."""
     data = read_preset(preset) if preset else {}
     data = deep_merge(data, pulumi_config or {})
     data = apply_overrides(data, overrides or [])
     reference = _cluster_reference(data)
     if reference is None:
         config = with_model_file(_validated(data), PROJECT_DIR)
-        check_stack(config)
+        check_stack(config, trace_given=trace_given)
         _check_trace_file(config)
         return config
     outputs = read_cluster(reference[0]) if read_cluster is not None else recorded_outputs(*reference)
@@ -137,7 +140,7 @@ def build(
     # the plan reads the mirror and the Gateway from them
     config = config.model_copy(update={"cluster": config.cluster.with_outputs(outputs)})
     config = with_model_file(config, PROJECT_DIR)
-    check_stack(config)
+    check_stack(config, trace_given=trace_given)
     check_serving(config, outputs, reference[0], uses_tier)
     _check_trace_file(config)
     return config
@@ -227,8 +230,8 @@ def _outputs_json(outputs_file: str) -> object:
     return data
 
 
-def load_preset(name: str, overrides: list[str] | None = None) -> StackConfig:
-    return build(name, None, overrides)
+def load_preset(name: str, overrides: list[str] | None = None, *, trace_given: bool = False) -> StackConfig:
+    return build(name, None, overrides, trace_given=trace_given)
 
 
 def read_stack_file(name: str) -> dict[str, Any]:
@@ -270,14 +273,14 @@ def stack_file_exists(name: str) -> bool:
     return os.path.lexists(PROJECT_DIR / f"Pulumi.{name}.yaml")
 
 
-def load_named(name: str, overrides: list[str] | None = None) -> StackConfig:
-    """NAME is a stack (`Pulumi.NAME.yaml`) if one exists, else a preset."""
+def load_named(name: str, overrides: list[str] | None = None, *, trace_given: bool = False) -> StackConfig:
+    """NAME is a stack (`Pulumi.NAME.yaml`) if one exists, else a preset (`trace_given`: as `build`)."""
     if stack_file_exists(name):
         values = read_stack_file(name)
         _LOADING.append(name)
         try:
             preset, sections = pulumi_sections(values)
-            return build(preset, sections, overrides)
+            return build(preset, sections, overrides, trace_given=trace_given)
         except ConfigError as error:
             raise error.hiding(secure_sections(values), ()) from None
         finally:
@@ -285,4 +288,4 @@ def load_named(name: str, overrides: list[str] | None = None) -> StackConfig:
     if name not in preset_names():
         stacks = ", ".join(stack_names())
         raise ConfigError("NAME", name, f"allowed: presets {', '.join(preset_names())}; stacks {stacks}")
-    return load_preset(name, overrides)
+    return load_preset(name, overrides, trace_given=trace_given)

@@ -30,8 +30,11 @@ def _usd(value: object) -> float:
 
 PriceKey = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.-]{0,62}$")]
 Usd = Annotated[float, BeforeValidator(_usd)]
-# A budget written with its unit: `25000`, `25000 USD/month`, `$25,000 per month`.
-_BUDGET = re.compile(r"^\s*\$?\s*(?P<usd>[0-9][0-9,]*(\.[0-9]+)?)\s*(usd)?\s*((/|per)\s*(month|mo))?\s*$", re.I)
+# A budget written with its unit: `25000`, `25000 USD/month`, `$25,000 per month`. A comma only separates thousands,
+# in groups of three: `25,00` (a decimal comma) or `2,5000` is refused, not read as 2,500 or 25,000.
+_BUDGET = re.compile(
+    r"^\s*\$?\s*(?P<usd>([0-9]{1,3}(,[0-9]{3})+|[0-9]+)(\.[0-9]+)?)\s*(usd)?\s*((/|per)\s*(month|mo))?\s*$", re.I
+)
 
 
 class PricingConfig(Section):
@@ -105,8 +108,9 @@ class PricingConfig(Section):
             number = float(found["usd"].replace(",", ""))
         if number is None or not math.isfinite(number) or not 0 < number <= MAX_USD:
             raise ValueError(
-                "must be US dollars per month: a number above 0 such as 25000, or '25000 USD/month'"
-                " (a figure per hour is 730 times less: multiply it by 730)"
+                "must be US dollars per month: a number above 0 such as 25000, or '25,000 USD/month' (a comma"
+                " separates thousands, in groups of three; the decimal point is a point; a figure per hour is 730"
+                " times less: multiply it by 730)"
             )
         return number
 

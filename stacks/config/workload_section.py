@@ -143,11 +143,12 @@ def dividing_block(system_prompt_len: int, block_tokens: int) -> int:
     return block
 
 
-def check_workload(workload: WorkloadConfig | None) -> None:
-    """Exactly one source, and a system prompt of whole blocks (one line naming the field otherwise)."""
+def check_workload(workload: WorkloadConfig | None, *, trace_given: bool = False) -> None:
+    """Exactly one source (`trace_given`: `./run size --trace` gives it, and the section may hold only its
+    `slo`), and a system prompt of whole blocks (one line naming the field otherwise)."""
     if workload is None:
         return
-    if workload.trace is None and workload.shared_prefix is None:
+    if workload.trace is None and workload.shared_prefix is None and not trace_given:
         raise ConfigError(
             "workload",
             sorted(workload.model_fields_set),

@@ -16,6 +16,7 @@ from pulumi.provider.experimental.component import ComponentProvider
 from pulumi.provider.provider import ConstructResult
 from pulumi.provider.server import ComponentInitError
 
+from stacks.package.input_shape import refusal
 from stacks.package.inputs import InputError
 from stacks.package.serving_stack import PACKAGE, ServingStack
 
@@ -26,10 +27,16 @@ VERSION = "0.1.0"  # the package's own version, in its schema
 class ServingStackProvider(ComponentProvider):
     def __init__(self) -> None:
         super().__init__(COMPONENTS, PACKAGE, version=VERSION)
+        assert self.schema is not None, "a component provider always carries its inferred schema"
+        self.schema_doc: dict[str, Any] = json.loads(self.schema)
 
     def construct(
         self, name: str, resource_type: str, inputs: Any, options: pulumi.ResourceOptions | None = None
     ) -> ConstructResult:
+        # Before the SDK maps them (it drops what the schema does not name, and converts integers unchecked).
+        found = refusal(inputs if isinstance(inputs, dict) else {}, self.schema_doc)
+        if found is not None:
+            raise pulumi.InputPropertyError(found.path, found.reason)
         try:
             return super().construct(name, resource_type, inputs, options)
         except ComponentInitError as error:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from components.formulas import replay_work
 from components.formulas.payoff import Replica
 from components.formulas.shared_tier_capacity import StoreRate
 from components.formulas.tier_replay import assigned
@@ -20,7 +21,7 @@ from stacks.planning import hardware
 from stacks.planning.stack_plan import StackPlan
 from stacks.planning.tier_capacity import budget as tier_budget
 from stacks.planning.tier_fit import node_largest_tier, tier_capacity
-from stacks.planning.workload import capacity_plan, tier_objective, workload_sizing
+from stacks.planning.workload import capacity_plan, replay_progress, tier_objective, workload_sizing
 from stacks.planning.workload.capacity_records import CapacityPlan, Scenario, TierSet
 from stacks.planning.workload.cost import size_price, stack_cost
 from stacks.planning.workload.cost_records import ServingUse, StackCost
@@ -85,7 +86,7 @@ def plan_workload(
             replicas = weighed.replicas
     rendered = replan(replicas, chosen, measured) if chosen is not None or measured is not None else at
     if rendered.tier != at.tier or rendered.stack.replicas != at.stack.replicas:  # the capacity plan as rendered
-        capacity = plan_capacity_of(rendered, source, slo)
+        capacity = plan_capacity_of(rendered, source, slo, capacity)
     cost = priced(rendered, sized, capacity, chosen)
     return WorkloadPlan(source.description, capacity, sized, objective, replicas, chosen, measured, cost)
 
@@ -135,6 +136,13 @@ def routed_curve(stack_plan: StackPlan, source: WorkloadSource, capacity: Capaci
     """The tier curve routed as the time model's router routed the configured run, banded by a second routing: the
     time model's at the grid's largest CPU tier (the router's CPU index at that size)."""
     shape = stack_shape(stack_plan)
+    refs = sum(replay_work.request_refs(r, source.block_tokens) for r in source.requests_list())
+    seconds = 2 * refs / replay_work.REPLAY_REFS_PER_SECOND
+    replay_progress.say_long(
+        f"the tier curve replays {refs:,} block references at every size, under two routings: about {seconds:.0f} s"
+        f" at {replay_work.REPLAY_REFS_PER_SECOND:,} a second",
+        seconds,
+    )
     sized = workload_sizing.size_tiers(shape, source, assigned(capacity.configured.assignment), ROUTED_BY_TIME_MODEL)
     finite = [c for c in sized.cpu_sizes if c != UNBOUNDED]
     top = finite[-1]
@@ -159,8 +167,11 @@ def held_workload(stack_plan: StackPlan, source: WorkloadSource) -> WorkloadSour
     return in_memory(source)
 
 
-def plan_capacity_of(stack_plan: StackPlan, source: WorkloadSource, slo: SloConfig | None) -> CapacityPlan:
-    """The workload through the time model on this plan's replicas, routed as its router values say."""
+def plan_capacity_of(
+    stack_plan: StackPlan, source: WorkloadSource, slo: SloConfig | None, known: CapacityPlan | None = None
+) -> CapacityPlan:
+    """The workload through the time model on this plan's replicas, routed as its router values say (`known`: the
+    plan before, whose unchanged scenarios are not searched again)."""
     return capacity_plan.plan_capacity(
         stack_shape(stack_plan),
         source.requests_list(),
@@ -168,6 +179,7 @@ def plan_capacity_of(stack_plan: StackPlan, source: WorkloadSource, slo: SloConf
         source.description,
         routing_of(stack_plan.router_values),
         slo,
+        known,
     )
 
 

@@ -255,25 +255,40 @@ def plan_lines(
 NAMESPACE_TYPE = "kubernetes:core/v1:Namespace"
 
 
-def _monthly_cost(resources: dict[tuple[str, str], dict[str, Any]]) -> float | None:
-    """The plan's monthly cost as the render stamped it on the stack's Namespace (None: not priced)."""
+def _stamp(resources: dict[tuple[str, str], dict[str, Any]]) -> dict[str, Any]:
+    """The cost stamp the render wrote on the stack's Namespace ({}: none)."""
     for (kind, _), row in resources.items():
         if kind == NAMESPACE_TYPE:
             annotations = ((row.get("inputs") or {}).get("metadata") or {}).get("annotations") or {}
-            if labels.MONTHLY_COST_ANNOTATION in annotations:
-                return float(annotations[labels.MONTHLY_COST_ANNOTATION])
-    return None
+            if labels.MONTHLY_COST_ANNOTATION in annotations or labels.COST_UNPRICED_ANNOTATION in annotations:
+                return dict(annotations)
+    return {}
+
+
+def _monthly_cost(resources: dict[tuple[str, str], dict[str, Any]]) -> float | None:
+    """The plan's monthly cost as the render stamped it on the stack's Namespace (None: not priced)."""
+    figure = _stamp(resources).get(labels.MONTHLY_COST_ANNOTATION)
+    return float(figure) if figure is not None else None
+
+
+def _unpriced(resources: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
+    """What the render's plan could not price, each `item: what to set` (the stamp joins them with '; ')."""
+    text = str(_stamp(resources).get(labels.COST_UNPRICED_ANNOTATION) or "")
+    return [item for item in text.split("; ") if item]
 
 
 def cost_line(before: dict[tuple[str, str], dict[str, Any]], after: dict[tuple[str, str], dict[str, Any]]) -> str:
-    """The monthly cost before and after and the delta, from each render's stamp (stacks/planning/workload/cost.py)."""
+    """The monthly cost before and after and the delta, from each render's stamp (stacks/planning/workload/cost.py);
+    what the head adds that no price covers is named, and a delta that leaves it out says so (not "+$0.00")."""
     old, new = _monthly_cost(before), _monthly_cost(after)
+    added = [item for item in _unpriced(after) if item not in _unpriced(before)]
+    unpriced = f"; unpriced at the head, not in the figure: {'; '.join(added)}" if added else ""
     if old is None and new is None:
-        return "- monthly cost: not priced at either revision"
+        return f"- monthly cost: not priced at either revision{unpriced}"
     shown = [f"${v:,.2f}" if v is not None else "not priced" for v in (old, new)]
     delta = (
-        f" ({'+' if new - old >= 0 else '-'}${abs(new - old):,.2f}/month)"
+        f" ({'+' if new - old >= 0 else '-'}${abs(new - old):,.2f}/month{' of what is priced' if added else ''})"
         if old is not None and new is not None
         else ""
     )
-    return f"- monthly cost: {shown[0]} -> {shown[1]}{delta}"
+    return f"- monthly cost: {shown[0]} -> {shown[1]}{delta}{unpriced}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from policies.checks.budget import BUDGET_KEY
 from policies.checks.rule_types import Rule, Violation
 from policies.checks.ruleset import RULES
 from policies.resources import Resource
@@ -33,11 +34,14 @@ def check(recording: Recording, configs: dict[str, dict[str, Any]] | None = None
 
 def stack_policy_config(config: StackConfig) -> dict[str, dict[str, Any]]:
     """The policy config a stack's own settings imply: the prefix length the payoff is judged at and the
-    filesystem's read bandwidth where the stack states it, and a local router chart where the stack names one."""
+    filesystem's read bandwidth where the stack states it, a local router chart where the stack names one, and the
+    stack's monthly budget where it sets one."""
     payoff: dict[str, Any] = {"prefixTokens": config.monitoring.alerts.prefix_tokens}
     if config.storage.read_bandwidth is not None:  # an existing class's, as the plan's payoff reads it
         payoff["filesystemReadBandwidth"] = float(config.storage.read_bandwidth.bytes)
     configs: dict[str, dict[str, Any]] = {"tiers-beat-recompute": payoff}
+    if config.pricing.monthly_budget is not None:  # held even where a transform strips the plan's stamps
+        configs["monthly-budget"] = {BUDGET_KEY: config.pricing.monthly_budget}
     if config.router.chart_file:  # the stack chose a packaged chart on disk (router.chart_file)
         configs["chart-registries"] = {"allowLocalCharts": True}
     return configs

@@ -13,6 +13,7 @@ import sys
 import tarfile
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from io import BytesIO
 from pathlib import Path
 from typing import Any
@@ -177,14 +178,17 @@ def _render_all(tree: Path, names: list[str], out: Path) -> dict[str, str | None
     }
 
 
+def _error(out: Path, side: str, name: str) -> str | None:
+    """Why NAME did not render at `side` (its error.txt), None where nothing was recorded."""
+    error = out / side / name / ERROR_FILE
+    if not error.is_file():
+        return None
+    return error.read_text(encoding="utf-8").removeprefix("ConfigError: ").removeprefix("invalid stack config: ")
+
+
 def _failure(out: Path, name: str) -> str:
     """Why NAME rendered at neither revision: the head's error, else the base's (a stack at one revision only)."""
-    for side in ("head", "base"):
-        error = out / side / name / ERROR_FILE
-        if error.is_file():
-            text = error.read_text(encoding="utf-8").removeprefix("ConfigError: ")
-            return text.removeprefix("invalid stack config: ")
-    return "no error recorded"
+    return _error(out, "head", name) or _error(out, "base", name) or "no error recorded"
 
 
 def _stack_names(tree: Path) -> set[str]:
@@ -192,13 +196,34 @@ def _stack_names(tree: Path) -> set[str]:
     return presets | set(loading.stack_names(tree))
 
 
-def diff_revisions(base: str, head: str | None, names: list[str]) -> str:
+@dataclass(frozen=True)
+class RevisionDiff:
+    """The Markdown, and the stacks whose config the head refuses (the CLI exits non-zero on any)."""
+
+    text: str
+    refused: tuple[str, ...]
+
+
+def _one_stack(name: str, old: str | None, new: str | None, out: Path, at_head: bool) -> tuple[str, bool]:
+    """One stack's section, and whether the head refuses its config (`at_head`: the head has the stack)."""
+    if old is None and new is None:
+        raise ConfigError("NAME", name, f"renders at neither revision: {_failure(out, name)}")
+    if new is None and at_head:  # the stack is there, its render failed: not a removal
+        why = _error(out, "head", name) or "no error recorded"
+        return f"### {name}\n\n**the head's config is refused**: {why}\n", True
+    if old is None or new is None:
+        return f"### {name}\n\n{'added' if old is None else 'removed'} stack\n", False
+    return diff_renders(name, old, new), False
+
+
+def diff_revisions(base: str, head: str | None, names: list[str]) -> RevisionDiff:
     """head None: the working tree."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         base_tree = _tree(base, root / "base", "--base")
         head_tree = _tree(head, root / "head", "--head") if head is not None else Path.cwd()
-        known = _stack_names(base_tree) | _stack_names(head_tree)
+        at_head = _stack_names(head_tree)
+        known = _stack_names(base_tree) | at_head
         for name in names:
             if name not in known:
                 raise ConfigError(
@@ -209,15 +234,11 @@ def diff_revisions(base: str, head: str | None, names: list[str]) -> str:
             base_job = pool.submit(_render_all, base_tree, wanted, root / "out" / "base")
             head_job = pool.submit(_render_all, head_tree, wanted, root / "out" / "head")
             olds, news = base_job.result(), head_job.result()
-        sections = []
+        sections, refused = [], []
         for name in wanted:
-            old, new = olds[name], news[name]
-            if old is None and new is None:
-                raise ConfigError("NAME", name, f"renders at neither revision: {_failure(root / 'out', name)}")
-            elif old is None or new is None:
-                sections.append(f"### {name}\n\n{'added' if old is None else 'removed'} stack\n")
-            else:
-                sections.append(diff_renders(name, old, new))
+            section, head_refused = _one_stack(name, olds[name], news[name], root / "out", name in at_head)
+            sections.append(section)
+            refused += [name] if head_refused else []
     body = "\n".join(s for s in sections if s)
     title = f"## Render diff {base}..{'working tree' if head is None else head}"
-    return f"{title}\n\n{body or 'No rendered changes.'}\n"
+    return RevisionDiff(f"{title}\n\n{body or 'No rendered changes.'}\n", tuple(refused))

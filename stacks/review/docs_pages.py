@@ -107,7 +107,10 @@ def write(out: Path = DOCS) -> list[Path]:
     """The pages into `out` (checked first: `checked_out`), each written beside its name and renamed onto it,
     so a page that is a symlink is replaced, never written through."""
     checked_out(out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:  # a file system that takes no directory there (/proc, /sys) says so only when asked
+        raise ConfigError("--out", str(out), f"cannot create the directory: {error.strerror}") from None
     written = []
     for name, text in pages().items():
         _write_page(out / name, text)

@@ -7,7 +7,7 @@ import shlex
 from components.catalog import labels, versions
 from components.manifest import Container, Manifest, PodSpec, PodTemplateSpec, Service, plain
 from components.specs import model_cache
-from components.specs.security import NODE_SETUP_CONTAINER
+from components.specs.security import NODE_SETUP_COMMAND, NODE_SETUP_CONTAINER
 from components.specs.servers.base import (
     INIT_RESOURCES,
     ServerSpec,
@@ -29,15 +29,6 @@ from components.specs.servers.base import (
 from components.specs.servers.limits import fraction_text, limit_args, limits
 
 PROMETHEUS_DIR = "/tmp/prometheus_multiproc"
-# Raised host limits the TPU runtime needs for its DMA mappings (the guide's privileged init container).
-# The DMA limit is written only where the vfio_iommu_type1 module is loaded (upstream guards it and warns):
-# an unguarded write exits non-zero on a node without it, and the pod never leaves Init.
-DMA_ENTRY_LIMIT = "/sys/module/vfio_iommu_type1/parameters/dma_entry_limit"
-NODE_SETUP_SCRIPT = (
-    "sysctl -w vm.max_map_count=33554432 && "
-    f"if [ -e {DMA_ENTRY_LIMIT} ]; then echo 8000000 > {DMA_ENTRY_LIMIT}; "
-    'else echo "WARNING: vfio_iommu_type1 is not loaded; dma_entry_limit left at its default"; fi'
-)
 MULTI_HOST_TOPOLOGY = "2x2x2"  # two tpu7x hosts of 4 chips per replica
 RAY_GCS_PORT = 6379
 
@@ -46,7 +37,7 @@ def _node_setup() -> Container:
     return {
         "name": NODE_SETUP_CONTAINER,
         "image": versions.BUSYBOX_IMAGE,
-        "command": ["/bin/sh", "-c", NODE_SETUP_SCRIPT],
+        "command": list(NODE_SETUP_COMMAND),
         "securityContext": {"privileged": True},
         "resources": INIT_RESOURCES,
     }

@@ -13,6 +13,7 @@ below the estimate still does (`MAX_REPLICAS` at most).
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -28,6 +29,7 @@ from components.units import ByteSize, GiB
 from stacks.config.cache_section import MAX_REPLICAS
 from stacks.config.errors import ConfigError
 from stacks.config.workload_section import SloConfig
+from stacks.planning.workload import replay_progress
 from stacks.planning.workload.capacity_records import CapacityPlan, Needed, Run, Scenario
 from stacks.planning.workload.routing_weights import Routing
 from stacks.planning.workload.tier_curve import StackShape
@@ -35,9 +37,35 @@ from stacks.planning.workload.workload_sizing import service_rates, tier_blocks
 
 # The time model's work, counted as `check_bounded` counts it (blocks touched, and an engine step per output token
 # and per budget of prompt tokens, an upper bound: decode stretches are jumped). The conversation trace within
-# Qwen3's context counts 4.1 million and one replay took 2.8 s (./run bench, one core): about 0.7 us each. At this
-# bound a replay takes about 35 s and the search runs several: past it, refused before it starts.
+# Qwen3's context counts 4.1 million and one replay took 2.8 s when the bound was set (./run bench, one core): about
+# 0.7 us each, 35 s a replay at the bound, and the search runs several: past it, refused before it starts. (Replays
+# are faster now, below; the bound is the time model's to move.)
 MAX_EVENTS = 50_000_000
+# What a replay's estimate is made of, measured in CPU time (time.process_time, one replay each, the least of several)
+# on 2026-12-04 after decode stretches were jumped: 30,000 requests of 1,024 prompt and 16 output tokens (544,688
+# steps, dev) took 1.02 s; the conversation trace (11,457 requests, 4.11 million steps, gpu-vllm-native-cpu on 2
+# replicas) 0.67 s. The two solved: 33 us a request (routing and admission) and 0.07 us a step. A plan's replays of
+# one workload then differ by up to 1.5x (the count, the tiers, the machine's load); each replay's line corrects it.
+SECONDS_PER_REQUEST = 33e-6
+SECONDS_PER_STEP = 0.07e-6
+
+
+def replay_seconds(requests: int, steps: int) -> float:
+    """About how long one time-model replay of a workload takes (the measurement above)."""
+    return requests * SECONDS_PER_REQUEST + steps * SECONDS_PER_STEP
+
+
+def events_of(requests: Iterable[Request], costs: EngineCosts, block_tokens: int) -> tuple[int, int, int, int]:
+    """(requests, prompt tokens, output tokens, the time model's steps and block updates) of a workload."""
+    count = prompt = output = 0
+    for request in requests:
+        count += 1
+        prompt += request.input_length
+        output += request.output_length
+    events = -(-prompt // block_tokens) + -(-output // block_tokens) + prompt // costs.max_batched_tokens + output
+    return count, prompt, output, events
+
+
 QUANTILES = (0.5, 0.9, 0.99)
 
 
@@ -91,6 +119,26 @@ def stack_costs(shape: StackShape) -> EngineCosts:
 
 
 def _run(inputs: _Inputs, scenario: Scenario, replicas: int) -> tuple[Run, Replayed]:
+    progress = _estimated(inputs)
+    started = time.perf_counter()
+    run, out = _replayed(inputs, scenario, replicas)
+    if progress is not None:
+        progress.ran(f"{scenario.name} on {replicas} replicas", run.fits, run.asks, time.perf_counter() - started)
+    return run, out
+
+
+def _estimated(inputs: _Inputs) -> replay_progress.Progress | None:
+    """The command's progress, with this workload's estimate (made at its first replay); None: nobody listens."""
+    progress = replay_progress.current()
+    requests = inputs.requests
+    workload = (len(requests), requests[0] if requests else None, requests[-1] if requests else None)
+    if progress is not None and not progress.knows(workload):
+        count, _, _, steps = events_of(requests, inputs.costs, inputs.block_tokens)
+        progress.estimated(workload, count, steps, replay_seconds(count, steps))
+    return progress
+
+
+def _replayed(inputs: _Inputs, scenario: Scenario, replicas: int) -> tuple[Run, Replayed]:
     shape, bt = inputs.shape, inputs.block_tokens
     cpu = tier_blocks(shape, bt, scenario.cpu)
     fs = tier_blocks(shape, bt, scenario.fs) if scenario.fs is not None else 0
@@ -168,12 +216,7 @@ def fewest(inputs: _Inputs, scenario: Scenario, hint: Run) -> Run | None:
 def check_bounded(requests: Iterable[Request], costs: EngineCosts, block_tokens: int, where: str) -> None:
     """The replay's work, counted in one pass before the requests are held or replayed: every block touched, and at
     most one engine step per output token plus one per budget of prompt tokens."""
-    count = prompt = output = 0
-    for request in requests:
-        count += 1
-        prompt += request.input_length
-        output += request.output_length
-    events = -(-prompt // block_tokens) + -(-output // block_tokens) + prompt // costs.max_batched_tokens + output
+    count, prompt, output, events = events_of(requests, costs, block_tokens)
     if events > MAX_EVENTS:
         raise ConfigError(
             where,
@@ -211,18 +254,46 @@ def plan_capacity(
     source: str,
     routing: Routing,
     slo: SloConfig | None,
+    known: CapacityPlan | None = None,
 ) -> CapacityPlan:
+    """The configured run, then the fewest replicas per scenario (`known`: an earlier plan of this workload, whose
+    searches of an unchanged scenario are taken rather than replayed again)."""
     costs = stack_costs(shape)
     inputs = _Inputs(shape, requests, block_tokens, routing, slo, costs)
+    progress = _estimated(inputs)
+    if progress is not None:
+        count = len(scenarios(shape))
+        replay_progress.say_long(
+            f"the capacity plan: at least {2 * count} replays for its {count} tier scenarios", progress.seconds_each
+        )
     configured_scenario = scenarios(shape)[-1]  # the tiers as configured
     configured, replayed = _run(inputs, configured_scenario, shape.replicas)
     if slo is not None:
         check_reachable(slo, costs, replayed, shape)
-    needed = []
-    for scenario in scenarios(shape):
-        hint = configured if scenario == configured_scenario else _run(inputs, scenario, shape.replicas)[0]
-        needed.append(Needed(scenario, fewest(inputs, scenario, hint)))
-    return CapacityPlan(source, routing, slo, costs, configured, tuple(needed))
+    found = {configured_scenario: fewest(inputs, configured_scenario, configured)}
+    # The other scenarios' searches start at the count the configured tiers need (near theirs, and a count that
+    # keeps up replays fast), not at the stack's (which may not keep up: its backlog makes the slowest replay);
+    # a scenario an earlier plan of the same workload, costs and router searched is taken from it.
+    start = found[configured_scenario]
+    for scenario in scenarios(shape)[:-1]:
+        earlier = _same_search(known, costs, routing, slo, scenario)
+        if earlier is not None:
+            found[scenario] = earlier.run
+            continue
+        hint = _run(inputs, scenario, start.replicas if start is not None else shape.replicas)[0]
+        found[scenario] = fewest(inputs, scenario, hint)
+    needed = tuple(Needed(scenario, found[scenario]) for scenario in scenarios(shape))
+    return CapacityPlan(source, routing, slo, costs, configured, needed)
+
+
+def _same_search(
+    known: CapacityPlan | None, costs: EngineCosts, routing: Routing, slo: SloConfig | None, scenario: Scenario
+) -> Needed | None:
+    """`known`'s search of this scenario where it ran on the same replays: the same engine costs, router and target
+    (the HBM-only scenario, when only the CPU tier's size or the stack's count moved); else None."""
+    if known is None or (known.costs, known.routing, known.slo) != (costs, routing, slo):
+        return None
+    return next((n for n in known.needed if n.scenario == scenario), None)
 
 
 def fewest_at(

@@ -271,15 +271,16 @@ class StackCost:
         return sorted(self.lines, key=lambda line: -line.usd_per_hour)[:count]
 
     def annotations(self) -> dict[str, str]:
-        """The stamp on the stack's Namespace that the policy pack and the change plan read (none where nothing
-        is priced): USD per month, the budget, the biggest items and what is left unpriced."""
-        if not self.lines:
+        """The stamp on the stack's Namespace that the policy pack and the change plan read: USD per month, the
+        budget, the biggest items and what is left unpriced. Nothing priced: no cost stamp, and none at all
+        without a budget (with one, the budget and what is unpriced: the rule says it cannot judge it)."""
+        if not self.lines and self.monthly_budget is None:
             return {}
-        items = [f"{x.what}: ${x.usd_per_hour * HOURS_PER_MONTH:,.0f}/month" for x in self.biggest()]
-        out = {
-            labels.MONTHLY_COST_ANNOTATION: f"{self.usd_per_month:.2f}",
-            labels.COST_ITEMS_ANNOTATION: "; ".join(items),
-        }
+        out = {}
+        if self.lines:
+            items = [f"{x.what}: ${x.usd_per_hour * HOURS_PER_MONTH:,.0f}/month" for x in self.biggest()]
+            out[labels.MONTHLY_COST_ANNOTATION] = f"{self.usd_per_month:.2f}"
+            out[labels.COST_ITEMS_ANNOTATION] = "; ".join(items)
         if self.unpriced:
             out[labels.COST_UNPRICED_ANNOTATION] = "; ".join(f"{u.what}: {u.remedy}" for u in self.unpriced)
         if self.monthly_budget is not None:
