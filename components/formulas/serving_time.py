@@ -17,9 +17,10 @@ prompt token is always computed (the logits of the last one).
 
 Approximations, each a simplification of vLLM's scheduler:
 - KV is reserved for a request's whole prompt and output when it is admitted (vLLM allocates as it goes and
-  preempts when the pool runs out); a request that would not fit waits. Its HBM hits are reserved once per
-  prefix among the running requests (by the first prompt block's id), as vLLM's block sharing counts them. So
-  admission is conservative, and there is no preemption or recomputation.
+  preempts when the pool runs out); a request that would not fit waits. Its hits (HBM, or loaded from a tier into
+  HBM blocks) are reserved once per prefix among the running requests (by the first prompt block's id), as vLLM's
+  block sharing counts them. So admission is conservative, and there is no preemption or recomputation. A
+  request whose prefix a running request holds finds it in HBM, whatever the tiers' LRUs say: it loads nothing.
 - A step's GEMMs and its attention are each the larger of their compute and their memory reads (one kernel
   does not overlap the next); the host's own work between steps (scheduling, output processing) is not timed.
 - Tier loads share one link per replica (CPU and filesystem loads queue together); stores are not timed
@@ -108,8 +109,9 @@ class _Job:
         self.done = work.prompt - self.left  # tokens in the KV already (hits)
         # KV tokens reserved while it runs: its own, and its HBM hits unless a running request holds them already
         # (vLLM's prefix cache shares a block among the requests that use it)
-        self.prefix = work.prefix if work.hbm else -1
-        self.shared = work.hbm if self.prefix >= 0 else 0
+        hits = work.hbm + work.cpu + work.fs  # a tier's hits land in HBM blocks the prefix's requests share
+        self.prefix = work.prefix if hits else -1
+        self.shared = hits if self.prefix >= 0 else 0
         self.need = work.prompt - self.shared + self.output
         self.ready_s = ready_s
         self.first_s = 0.0
@@ -167,7 +169,12 @@ class Engine:
         return self.kv_used / max(self.costs.kv_tokens, 1)
 
     def admit(self, index: int, work: Work) -> None:
+        """A request joins: its tiers' hits load over the link first, unless a running request holds its prefix in
+        HBM (vLLM never evicts a block a running request references: the prefix is an HBM hit however long ago the
+        tier caches' LRU last saw it there)."""
         loaded = work.cpu * self.costs.load_s_per_token[0] + work.fs * self.costs.load_s_per_token[1]
+        if loaded > 0 and work.prefix >= 0 and work.prefix in self.holding:
+            loaded = 0.0
         if loaded > 0:
             start = max(work.arrival_s, self.link_free)
             self.link_free = start + loaded
