@@ -168,3 +168,13 @@ def test_tier_hits_of_one_prefix_are_reserved_once() -> None:
     arrivals, pick = fixed([(0, a), (0, c)])
     apart = serve(arrivals, costs(kv_tokens=1500), 1, pick)
     assert apart.record.ttft[1] >= apart.record.finish[0]
+
+
+def test_a_mixture_of_experts_step_reads_the_experts_its_tokens_route_to() -> None:
+    # Dense weights 10 ms, every routed expert 100 ms; 4 of 128 experts a token. One token: 4/128 of the experts,
+    # 10 + 3.125 ms. Five: 1 - (124/128)^5 = 1 - 0.853215 of them, 10 + 14.68 ms. A thousand: all, 110 ms.
+    moe = EngineCosts(GEMM * 0, 0.0, 0.01, 0.0, (0.0, 0.0), BUDGET, 256, 10**9, expert_read_s=0.1, routing=(4, 128))
+    assert moe.weights_seconds(1) == pytest.approx(0.013125)
+    assert moe.weights_seconds(5) == pytest.approx(0.0246785, abs=1e-7)
+    assert moe.weights_seconds(1000) == pytest.approx(0.11, rel=1e-6)
+    assert costs().weights_seconds(5) == WEIGHTS  # dense: every weight, whatever the batch

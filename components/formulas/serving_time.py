@@ -49,7 +49,7 @@ class EngineCosts:
 
     gemm_s_per_token: float  # every weight a token activates, at the prefill's GEMM share of peak
     attention_s_per_pair: float  # QK^T and AV of one (query, key) pair over every layer
-    weights_read_s: float  # one step reads every weight of a device once
+    weights_read_s: float  # one step reads every weight of a device once (a mixture of experts: but its experts)
     kv_read_s_per_token: float  # a decoding request reads its context's KV (a device's share)
     load_s_per_token: tuple[float, float]  # one token's KV loaded from the CPU tier, from the filesystem tier
     max_batched_tokens: int
@@ -57,14 +57,29 @@ class EngineCosts:
     kv_tokens: int  # the HBM KV pool
     step_s: float = 0.0  # every step, whatever its size: the layers' small kernels, the all-reduces' latency
     allreduce_s_per_token: float = 0.0  # the tensor-parallel all-reduces' bytes, per token of the step
+    # A mixture of experts: reading every routed expert of a device once (not in `weights_read_s`), and the
+    # experts a token routes to of all (0, 0: a dense model).
+    expert_read_s: float = 0.0
+    routing: tuple[int, int] = (0, 0)  # (experts a token activates, routed experts)
 
     def fixed_seconds(self, tokens: int) -> float:
         """What a step of `tokens` tokens pays besides its GEMMs and attention."""
         return self.step_s + tokens * self.allreduce_s_per_token
 
+    def weights_seconds(self, tokens: int) -> float:
+        """Reading the weights a step of `tokens` tokens multiplies, each once: every dense weight, and of the
+        routed experts those its tokens route to. Each token takes k of E experts; routed uniformly (what the
+        routers' load-balancing loss trains for), one expert is missed by every token with probability
+        (1 - k/E)^tokens, so the step reads E x (1 - (1 - k/E)^tokens) experts a layer (19 of gpt-oss-120b's 128
+        at 5 tokens, nearly all at 200)."""
+        active, experts = self.routing
+        if not experts:
+            return self.weights_read_s
+        return self.weights_read_s + self.expert_read_s * (1 - (1 - active / experts) ** tokens)
+
     def gemm_seconds(self, tokens: int) -> float:
-        """The layers' GEMMs: every token's FLOPs, or every weight read once, whichever takes longer."""
-        return max(tokens * self.gemm_s_per_token, self.weights_read_s)
+        """The layers' GEMMs: every token's FLOPs, or the weights they multiply read once, whichever is longer."""
+        return max(tokens * self.gemm_s_per_token, self.weights_seconds(tokens))
 
     def step_seconds(self, tokens: int, pairs: float, context: int) -> float:
         attention = max(pairs * self.attention_s_per_pair, context * self.kv_read_s_per_token)
