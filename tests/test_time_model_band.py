@@ -57,10 +57,10 @@ SMALL = [  # tests/test_capacity_plan.py's small workload at 20 requests/s
     ("target", "accelerator", "replicas", "words"),
     [
         # modelled p90 59 ms on one replica, 38 ms on two (tests/test_capacity_plan.py): at the vLLM H100 band's
-        # edge (/ 0.2581) 227 and 147 ms, so 0.2 s takes two and 0.25 s one; H200 has no band: central, 0.05 s one.
-        ("0.2", "gpu", 2, "sized at the time model's error band's pessimistic edge"),
-        ("0.25", "gpu", 1, "sized at the time model's error band's pessimistic edge"),
-        ("0.2", "h200", 1, "sized at the time model's central estimate"),
+        # edge (/ 0.5191) 113 and 73 ms, so 0.1 s takes two and 0.12 s one; H200 has no band: central, 0.1 s one.
+        ("0.1", "gpu", 2, "sized at the time model's error band's pessimistic edge"),
+        ("0.12", "gpu", 1, "sized at the time model's error band's pessimistic edge"),
+        ("0.1", "h200", 1, "sized at the time model's central estimate"),
     ],
 )
 def test_auto_meets_the_target_at_the_edge_and_says_which(

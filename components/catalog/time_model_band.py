@@ -33,8 +33,8 @@ class TtftBand:
 
 # accelerator profile key, engine -> the band over the published runs of that engine on that profile (dense models)
 TTFT_BANDS: dict[tuple[str, EngineKey], TtftBand] = {
-    ("gpu", "vllm"): TtftBand(0.2581, 2.1523, "llm-d's vLLM Qwen3-32B TP=2 H100 run", 16),
-    ("gpu", "sglang"): TtftBand(0.2927, 1.4727, "llm-d's SGLang HiCache Qwen3-32B TP=2 H100 run", 8),
+    ("gpu", "vllm"): TtftBand(0.5191, 2.6067, "llm-d's vLLM Qwen3-32B TP=2 H100 run", 16),
+    ("gpu", "sglang"): TtftBand(0.3766, 1.8254, "llm-d's SGLang HiCache Qwen3-32B TP=2 H100 run", 8),
 }
 
 
