@@ -306,8 +306,10 @@ MISSES = """Where a column misses, and why (read with the tables above):
 - TTFT of warm stages at light load (vLLM CPU tier 15 QPS p90 2.45: the model's misses there; gpt-oss 10-35 QPS
   0.02-0.2): every published run holds a floor the model lacks, 0.32-0.45 s mean with p90 0.48-0.58 s at every rate
   before saturation (gpt-oss CPU tier 10 to 30 QPS: 0.37, 0.35, 0.32, 0.34, 0.33), while the model's cache hits
-  take 0.01-0.1 s. It is flat in the rate, so not queueing; tokenising the prompt is 17-63 ms
-  (benchmarks/retokenized.py): not that either. Open: the bench prints it rather than fitting a constant.
+  take 0.01-0.1 s. It is flat in the rate, so not queueing. Tokenising the prompt on the server, which the model
+  does not time, is part of it: 39-170 ms a 17k-token prompt with Qwen3's tokenizer (benchmarks/retokenized.py, on
+  a loaded shared machine; an idle server's figure is still to measure). The rest is open: the bench prints it
+  rather than fitting a constant.
 - The CPU tier at 20-40 QPS (TTFT 1.4-2.7, gain 0.76-0.84, throughput 0.83-0.94, TPOT 1.11-1.19): the model's
   tiered fleet saturates below the published one (about 16 against 19 requests/s at 40 QPS); its decode steps
   there, about 20 requests of 17k-token contexts a replica, take 39 ms against 33.6 published.
