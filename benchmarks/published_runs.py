@@ -318,7 +318,11 @@ MISSES = """Where a column misses, and why (read with the tables above):
   the same hardware.
 - gpt-oss-120b (held out; a mixture of experts, TP=1): decode within the targets at light load (0.90-0.95), but
   its HBM-only run saturates near 20 QPS in the published table and not in the model, which holds the whole
-  working set in HBM (335,028 tokens a replica x 16 against 4.9 million): the model's KV pool for it is larger
-  than the deployed one, or its prefixes hit less (sliding-window layers). That carries its HBM-only throughput
-  (up to 2.2x), its gain (0.53 at 40 QPS), its TTFT (down to 0.00) and its decode under load (0.2-0.7).
+  working set in HBM (335,028 tokens a replica x 16 against 4.9 million). The deployed pool is far smaller: vLLM
+  loads gpt-oss-120b on an H100 in 64.4-66.0 GiB, not the checkpoint's 60.7 (vllm-project/vllm#33155, #23278),
+  and at 0.95 has reported 1.71 GiB left for KV (#27508); published TTFT at 5-15 QPS (0.44-0.45 s) is a full
+  prefill's, as if nearly every request missed. With the pool at the least vLLM starts with (one 131,072-token
+  sequence: 149,436 tokens, cache.memory_fraction 0.87 here) the model's HBM-only TTFT at 5-15 QPS is 0.65-0.73
+  of published and it saturates at 30 QPS. That carries its HBM-only throughput (up to 2.2x), its gain (0.53 at
+  40 QPS), its TTFT (down to 0.00) and its decode under load (0.2-0.7); the light-load floor above does the rest.
 - The SGLang run's stages are assumed (its report prints no workload config: the vLLM run's eight are used)."""
