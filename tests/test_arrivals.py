@@ -153,3 +153,21 @@ def test_one_form_of_arrivals(sets: list[str], line: str) -> None:
     with pytest.raises(ConfigError) as error:
         loading.load_named("dev", [*SHARED, *sets])
     assert str(error.value).startswith(f"invalid stack config: {line}"), str(error.value)
+
+
+def test_inference_perfs_order_asks_each_prompt_once_a_stage_each_stage_from_the_first() -> None:
+    # 2 groups x 3 prompts = 6 prompts. Stages of 4, then 8 requests (constant, 1 s each): the first asks 4
+    # distinct prompts; the second asks those 4 again, in the same order, then the other 2, then cycles.
+    shape = SharedPrefixShape(*DATA, stages=(Stage(4, 1), Stage(8, 1)), prompt_order="inference-perf")
+    asked = [r.hash_ids[-1] for r in shared_prefix_requests(shape, 512, seed=3)]
+    first, second = asked[:4], asked[4:]
+    assert len(set(first)) == 4
+    assert second[:4] == first
+    assert len(set(second[:6])) == 6
+    assert second[6:] == second[:2]
+
+
+def test_uniform_order_draws_with_replacement() -> None:
+    shape = SharedPrefixShape(*DATA, request_rate=50, duration=1)
+    asked = [r.hash_ids[-1] for r in shared_prefix_requests(shape, 512, seed=3)]
+    assert len(set(asked)) == 6 < len(asked)

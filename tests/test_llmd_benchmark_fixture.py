@@ -108,3 +108,40 @@ def test_source_md_and_the_sglang_json_pin_the_same_documents() -> None:
     documents = SGLANG["source"]["documents"]
     assert {role: (d["commit"], d["path"], d["sha256"]) for role, d in documents.items()} == pins
     assert pins["workload"] == tuple(DATA["source"]["documents"]["workload"].values())
+
+
+GPT_OSS: dict[str, Any] = json.loads((FIXTURES / "gpt-oss-120b-h100-tiered.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("stage", GPT_OSS["stages"], ids=lambda stage: f"gpt-oss-{stage['rate_qps']:g}qps")
+def test_gpt_oss_published_changes_match_the_copied_figures(stage: dict[str, Any]) -> None:
+    """The gpt-oss-120b run's table (another model, TP=1): every printed '(±x%)' holds, within the rounding of
+    figures printed to two decimals (0.45 s against 0.44 s is 2%)."""
+    assert set(stage["hbm_only"]) == set(stage["hbm_plus_cpu"]) == METRICS
+    for metric, published in stage["published_change_pct"].items():
+        change = (stage["hbm_plus_cpu"][metric] / stage["hbm_only"][metric] - 1) * 100
+        assert change == pytest.approx(published, abs=2.5), metric
+
+
+def test_the_gpt_oss_run_is_the_qwen3_workload_on_16_single_gpu_servers() -> None:
+    assert [stage["rate_qps"] for stage in GPT_OSS["stages"]] == [5.0 * k for k in range(1, 9)]
+    assert GPT_OSS["workload"]["shared_prefix"] == DATA["workload"]["shared_prefix"]
+    assert GPT_OSS["workload"]["load"] == DATA["workload"]["load"]
+    hardware, servers = GPT_OSS["hardware"], GPT_OSS["servers"]
+    assert (hardware["model_servers"], hardware["tensor_parallel"], hardware["model"]) == (16, 1, "openai/gpt-oss-120b")
+    assert servers["cpu_bytes_to_use"] == 100 * 2**30 == GPT_OSS["cache"]["cpu_per_replica_GiB"] * 2**30
+    # The summary's output tokens/s over its requests/s: 382 and 359 output tokens a request as counted, the
+    # per-stage "Throughput" column is output tokens/s (5 QPS x 382 is 1,910 against 1,983 printed).
+    summary = GPT_OSS["summary"]
+    assert round(summary["hbm_only"]["output_tokens_per_s"] / summary["hbm_only"]["requests_per_s"]) == 382
+    assert round(summary["hbm_plus_cpu"]["output_tokens_per_s"] / summary["hbm_plus_cpu"]["requests_per_s"]) == 359
+
+
+def test_source_md_and_the_gpt_oss_json_pin_the_same_documents() -> None:
+    spec = importlib.util.spec_from_file_location("llmd_benchmark_refresh_gpt_oss", FIXTURES / "refresh_gpt_oss.py")
+    assert spec is not None and spec.loader is not None
+    refresh = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(refresh)
+    pins = refresh.pins((FIXTURES / "SOURCE.md").read_text(encoding="utf-8"))
+    documents = GPT_OSS["source"]["documents"]
+    assert {role: (d["commit"], d["path"], d["sha256"]) for role, d in documents.items()} == pins

@@ -76,6 +76,8 @@ def test_gpt_oss_counts_its_mxfp4_experts_at_four_and_a_quarter_bits() -> None:
     rest = 116_788_838_400 - experts  # attention, routers, embeddings and LM head in bf16
     assert gpt_oss.params == 116_788_838_400
     assert gpt_oss.weight_bytes.bytes == rest * 2 + experts * 17 // 32 == 65_168_179_200
+    assert gpt_oss.routed_expert_bytes == experts * 17 // 32 == 60_914_073_600  # what a decode step may skip
+    assert MODELS["Qwen/Qwen3-Coder-480B-A35B-Instruct"].routed_expert_bytes == 2 * 62 * 160 * 3 * 6144 * 2560
     # 18 full-attention layers of 8 KV heads x 64; 18 sliding ones of a 128-token window
     assert gpt_oss.kv_bytes_per_token.bytes == 2 * 18 * 8 * 64 * 2 == 36_864
     assert gpt_oss.window_kv_bytes == 18 * 128 * 2 * 8 * 64 * 2

@@ -140,3 +140,41 @@ def test_a_shared_prefix_loads_from_the_cpu_tier_once_hbm_forgets_it() -> None:
     )
     assert out.cpu_tokens == 2048
     assert out.served.record.ttft[-1] == pytest.approx(2048 * 1e-5 + max(GEMM, WEIGHTS))
+
+
+def test_a_prefix_a_running_request_holds_is_not_loaded_again() -> None:
+    # Two requests of one 800-token prefix, both told by the tiers' LRUs that it is in the CPU tier. The first loads
+    # 600 tokens (6 ms) and computes 200; the second arrives while the first decodes (its 1,000 output tokens keep
+    # it running): vLLM finds the prefix in the first one's HBM blocks, so it loads nothing and computes its 200.
+    a = Work(0.0, 800, 0, 600, 0, 1000, prefix=7)
+    b = Work(0.5, 800, 0, 600, 0, 1, prefix=7)
+    arrivals, pick = fixed([(0, a), (0, b)])
+    served = serve(arrivals, costs(), 1, pick)
+    assert served.totals[0].load_s == pytest.approx(0.006)
+    assert served.record.ttft[1] < 0.006 + 0.02 + WEIGHTS  # no load: at most a step to join, and its own
+
+
+def test_tier_hits_of_one_prefix_are_reserved_once() -> None:
+    # A pool of 1,500 tokens: two requests of 1,000 prompt tokens, 900 of them one prefix loaded from the CPU tier,
+    # 100 output tokens each. Apart: 1,100 + 1,100 would not fit; sharing the prefix: 1,100 + 200 = 1,300 does,
+    # so the second runs beside the first (its first token before the first one finishes).
+    a = Work(0.0, 1000, 0, 900, 0, 100, prefix=3)
+    b = Work(0.0, 1000, 0, 900, 0, 100, prefix=3)
+    arrivals, pick = fixed([(0, a), (0, b)])
+    served = serve(arrivals, costs(kv_tokens=1500), 1, pick)
+    assert served.record.ttft[1] < served.record.finish[0]
+    # without the shared prefix they queue
+    c = Work(0.0, 1000, 0, 900, 0, 100, prefix=4)
+    arrivals, pick = fixed([(0, a), (0, c)])
+    apart = serve(arrivals, costs(kv_tokens=1500), 1, pick)
+    assert apart.record.ttft[1] >= apart.record.finish[0]
+
+
+def test_a_mixture_of_experts_step_reads_the_experts_its_tokens_route_to() -> None:
+    # Dense weights 10 ms, every routed expert 100 ms; 4 of 128 experts a token. One token: 4/128 of the experts,
+    # 10 + 3.125 ms. Five: 1 - (124/128)^5 = 1 - 0.853215 of them, 10 + 14.68 ms. A thousand: all, 110 ms.
+    moe = EngineCosts(GEMM * 0, 0.0, 0.01, 0.0, (0.0, 0.0), BUDGET, 256, 10**9, expert_read_s=0.1, routing=(4, 128))
+    assert moe.weights_seconds(1) == pytest.approx(0.013125)
+    assert moe.weights_seconds(5) == pytest.approx(0.0246785, abs=1e-7)
+    assert moe.weights_seconds(1000) == pytest.approx(0.11, rel=1e-6)
+    assert costs().weights_seconds(5) == WEIGHTS  # dense: every weight, whatever the batch

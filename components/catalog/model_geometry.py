@@ -5,6 +5,7 @@ activates)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -181,6 +182,14 @@ class ModelSpec:
     def routed_expert_params(self) -> int:
         """Every routed expert's weights, over the expert layers (what a pod holds but a token mostly skips)."""
         return self.moe_layers * self.experts * 3 * self.hidden_size * self.expert_intermediate_size
+
+    @property
+    def routed_expert_bytes(self) -> int:
+        """The routed experts' share of `weight_bytes`: stored quantized where the checkpoint quantizes them."""
+        params = self.routed_expert_params
+        if self.quantization in QUANTIZED_BYTES:
+            return math.ceil(params * QUANTIZED_BYTES[self.quantization])
+        return params * DTYPE_BYTES[self.weight_dtype]
 
     @property
     def geometry_params(self) -> int:

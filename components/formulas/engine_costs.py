@@ -4,10 +4,11 @@ One source per figure: the GEMM and attention rates are `payoff.prefill_seconds`
 bf16 peak at its fitted prefill efficiency, measured on an H200), so a long prompt prefilled alone takes the
 payoff's recompute time (plus the step's fixed costs); the weights and the KV pool are the HBM budget's; a decode
 step reads them at the shares of the accelerator's memory bandwidth its profile gives (`DecodeEfficiency`,
-measured on an H200), and pays its layers' small kernels; at tensor parallelism n, every layer's two all-reduces
-(after attention and after the MLP: one hidden vector per token, bf16) cross the profile's interconnect; a tier's
-load runs at the payoff's bandwidth for that tier (per pod: each pod of a multi-host replica loads its share at
-once).
+measured on an H200; a mixture of experts' step reads its dense weights and the experts its tokens route to,
+`EngineCosts.weights_seconds`), and pays its layers' small kernels; at tensor parallelism n, every layer's two
+all-reduces (after attention and after the MLP: one hidden vector per token, bf16) cross the profile's
+interconnect; a tier's load runs at the payoff's bandwidth for that tier (per pod: each pod of a multi-host
+replica loads its share at once).
 """
 
 from __future__ import annotations
@@ -42,10 +43,11 @@ def engine_costs(
     all_reduces = ALL_REDUCES_PER_LAYER * model.layers if tp > 1 else 0
     tokens, seqs = hbm.batch
     per_pod = replica.kv_bytes_per_pod
+    experts_per_device = -(-model.routed_expert_bytes // hbm.devices)  # a step reads those its tokens route to
     return EngineCosts(
         gemm_s_per_token=gemm_flops_per_token(model) / replica.gemm_share / peak + window_s,
         attention_s_per_pair=pair_flops / replica.rates.prefill_efficiency.attention / peak,
-        weights_read_s=hbm.weights_per_device / (bandwidth * decode.weights),
+        weights_read_s=(hbm.weights_per_device - experts_per_device) / (bandwidth * decode.weights),
         kv_read_s_per_token=hbm.kv_bytes_per_token / hbm.devices / (bandwidth * decode.kv),
         load_s_per_token=(
             per_pod / cpu_bandwidth if cpu_bandwidth else 0.0,
@@ -57,4 +59,6 @@ def engine_costs(
         step_s=model.layers * decode.layer_s + all_reduces * link.all_reduce_seconds(0, tp),
         allreduce_s_per_token=all_reduces
         * (link.all_reduce_seconds(model.hidden_size * ACTIVATION_BYTES, tp) - link.all_reduce_seconds(0, tp)),
+        expert_read_s=experts_per_device / (bandwidth * decode.weights),
+        routing=(model.experts_per_token, model.experts) if model.experts else (0, 0),
     )

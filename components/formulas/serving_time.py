@@ -17,9 +17,10 @@ prompt token is always computed (the logits of the last one).
 
 Approximations, each a simplification of vLLM's scheduler:
 - KV is reserved for a request's whole prompt and output when it is admitted (vLLM allocates as it goes and
-  preempts when the pool runs out); a request that would not fit waits. Its HBM hits are reserved once per
-  prefix among the running requests (by the first prompt block's id), as vLLM's block sharing counts them. So
-  admission is conservative, and there is no preemption or recomputation.
+  preempts when the pool runs out); a request that would not fit waits. Its hits (HBM, or loaded from a tier into
+  HBM blocks) are reserved once per prefix among the running requests (by the first prompt block's id), as vLLM's
+  block sharing counts them. So admission is conservative, and there is no preemption or recomputation. A
+  request whose prefix a running request holds finds it in HBM, whatever the tiers' LRUs say: it loads nothing.
 - A step's GEMMs and its attention are each the larger of their compute and their memory reads (one kernel
   does not overlap the next); the host's own work between steps (scheduling, output processing) is not timed.
 - Tier loads share one link per replica (CPU and filesystem loads queue together); stores are not timed
@@ -48,7 +49,7 @@ class EngineCosts:
 
     gemm_s_per_token: float  # every weight a token activates, at the prefill's GEMM share of peak
     attention_s_per_pair: float  # QK^T and AV of one (query, key) pair over every layer
-    weights_read_s: float  # one step reads every weight of a device once
+    weights_read_s: float  # one step reads every weight of a device once (a mixture of experts: but its experts)
     kv_read_s_per_token: float  # a decoding request reads its context's KV (a device's share)
     load_s_per_token: tuple[float, float]  # one token's KV loaded from the CPU tier, from the filesystem tier
     max_batched_tokens: int
@@ -56,14 +57,29 @@ class EngineCosts:
     kv_tokens: int  # the HBM KV pool
     step_s: float = 0.0  # every step, whatever its size: the layers' small kernels, the all-reduces' latency
     allreduce_s_per_token: float = 0.0  # the tensor-parallel all-reduces' bytes, per token of the step
+    # A mixture of experts: reading every routed expert of a device once (not in `weights_read_s`), and the
+    # experts a token routes to of all (0, 0: a dense model).
+    expert_read_s: float = 0.0
+    routing: tuple[int, int] = (0, 0)  # (experts a token activates, routed experts)
 
     def fixed_seconds(self, tokens: int) -> float:
         """What a step of `tokens` tokens pays besides its GEMMs and attention."""
         return self.step_s + tokens * self.allreduce_s_per_token
 
+    def weights_seconds(self, tokens: int) -> float:
+        """Reading the weights a step of `tokens` tokens multiplies, each once: every dense weight, and of the
+        routed experts those its tokens route to. Each token takes k of E experts; routed uniformly (what the
+        routers' load-balancing loss trains for), one expert is missed by every token with probability
+        (1 - k/E)^tokens, so the step reads E x (1 - (1 - k/E)^tokens) experts a layer (19 of gpt-oss-120b's 128
+        at 5 tokens, nearly all at 200)."""
+        active, experts = self.routing
+        if not experts:
+            return self.weights_read_s
+        return self.weights_read_s + self.expert_read_s * (1 - (1 - active / experts) ** tokens)
+
     def gemm_seconds(self, tokens: int) -> float:
-        """The layers' GEMMs: every token's FLOPs, or every weight read once, whichever takes longer."""
-        return max(tokens * self.gemm_s_per_token, self.weights_read_s)
+        """The layers' GEMMs: every token's FLOPs, or the weights they multiply read once, whichever is longer."""
+        return max(tokens * self.gemm_s_per_token, self.weights_seconds(tokens))
 
     def step_seconds(self, tokens: int, pairs: float, context: int) -> float:
         attention = max(pairs * self.attention_s_per_pair, context * self.kv_read_s_per_token)
@@ -108,8 +124,9 @@ class _Job:
         self.done = work.prompt - self.left  # tokens in the KV already (hits)
         # KV tokens reserved while it runs: its own, and its HBM hits unless a running request holds them already
         # (vLLM's prefix cache shares a block among the requests that use it)
-        self.prefix = work.prefix if work.hbm else -1
-        self.shared = work.hbm if self.prefix >= 0 else 0
+        hits = work.hbm + work.cpu + work.fs  # a tier's hits land in HBM blocks the prefix's requests share
+        self.prefix = work.prefix if hits else -1
+        self.shared = hits if self.prefix >= 0 else 0
         self.need = work.prompt - self.shared + self.output
         self.ready_s = ready_s
         self.first_s = 0.0
@@ -167,7 +184,12 @@ class Engine:
         return self.kv_used / max(self.costs.kv_tokens, 1)
 
     def admit(self, index: int, work: Work) -> None:
+        """A request joins: its tiers' hits load over the link first, unless a running request holds its prefix in
+        HBM (vLLM never evicts a block a running request references: the prefix is an HBM hit however long ago the
+        tier caches' LRU last saw it there)."""
         loaded = work.cpu * self.costs.load_s_per_token[0] + work.fs * self.costs.load_s_per_token[1]
+        if loaded > 0 and work.prefix >= 0 and work.prefix in self.holding:
+            loaded = 0.0
         if loaded > 0:
             start = max(work.arrival_s, self.link_free)
             self.link_free = start + loaded

@@ -3,8 +3,15 @@ generator and llm-d-benchmark's `shared_prefix_synthetic` profile define).
 
 `num_groups` system prompts of `system_prompt_len` tokens, each shared by its `num_prompts_per_group`
 prompts; a prompt is its group's system prompt and then its own question of `question_len` tokens, and asks
-for `output_len` tokens. Each request asks a prompt drawn uniformly (`random.Random(seed)`) from all groups'
-prompts.
+for `output_len` tokens. Which prompt each request asks (`prompt_order`):
+- uniform: drawn uniformly (`random.Random(seed)`) from all groups' prompts, with replacement;
+- inference-perf: as inference-perf v0.4.0 asks them (the harness llm-d's published runs name,
+  ghcr.io/llm-d/llm-d-benchmark:v0.5.2): its `SharedPrefixDataGenerator` shuffles the prompts once
+  (inference_perf/datagen/shared_prefix_datagen.py `_generate_prompts`) and asks them in that order, cycling
+  (`get_data`, `data_index % len(prompts)`), and its load generator starts a fresh `get_data()` at every stage
+  (inference_perf/loadgen/load_generator.py `run_stage`): every stage asks the same shuffled prompts from the
+  first, so a stage of n requests asks n distinct prompts (while n <= G x P) and repeats, whole, the prompts
+  of every shorter stage before it. Here the shuffle is `random.Random(seed)`'s.
 
 Arrivals, as inference-perf's load section writes them (kubernetes-sigs/inference-perf,
 inference_perf/config/loadgen/config.py `LoadConfig`: `type`, `stages[].rate`, `stages[].duration`): the stages
@@ -37,6 +44,7 @@ from typing import Literal
 from components.formulas.requests import Request
 
 ArrivalType = Literal["constant", "poisson"]
+PromptOrder = Literal["uniform", "inference-perf"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +68,7 @@ class SharedPrefixShape:
     arrivals: ArrivalType = "constant"
     draws: int = 1  # poisson: independent draws of the arrivals, one after another
     arrival_seed: int = 0  # poisson: the first draw's seed
+    prompt_order: PromptOrder = "uniform"  # which prompt each request asks (module docstring)
 
     def __post_init__(self) -> None:
         positive: dict[str, float] = {
@@ -163,8 +172,17 @@ def shared_prefix_requests(shape: SharedPrefixShape, block_tokens: int, seed: in
     question_blocks = -(-shape.question_len // block_tokens)
     first_question_id = shape.num_groups * system_blocks
     draw = random.Random(seed)
+    shuffled = list(range(shape.prompts)) if shape.prompt_order == "inference-perf" else []
+    draw.shuffle(shuffled)
+    asked, current = 0, -1
     for timestamp_ms, stage in shape.arrival_ms():
-        prompt = draw.randrange(shape.prompts)
+        if shuffled:  # each stage from the shuffle's first prompt (inference-perf's fresh get_data())
+            asked = 0 if stage != current else asked
+            current = stage
+            prompt = shuffled[asked % len(shuffled)]
+            asked += 1
+        else:
+            prompt = draw.randrange(shape.prompts)
         group = prompt // shape.num_prompts_per_group
         system = range(group * system_blocks, (group + 1) * system_blocks)
         start = first_question_id + prompt * question_blocks

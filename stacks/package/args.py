@@ -645,7 +645,7 @@ class SloArgs(TypedDict, total=False):
     """What the replicas must meet on the workload, by the capacity plan's time model (at least one target)."""
 
     ttft_p90: float
-    """time to first token, 90th percentile over the workload's requests, in seconds; unset: no TTFT target"""
+    """time to first token, 90th percentile over the workload's requests, in seconds, met at the pessimistic edge of the time model's error on comparable published runs where there are some (`./run size` says which); unset: no TTFT target"""
     tpot_p90: float
     """time per output token after the first, 90th percentile over the requests, in seconds; unset: no TPOT target"""
 

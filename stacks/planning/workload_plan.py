@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from components.catalog.time_model_band import ttft_band
 from components.formulas import replay_work
 from components.formulas.payoff import Replica
 from components.formulas.shared_tier_capacity import StoreRate
@@ -129,6 +130,9 @@ def stack_shape(stack_plan: StackPlan) -> StackShape:
         fs_configured=ByteSize(tier_budget(config)) if stack.uses_tier_claim else None,  # what the evictor holds
         payoff=stack_plan.payoff,
         replica=Replica(decode.model, decode.accelerator.rates, stack.devices, stack.group_size),
+        ttft_band=ttft_band(config.cache.accelerator, config.cache.server, decode.model.experts > 0),
+        band_scope=f"{config.cache.server} on {decode.accelerator.reference_hardware}, a"
+        f" {'mixture-of-experts' if decode.model.experts else 'dense'} model",
     )
 
 

@@ -62,9 +62,11 @@ def capacity_lines(plan: CapacityPlan, auto: bool) -> list[str]:
         lines.append(f"The {run.replicas} configured replicas {target}. Fewest per tiers: {needs_line(plan)}.")
     else:
         lines.append(
-            f"**The {run.replicas} configured replicas do not {target}**: {shortfall(run, plan.slo)}."
+            f"**The {run.replicas} configured replicas do not {target}**: {shortfall(run, plan.slo, plan.band)}."
             f" Fewest per tiers: {needs_line(plan)}."
         )
+    if plan.slo is not None and plan.slo.ttft_p90 is not None:
+        lines.append(ttft_sizing_line(plan))
     if plan.routing.unmodelled:
         lines.append(f"Scorers the replay leaves out: {', '.join(plan.routing.unmodelled)}.")
     lines += [
@@ -85,3 +87,19 @@ def capacity_lines(plan: CapacityPlan, auto: bool) -> list[str]:
         "",
     ]
     return lines
+
+
+def ttft_sizing_line(plan: CapacityPlan) -> str:
+    """Which TTFT the target is held to: the error band's pessimistic edge, or the model's central estimate."""
+    band, run = plan.band, plan.configured
+    if band is None:
+        return (
+            "TTFT is sized at the time model's central estimate: no published run comparable to this stack"
+            f" ({plan.band_scope}) bands its error (components/catalog/time_model_band.py)."
+        )
+    return (
+        f"TTFT is sized at the time model's error band's pessimistic edge: on {band.runs} ({band.stages} stage rows,"
+        f" `./run bench`) the modelled TTFT p90 is {band.low:.2f} to {band.high:.2f} of published, so a count meets"
+        f" workload.slo.ttft_p90 when its modelled p90 / {band.low:.2f} does: {_ms(run.ttft_s[1])} modelled,"
+        f" {_ms(band.edge(run.ttft_s[1]))} at the edge, on the {run.replicas} replicas as configured."
+    )

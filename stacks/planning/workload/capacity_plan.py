@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from components.catalog.time_model_band import TtftBand
 from components.formulas import keep_up
 from components.formulas.capacity_replay import Replayed, replay
 from components.formulas.engine_costs import engine_costs
@@ -90,10 +91,16 @@ def scenarios(shape: StackShape) -> list[Scenario]:
     return out
 
 
-def _met(served_ttft: float, served_tpot: float, slo: SloConfig | None) -> bool | None:
+def judged_ttft(shape: StackShape, modelled_s: float) -> float:
+    """The TTFT a target is held to: at the time model's error band's pessimistic edge where published runs
+    comparable to the stack band it (components/catalog/time_model_band.py), else the model's central estimate."""
+    return shape.ttft_band.edge(modelled_s) if shape.ttft_band is not None else modelled_s
+
+
+def _met(shape: StackShape, served_ttft: float, served_tpot: float, slo: SloConfig | None) -> bool | None:
     if slo is None:
         return None
-    return (slo.ttft_p90 is None or served_ttft <= slo.ttft_p90) and (
+    return (slo.ttft_p90 is None or judged_ttft(shape, served_ttft) <= slo.ttft_p90) and (
         slo.tpot_p90 is None or served_tpot <= slo.tpot_p90
     )
 
@@ -173,7 +180,7 @@ def _replayed(inputs: _Inputs, scenario: Scenario, replicas: int) -> tuple[Run, 
         hbm_share=out.hbm_tokens / prompt,
         cpu_share=out.cpu_tokens / prompt,
         fs_share=out.fs_tokens / prompt,
-        slo_met=_met(ttft[1], tpot[1], inputs.slo),
+        slo_met=_met(shape, ttft[1], tpot[1], inputs.slo),
         assignment=out.assignment,
         backlog=kept.backlog,
     )
@@ -229,21 +236,25 @@ def check_bounded(requests: Iterable[Request], costs: EngineCosts, block_tokens:
 def check_reachable(slo: SloConfig, costs: EngineCosts, replayed: Replayed, shape: StackShape) -> None:
     """A target below what a replica to each request gives is met by no count: refused before the search."""
     accelerator = shape.hbm.accelerator.reference_hardware
-    if slo.tpot_p90 is not None and slo.tpot_p90 < costs.weights_read_s:
+    one_token = costs.weights_seconds(1)
+    if slo.tpot_p90 is not None and slo.tpot_p90 < one_token:
+        experts = " (of its experts, those one token routes to)" if costs.routing[1] else ""
         raise ConfigError(
             "workload.slo.tpot_p90",
             slo.tpot_p90,
-            f"no replica count meets it: every decode step reads a device's weights once,"
-            f" {costs.weights_read_s * 1000:.1f} ms on {accelerator} ({shape.hbm.weights_per_device / GiB:.1f} GiB at"
+            f"no replica count meets it: every decode step reads a device's weights once{experts},"
+            f" {one_token * 1000:.1f} ms on {accelerator} ({shape.hbm.weights_per_device / GiB:.1f} GiB held, at"
             f" {shape.hbm.accelerator.memory_bandwidth / 1e12:.2f} TB/s); allowed: at least that",
         )
-    floor = float(np.quantile(replayed.alone_s, 0.9)) if len(replayed.alone_s) else 0.0
+    alone = float(np.quantile(replayed.alone_s, 0.9)) if len(replayed.alone_s) else 0.0
+    floor = judged_ttft(shape, alone)
     if slo.ttft_p90 is not None and slo.ttft_p90 < floor:
+        edge = f", {floor:.3f} s at the time model's error band's pessimistic edge" if floor != alone else ""
         raise ConfigError(
             "workload.slo.ttft_p90",
             slo.ttft_p90,
             f"no replica count meets it: with a replica to itself, the p90 request's loads and prefill take"
-            f" {floor:.3f} s (at the configured tiers' hits); allowed: at least that",
+            f" {alone:.3f} s (at the configured tiers' hits){edge}; allowed: at least that",
         )
 
 
@@ -283,7 +294,7 @@ def plan_capacity(
         hint = _run(inputs, scenario, start.replicas if start is not None else shape.replicas)[0]
         found[scenario] = fewest(inputs, scenario, hint)
     needed = tuple(Needed(scenario, found[scenario]) for scenario in scenarios(shape))
-    return CapacityPlan(source, routing, slo, costs, configured, needed)
+    return CapacityPlan(source, routing, slo, costs, configured, needed, shape.ttft_band, shape.band_scope)
 
 
 def _same_search(
@@ -310,7 +321,7 @@ def fewest_at(
     return fewest(inputs, scenario, _run(inputs, scenario, shape.replicas)[0])
 
 
-def shortfall(run: Run, slo: SloConfig | None) -> str:
+def shortfall(run: Run, slo: SloConfig | None, band: TtftBand | None = None) -> str:
     """Why a run does not fit, in a planner's words ('' when it fits)."""
     if not run.keeps_up:
         grows = [b for b in run.backlog if b.grows]
@@ -325,8 +336,10 @@ def shortfall(run: Run, slo: SloConfig | None) -> str:
             f" host link's loads) and its last request finishes {run.drain_s:,.0f} s after the last arrival{queue}"
         )
     missed = []
-    if slo is not None and slo.ttft_p90 is not None and run.ttft_s[1] > slo.ttft_p90:
-        missed.append(f"TTFT p90 {run.ttft_s[1]:.3g} s against workload.slo.ttft_p90 {slo.ttft_p90:g} s")
+    judged = band.edge(run.ttft_s[1]) if band is not None else run.ttft_s[1]
+    if slo is not None and slo.ttft_p90 is not None and judged > slo.ttft_p90:
+        edge = f" ({judged:.3g} s at the time model's error band's pessimistic edge)" if band is not None else ""
+        missed.append(f"TTFT p90 {run.ttft_s[1]:.3g} s{edge} against workload.slo.ttft_p90 {slo.ttft_p90:g} s")
     if slo is not None and slo.tpot_p90 is not None and run.tpot_s[1] > slo.tpot_p90:
         missed.append(f"TPOT p90 {run.tpot_s[1] * 1000:.3g} ms against workload.slo.tpot_p90 {slo.tpot_p90:g} s")
     return f"on {run.replicas} replicas the workload's " + " and ".join(missed) if missed else ""
@@ -347,8 +360,8 @@ def check_fits(plan: CapacityPlan) -> None:
     raise ConfigError(
         "cache.replicas",
         run.replicas,
-        f"too few for {plan.source}: {shortfall(run, plan.slo)}; {needs_line(plan)} would (the capacity plan;"
-        " `./run size` shows it, `cache.replicas: auto` takes it)",
+        f"too few for {plan.source}: {shortfall(run, plan.slo, plan.band)}; {needs_line(plan)} would (the capacity"
+        " plan; `./run size` shows it, `cache.replicas: auto` takes it)",
     )
 
 
@@ -360,6 +373,7 @@ def chosen(plan: CapacityPlan) -> Run:
         raise ConfigError(
             "cache.replicas",
             "auto",
-            f"no count up to {MAX_REPLICAS} {target} with {plan.source}: {shortfall(plan.configured, plan.slo)}",
+            f"no count up to {MAX_REPLICAS} {target} with {plan.source}:"
+            f" {shortfall(plan.configured, plan.slo, plan.band)}",
         )
     return run

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from components.catalog.time_model_band import TtftBand
 from components.formulas import keep_up
 from components.formulas.serving_time import EngineCosts
 from components.units import ByteSize
@@ -75,6 +76,8 @@ class CapacityPlan:
     costs: EngineCosts
     configured: Run  # at the stack's replicas and tiers (`cache.replicas: auto`: the count it chose)
     needed: tuple[Needed, ...]  # the fewest replicas that fit, per scenario (HBM only first, as configured last)
+    band: TtftBand | None = None  # the TTFT error band a target is held to (None: the central estimate)
+    band_scope: str = ""  # the stack's engine, accelerator and model kind, in words
 
     @property
     def as_configured(self) -> Run | None:

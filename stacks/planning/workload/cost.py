@@ -161,7 +161,8 @@ def _refused(capacity: CapacityPlan | None) -> str | None:
     if capacity is None or capacity.configured.fits:
         return None
     run = capacity.configured
-    return f"the plan refuses {run.replicas} replicas: {shortfall(run, capacity.slo)}; {needs_line(capacity)} would"
+    why = shortfall(run, capacity.slo, capacity.band)
+    return f"the plan refuses {run.replicas} replicas: {why}; {needs_line(capacity)} would"
 
 
 def size_price(

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from components.catalog.models import ModelSpec
+from components.catalog.time_model_band import TtftBand
 from components.formulas.hbm import HbmBudget
 from components.formulas.payoff import Replica
 from components.formulas.tier_replay import Curve, Relation, Scope
@@ -46,6 +47,10 @@ class StackShape:
     fs_configured: ByteSize | None  # what the filesystem tier holds: its evictor's budget (None: no filesystem tier)
     payoff: Payoff
     replica: Replica
+    # The time model's TTFT error band on the published runs comparable to this stack (None: none is), and the
+    # stack's engine, accelerator and model kind in words (components/catalog/time_model_band.py).
+    ttft_band: TtftBand | None = None
+    band_scope: str = ""
 
 
 @dataclass(frozen=True)
