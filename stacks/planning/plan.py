@@ -24,7 +24,7 @@ from stacks.config.cross_checks import check_epp_index, pool_names
 from stacks.config.errors import ConfigError
 from stacks.config.loading import PROJECT_DIR
 from stacks.config.providers import provider_of
-from stacks.planning import autoscaling, capacity_plan, cold_starts, hardware, hbm_fit, workload_sizing
+from stacks.planning import autoscaling, capacity_plan, cold_starts, hardware, hbm_fit, scale_in, workload_sizing
 from stacks.planning.cost import stack_cost
 from stacks.planning.gateway_route import route_workload
 from stacks.planning.mirror import mirror_registry
@@ -163,11 +163,15 @@ def _plan(stack: Resolved, chosen_tier: ByteSize | None = None, store_rate: Stor
         )
     exports = connector.exports(stack.choice, profile)
     stack_alerts = alerts.alerts(exports, _thresholds(stack, stack_payoff))
+    scaled_in = scale_in.resolve(stack, decode, hbm, auto, exports)
+    if scaled_in is not None:  # every model server drains before it stops; the annotator's alert
+        servers = [dataclasses.replace(s, drain=scaled_in.drain) for s in servers]
+        stack_alerts = [*stack_alerts, *alerts.annotator_alerts(scaled_in.interval_s)]
     most = auto.max_replicas if auto else None
     shared = shared_tier(stack, stack_payoff, most or sum(s.replicas for s in servers), store_rate)
     if shared is not None and shared.managed:
         stack_alerts = [*stack_alerts, *alerts.shared_tier_alerts(shared.capacity.scan_seconds)]
-    serving = Serving(stack, servers, tier_sizing, exports, stack_alerts, most, shared)
+    serving = Serving(stack, servers, tier_sizing, exports, stack_alerts, most, shared, scaled_in)
     planned = workloads(serving)
     if auto is not None:  # KEDA owns the replica count; cache.replicas is the initial one
         pool = config.router.release if profile != "pd" else None
@@ -186,7 +190,9 @@ def _plan(stack: Resolved, chosen_tier: ByteSize | None = None, store_rate: Stor
         router_values=values,
         inference_pool=inference_pool(config.router.release, config.namespace, values),
         alerts=stack_alerts,
-        metrics_to_watch=alerts.metrics_to_watch(exports) + (EVICTOR_METRICS if shared and shared.managed else []),
+        metrics_to_watch=alerts.metrics_to_watch(exports)
+        + (EVICTOR_METRICS if shared and shared.managed else [])
+        + (scale_in.ANNOTATOR_METRICS if scaled_in else []),
         fit=fit,
         pools=autoscaling.with_node_bounds(config, pool_specs(config), auto),
         payoff=stack_payoff,
@@ -194,6 +200,7 @@ def _plan(stack: Resolved, chosen_tier: ByteSize | None = None, store_rate: Stor
         tier=tier,
         autoscaling=auto,
         shared_tier=shared,
+        scale_in=scaled_in,
     )
     return with_network_policies(through_mirror(with_await_budgets(with_rollouts(hardened(stack_plan)))))
 

@@ -20,6 +20,7 @@ from stacks.planning import autoscaling, capacity_plan, hardware, rollout_choice
 from stacks.planning.cost import StackCost
 from stacks.planning.mirror import Mirror
 from stacks.planning.resolution import Resolved
+from stacks.planning.scale_in import ScaleIn
 from stacks.planning.tier_capacity import SharedTier
 
 
@@ -52,6 +53,7 @@ class StackPlan:
     router_policies: list[Manifest] = dataclasses.field(default_factory=list)  # the router pods' NetworkPolicy
     autoscaling: autoscaling.Autoscaling | None = None  # KEDA's bounds, scale-down and replay (None: off)
     shared_tier: SharedTier | None = None  # the filesystem tier's claim, its store rate and its evictor
+    scale_in: ScaleIn | None = None  # `autoscaling.scale_in: cache-value`: the annotator and the drain (else None)
     tier_curve: workload_sizing.TierCurve | None = None  # the tiers replayed on the stack's workload
     capacity: capacity_plan.CapacityPlan | None = None  # the workload through the time model: replicas it needs
     cost: StackCost | None = None  # what it costs (stacks/planning/cost.py), set once the plan is final

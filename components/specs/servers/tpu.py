@@ -27,6 +27,7 @@ from components.specs.servers.base import (
     workload_metadata,
 )
 from components.specs.servers.limits import fraction_text, limit_args, limits
+from components.specs.servers.shutdown import drained, vllm_drain_args
 
 PROMETHEUS_DIR = "/tmp/prometheus_multiproc"
 # Raised host limits the TPU runtime needs for its DMA mappings (the guide's privileged init container).
@@ -84,6 +85,7 @@ def tpu_args(spec: ServerSpec) -> list[str]:
         "--tensor-parallel-size",
         str(spec.tensor_parallelism),
         *limit_args(spec),
+        *vllm_drain_args(spec),
     ]
 
 
@@ -102,6 +104,7 @@ def tpu_manifests(spec: ServerSpec) -> list[Manifest]:
         "containers": [container],
         "nodeSelector": _node_selector(spec),
     }
+    drained(spec, pod, container)
     volumes, mounts = model_cache_volumes(spec, [])
     if volumes:
         container["volumeMounts"] = mounts
