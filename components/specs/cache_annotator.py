@@ -132,7 +132,7 @@ def annotator_manifests(spec: AnnotatorSpec) -> list[Manifest]:
     deployment: Deployment = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {**meta, "name": NAME},
+        "metadata": {"namespace": spec.namespace, "labels": dict(LABELS), "name": NAME},
         "spec": {
             "replicas": 1,
             "strategy": {"type": "Recreate"},

@@ -11,6 +11,7 @@ from components.specs.servers.base import ServerSpec
 # the teardown: vLLM aborts its requests on SIGTERM unless `--shutdown-timeout` is set.
 TERMINATION_GRACE_SECONDS = 130
 
+
 def vllm_drain_args(spec: ServerSpec) -> list[str]:
     """vLLM finishes its requests for up to this long after SIGTERM, refusing new ones (components/formulas/drain.py);
     without it vLLM aborts them at once."""
