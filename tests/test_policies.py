@@ -274,6 +274,7 @@ def test_every_rule_has_a_test_above() -> None:
         "tiers-beat-recompute",  # tests/test_payoff.py
         "identity-labels",  # tests/test_identity.py
         "monthly-budget", "monthly-budget-default",  # tests/test_budget.py
+        "annotator-least-privilege",  # tests/test_scale_in.py
     }  # fmt: skip
     assert tested == set(RULE)
 
