@@ -333,6 +333,7 @@ def check_scale_in(cluster: Cluster, objects: list[dict[str, Any]], workdir: Pat
         run.double.silent.add(silent)
         rest = [n for n in reversed_order if n != silent]
         run.wait_costs({silent: LOWEST_COST, **{n: r for r, n in enumerate(rest)}}, "the silent pod's lowest cost")
+        restarted += cluster.restart_exited(commands)  # one that lost its lease since, as the kubelet would
         second = run.scale_in_removes(reversed_order, silent)
         run.alive()
         metrics = run.log_tail(1)
