@@ -205,6 +205,18 @@ def test_a_pod_that_never_answers_gets_the_lowest_cost_and_the_rest_go_on() -> N
     assert "cache_annotator_scrape_failures_total 1" in text and "cache_annotator_unanswered_pods 1" in text
 
 
+def test_an_ipv6_pod_is_scraped_at_its_bracketed_address() -> None:
+    seen: list[str] = []
+    api = FakeApi([_pod("a", "fd00::1")])
+
+    def fetch(url: str, timeout: float, most: int) -> str:
+        seen.append(url)
+        return _scrape(1, 0)
+
+    Annotator(_settings(), api, fetch).one_loop()  # type: ignore[arg-type]
+    assert seen == ["http://[fd00::1]:8000/metrics"]
+
+
 def test_a_scrape_without_the_counter_counts_as_no_answer() -> None:
     api = FakeApi([_pod("a", "10.0.0.1")])
     annotator = _annotator(api, {"10.0.0.1": (1, 1)}, HBM_COUNTER="sglang:cached_tokens_total")

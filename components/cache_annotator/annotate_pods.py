@@ -226,7 +226,9 @@ class Annotator:
         """The pod's cache value over the window; None when it does not answer, or without the counter."""
         s = self.settings
         meta = pod["metadata"]
-        url = s.metrics_url.format(ip=pod["status"]["podIP"], port=s.servers_port, name=meta["name"])
+        ip = str(pod["status"]["podIP"])
+        host = f"[{ip}]" if ":" in ip else ip  # an IPv6 address in a URL
+        url = s.metrics_url.format(ip=host, port=s.servers_port, name=meta["name"])
         try:
             text = self.fetch(url, max(0.1, min(s.scrape_timeout_s, deadline - self.clock())), s.max_scrape_bytes)
         except (OSError, ValueError):  # refused, reset, timed out, an HTTP error status
