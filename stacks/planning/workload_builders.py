@@ -30,6 +30,7 @@ from stacks.planning import cold_starts, hardware, tier_capacity
 from stacks.planning.prepull_placement import prepull_manifests, serving_placement
 from stacks.planning.resolution import Resolved
 from stacks.planning.scale_in import ScaleIn, annotator_workload
+from stacks.planning.workload.shared_tier import SharedTier
 
 SERVING = (NAMESPACE, HF_TOKEN, CLUSTER)  # what every model server needs from the stack itself
 
@@ -45,7 +46,7 @@ class Serving:
     exports: tuple[MetricFamily, ...]  # what the model servers export
     alerts: list[alerts.Alert]
     autoscaled_to: int | None = None  # KEDA's most replicas (None: a fixed count)
-    shared_tier: tier_capacity.SharedTier | None = None  # the filesystem tier's claim and its evictor
+    shared_tier: SharedTier | None = None  # the filesystem tier's claim and its evictor
     scale_in: ScaleIn | None = None  # `autoscaling.scale_in: cache-value`: the annotator, the drain
 
     @property
