@@ -90,11 +90,13 @@ def plan(
     keep_up: bool = True,
     workload: WorkloadSource | None = None,
     weigh_any_tier: bool = False,
+    replay_day: bool = False,
 ) -> StackPlan:
     """The stack's plan. With a workload (the stack's, or `workload` given: `./run size --trace`), the workload side
     once (workload_plan.plan_workload: the replicas, the tiers, their cost), and the plan rendered at its figures;
     a configured count that does not keep up stops here, unless `keep_up` is off (`./run size` reports instead).
-    `weigh_any_tier`: weigh `pricing.objective`'s size where `cache.tier.cpu` is set too (what auto would take)."""
+    `weigh_any_tier`: weigh `pricing.objective`'s size where `cache.tier.cpu` is set too (what auto would take);
+    `replay_day`: an autoscaled stack's day replayed per scale-in victim choice (`./run size`)."""
     stack = resolve(config)
     first = _plan(stack)
     source = workload if workload is not None else config_source(config, PROJECT_DIR)
@@ -106,7 +108,7 @@ def plan(
         return _plan(dataclasses.replace(stack, replicas=replicas), cpu_tier, store_rate)
 
     replan = Replan(first, at)
-    record = plan_workload(first, source, slo, replan, weigh_any_tier=weigh_any_tier)
+    record = plan_workload(first, source, slo, replan, weigh_any_tier=weigh_any_tier, replay_day=replay_day)
     if keep_up and config.cache.replicas != "auto":
         capacity_plan.check_fits(record.capacity)
     rendered = replan(record.replicas, record.cpu_tier, record.store_rate)

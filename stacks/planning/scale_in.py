@@ -50,6 +50,12 @@ class ScaleIn:
         return self.counters.tier if self.tier_counted else None
 
 
+def annotator_window(auto: Autoscaling) -> int:
+    """What the annotator reads each pod's value over: the HPA's scale-down stabilization window (what it looked
+    back over before it removed a pod), at least one sync period."""
+    return max(hpa.SYNC_PERIOD_S, auto.behavior.scale_down.stabilization_s)
+
+
 def resolve(
     stack: Resolved, decode: ServerSpec, hbm: HbmBudget, auto: Autoscaling | None, exports: tuple[MetricFamily, ...]
 ) -> ScaleIn | None:
@@ -82,7 +88,7 @@ def resolve(
         counters=counters,
         tier_counted=stack.connector.cpu_scope == "replica",
         interval_s=interval,
-        window_s=max(interval, auto.behavior.scale_down.stabilization_s),
+        window_s=annotator_window(auto),
         scrape_timeout_s=interval // 3,
         max_pods=SURGE * auto.max_replicas * stack.group_size * stack.connector.roles(stack.choice),
         drain=drain(costs, hbm.max_model_len, hbm.max_model_len_from),
