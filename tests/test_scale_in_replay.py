@@ -8,10 +8,12 @@ import pytest
 from components.formulas import hpa
 from components.formulas.replica_routing import ServiceRates, Weights
 from components.formulas.requests import Request
-from components.formulas.scale_in_replay import DayInputs, replay_day, scaled, stepped
+from components.formulas.scale_in_replay import Day, DayInputs, replay_day, scaled, stepped
 from components.formulas.serving_time import EngineCosts
 from components.formulas.tier_shape import Tiers
 from components.units import ByteSize
+from stacks.planning.workload.scale_in_day import ScaleInDay
+from stacks.review.scale_in_day_table import scale_in_day_lines
 
 ONE_PER_PERIOD = hpa.Rules(0, (hpa.Policy("Pods", 1, 15),))
 
@@ -68,7 +70,7 @@ def test_the_victim_and_the_tokens_its_scale_in_costs(choice: str, victim: int, 
     day = replay_day(DAY, _inputs(), choice)  # type: ignore[arg-type]
     assert [s.replicas for s in day.samples] == [2, 1, 1]
     assert day.victims == ((15, victim),)
-    assert day.lost_tokens == lost
+    assert (day.lost_tokens, day.moved_tokens) == (lost, 0)
     assert (day.prompt_tokens, day.hbm_tokens, day.cpu_tokens, day.fs_tokens) == (29, hbm, 0, 0)
 
 
@@ -81,10 +83,13 @@ def test_a_random_victim_is_one_of_the_pods_and_repeatable() -> None:
 
 def test_a_filesystem_tier_that_outlives_the_pod_loses_nothing() -> None:
     """With a filesystem tier of 4 blocks (it holds 1 to 4), A3 loads its prefix from it after newest removed pod 0:
-    no token recomputed, 7 from the filesystem."""
+    no token recomputed; 7 moved from pod 0's HBM to the filesystem. cache-value removes pod 1, whose blocks 3 and 4
+    no request asks for again: nothing moved."""
     day = replay_day(DAY, _inputs(fs_blocks=4), "newest")
     assert day.victims == ((15, 0),)
-    assert (day.lost_tokens, day.fs_tokens) == (0, 7)
+    assert (day.lost_tokens, day.moved_tokens, day.fs_tokens) == (0, 7, 7)
+    kept = replay_day(DAY, _inputs(fs_blocks=4), "cache-value")
+    assert (kept.victims, kept.lost_tokens, kept.moved_tokens, kept.fs_tokens) == (((15, 1),), 0, 0, 0)
 
 
 def test_ttft_is_the_prefill_of_what_no_tier_holds() -> None:
@@ -111,3 +116,23 @@ def test_scaled_copies_are_their_own_users_rotated() -> None:
     requests = [_request(0, 4, (0,)), _request(4, 4, (1,))]
     out = scaled(requests, 2)
     assert [(r.timestamp_ms, r.hash_ids) for r in out] == [(0, (0,)), (1999, (3,)), (2000, (2,)), (4000, (1,))]
+
+
+def _day(choice: str, lost: int, moved: int) -> Day:
+    return Day(choice, (), 1000, 0, 0, 0, lost, moved, (), (0.0, 0.0))  # type: ignore[arg-type]
+
+
+def test_size_prints_cache_value_against_newest() -> None:
+    """newest recomputes 400 tokens and moves 0, cache-value 100 and 0: 1 - 100 / 400 = 75% fewer; random between."""
+    day = ScaleInDay("by hand", (_day("newest", 400, 0), _day("random", 300, 0), _day("cache-value", 100, 0)))
+    assert day.fewer_lost == pytest.approx(0.75)
+    assert day.fewer_moved is None
+    lines = scale_in_day_lines(day)
+    assert "| newest | 0 | 0.0% | 0.0% | 0.0% | 0 ms / 0 ms | 400 (40.00%) | 0 (0.00%) |" in lines
+    assert lines[-2] == (
+        "cache-value against newest: 75% fewer prompt tokens recomputed after a scale-in; newest had no prompt token"
+        " loaded from a shared tier after a scale-in"
+    )
+    worse = ScaleInDay("by hand", (_day("newest", 100, 0), _day("random", 100, 0), _day("cache-value", 115, 0)))
+    assert worse.fewer_lost == pytest.approx(-0.15)
+    assert scale_in_day_lines(worse)[-2].startswith("cache-value against newest: 15% more recomputed;")

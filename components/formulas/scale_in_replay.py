@@ -10,8 +10,8 @@ Every sync period (`hpa.SYNC_PERIOD_S`), in order:
    choice: `newest`, the controller's order with no cost written; `cache-value`, with each pod's cost the rank of
    the prompt tokens it served from its HBM and its own CPU tier over the annotator's window (what the annotator
    reads); `random`, a uniform draw (seeded per scale-in). A removed pod's HBM and own CPU tier go with it; the
-   blocks no other live pod's tiers held, nor a tier that outlives pods (a pooled CPU tier, the filesystem tier),
-   are lost.
+   blocks no other live pod's tiers held are lost, or moved where a tier that outlives pods holds them (a pooled
+   CPU tier, the filesystem tier).
 3. Each request arriving in the period is routed among the pods serving at its arrival (`replica_routing.Router`,
    queue by the in-flight estimate, as the tier curve routes), served by the tiers as LRUs (`tier_caches`), and
    timed: its first token after the fluid queue's wait at the period's start (the queue over the serving
@@ -20,7 +20,9 @@ Every sync period (`hpa.SYNC_PERIOD_S`), in order:
 Prompt tokens recomputed because a scale-in removed the only holder: every lost block a request recomputes, counted
 the first time it is recomputed after the loss (it is held again then). An upper bound of what the loss cost: the
 block might have been evicted from its pod before it was asked for again, or recomputed for an earlier miss of its
-prompt anyway.
+prompt anyway. Prompt tokens served from a shared tier because a scale-in removed the pod's own copy: every moved
+block a request's served prefix loads from a tier that outlives pods (not from its pod's HBM or own CPU tier),
+counted the first time it is asked for after the move.
 
 Without a drain (`newest` renders none) the victim's requests in flight are aborted; the replay does not count them
 (their prompt is counted where it was served).
@@ -74,6 +76,7 @@ class Day:
     cpu_tokens: int
     fs_tokens: int
     lost_tokens: int  # prompt tokens recomputed because a scale-in removed the only holder
+    moved_tokens: int  # prompt tokens loaded from a shared tier because a scale-in removed the only pod holding them
     victims: tuple[tuple[int, int], ...]  # each pod a scale-in removed: (when, its number in order of creation)
     ttft_s: tuple[float, float]  # p50, p90
 
@@ -110,6 +113,7 @@ class _Pool:
         self.live: dict[int, _Pod] = {}
         self.free = list(range(inputs.tiers.replicas))
         self.lost: set[int] = set()
+        self.moved: set[int] = set()
         self.victims: list[tuple[int, int]] = []
         self.scale_ins = self.uids = 0
 
@@ -135,8 +139,10 @@ class _Pool:
             gone += [names[name] for name in picked]
         self.scale_ins += 1
         held = set().union(*(self.caches.held(s) for s in gone))
-        kept = set().union(*(self.caches.held(s) for s in self.live if s not in gone), self.caches.outliving())
-        self.lost |= held - kept
+        alone = held - set().union(*(self.caches.held(s) for s in self.live if s not in gone))
+        outliving = self.caches.outliving()
+        self.lost |= alone - outliving
+        self.moved |= alone & outliving
         for slot in gone:
             self.victims.append((round(now), self.live[slot].uid))
             del self.live[slot]
@@ -156,7 +162,7 @@ def replay_day(requests: Sequence[Request], inputs: DayInputs, choice: Victims) 
     first = requests[0].timestamp_ms / 1000 if requests else 0.0
     end = requests[-1].timestamp_ms / 1000 - first if requests else 0.0
     queue, served_rps = 0.0, 0.0
-    totals = [0, 0, 0, 0, 0]  # prompt, hbm, cpu, fs, lost
+    totals = [0, 0, 0, 0, 0, 0]  # prompt, hbm, cpu, fs, lost, moved
     ttfts: list[float] = []
     samples: list[hpa.Sample] = []
     i, t = 0, 0
@@ -183,7 +189,7 @@ def replay_day(requests: Sequence[Request], inputs: DayInputs, choice: Victims) 
         queue, served_rps = queue + arrival * dt - served, served / dt
         t += dt
     ttfts.sort()
-    prompt, hbm, cpu, fs, lost = totals
+    prompt, hbm, cpu, fs, lost, moved = totals
     return Day(
         choice,
         tuple(samples),
@@ -192,6 +198,7 @@ def replay_day(requests: Sequence[Request], inputs: DayInputs, choice: Victims) 
         cpu,
         fs,
         lost,
+        moved,
         tuple(pool.victims),
         (_quantile(ttfts, 0.5), _quantile(ttfts, 0.9)),
     )
@@ -199,9 +206,12 @@ def replay_day(requests: Sequence[Request], inputs: DayInputs, choice: Victims) 
 
 def _serve(pool: _Pool, request: Request, at: float, totals: list[int], block_tokens: int) -> float:
     """One request at the pod the router picks among those serving at `at` (all live ones where none is yet):
-    its tokens counted, its lost blocks recomputed; the seconds to its first token past the queue."""
+    its tokens counted, its lost blocks recomputed, its moved ones loaded; the seconds to its first token past the
+    queue."""
     slots = sorted(s for s, p in pool.live.items() if p.ready_s <= at) or sorted(pool.live)
     pick = pool.router.pick(request, None, slots)
+    ids = request.hash_ids
+    own = pool.caches.held(pick.replica) if pool.moved.intersection(ids) else set()
     found = pool.caches.serve(request, pick.replica, output_blocks(request.output_length, block_tokens))
     pool.router.send(request, pick, request.input_length - found.hit)
     pod = pool.live[pick.replica]
@@ -210,11 +220,15 @@ def _serve(pool: _Pool, request: Request, at: float, totals: list[int], block_to
     totals[1] += found.hbm
     totals[2] += found.cpu
     totals[3] += found.fs
-    ids, served_blocks = request.hash_ids, math.ceil(found.hit / block_tokens)
-    for k in range(served_blocks, len(ids)):  # the prompt's recomputed blocks: past its served prefix
-        if ids[k] in pool.lost:
-            pool.lost.discard(ids[k])
-            totals[4] += block_tokens if k < len(ids) - 1 else request.input_length - block_tokens * k
+    served_blocks = math.ceil(found.hit / block_tokens)
+    for k, block in enumerate(ids):  # each block is in the pod's HBM now: counted once
+        tokens = block_tokens if k < len(ids) - 1 else request.input_length - block_tokens * k
+        if block in pool.lost:
+            pool.lost.discard(block)
+            totals[4] += tokens if k >= served_blocks else 0
+        elif block in pool.moved:
+            pool.moved.discard(block)
+            totals[5] += tokens if k < served_blocks and block not in own else 0
     costs = pool.inputs.costs
     computed = max(request.input_length - found.hit, 1)
     loads = found.cpu * costs.load_s_per_token[0] + found.fs * costs.load_s_per_token[1]

@@ -22,6 +22,12 @@ def timeline(samples: tuple[Sample, ...]) -> str:
     return shown + (f", ... ({more} more changes)" if more > 0 else "")
 
 
+def _fewer(share: float | None, what: str) -> str:
+    if share is None:
+        return f"newest had no prompt token {what} after a scale-in"
+    return f"{share:.0%} fewer prompt tokens {what} after a scale-in" if share >= 0 else f"{-share:.0%} more {what}"
+
+
 def scale_in_day_lines(day: ScaleInDay) -> list[str]:
     lines = [
         "## Scale-in: the day replayed",
@@ -36,24 +42,21 @@ def scale_in_day_lines(day: ScaleInDay) -> list[str]:
     lines += [
         "",
         "| victim choice | pods removed | HBM hits | CPU-tier hits | filesystem hits | TTFT p50 / p90 |"
-        " prompt tokens recomputed: a scale-in removed their only holder |",
-        "|---|---|---|---|---|---|---|",
+        " prompt tokens recomputed: a scale-in removed their only holder |"
+        " loaded from a shared tier: a scale-in removed the only pod holding them |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for d in day.days:
         ttft = " / ".join(_ms(t) for t in d.ttft_s)
         lines.append(
             f"| {d.choice} | {d.removed} | {d.share(d.hbm_tokens):.1%} | {d.share(d.cpu_tokens):.1%} |"
             f" {d.share(d.fs_tokens):.1%} | {ttft} | {d.lost_tokens:,} ({d.share(d.lost_tokens):.2%}) |"
+            f" {d.moved_tokens:,} ({d.share(d.moved_tokens):.2%}) |"
         )
-    fewer = day.fewer_lost
     lines += [
         "",
-        "cache-value against newest: "
-        + (
-            "newest lost no prompt token to a scale-in"
-            if fewer is None
-            else f"{fewer:.0%} fewer prompt tokens recomputed after a scale-in"
-        ),
+        f"cache-value against newest: {_fewer(day.fewer_lost, 'recomputed')};"
+        f" {_fewer(day.fewer_moved, 'loaded from a shared tier')}",
         "",
     ]
     return lines

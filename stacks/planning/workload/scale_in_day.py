@@ -38,6 +38,12 @@ class ScaleInDay:
         newest = self.of("newest").lost_tokens
         return None if newest == 0 else 1 - self.of("cache-value").lost_tokens / newest
 
+    @property
+    def fewer_moved(self) -> float | None:
+        """The same of the tokens loaded from a shared tier because a scale-in removed their pod."""
+        newest = self.of("newest").moved_tokens
+        return None if newest == 0 else 1 - self.of("cache-value").moved_tokens / newest
+
 
 def descent_s(replay: hpa.Replay, auto: hpa.ReplayInputs) -> int:
     """How long the autoscaling replay's HPA took from its load step's end back to the count it started from (or
