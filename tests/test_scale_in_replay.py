@@ -12,7 +12,7 @@ from components.formulas.scale_in_replay import Day, DayInputs, replay_day, scal
 from components.formulas.serving_time import EngineCosts
 from components.formulas.tier_shape import Tiers
 from components.units import ByteSize
-from stacks.planning.workload.scale_in_day import ScaleInDay
+from stacks.planning.workload.scale_in_day import ScaleInDay, day_shape, descent_s
 from stacks.review.scale_in_day_table import scale_in_day_lines
 
 ONE_PER_PERIOD = hpa.Rules(0, (hpa.Policy("Pods", 1, 15),))
@@ -136,3 +136,31 @@ def test_size_prints_cache_value_against_newest() -> None:
     worse = ScaleInDay("by hand", (_day("newest", 100, 0), _day("random", 100, 0), _day("cache-value", 115, 0)))
     assert worse.fewer_lost == pytest.approx(-0.15)
     assert scale_in_day_lines(worse)[-2].startswith("cache-value against newest: 15% more recomputed;")
+
+
+def test_the_step_down_lasts_as_long_as_the_autoscaling_replay_took_to_come_down() -> None:
+    """The load step ends at 60 + 1,800 = 1,860 s; the replay is back at its 2 replicas at 4,755 s: 2,895 s. Never
+    back: its last sample, 5,000 - 1,860 = 3,140 s."""
+    auto = _inputs().hpa
+    samples = [hpa.Sample(t, 8 if t < 4755 else 2, 8, 0.0) for t in range(0, 5001, 15)]
+    replay = hpa.Replay(tuple(samples), 0.0, 8, None, None, None, 0, ByteSize(0))
+    assert descent_s(replay, auto) == 2895
+    never = hpa.Replay(
+        tuple(hpa.Sample(t, 8, 8, 0.0) for t in range(0, 5001, 15)), 0.0, 8, None, None, None, 0, ByteSize(0)
+    )
+    assert descent_s(never, auto) == 4995 - 1860
+
+
+def test_a_day_of_one_pace_is_stepped_and_one_with_stages_kept() -> None:
+    """Peak 4 x 2 replicas x 0.1 = 0.8 requests/s for 1,800 s (1,440 requests), base 0.2 for 2,895 s (579), peak again:
+    3,459 requests, from a 1,000-request trace: 4 copies."""
+    auto = _inputs().hpa
+    samples = [hpa.Sample(t, 8 if t < 4755 else 2, 8, 0.0) for t in range(0, 5001, 15)]
+    replay = hpa.Replay(tuple(samples), 0.0, 8, None, None, None, 0, ByteSize(0))
+    trace = [_request(t, 4, (t,)) for t in range(1000)]
+    day, shape = day_shape(trace, auto, replay)
+    assert len(day) == 3459
+    assert [sum(1 for r in day if r.stage == k) for k in range(3)] == [1440, 579, 1440]
+    assert shape.startswith("4 copies of it superposed")
+    staged = [Request(t * 1000, 4, 0, (t,), stage=t // 500) for t in range(1000)]
+    assert day_shape(staged, auto, replay) == (staged, "the workload's own load stages")
