@@ -3,6 +3,8 @@ and the prompt tokens recomputed because it held them alone, against arithmetic 
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from components.formulas import hpa
@@ -164,3 +166,17 @@ def test_a_day_of_one_pace_is_stepped_and_one_with_stages_kept() -> None:
     assert shape.startswith("4 copies of it superposed")
     staged = [Request(t * 1000, 4, 0, (t,), stage=t // 500) for t in range(1000)]
     assert day_shape(staged, auto, replay) == (staged, "the workload's own load stages")
+
+
+def test_a_day_above_its_bound_is_not_replayed_and_says_why() -> None:
+    """A capacity of 20 requests/s a replica: the peak 4 x 2 x 20 = 160 requests/s for 1,800 s alone asks 288,000
+    requests, above 100,000: nothing is replayed, one line says so; a day just at the bound would be."""
+    auto = dataclasses.replace(_inputs().hpa, capacity_rps=20.0)
+    samples = [hpa.Sample(t, 8 if t < 4755 else 2, 8, 0.0) for t in range(0, 5001, 15)]
+    replay = hpa.Replay(tuple(samples), 0.0, 8, None, None, None, 0, ByteSize(0))
+    day, shape = day_shape([_request(0, 4, (0,))], auto, replay)
+    assert day == []
+    assert shape.startswith("not replayed: the day (160.00, 40.00, 160.00 requests/s for 1,800, 2,895, 1,800 s) asks")
+    assert "691,800 requests, above the 100,000" in shape
+    lines = scale_in_day_lines(ScaleInDay(shape, ()))
+    assert lines[2].startswith("Not replayed: the day")

@@ -29,6 +29,8 @@ def _fewer(share: float | None, what: str) -> str:
 
 
 def scale_in_day_lines(day: ScaleInDay) -> list[str]:
+    if not day.days:
+        return ["## Scale-in: the day replayed", "", f"{day.shape[0].upper()}{day.shape[1:]}.", ""]
     lines = [
         "## Scale-in: the day replayed",
         "",

@@ -21,12 +21,16 @@ from components.formulas.scale_in_replay import CHOICES, Day, DayInputs, replay_
 from components.formulas.serving_time import EngineCosts
 from components.formulas.tier_shape import Tiers
 
+# The day's work, bounded before it starts: the conversation trace's day asks 55,001 requests, and one victim
+# choice's replay of it took about 25 s (./run size on two shared cores); three choices at this bound, about 2 minutes.
+MAX_DAY_REQUESTS = 100_000
+
 
 @dataclass(frozen=True)
 class ScaleInDay:
-    """The three victim choices through the same day."""
+    """The three victim choices through the same day (none where the day asks more than `MAX_DAY_REQUESTS`)."""
 
-    shape: str  # how the workload's rate falls and rises
+    shape: str  # how the workload's rate falls and rises (or why the day was not replayed)
     days: tuple[Day, ...]  # newest, random, cache-value
 
     def of(self, choice: str) -> Day:
@@ -57,6 +61,8 @@ def descent_s(replay: hpa.Replay, auto: hpa.ReplayInputs) -> int:
 def day_shape(requests: Sequence[Request], auto: hpa.ReplayInputs, replay: hpa.Replay) -> tuple[list[Request], str]:
     """The workload as the day replays it, and how it was shaped (the module's docstring)."""
     if len({r.stage for r in requests}) > 1:
+        if len(requests) > MAX_DAY_REQUESTS:
+            return [], _too_long(len(requests), "its own load stages")
         return list(requests), "the workload's own load stages"
     step = auto.load
     served = auto.initial_replicas * auto.capacity_rps
@@ -64,6 +70,11 @@ def day_shape(requests: Sequence[Request], auto: hpa.ReplayInputs, replay: hpa.R
     down = descent_s(replay, auto)
     stages = ((peak, float(step.duration_s)), (base, float(down)), (peak, float(step.duration_s)))
     needed = sum(round(rate * duration) for rate, duration in stages)
+    if needed > MAX_DAY_REQUESTS:
+        return [], _too_long(
+            needed,
+            f"{peak:.2f}, {base:.2f}, {peak:.2f} requests/s for {step.duration_s:,}, {down:,}, {step.duration_s:,} s",
+        )
     copies = -(-needed // len(requests))
     shape = (
         f"{copies} {'copy' if copies == 1 else 'copies'} of it superposed (each its own block ids), in three stages:"
@@ -73,6 +84,13 @@ def day_shape(requests: Sequence[Request], auto: hpa.ReplayInputs, replay: hpa.R
         f" the step down as long as that replay's HPA took to come back to {auto.initial_replicas} replicas"
     )
     return stepped(scaled(requests, copies), stages), shape
+
+
+def _too_long(requests: int, what: str) -> str:
+    return (
+        f"not replayed: the day ({what}) asks {requests:,} requests, above the {MAX_DAY_REQUESTS:,} it is bounded to"
+        " (stacks/planning/workload/scale_in_day.py)"
+    )
 
 
 def replay_scale_in(
@@ -89,6 +107,8 @@ def replay_scale_in(
 ) -> ScaleInDay:
     """The day, once per victim choice; `tiers.replicas` is raised to the most the HPA runs (each pod a slot)."""
     day, shape = day_shape(requests, auto, replay)
+    if not day:
+        return ScaleInDay(shape, ())
     slots = Tiers(tiers.block_tokens, max(auto.max_replicas, 1), tiers.hbm_blocks, tiers.relation, tiers.cpu_scope)
     inputs = DayInputs(auto, slots, cpu_blocks, fs_blocks, costs, rates, weights, window_s)
     return ScaleInDay(shape, tuple(replay_day(day, inputs, choice) for choice in CHOICES))
