@@ -50,6 +50,7 @@ class Container(TypedDict, total=False):
     resources: Manifest
     volumeMounts: list[Manifest]
     securityContext: Manifest
+    lifecycle: Manifest
     restartPolicy: str  # a native sidecar (an init container that keeps running)
 
 
@@ -117,6 +118,7 @@ class NetworkPolicySpec(TypedDict, total=False):
     podSelector: Required[Manifest]
     policyTypes: list[Literal["Ingress", "Egress"]]
     ingress: list[Manifest]
+    egress: list[Manifest]
 
 
 class NetworkPolicy(TypedDict):

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from components.specs import tier_evictor
-from e2e import ownership
+from e2e import deletion_cost, ownership
 from e2e.changes import CHANGES, Change, apply_change
 from e2e.engine import Engine
 from e2e.kwok import Cluster, ClusterError
@@ -82,6 +82,12 @@ def run_preset(
                 report,
                 "KEDA owns the replicas (scale subresource, then a rollout)",
                 lambda: ownership.check_keda_owns_replicas(engine, cluster, state["render"]["objects"], IMAGE_CHANGE),
+            )
+        if deletion_cost.annotator_of(state["render"]["objects"]) is not None:  # autoscaling.scale_in: cache-value
+            timed(
+                report,
+                "a scale-in removes the lowest-cost pod (the cache annotator, the ReplicaSet controller's choice)",
+                lambda: deletion_cost.check_scale_in(cluster, state["render"]["objects"], workdir),
             )
 
         if changes:

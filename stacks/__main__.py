@@ -26,6 +26,7 @@ from stacks.review.check import check, stack_policy_config
 from stacks.review.cost_summary import cost_lines, objective_lines
 from stacks.review.diff import diff_revisions
 from stacks.review.render import render
+from stacks.review.scale_in_day_table import scale_in_day_lines
 from stacks.review.throughput_summary import throughput_lines
 from stacks.review.tier_curve_table import tier_curve_lines
 
@@ -202,7 +203,7 @@ def size_lines(name: str, overrides: list[str], trace: str | None, block_tokens:
         raise ConfigError("--block-tokens", block_tokens, "applies with --trace; the stack sets workload.block_tokens")
     else:
         source = None
-    workload = plan(config, keep_up=False, workload=source, weigh_any_tier=True).workload
+    workload = plan(config, keep_up=False, workload=source, weigh_any_tier=True, replay_day=True).workload
     assert workload is not None, "a workload is replayed"
     return [
         f"# {name}: replicas, tier sizes and cost",
@@ -212,6 +213,7 @@ def size_lines(name: str, overrides: list[str], trace: str | None, block_tokens:
         *throughput_lines(workload.cost.throughput),
         *cost_lines(workload.cost),
         *objective_lines(workload.objective, took=False),
+        *(scale_in_day_lines(workload.scale_in_day) if workload.scale_in_day is not None else []),
     ]
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import promql_parser
 import pytest
 
+from components.cache_annotator.annotate_pods import Metrics as AnnotatorMetrics
 from components.specs import verification
 from components.tier_evictor.evict_tier import Metrics
 from stacks.config import loading
@@ -24,8 +25,15 @@ SEED_TEXT = "\n".join(p.read_text() for p in sorted(SEEDS.glob("*.txt")))
 COMPANIONS = {"vllm:prefix_cache_queries_total": "denominator of the HBM hit rate (vllm:prefix_cache_hits_total)"}
 
 
-# The program's own exporter: the shared tier's evictor (components/tier_evictor/evict_tier.py `Metrics`).
-OWN_METRICS = {*Metrics().counters, "tier_evictor_usage_ratio", "tier_evictor_high_watermark_ratio"}
+# The program's own exporters: the shared tier's evictor (components/tier_evictor/evict_tier.py `Metrics`) and the
+# cache annotator (components/cache_annotator/annotate_pods.py `Metrics`).
+OWN_METRICS = {
+    *Metrics().counters,
+    "tier_evictor_usage_ratio",
+    "tier_evictor_high_watermark_ratio",
+    *AnnotatorMetrics().counters,
+    "cache_annotator_last_sync_timestamp_seconds",
+}
 
 
 def named_by_the_seeds(metric: str) -> bool:

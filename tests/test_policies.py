@@ -275,6 +275,7 @@ def test_every_rule_has_a_test_above() -> None:
         "identity-labels",  # tests/test_identity.py
         "monthly-budget", "monthly-budget-default",  # tests/test_budget.py
         "filesystem-tier-within-limits",  # tests/test_tier_throughput.py
+        "annotator-least-privilege",  # tests/test_scale_in.py
     }  # fmt: skip
     assert tested == set(RULE)
 

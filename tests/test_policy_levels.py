@@ -28,6 +28,7 @@ MANDATORY = {
     "resource-requests", "privileged-containers", "root-containers", "hardened-containers", "host-namespaces",
     "host-paths", "token-automount", "network-policies", "chart-registries", "hf-token-secret",
     "cluster-hardening", "identity-labels", "monthly-budget", "filesystem-tier-within-limits",
+    "annotator-least-privilege",
 }  # fmt: skip
 LEVELS = {**{name: "mandatory" for name in MANDATORY}, **{name: "advisory" for name in ADVISORY}}
 

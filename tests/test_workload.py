@@ -14,6 +14,7 @@ from pulumi.runtime import settings
 
 import components.specs
 from components.specs import (
+    cache_annotator,
     gateway,
     keda,
     lmcache,
@@ -43,6 +44,7 @@ TOKENS = {
     tier_evictor.WORKLOAD: ("llmd:tier_evictor:TierEvictor", "tier-evictor"),
     keda.WORKLOAD: ("llmd:autoscaling:ModelServerScaler", "autoscaling"),
     gateway.ROUTE_WORKLOAD: ("llmd:gateway:ModelRoute", "gateway-route"),
+    cache_annotator.WORKLOAD: ("llmd:cache_annotator:CacheAnnotator", "cache-annotator"),
 }
 
 

@@ -78,6 +78,11 @@ FILES_STORAGE_MOUNT = "/mnt/files-storage"  # where the shared ReadWriteMany cla
 # policy rule `filesystem-tier-capacity`): `evictor` (a pod labeled TIER_EVICTOR mounts it) or `off`.
 CAPACITY_LABEL = "llm-d.ai/capacity-management"
 TIER_EVICTOR = "tier-evictor"  # the evictor's workload label (WORKLOAD_LABEL) and name
+# The cache-value annotator (components/specs/cache_annotator.py): its workload label (WORKLOAD_LABEL), name and
+# ServiceAccount, and the verbs its Role grants on the pods of its namespace, all it may hold (the policy rule
+# `annotator-least-privilege`).
+CACHE_ANNOTATOR = "cache-annotator"
+CACHE_ANNOTATOR_POD_VERBS = ("get", "list", "patch")
 
 HF_TOKEN_SECRET = "llm-d-hf-token"
 HF_TOKEN_KEY = "HF_TOKEN"

@@ -303,6 +303,25 @@ def _settled(queue: float, replicas: int, inputs: ReplayInputs) -> bool:
     return queue <= 1e-9 and replicas <= max(inputs.min_replicas, inputs.initial_replicas)
 
 
+def proposal(inputs: ReplayInputs, live: int, serving: int, queue: float, served_rps: float, arrival: float) -> int:
+    """The triggers' largest proposal from the router's signals at one sync: `queue` requests waiting, `served_rps`
+    served over the last period, `arrival` requests a second offered (of `live` replicas, `serving` past their cold
+    start)."""
+    signals = {
+        "queue": queue,
+        "running": served_rps / inputs.capacity_rps * inputs.concurrency,
+        "saturation": arrival / (serving * inputs.capacity_rps) if serving else (math.inf if arrival else 0.0),
+    }
+    proposals = []
+    for trigger in inputs.triggers:
+        value = signals[trigger.signal]
+        if trigger.metric_type == "Value":
+            proposals.append(value_proposal(live, serving, value, trigger.target))
+        else:
+            proposals.append(average_value_proposal(live, value, trigger.target))
+    return max(min(p, 2**31 - 1) for p in proposals)
+
+
 def replay(inputs: ReplayInputs) -> Replay:
     """The load step through the HPA, sync period by sync period."""
     dt, load = inputs.sync_s, inputs.load
@@ -317,19 +336,7 @@ def replay(inputs: ReplayInputs) -> Replay:
     while t < load.total_s or (t < load.total_s + SETTLE_LIMIT_S and not _settled(queue, len(live), inputs)):
         arrival = load.factor(t) * inputs.initial_replicas * inputs.capacity_rps
         serving = sum(1 for p in live if p.ready_s <= t)
-        signals = {
-            "queue": queue,
-            "running": served_rps / inputs.capacity_rps * inputs.concurrency,
-            "saturation": arrival / (serving * inputs.capacity_rps) if serving else (math.inf if arrival else 0.0),
-        }
-        proposals = []
-        for trigger in inputs.triggers:
-            value = signals[trigger.signal]
-            if trigger.metric_type == "Value":
-                proposals.append(value_proposal(len(live), serving, value, trigger.target))
-            else:
-                proposals.append(average_value_proposal(len(live), value, trigger.target))
-        wanted = scaler.sync(t, len(live), max(min(p, 2**31 - 1) for p in proposals))
+        wanted = scaler.sync(t, len(live), proposal(inputs, len(live), serving, queue, served_rps, arrival))
         if wanted > len(live):
             live += [_Pod(t, t + inputs.cold_start_s) for _ in range(wanted - len(live))]
         elif wanted < len(live):

@@ -27,6 +27,7 @@ The tier replay (`tier_replay.route`) decides the routing once with it, before t
 from __future__ import annotations
 
 import heapq
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -89,10 +90,12 @@ class Router:
         self.in_flight: list[list[float]] = [[] for _ in range(replicas)]
         self.no_hit_order = list(range(replicas))  # least recently sent a no-hit request first
 
-    def pick(self, request: Request, signals: Signals | None = None) -> Pick:
+    def pick(self, request: Request, signals: Signals | None = None, among: Sequence[int] | None = None) -> Pick:
         """The replica the request goes to: with `signals`, the queue and KV-usage scorers read them; without,
-        the queue is the requests in flight by `ServiceRates`."""
+        the queue is the requests in flight by `ServiceRates`. `among`: the replicas in the pool now (an
+        autoscaled pool's serving ones; None: all), the only ones scored."""
         w = self.weights
+        pool = range(self.replicas) if among is None else among
         if signals is None:
             now = request.timestamp_ms / 1000
             for ends in self.in_flight:
@@ -102,16 +105,17 @@ class Router:
             usage = None  # equal everywhere: left out
         else:
             queue, usage = signals.waiting, signals.kv_usage
-        low, high = min(queue), max(queue)
+        low, high = min(queue[r] for r in pool), max(queue[r] for r in pool)
         ids = request.hash_ids
         blocks = max(len(ids), 1)
         hbm = [index.prefix(ids) for index in self.hbm]
         cpu = [index.prefix(ids) for index in self.cpu]
-        cold = not any(hbm) and not any(cpu)
-        last = max(len(self.no_hit_order) - 1, 1)
-        no_hit = {r: 1 - rank / last for rank, r in enumerate(self.no_hit_order)} if cold else {}
-        best, best_score = 0, -1.0
-        for r in range(self.replicas):
+        cold = not any(hbm[r] for r in pool) and not any(cpu[r] for r in pool)
+        order = self.no_hit_order if among is None else [r for r in self.no_hit_order if r in pool]
+        last = max(len(order) - 1, 1)
+        no_hit = {r: 1 - rank / last for rank, r in enumerate(order)} if cold else {}
+        best, best_score = pool[0], -1.0
+        for r in pool:
             score = w.queue * (1.0 if high == low else (high - queue[r]) / (high - low))
             if usage is not None:
                 score += w.kv_utilization * (1 - usage[r])
@@ -134,6 +138,13 @@ class Router:
         self.hbm[pick.replica].touch_all(request.hash_ids)
         self.cpu[pick.replica].touch_all(request.hash_ids)
         self._sent(pick)
+
+    def forget(self, replica: int) -> None:
+        """A replica removed (a scale-in) or added in its place: the router's indexes of it start empty, as the EPP's
+        do for a new endpoint."""
+        self.hbm[replica] = LRU(self.hbm[replica].capacity)
+        self.cpu[replica] = LRU(self.cpu[replica].capacity)
+        self.in_flight[replica] = []
 
     def _sent(self, pick: Pick) -> None:
         if pick.cold:

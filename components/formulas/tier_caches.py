@@ -43,6 +43,27 @@ class TierCaches:
         self._seen: set[int] = set()
         self._fresh = -1  # output blocks: negative ids, never reused
 
+    def forget(self, replica: int) -> None:
+        """A replica's pod removed (a scale-in), or a new one in its place: its HBM and its own CPU tier start empty;
+        a pooled CPU tier and the filesystem tier outlive it."""
+        self.hbm[replica] = LRU(self.tiers.hbm_blocks)
+        if self.tiers.cpu_scope == "replica":
+            self.cpus[replica] = LRU(self.cpu_blocks)
+
+    def held(self, replica: int) -> set[int]:
+        """The blocks this replica's pod holds in the tiers that die with it (its HBM, its own CPU tier)."""
+        own = set(self.hbm[replica].blocks)
+        if self.tiers.cpu_scope == "replica":
+            own |= set(self.cpus[replica].blocks)
+        return own
+
+    def outliving(self) -> set[int]:
+        """The blocks the tiers that outlive any pod hold (a pooled CPU tier, the filesystem tier)."""
+        kept = set(self.fs.blocks)
+        if self.tiers.cpu_scope == "pooled":
+            kept |= set(self.cpus[0].blocks)
+        return kept
+
     def serve(self, request: Request, replica: int, output_blocks: int) -> Found:
         """The request's prompt at `replica`: which tier serves each prompt token; every tier updated with its
         prompt blocks, then `output_blocks` fresh ones (vLLM keeps decode blocks in its cache too). Block by

@@ -1,7 +1,8 @@
 """PrometheusRule alerts for the seed's "Common failure modes", each with its runbook line.
 
 Which rules a stack gets follows the metric families its model servers export (`metric_family.py`; each
-family's rules are where it is defined, in the connectors' modules), and the shared tier's evictor.
+family's rules are where it is defined, in the connectors' modules), the shared tier's evictor and the cache
+annotator.
 """
 
 from __future__ import annotations
@@ -43,6 +44,25 @@ def shared_tier_alerts(scan_seconds: float) -> list[Alert]:
             "Nothing deletes from the filesystem tier while the evictor is down: check the tier-evictor Deployment's"
             " pod (its claim mounted, its log) before the tier fills.",
         ),
+    ]
+
+
+def annotator_alerts(interval_s: int) -> list[Alert]:
+    """The cache annotator: it stopped leaving every model-server pod with its deletion cost (its loop fails to list
+    the pods or to write, or it is down), so a scale-in falls back to the newest pod, whatever its caches hold."""
+    stale = 4 * interval_s  # four loops in a row
+    return [
+        Alert(
+            "TieredCacheAnnotatorStale",
+            f"time() - max(cache_annotator_last_sync_timestamp_seconds) > {stale}"
+            " or absent(cache_annotator_last_sync_timestamp_seconds)",
+            "10m",
+            "The cache annotator has not written the model servers' deletion costs for a while",
+            "A scale-in now removes pods by the ReplicaSet controller's own order (the newest first), warm caches"
+            " or not. The cache-annotator pod's log says each loop's failure: the API server unreachable (its"
+            " egress NetworkPolicy admits 443 and 6443), a write refused (its Role: get, list, patch on pods), or"
+            " pods that do not answer on :8000/metrics (cache_annotator_unanswered_pods).",
+        )
     ]
 
 

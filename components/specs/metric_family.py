@@ -44,6 +44,17 @@ class Alert:
         }
 
 
+@dataclass(frozen=True)
+class CacheValue:
+    """The counters of the prompt tokens a pod served from its caches instead of computing them, each a sample
+    selector (`name` or `name{label="value"}`): from HBM, and from the connector's own tier (the cache-value
+    annotator's reading, components/cache_annotator/). The tier's counts only where the tier dies with the pod
+    (`Connector.cpu_scope` replica); a pooled tier outlives it."""
+
+    hbm: str
+    tier: str
+
+
 def _none(_: object) -> list[Panel]:
     return []
 
@@ -60,6 +71,12 @@ class MetricFamily:
     panels: Callable[[str], list[Panel]] = _none  # from the alert window
     late_panels: Callable[[str], list[Panel]] = _none
     watch: tuple[str, ...] = ()  # lines of the stack's metricsToWatch
+    cache_value: CacheValue | None = None  # the hit-token counters, where the family exports them
+
+
+def cache_value(families: tuple[MetricFamily, ...]) -> CacheValue | None:
+    """The hit-token counters the first family that exports them names (None: no family does)."""
+    return next((f.cache_value for f in families if f.cache_value is not None), None)
 
 
 def in_order(families: tuple[MetricFamily, ...]) -> tuple[MetricFamily, ...]:

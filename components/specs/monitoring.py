@@ -1,11 +1,11 @@
-"""Scrape configuration: model servers and the tier evictor (PodMonitor, or PodMonitoring on GKE); a connector's
-daemons' monitors sit in its module, built with `pod_monitor`."""
+"""Scrape configuration: model servers, the tier evictor and the cache annotator (PodMonitor, or PodMonitoring on
+GKE); a connector's daemons' monitors sit in its module, built with `pod_monitor`."""
 
 from __future__ import annotations
 
 from components.catalog import labels
 from components.manifest import Manifest
-from components.specs import tier_evictor
+from components.specs import cache_annotator, tier_evictor
 from components.specs.workload_type import WorkloadType
 
 WORKLOAD = WorkloadType("llmd:monitoring:Monitoring", "monitoring")  # monitors, alert rules, dashboard
@@ -37,3 +37,7 @@ def model_server_monitor(provider: str, namespace: str, selector: dict[str, str]
 
 def tier_evictor_monitor(provider: str, namespace: str) -> Manifest:
     return pod_monitor(provider, tier_evictor.NAME, namespace, tier_evictor.LABELS, "metrics", "30s")
+
+
+def cache_annotator_monitor(provider: str, namespace: str) -> Manifest:
+    return pod_monitor(provider, cache_annotator.NAME, namespace, cache_annotator.LABELS, "metrics", "30s")

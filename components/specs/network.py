@@ -1,7 +1,8 @@
 """NetworkPolicies: every pod of the stack admits only the traffic serving needs.
 
-Ingress only: egress stays open, so DNS, the Hugging Face download and the Mooncake and LMCache
-clients keep working. Kubelet probes come from the node and are never subject to a NetworkPolicy.
+Ingress, and egress only for the pod that holds API rights on the others (the cache annotator: `egress_policy`);
+every other pod's egress stays open, so DNS, the Hugging Face download and the Mooncake and LMCache clients keep
+working. Kubelet probes come from the node and are never subject to a NetworkPolicy.
 Every port is read from where it is defined: the router's `targetPorts`, the workloads' own
 `containerPort`s, the chart's ports in `labels`; a connector's daemons' policies sit in its module.
 
@@ -80,6 +81,35 @@ def policy(name: str, namespace: str, pods: Manifest, rules: list[Rule]) -> Mani
     return plain(record)
 
 
+# The API server, as a pod's NetworkPolicy sees it: its `kubernetes` Service (port 443) is translated to the API
+# server's own address and port before a policy matches (443 on GKE and EKS, 6443 where kubeadm built the control
+# plane), an address the stack cannot know: any address on these ports.
+API_SERVER_PORTS = (443, 6443)
+
+
+@dataclass(frozen=True)
+class Egress:
+    destinations: list[Peer] | None  # ANYONE: any address
+    ports: list[int]
+
+    def manifest(self) -> Manifest:
+        out: Manifest = {"ports": [{"protocol": "TCP", "port": p} for p in sorted(set(self.ports))]}
+        if self.destinations is not None:
+            out["to"] = [p.manifest() for p in self.destinations]
+        return out
+
+
+def egress_policy(name: str, namespace: str, pods: Manifest, rules: list[Egress]) -> Manifest:
+    """Let the pods `pods` selects connect only as `rules` say; named `<name>-egress`."""
+    record: NetworkPolicy = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": f"{name}-egress", "namespace": namespace, "labels": {labels.GUIDE_LABEL: labels.GUIDE}},
+        "spec": {"podSelector": pods, "policyTypes": ["Egress"], "egress": [r.manifest() for r in rules]},
+    }
+    return plain(record)
+
+
 def container_ports(workload: Manifest) -> list[int]:
     """Every TCP port a workload's pods declare (native sidecars included)."""
     spec = workload.get("spec") or {}
@@ -120,6 +150,7 @@ class StackTraffic:
     server_peers: tuple[Peer, ...] = ()  # the connector's daemons that exchange KV with the model servers
     # A cluster stack's Gateway in front: its data plane calls the EPP's ext-proc and then the chosen server.
     gateway: tuple[Peer, ...] = ()
+    annotator: dict[str, str] | None = None  # the cache annotator's pod labels: it reads the servers' /metrics
 
     @property
     def model_servers(self) -> Peer:
@@ -141,6 +172,8 @@ def model_server_policy(traffic: StackTraffic, role: ServingRole, name: str) -> 
     rules = [Rule(clients, traffic.router_target_ports), Rule([traffic.scraper], role.ports)]
     if traffic.gateway:
         rules.append(Rule(list(traffic.gateway), traffic.router_target_ports))
+    if traffic.annotator is not None:  # its /metrics only: the serving port, where the engines serve it
+        rules.append(Rule([Peer(traffic.annotator)], [labels.MODEL_SERVER_PORT]))
     if traffic.peer_traffic:
         rules.append(Rule([traffic.model_servers], None))
     rules += [Rule([peer], None) for peer in traffic.server_peers]

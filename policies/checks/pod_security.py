@@ -1,6 +1,7 @@
 """Rules over each pod's security and resources: requests set, privilege and root only with an
 exemption (components/specs/security.py), hardened contexts, no host namespaces or paths beyond the
-allowed, tokens only for API access, the HF token from a Secret."""
+allowed, tokens only for API access and the cache annotator's rights no wider than its job (the right to patch pods
+is the right to reorder every scale-in), the HF token from a Secret."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any
 
+from components.catalog import labels
 from components.specs import mooncake, security
 from policies.checks.inventory import (
     holds_profile_devices,
@@ -199,3 +201,69 @@ def hf_token_from_secret(resources: list[Resource], _: NoConfig) -> list[Violati
         for c in pod.containers()
         if "HF_TOKEN" in env(c) and "secretKeyRef" not in (env(c)["HF_TOKEN"].get("valueFrom") or {})
     ]
+
+
+RBAC = "kubernetes:rbac.authorization.k8s.io/v1"
+ROLE, ROLE_BINDING = f"{RBAC}:Role", f"{RBAC}:RoleBinding"
+CLUSTER_ROLE_BINDING = f"{RBAC}:ClusterRoleBinding"
+ALLOWED = f"{', '.join(labels.CACHE_ANNOTATOR_POD_VERBS)} on the pods of its own namespace"
+
+
+def _annotator_accounts(resources: list[Resource]) -> set[tuple[str, str]]:
+    """(namespace, ServiceAccount) of every pod the stack labels as the cache annotator."""
+    return {
+        (namespace_of(pod.owner), str(pod.spec.get("serviceAccountName") or "default"))
+        for pod in pods(resources)
+        if pod.labels.get(labels.WORKLOAD_LABEL) == labels.CACHE_ANNOTATOR
+    }
+
+
+def _name(r: Resource) -> str:
+    return str((r.props.get("metadata") or {}).get("name") or r.name)
+
+
+def _rule_problem(rule: dict[str, Any]) -> str | None:
+    groups, kinds = rule.get("apiGroups") or [], rule.get("resources") or []
+    verbs, allowed = set(rule.get("verbs") or []), set(labels.CACHE_ANNOTATOR_POD_VERBS)
+    if list(groups) != [""] or list(kinds) != ["pods"] or rule.get("nonResourceURLs"):
+        return f"grants {sorted(verbs)} on {list(groups)}/{list(kinds)}"
+    if not verbs <= allowed:
+        return f"grants {sorted(verbs - allowed)} on pods"
+    return None
+
+
+def annotator_least_privilege(resources: list[Resource], _: NoConfig) -> list[Violation]:
+    """The cache annotator's account is bound only by RoleBindings of its namespace, to Roles of the stack that grant
+    at most get, list and patch on pods: no ClusterRoleBinding, no ClusterRole, no other resource or verb."""
+    accounts = _annotator_accounts(resources)
+    if not accounts:
+        return []
+    roles = {(namespace_of(r), _name(r)): r for r in resources if r.type == ROLE}
+    out = []
+    for binding in resources:
+        if binding.type not in (ROLE_BINDING, CLUSTER_ROLE_BINDING):
+            continue
+        subjects = [s for s in binding.props.get("subjects") or [] if s.get("kind") == "ServiceAccount"]
+        bound = {(str(s.get("namespace") or namespace_of(binding)), str(s.get("name"))) for s in subjects}
+        held = sorted(name for _, name in bound & accounts)
+        if not held:
+            continue
+        ref = binding.props.get("roleRef") or {}
+        account = f"the cache annotator's account {held[0]}"
+        if binding.type == CLUSTER_ROLE_BINDING:
+            out.append(Violation(binding, f"binds {account} cluster-wide ({ref.get('name')}); it may hold {ALLOWED}"))
+            continue
+        if ref.get("kind") != "Role":
+            bound_to = f"{ref.get('kind')} {ref.get('name')}"
+            out.append(Violation(binding, f"binds {account} to {bound_to}; it may hold {ALLOWED}"))
+            continue
+        role = roles.get((namespace_of(binding), str(ref.get("name"))))
+        if role is None:
+            undeclared = f"Role {ref.get('name')}, which the stack does not declare"
+            out.append(Violation(binding, f"binds {account} to {undeclared}"))
+            continue
+        for rule in role.props.get("rules") or []:
+            problem = _rule_problem(rule)
+            if problem is not None:
+                out.append(Violation(role, f"{problem}, bound to {account}; it may hold {ALLOWED}"))
+    return out

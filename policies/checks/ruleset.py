@@ -30,6 +30,7 @@ from policies.checks.identity import identity_labels
 from policies.checks.pod_security import (
     HostPathsConfig,
     PrivilegedConfig,
+    annotator_least_privilege,
     containers_hardened,
     hf_token_from_secret,
     host_paths_allowed,
@@ -185,6 +186,13 @@ RULES: list[Rule[Any]] = [
         "Service-account tokens only for API access",
         "mandatory",
         token_only_for_api_access,
+        NoConfig,
+    ),
+    Rule(
+        "annotator-least-privilege",
+        "The cache annotator holds get, list and patch on the pods of its own namespace, nothing cluster-wide or more",
+        "mandatory",
+        annotator_least_privilege,
         NoConfig,
     ),
     Rule(

@@ -7,6 +7,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationInfo, field_validator
 
+from components.formulas.victims import ScaleIn
 from components.specs import keda
 from stacks.config import formats
 from stacks.config.fields import Section, check_with
@@ -38,6 +39,11 @@ class AutoscalingConfig(Section):
     scale_down: Literal["derived", "upstream"] = "derived"
     """derived: the stabilization window and rate from the stack's modeled cold start (a removed pod
     re-added costs two cold starts); upstream: the recipes' 300 s window, 100% per 15 s"""
+    scale_in: ScaleIn = "newest"
+    """which model-server pod a scale-in removes: newest (the ReplicaSet controller's own order: among ready pods,
+    the one ready for the shortest time, whatever its caches hold); cache-value (an annotator writes each pod's rank
+    by the prompt tokens it served from HBM and its own CPU tier as its pod-deletion-cost, so the pod whose caches
+    served least goes first, and each pod drains its requests before it stops: docs/scale-in.md)"""
     gcp_project: Annotated[str, check_with(formats.gcp_project)] | None = None
     """the GCP project whose Managed Prometheus KEDA queries (monitoring.provider gke-managed-prometheus on an
     existing cluster); default: a created GKE cluster's cluster.gke.project"""

@@ -512,6 +512,13 @@ class AutoscalingScaleDown(Enum):
     UPSTREAM = "upstream"
 
 
+class AutoscalingScaleIn(Enum):
+    """which model-server pod a scale-in removes: newest (the ReplicaSet controller's own order: among ready pods, the one ready for the shortest time, whatever its caches hold); cache-value (an annotator writes each pod's rank by the prompt tokens it served from HBM and its own CPU tier as its pod-deletion-cost, so the pod whose caches served least goes first, and each pod drains its requests before it stops: docs/scale-in.md)"""
+
+    NEWEST = "newest"
+    CACHE_VALUE = "cache-value"
+
+
 class AutoscalingArgs(TypedDict, total=False):
     """A KEDA ScaledObject per model-server workload on the EPP's flow-control queue and pool saturation (llm-d's workload-autoscaling guide); `cache.replicas` is the initial count."""
 
@@ -531,6 +538,8 @@ class AutoscalingArgs(TypedDict, total=False):
     """most replicas; default: what the node pools hold (the fit arithmetic); above it is an error"""
     scale_down: AutoscalingScaleDown
     """derived: the stabilization window and rate from the stack's modeled cold start (a removed pod re-added costs two cold starts); upstream: the recipes' 300 s window, 100% per 15 s"""
+    scale_in: AutoscalingScaleIn
+    """which model-server pod a scale-in removes: newest (the ReplicaSet controller's own order: among ready pods, the one ready for the shortest time, whatever its caches hold); cache-value (an annotator writes each pod's rank by the prompt tokens it served from HBM and its own CPU tier as its pod-deletion-cost, so the pod whose caches served least goes first, and each pod drains its requests before it stops: docs/scale-in.md)"""
     gcp_project: str
     """the GCP project whose Managed Prometheus KEDA queries (monitoring.provider gke-managed-prometheus on an existing cluster); default: a created GKE cluster's cluster.gke.project"""
     prometheus_url: str

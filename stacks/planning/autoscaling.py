@@ -41,6 +41,7 @@ class Autoscaling:
     capacity_rps: float  # one replica's serving capacity, prefill-bound
     replay: hpa.Replay
     room: Room | None = None  # the serving pool's, where one is described
+    inputs: hpa.ReplayInputs | None = None  # what the replay above ran on (the day's replay runs on them too)
 
 
 @dataclass(frozen=True)
@@ -128,21 +129,20 @@ def resolve(
     capacity = 1 / per_request if per_request > 0 else 1.0
     tier = server.sizing.cpu_tier_per_pod * server.group_size
     source = _metrics_source(config)
-    replay = hpa.replay(
-        hpa.ReplayInputs(
-            initial_replicas=server.replicas,
-            capacity_rps=capacity,
-            # A replica at capacity holds upstream's running-requests target in flight (what the recipes' 16 means):
-            # running requests then count the load in replicas, and the HPA holds the count the load needs.
-            concurrency=settings.running_threshold,
-            cold_start_s=cold,
-            min_replicas=settings.min_replicas,
-            max_replicas=maximum,
-            cpu_tier=tier,
-            triggers=keda.hpa_triggers(settings.trigger, settings.thresholds),
-            behavior=behavior,
-        )
+    inputs = hpa.ReplayInputs(
+        initial_replicas=server.replicas,
+        capacity_rps=capacity,
+        # A replica at capacity holds upstream's running-requests target in flight (what the recipes' 16 means):
+        # running requests then count the load in replicas, and the HPA holds the count the load needs.
+        concurrency=settings.running_threshold,
+        cold_start_s=cold,
+        min_replicas=settings.min_replicas,
+        max_replicas=maximum,
+        cpu_tier=tier,
+        triggers=keda.hpa_triggers(settings.trigger, settings.thresholds),
+        behavior=behavior,
     )
+    replay = hpa.replay(inputs)
     return Autoscaling(
         settings.trigger,
         settings.thresholds,
@@ -157,6 +157,7 @@ def resolve(
         capacity,
         replay,
         room,
+        inputs,
     )
 
 

@@ -8,7 +8,7 @@ import dataclasses
 
 from components.catalog import labels
 from components.manifest import Manifest
-from components.specs import images, network, security, verification
+from components.specs import cache_annotator, images, network, security, verification
 from components.specs.rollout import (
     pod_disruption_budget,
     with_all_nodes_update,
@@ -162,6 +162,7 @@ def _traffic(stack_plan: StackPlan) -> network.StackTraffic:
         verification={"app.kubernetes.io/name": verification.NAME} if verification.WORKLOAD.key in keys else None,
         server_peers=connector.server_peers(),
         gateway=gateway_peers(config),
+        annotator=dict(cache_annotator.LABELS) if cache_annotator.WORKLOAD.key in keys else None,
     )
 
 

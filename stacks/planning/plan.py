@@ -24,7 +24,7 @@ from stacks.config.cross_checks import check_epp_index
 from stacks.config.errors import ConfigError
 from stacks.config.loading import PROJECT_DIR
 from stacks.config.providers import provider_of
-from stacks.planning import autoscaling, cold_starts, hardware, hbm_fit
+from stacks.planning import autoscaling, cold_starts, hardware, hbm_fit, scale_in
 from stacks.planning.cluster_plan import ClusterPlan, plan_cluster
 from stacks.planning.gateway_route import route_workload
 from stacks.planning.gpu_product_affinity import with_product
@@ -94,11 +94,13 @@ def plan(
     keep_up: bool = True,
     workload: WorkloadSource | None = None,
     weigh_any_tier: bool = False,
+    replay_day: bool = False,
 ) -> StackPlan:
     """The stack's plan. With a workload (the stack's, or `workload` given: `./run size --trace`), the workload side
     once (workload_plan.plan_workload: the replicas, the tiers, their cost), and the plan rendered at its figures;
     a configured count that does not keep up stops here, unless `keep_up` is off (`./run size` reports instead).
-    `weigh_any_tier`: weigh `pricing.objective`'s size where `cache.tier.cpu` is set too (what auto would take)."""
+    `weigh_any_tier`: weigh `pricing.objective`'s size where `cache.tier.cpu` is set too (what auto would take);
+    `replay_day`: an autoscaled stack's day replayed per scale-in victim choice (`./run size`)."""
     stack = resolve(config)
     first = _plan(stack)
     source = workload if workload is not None else config_source(config, PROJECT_DIR)
@@ -110,7 +112,7 @@ def plan(
         return _plan(dataclasses.replace(stack, replicas=replicas), cpu_tier, store_rate)
 
     replan = Replan(first, at)
-    record = plan_workload(first, source, slo, replan, weigh_any_tier=weigh_any_tier)
+    record = plan_workload(first, source, slo, replan, weigh_any_tier=weigh_any_tier, replay_day=replay_day)
     if keep_up and config.cache.replicas != "auto":
         capacity_plan.check_fits(record.capacity)
     rendered = replan(record.replicas, record.cpu_tier, record.store_rate)
@@ -152,11 +154,15 @@ def _plan(stack: Resolved, chosen_tier: ByteSize | None = None, store_rate: Stor
         )
     exports = connector.exports(stack.choice, profile)
     stack_alerts = alerts.alerts(exports, _thresholds(stack, stack_payoff))
+    scaled_in = scale_in.resolve(stack, decode, hbm, auto, exports)
+    if scaled_in is not None:  # every model server drains before it stops; the annotator's alert
+        servers = [dataclasses.replace(s, drain=scaled_in.drain) for s in servers]
+        stack_alerts = [*stack_alerts, *alerts.annotator_alerts(scaled_in.interval_s)]
     most = auto.max_replicas if auto else None
     shared = shared_tier(stack, stack_payoff, most or sum(s.replicas for s in servers), store_rate)
     if shared is not None and shared.managed:
         stack_alerts = [*stack_alerts, *alerts.shared_tier_alerts(shared.capacity.scan_seconds)]
-    serving = Serving(stack, servers, tier_sizing, exports, stack_alerts, most, shared)
+    serving = Serving(stack, servers, tier_sizing, exports, stack_alerts, most, shared, scaled_in)
     planned = workloads(serving)
     if auto is not None:  # KEDA owns the replica count; cache.replicas is the initial one
         pool = config.router.release if profile != "pd" else None
@@ -175,7 +181,9 @@ def _plan(stack: Resolved, chosen_tier: ByteSize | None = None, store_rate: Stor
         router_values=values,
         inference_pool=inference_pool(config.router.release, config.namespace, values),
         alerts=stack_alerts,
-        metrics_to_watch=alerts.metrics_to_watch(exports) + (EVICTOR_METRICS if shared and shared.managed else []),
+        metrics_to_watch=alerts.metrics_to_watch(exports)
+        + (EVICTOR_METRICS if shared and shared.managed else [])
+        + (scale_in.ANNOTATOR_METRICS if scaled_in else []),
         fit=fit,
         pools=autoscaling.with_node_bounds(config, pool_specs(config), auto),
         payoff=stack_payoff,
@@ -183,6 +191,7 @@ def _plan(stack: Resolved, chosen_tier: ByteSize | None = None, store_rate: Stor
         tier=tier,
         autoscaling=auto,
         shared_tier=shared,
+        scale_in=scaled_in,
     )
     return with_network_policies(through_mirror(with_await_budgets(with_rollouts(hardened(stack_plan)))))
 

@@ -19,6 +19,7 @@ from stacks.config import StackConfig
 from stacks.planning import autoscaling, hardware, rollout_choice
 from stacks.planning.mirror import Mirror
 from stacks.planning.resolution import Resolved
+from stacks.planning.scale_in import ScaleIn
 from stacks.planning.workload.capacity_records import CapacityPlan
 from stacks.planning.workload.cost_records import StackCost
 from stacks.planning.workload.shared_tier import SharedTier
@@ -56,6 +57,7 @@ class StackPlan:
     router_policies: list[Manifest] = dataclasses.field(default_factory=list)  # the router pods' NetworkPolicy
     autoscaling: autoscaling.Autoscaling | None = None  # KEDA's bounds, scale-down and replay (None: off)
     shared_tier: SharedTier | None = None  # the filesystem tier's claim, its store rate and its evictor
+    scale_in: ScaleIn | None = None  # `autoscaling.scale_in: cache-value`: the annotator and the drain (else None)
     workload: WorkloadPlan | None = None  # the workload through the stack (workload_plan.plan_workload; None: none)
     cost: StackCost | None = None  # what it costs (workload/cost.py), set once the plan is final
 

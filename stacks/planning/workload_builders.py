@@ -29,6 +29,7 @@ from stacks.config.errors import ConfigError
 from stacks.planning import cold_starts, hardware, tier_capacity
 from stacks.planning.prepull_placement import prepull_manifests, serving_placement
 from stacks.planning.resolution import Resolved
+from stacks.planning.scale_in import ScaleIn, annotator_workload
 from stacks.planning.workload.shared_tier import SharedTier
 
 SERVING = (NAMESPACE, HF_TOKEN, CLUSTER)  # what every model server needs from the stack itself
@@ -46,6 +47,7 @@ class Serving:
     alerts: list[alerts.Alert]
     autoscaled_to: int | None = None  # KEDA's most replicas (None: a fixed count)
     shared_tier: SharedTier | None = None  # the filesystem tier's claim and its evictor
+    scale_in: ScaleIn | None = None  # `autoscaling.scale_in: cache-value`: the annotator, the drain
 
     @property
     def config(self) -> StackConfig:
@@ -94,6 +96,8 @@ def workloads(s: Serving) -> dict[str, Workload]:
         for server, objects in zip(s.servers, server_objects, strict=True)
     ]
     out += servers
+    if s.scale_in is not None:  # beside the model servers, whose pods it annotates
+        out.append(annotator_workload(config, s.scale_in, s.decode))
     if config.monitoring.enabled:
         out.append(_monitoring(s, before_servers))
     if config.verification.enabled:
@@ -266,6 +270,8 @@ def _monitoring(s: Serving, needs: tuple[str, ...]) -> Workload:
     out += s.stack.connector.monitors(provider, namespace)
     if s.shared_tier is not None and s.shared_tier.managed:
         out.append(monitoring.tier_evictor_monitor(provider, namespace))
+    if s.scale_in is not None:
+        out.append(monitoring.cache_annotator_monitor(provider, namespace))
     if provider == "prometheus-operator":
         out.append(alerts.prometheus_rule("tiered-prefix-cache", namespace, s.alerts))
     else:  # GKE Managed Prometheus evaluates rules from its own Rules kind

@@ -14,11 +14,11 @@ from components.catalog.time_model_band import ttft_band
 from components.formulas import replay_work
 from components.formulas.payoff import Replica
 from components.formulas.shared_tier_capacity import StoreRate
-from components.formulas.tier_replay import assigned
+from components.formulas.tier_replay import Tiers, assigned
 from components.units import ByteSize
 from stacks.config.errors import ConfigError
 from stacks.config.workload_section import SloConfig
-from stacks.planning import hardware
+from stacks.planning import hardware, scale_in
 from stacks.planning.stack_plan import StackPlan
 from stacks.planning.tier_capacity import budget as tier_budget
 from stacks.planning.tier_fit import node_largest_tier, tier_capacity
@@ -27,6 +27,7 @@ from stacks.planning.workload.capacity_records import CapacityPlan, Scenario, Ti
 from stacks.planning.workload.cost import size_price, stack_cost
 from stacks.planning.workload.cost_records import ServingUse, StackCost
 from stacks.planning.workload.routing_weights import routing_of
+from stacks.planning.workload.scale_in_day import ScaleInDay, replay_scale_in
 from stacks.planning.workload.tier_curve import UNBOUNDED, StackShape, TierCurve
 from stacks.planning.workload.workload_bounds import check_work
 from stacks.planning.workload.workload_record import WorkloadPlan
@@ -58,13 +59,20 @@ class Replan:
 
 
 def plan_workload(
-    first: StackPlan, source: WorkloadSource, slo: SloConfig | None, replan: Replan, *, weigh_any_tier: bool = False
+    first: StackPlan,
+    source: WorkloadSource,
+    slo: SloConfig | None,
+    replan: Replan,
+    *,
+    weigh_any_tier: bool = False,
+    replay_day: bool = False,
 ) -> WorkloadPlan:
     """The workload through the stack, once. `first`: the plan at the configured figures; `weigh_any_tier`: weigh
     `pricing.objective`'s size even where `cache.tier.cpu` is set (what auto would take, as `./run size` shows).
     `cache.replicas: auto` takes the capacity plan's fewest (and, under `pricing.objective: cost`, the count of the
     size it took); the capacity plan is replayed again at the rendered figures where they moved. The keep-up check
-    of a configured count is the caller's (`capacity_plan.check_fits` on the record's capacity)."""
+    of a configured count is the caller's (`capacity_plan.check_fits` on the record's capacity). `replay_day`: an
+    autoscaled stack's day replayed per scale-in victim choice (`./run size`; `day_of`)."""
     config = first.config
     source = held_workload(first, source)
     capacity = plan_capacity_of(first, source, slo)
@@ -89,7 +97,31 @@ def plan_workload(
     if rendered.tier != at.tier or rendered.stack.replicas != at.stack.replicas:  # the capacity plan as rendered
         capacity = plan_capacity_of(rendered, source, slo, capacity)
     cost = priced(rendered, sized, capacity, chosen)
-    return WorkloadPlan(source.description, capacity, sized, objective, replicas, chosen, measured, cost)
+    day = day_of(rendered, source) if replay_day else None
+    return WorkloadPlan(source.description, capacity, sized, objective, replicas, chosen, measured, cost, day)
+
+
+def day_of(stack_plan: StackPlan, source: WorkloadSource) -> ScaleInDay | None:
+    """The autoscaled stack's day (workload/scale_in_day.py) at its rendered tiers and routing; None without
+    autoscaling."""
+    auto = stack_plan.autoscaling
+    if auto is None or auto.inputs is None:
+        return None
+    shape, bt = stack_shape(stack_plan), source.block_tokens
+    tiers = Tiers(bt, shape.replicas, shape.hbm.kv_tokens // bt, shape.relation, shape.cpu_scope)
+    fs = workload_sizing.tier_blocks(shape, bt, shape.fs_configured) if shape.fs_configured is not None else 0
+    return replay_scale_in(
+        source.requests_list(),
+        auto.inputs,
+        auto.replay,
+        tiers,
+        workload_sizing.tier_blocks(shape, bt, shape.configured_cpu),
+        fs,
+        capacity_plan.stack_costs(shape),
+        workload_sizing.service_rates(shape),
+        routing_of(stack_plan.router_values).weights,
+        scale_in.annotator_window(auto),
+    )
 
 
 def priced(

@@ -3,13 +3,15 @@ what each removed pod drops, and the replay of a load step."""
 
 from __future__ import annotations
 
-from components.catalog import versions
-from components.formulas import hpa
+from components.catalog import labels, versions
+from components.formulas import drain, hpa
+from components.formulas.victims import DELETION_COST_ANNOTATION
 from components.specs import keda
 from components.units import GiB
 from stacks.config.providers import provider_of
 from stacks.planning.autoscaling import Autoscaling
 from stacks.planning.plan import StackPlan
+from stacks.planning.scale_in import ScaleIn
 
 
 def _rules(rules: hpa.Rules) -> str:
@@ -77,6 +79,7 @@ def autoscaling_lines(stack_plan: StackPlan) -> list[str]:
         ("each scale-down drops", drops),
         ("a replica serves", f"{auto.capacity_rps:.2f} requests/s (prefill-bound at the payoff's prefix length)"),
         *replay_rows(auto),
+        *(scale_in_rows(stack_plan.scale_in) if stack_plan.scale_in is not None else []),
     ]
     return [
         "## Autoscaling",
@@ -87,6 +90,48 @@ def autoscaling_lines(stack_plan: StackPlan) -> list[str]:
         "|---|---|",
         *(f"| {k} | {v} |" for k, v in rows),
         "",
+    ]
+
+
+def scale_in_rows(scale: ScaleIn) -> list[tuple[str, str]]:
+    """`autoscaling.scale_in: cache-value`: what the annotator reads and writes, and the drain with its formula."""
+    d, tier = scale.drain, scale.counters.tier
+    own_tier = (
+        f" + `{tier}` (its own CPU tier, which goes with it)"
+        if scale.tier_counted
+        else f"; not `{tier}`: the connector's CPU tier is pooled and outlives the pod"
+    )
+    return [
+        (
+            "scale-in",
+            f"cache-value: the `{labels.CACHE_ANNOTATOR}` Deployment writes each ready model-server pod's rank by its"
+            f" cache value as `{DELETION_COST_ANNOTATION}` every {scale.interval_s} s (the HPA's sync period); the"
+            " ReplicaSet controller removes the lowest first (a pod that does not answer: lowest of all)",
+        ),
+        (
+            "cache value",
+            f"prompt tokens served from its caches over the last {scale.window_s} s (the scale-down window):"
+            f" `{scale.counters.hbm}` (HBM){own_tier}, read from :{labels.MODEL_SERVER_PORT}/metrics",
+        ),
+        (
+            "drain before stop",
+            f"{drain.PRE_STOP_SECONDS} s preStop (the router stops picking the pod), then SIGTERM: the engine refuses"
+            f" new requests and finishes its own for up to {d.shutdown_timeout_s} s (vLLM's `--shutdown-timeout`;"
+            f" SGLang drains by itself), then {drain.TEARDOWN_SECONDS} s of teardown",
+        ),
+        (
+            "the longest request",
+            f"{d.longest_request_s:,.0f} s = its {d.max_model_len:,}-token prompt prefilled alone"
+            f" ({d.prefill_s:.1f} s) + {d.max_model_len:,} decode steps of {d.step_s * 1000:.2f} ms ({d.max_seqs:,}"
+            f" sequences over the full {d.kv_tokens:,}-token KV pool, the time model's step); max_model_len from"
+            f" {d.max_model_len_from}",
+        ),
+        ("terminationGracePeriodSeconds", d.formula()),
+        (
+            "what it costs",
+            f"one pod ({labels.CACHE_ANNOTATOR}, 50m CPU); at most {scale.max_pods} pod patches a loop, none while the"
+            " order holds; a pod being removed keeps its accelerators until its requests finish (at most the grace)",
+        ),
     ]
 
 

@@ -369,7 +369,14 @@ def _rollout_lines(stack_plan: StackPlan) -> list[str]:
 def _network_row(stack_plan: StackPlan, recording: Recording) -> tuple[str, str]:
     if not stack_plan.config.network_policies.enabled:
         return ("network policies", "off: every pod accepts traffic from anywhere in the cluster")
-    count = sum(1 for r in recording.resources if r.type.endswith(":NetworkPolicy"))
+    policies = [r for r in recording.resources if r.type.endswith(":NetworkPolicy")]
+    count = len(policies)
+    held = sorted(
+        str(r.inputs["metadata"]["name"]).removesuffix("-egress")
+        for r in policies
+        if "Egress" in (r.inputs.get("spec") or {}).get("policyTypes", [])
+    )
+    egress = f"egress open but the {', '.join(held)}'s" if held else "egress open"
     enforced = provider_of(stack_plan.config).network_policy_enforcer
     where = (
         f"Enforced by the created cluster's {enforced}"
@@ -380,5 +387,5 @@ def _network_row(stack_plan: StackPlan, recording: Recording) -> tuple[str, str]
     )
     return (
         "network policies",
-        f"{count} NetworkPolicies (ingress; egress open): each pod admits only the traffic serving needs. {where}",
+        f"{count} NetworkPolicies (ingress; {egress}): each pod admits only the traffic serving needs. {where}",
     )

@@ -11,7 +11,7 @@ from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
 from components.manifest import Manifest
 from components.specs.connectors.interface import Choice, Connector, SizingInputs
-from components.specs.metric_family import Alert, MetricFamily, Panel, Thresholds
+from components.specs.metric_family import Alert, CacheValue, MetricFamily, Panel, Thresholds
 from components.specs.promql import rate
 from components.specs.servers.base import env_var, tier_dir
 from components.specs.servers.limits import GuideLimits
@@ -109,6 +109,10 @@ HICACHE_METRICS = MetricFamily(
     watch=(
         "sglang:hicache_host_used_tokens / sglang:hicache_host_total_tokens (host tier occupancy)",
         'sglang:cached_tokens_total{cache_source="host"} (host-tier hits)',
+    ),
+    # SGLang counts a request's cached prompt tokens by where they were found: the device (HBM), the host tier.
+    cache_value=CacheValue(
+        'sglang:cached_tokens_total{cache_source="device"}', 'sglang:cached_tokens_total{cache_source="host"}'
     ),
 )
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from components.catalog import labels
 from components.manifest import Manifest
 from components.specs.connectors.interface import Choice, Connector, RouterProfile
-from components.specs.metric_family import Alert, MetricFamily, Panel, Thresholds, in_order
+from components.specs.metric_family import Alert, CacheValue, MetricFamily, Panel, Thresholds, in_order
 from components.specs.promql import rate, ratio
 from components.specs.servers.base import GuideLimits, ServerSpec, files_storage_mount, files_storage_volume
 from components.specs.servers.limits import fraction_text, limit_args, limits
@@ -125,6 +125,9 @@ VLLM_METRICS = MetricFamily(
         "vllm:prefix_cache_hits_total (HBM hits)",
         "vllm:time_to_first_token_seconds (TTFT)",
     ),
+    # Prompt tokens found in the GPU prefix cache, and those the KV connector loaded (its CPU tier; with the
+    # native connector's filesystem tier behind it, those loads too: vLLM counts them as one).
+    cache_value=CacheValue("vllm:prefix_cache_hits_total", "vllm:external_prefix_cache_hits_total"),
 )
 # The tiered router values' cpu-prefix-cache-producer index, held against what vLLM's counters say the
 # servers hit.

@@ -11,6 +11,7 @@ from components.catalog.engines import EngineKey as EngineKey  # named here too,
 from components.catalog.geometry_stamp import geometry_stamp
 from components.catalog.models import ModelSpec
 from components.catalog.platforms import PLATFORMS
+from components.formulas.drain import Drain
 from components.manifest import (
     Container,
     Deployment,
@@ -39,8 +40,6 @@ FILES_STORAGE = labels.FILES_STORAGE_MOUNT
 STARTUP_PROBE = {"initialDelaySeconds": 15, "periodSeconds": 30, "timeoutSeconds": 5, "failureThreshold": 120}
 LIVENESS_PROBE = {"periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": 3}
 READINESS_PROBE = {"periodSeconds": 5, "timeoutSeconds": 2, "failureThreshold": 3}
-# vLLM drains in-flight requests on SIGTERM; the router's EPP uses the same grace period.
-TERMINATION_GRACE_SECONDS = 130
 # Writable caches vLLM, torch.compile and Triton expect in the (non-root) home directory.
 CACHE_MOUNTS = (("torch-compile-cache", "/.cache"), ("triton-cache", "/.triton"), ("vllm-config", "/.config"))
 FILES_STORAGE_CLAIM = "llm-d-kv-cache-storage"
@@ -115,6 +114,7 @@ class ServerSpec:
     max_model_len: int | None = None
     # What the KV its servers persist depends on (None: no persistent tier); the plan sets it from the spec.
     tier_identity: TierIdentity | None = None
+    drain: Drain | None = None  # its drain before it stops (servers/shutdown.py); None: the family's own grace
 
     @property
     def filesystem_tier(self) -> bool:

@@ -13,6 +13,7 @@ from components.specs.servers.base import (
     model_load_args,
     service_account,
 )
+from components.specs.servers.shutdown import drained, vllm_drain_args
 
 VLLM_BEHIND_SIDECAR_PORT = 8200  # P/D decode: the routing sidecar takes :8000 and forwards here
 NIXL_PORT = 5600
@@ -55,7 +56,7 @@ def lmcache_mp_args(spec: ServerSpec) -> list[str]:
         args.append("--disable-hybrid-kv-cache-manager")  # needed by LMCacheMPConnector beside NIXL
     if spec.tensor_parallelism > 1:
         args.append(f"--tensor-parallel-size={spec.tensor_parallelism}")
-    return [*args, "--kv-transfer-config", "$(LMCACHE_KV_CONFIG)"]
+    return [*args, "--kv-transfer-config", "$(LMCACHE_KV_CONFIG)", *vllm_drain_args(spec)]
 
 
 def _config_key(spec: ServerSpec) -> str:
@@ -101,6 +102,7 @@ def lmcache_mp_manifests(spec: ServerSpec) -> list[Manifest]:
         "containers": [container],
         "volumes": volumes + cache_volumes,
     }
+    drained(spec, pod, container)  # its grace (GRACE_SECONDS) becomes the drain's
     if behind_sidecar:
         pod["initContainers"] = [
             {

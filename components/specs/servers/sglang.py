@@ -22,6 +22,7 @@ from components.specs.servers.base import (
     serving_container,
 )
 from components.specs.servers.limits import fraction_text, limit_args, limits
+from components.specs.servers.shutdown import drained
 from components.units import ByteSize, GiB
 
 # Tokens per KV page; HiCache moves pages between HBM and host memory.
@@ -77,6 +78,7 @@ def sglang_manifests(spec: ServerSpec) -> list[Manifest]:
     command, resources = ["python3", "-m", "sglang.launch_server"], memory_resources(spec, _devices(spec))
     container = serving_container(spec, command, sglang_args(spec), _env(spec), resources, mounts)
     pod: PodSpec = {"serviceAccountName": spec.service_account_name, "containers": [container], "volumes": volumes}
+    drained(spec, pod, container)  # SGLang drains on SIGTERM itself (SGLANG_FORCE_SHUTDOWN unset): no flag
     init = lustre_permissions_init(spec)
     if init:
         pod["initContainers"] = init

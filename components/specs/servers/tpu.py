@@ -27,6 +27,7 @@ from components.specs.servers.base import (
     workload_metadata,
 )
 from components.specs.servers.limits import fraction_text, limit_args, limits
+from components.specs.servers.shutdown import drained, vllm_drain_args
 
 PROMETHEUS_DIR = "/tmp/prometheus_multiproc"
 MULTI_HOST_TOPOLOGY = "2x2x2"  # two tpu7x hosts of 4 chips per replica
@@ -75,6 +76,7 @@ def tpu_args(spec: ServerSpec) -> list[str]:
         "--tensor-parallel-size",
         str(spec.tensor_parallelism),
         *limit_args(spec),
+        *vllm_drain_args(spec),
     ]
 
 
@@ -93,6 +95,7 @@ def tpu_manifests(spec: ServerSpec) -> list[Manifest]:
         "containers": [container],
         "nodeSelector": _node_selector(spec),
     }
+    drained(spec, pod, container)
     volumes, mounts = model_cache_volumes(spec, [])
     if volumes:
         container["volumeMounts"] = mounts

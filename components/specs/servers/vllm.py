@@ -7,7 +7,6 @@ from components.manifest import Manifest, PodSpec
 from components.specs import model_cache
 from components.specs.servers.base import (
     CACHE_MOUNTS,
-    TERMINATION_GRACE_SECONDS,
     ServerSpec,
     deployment,
     empty_dir,
@@ -23,13 +22,15 @@ from components.specs.servers.base import (
     service_account,
     serving_container,
 )
+from components.specs.servers.shutdown import TERMINATION_GRACE_SECONDS, drained, vllm_drain_args
 
 XPU_CLAIM = "intel-decode-claim"
 
 
 def vllm_args(spec: ServerSpec) -> list[str]:
     model, tp = model_load_args(spec), f"--tensor-parallel-size={spec.tensor_parallelism}"
-    return spec.connector.vllm_args(spec, model, tp, ["--kv-transfer-config", spec.connector.kv_transfer_flag(spec)])
+    kv = ["--kv-transfer-config", spec.connector.kv_transfer_flag(spec)]
+    return [*spec.connector.vllm_args(spec, model, tp, kv), *vllm_drain_args(spec)]
 
 
 def _env(spec: ServerSpec) -> list[Manifest]:
@@ -85,6 +86,7 @@ def vllm_manifests(spec: ServerSpec) -> list[Manifest]:
         "containers": [container],
         "volumes": volumes,
     }
+    drained(spec, pod, container)
     init = lustre_permissions_init(spec)
     if init:
         pod["initContainers"] = init
