@@ -1,6 +1,6 @@
 """The time model on the published tiered-prefix-cache runs the repository holds (tests/fixtures/llm-d-benchmark/,
 its SOURCE.md), stage by stage: throughput, TTFT mean and p90, time per output token, the CPU tier's gain, each as
-model / published, and each column's worst ratio against issue 47's targets.
+model / published, and each column's worst ratio against its target (`TARGETS`).
 
 Each run's workload is its inference-perf config (`workload.shared_prefix` with its `load`: Poisson stages, one
 draw, arrival seed `ARRIVAL_SEED`), with the prompts asked in inference-perf's order (`prompt_order:

@@ -121,8 +121,9 @@ def test_operating_covers_every_alert_the_program_defines() -> None:
 
 # The pages whose claims about the code can be read: what they name exists.
 CLAIMS = [ROOT / "ARCHITECTURE.md", ROOT / "CONTRIBUTING.md"]
-# Named there but not a file of the repository: what a render writes, and a placeholder of a command line.
-NOT_IN_THE_TREE = {"cluster-outputs.json", "tests/test_x.py"}
+# Named there but not a file of the repository: what a render writes, a placeholder of a command line, and a
+# model's own config (Hugging Face's, what `cache.model_file` reads).
+NOT_IN_THE_TREE = {"cluster-outputs.json", "tests/test_x.py", "config.json"}
 _SKIP = {".git", ".venv", "__pycache__", "node_modules", "out", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
 
 

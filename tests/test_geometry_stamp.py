@@ -72,8 +72,8 @@ def test_a_model_file_stack_is_judged_by_both_rules_at_its_own_geometry() -> Non
     assert violations_of(ROUTER, resources) == []
     _set_capacity(resources, 513)
     assert violations_of(ROUTER, resources) == [
-        f"router lruCapacityPerServer 513 tracks {513 * 64 * 131_072} bytes per pod, more than the {TIER}-byte CPU"
-        f" tier of {WORKLOAD}: the router would steer requests to evicted blocks (at most 512)"
+        f"router lruCapacityPerServer 513 tracks {513 * 64 * 131_072} bytes per server, more than the {TIER}-byte CPU"
+        f" tier a server of {WORKLOAD} reaches: the router would steer requests to evicted blocks (at most 512)"
     ]
 
 
@@ -85,8 +85,8 @@ def test_the_rules_judge_what_the_stamp_says(monkeypatch: pytest.MonkeyPatch) ->
     doubled = {**json.loads(annotations[labels.MODEL_GEOMETRY_ANNOTATION]), "layers": 64}
     annotations[labels.MODEL_GEOMETRY_ANNOTATION] = json.dumps(doubled)
     assert violations_of(ROUTER, resources) == [
-        f"router lruCapacityPerServer 512 tracks {512 * 64 * 262_144} bytes per pod, more than the {TIER}-byte CPU"
-        f" tier of {WORKLOAD}: the router would steer requests to evicted blocks (at most 256)"
+        f"router lruCapacityPerServer 512 tracks {512 * 64 * 262_144} bytes per server, more than the {TIER}-byte CPU"
+        f" tier a server of {WORKLOAD} reaches: the router would steer requests to evicted blocks (at most 256)"
     ]
     h100 = accelerators.ACCELERATORS["gpu"]
     slow = rates.HostLink("PCIe (slow)", ((1, 1.0e9),), "a link slow enough to fail the payoff")

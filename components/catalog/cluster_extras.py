@@ -49,7 +49,7 @@ EKS_NAT_GATEWAYS = 1
 EKS_NAT_ADDRESSES = 1  # the gateway's Elastic IP
 
 # A node group's root volume: 20 GiB either way. Without a launch template of ours, EKS's own template applies its
-# diskSize default (20 GiB, the EKS CreateNodegroup API) on gp2 (github.com/aws/containers-roadmap issue 1417, open:
+# diskSize default (20 GiB, the EKS CreateNodegroup API) on gp2 (github.com/aws/containers-roadmap/issues/1417, open:
 # EKS-created templates give managed nodes gp2). With ours (components/specs/eks_cluster.py `takes_launch_template`,
 # no block device mappings), the AMI's own root mapping applies: 20 GiB gp3 (github.com/awslabs/amazon-eks-ami
 # templates/al2023/template.json `ami_block_device_mappings`, `volume_type` gp3 in variables-default.json, commit

@@ -1,5 +1,5 @@
 """How far the time model's TTFT p90 lies from the published runs it replays: the band `workload.slo` sizes
-against (issue 47).
+against.
 
 `./run bench` (benchmarks/published_runs.py) replays every published tiered-cache run the repository holds, stage
 by stage, and writes each stage's model / published ratios to tests/fixtures/time-model/published-ratios.json;

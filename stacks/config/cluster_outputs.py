@@ -181,10 +181,10 @@ def read_outputs(data: object, source: str, field: str = "cluster.stack") -> Clu
         else:
             value = _shown(first["input"])
         raise refused(where, value, message[:1].lower() + message[1:]) from None
-    for key, pool in serving_pools(outputs).items():  # they become the serving stack's described node_pools
-        try:
+    for key, recorded in outputs.node_pools.items():  # they become the serving stack's described node_pools
+        try:  # as recorded (a line shows what the file holds), before serving_pools adds the instance type
             formats.dns_label(key)
-            NodePoolConfig.model_validate(pool)
+            NodePoolConfig.model_validate(recorded.model_dump(mode="json", exclude_none=True, exclude={"machine_type"}))
         except ValueError as error:  # pydantic's ValidationError is one
             if not isinstance(error, ValidationError):
                 raise refused(f"{CLUSTER_OUTPUT}.node_pools", _shown(key), f"a pool key {error}") from None
