@@ -70,6 +70,10 @@ def check_stack(config: StackConfig) -> None:
     problem = connector.settings_problem(choice(config))
     if problem is not None:
         raise ConfigError(*problem)
+    if config.router.prefix_routing == "precise":
+        refused = connector.precise_refusal(choice(config).filesystem_tier)
+        if refused is not None:
+            raise ConfigError("router.prefix_routing", "precise", refused)
     if not connector.reads_lmcache_section and config.lmcache.model_fields_set:
         raise ConfigError(
             "lmcache",

@@ -14,6 +14,7 @@ from components.catalog.machines import MACHINES
 from components.formulas.shared_tier_capacity import StoreRate
 from components.specs import alerts, payoff_table, sizing
 from components.specs.clusters import PoolSpec
+from components.specs.kv_events import PreciseIndex
 from components.specs.router_values import RouterInputs, inference_pool, router_values
 from components.specs.servers import ServerSpec
 from components.specs.servers.base import Scheduling, router_selector
@@ -24,7 +25,7 @@ from stacks.config.cross_checks import check_epp_index, pool_names
 from stacks.config.errors import ConfigError
 from stacks.config.loading import PROJECT_DIR
 from stacks.config.providers import provider_of
-from stacks.planning import autoscaling, capacity_plan, cold_starts, hardware, hbm_fit, workload_sizing
+from stacks.planning import autoscaling, capacity_plan, cold_starts, hardware, hbm_fit, precise_routing, workload_sizing
 from stacks.planning.cost import stack_cost
 from stacks.planning.gateway_route import route_workload
 from stacks.planning.mirror import mirror_registry
@@ -152,7 +153,18 @@ def _plan(stack: Resolved, chosen_tier: ByteSize | None = None, store_rate: Stor
     stack_payoff = payoff_table.derive(_payoff_inputs(stack))
     auto = autoscaling.resolve(config, decode, len(servers), fit, stack_payoff)
     profile = connector.router_profile(stack.choice, auto.max_replicas if auto else stack.replicas)
-    values = _router_values(config, decode, tier_sizing, profile, flow_control=auto is not None)
+    if precise_routing.is_precise(stack):  # the connectors it applies to route `tiered` otherwise
+        profile = "precise"
+    autoscaling.check_signal(auto, profile)
+    values = _router_values(
+        config,
+        decode,
+        tier_sizing,
+        profile,
+        flow_control=auto is not None,
+        precise=precise_routing.precise_index(stack, stack_payoff),
+        peak_prefill_rate=auto.prefill_rate.whole if auto and auto.prefill_rate else None,
+    )
     check_router_reaches_model_servers(values, servers)
     if auto is not None and profile == "default":
         raise ConfigError(
@@ -234,12 +246,19 @@ def _decode_server(stack: Resolved, tier_sizing: sizing.TierSizing) -> ServerSpe
         model_cache=cached,
         memory_fraction=cache.memory_fraction,
         max_model_len=cache.max_model_len or stack.defaults.max_model_len,
+        kv_events=precise_routing.publisher(stack),
     )
     return dataclasses.replace(spec, tier_identity=tier_identity(config, spec))
 
 
 def _router_values(
-    config: StackConfig, decode: ServerSpec, tier_sizing: sizing.TierSizing, profile: str, flow_control: bool
+    config: StackConfig,
+    decode: ServerSpec,
+    tier_sizing: sizing.TierSizing,
+    profile: str,
+    flow_control: bool,
+    precise: PreciseIndex | None = None,
+    peak_prefill_rate: int | None = None,
 ) -> dict[str, Any]:
     router = config.router
     check_epp_index(config, tier_sizing.lru_capacity_per_server, decode.replicas * decode.group_size)
@@ -258,6 +277,8 @@ def _router_values(
             profile=profile,
             model_name=tier_sizing.model.name,
             flow_control=flow_control,
+            precise=precise,
+            peak_prefill_rate=peak_prefill_rate,
         )
     )
 

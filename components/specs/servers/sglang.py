@@ -12,6 +12,7 @@ from components.specs.servers.base import (
     files_storage_mount,
     files_storage_volume,
     hf_token_env,
+    kv_events_env,
     lustre_permissions_init,
     memory_resources,
     memory_volume,
@@ -20,6 +21,7 @@ from components.specs.servers.base import (
     platform_env,
     service_account,
     serving_container,
+    with_kv_event_ports,
 )
 from components.specs.servers.limits import fraction_text, limit_args, limits
 from components.units import ByteSize, GiB
@@ -43,11 +45,12 @@ def sglang_args(spec: ServerSpec) -> list[str]:
         f"--mem-fraction-static={fraction_text(limits(spec).memory_fraction)}",
         "--enable-metrics",
     ]
-    return spec.connector.sglang_args(spec, head, limit_args(spec, context_flag="--context-length"))
+    args = spec.connector.sglang_args(spec, head, limit_args(spec, context_flag="--context-length"))
+    return args if spec.kv_events is None else [*args, "--kv-events-config", spec.kv_events.sglang_config()]
 
 
 def _env(spec: ServerSpec) -> list[Manifest]:
-    return [
+    env = [
         *spec.connector.env(spec),
         field_env("NAMESPACE", "metadata.namespace"),
         field_env("POD_IP", "status.podIP"),
@@ -55,6 +58,7 @@ def _env(spec: ServerSpec) -> list[Manifest]:
         *platform_env(spec),
         *(model_cache.server_env(spec.model_cache, "sglang") if spec.model_cache else []),
     ]
+    return [*env, *kv_events_env(spec, env)]
 
 
 def _devices(spec: ServerSpec) -> Manifest:
@@ -76,6 +80,7 @@ def sglang_manifests(spec: ServerSpec) -> list[Manifest]:
     mounts += cache_mounts
     command, resources = ["python3", "-m", "sglang.launch_server"], memory_resources(spec, _devices(spec))
     container = serving_container(spec, command, sglang_args(spec), _env(spec), resources, mounts)
+    with_kv_event_ports(spec, container)
     pod: PodSpec = {"serviceAccountName": spec.service_account_name, "containers": [container], "volumes": volumes}
     init = lustre_permissions_init(spec)
     if init:

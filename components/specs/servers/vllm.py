@@ -13,6 +13,7 @@ from components.specs.servers.base import (
     empty_dir,
     env_var,
     hf_token_env,
+    kv_events_env,
     lustre_permissions_init,
     memory_resources,
     memory_volume,
@@ -22,6 +23,7 @@ from components.specs.servers.base import (
     platform_env,
     service_account,
     serving_container,
+    with_kv_event_ports,
 )
 
 XPU_CLAIM = "intel-decode-claim"
@@ -29,7 +31,8 @@ XPU_CLAIM = "intel-decode-claim"
 
 def vllm_args(spec: ServerSpec) -> list[str]:
     model, tp = model_load_args(spec), f"--tensor-parallel-size={spec.tensor_parallelism}"
-    return spec.connector.vllm_args(spec, model, tp, ["--kv-transfer-config", spec.connector.kv_transfer_flag(spec)])
+    args = spec.connector.vllm_args(spec, model, tp, ["--kv-transfer-config", spec.connector.kv_transfer_flag(spec)])
+    return args if spec.kv_events is None else [*args, *spec.kv_events.vllm_args(args)]
 
 
 def _env(spec: ServerSpec) -> list[Manifest]:
@@ -38,7 +41,7 @@ def _env(spec: ServerSpec) -> list[Manifest]:
     user = [env_var("USER", "llm-d")] if spec.accelerator.sets_user_env else []
     accelerator = [env_var(k, v) for k, v in spec.accelerator.extra_env]
     cache = model_cache.server_env(spec.model_cache, "vllm") if spec.model_cache else []
-    return [
+    env = [
         *spec.connector.env(spec),
         hf_token_env(optional=spec.accelerator.hf_token_optional),
         *accelerator,
@@ -46,6 +49,7 @@ def _env(spec: ServerSpec) -> list[Manifest]:
         *platform_env(spec),
         *cache,
     ]
+    return [*env, *kv_events_env(spec, env)]
 
 
 def _volumes(spec: ServerSpec) -> tuple[list[Manifest], list[Manifest]]:
@@ -77,6 +81,7 @@ def vllm_manifests(spec: ServerSpec) -> list[Manifest]:
     volumes, mounts = _volumes(spec)
     resources = memory_resources(spec, _devices(spec))
     container = serving_container(spec, command, args, _env(spec), resources, mounts)
+    with_kv_event_ports(spec, container)
     pod: PodSpec = {
         "serviceAccountName": spec.service_account_name,
         "restartPolicy": "Always",
