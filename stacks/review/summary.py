@@ -7,11 +7,13 @@ from collections.abc import Sequence
 from components.formulas.payoff import SUFFIX_TOKENS
 from components.specs import images, model_cache, prepull, storage
 from components.specs.clusters import PoolSpec
+from components.specs.kv_events import PreciseIndex
 from components.specs.payoff_table import gbps, seconds
 from components.units import ByteSize, GiB, MiB
 from stacks.config.providers import provider_of
 from stacks.planning.hardware import Fit
 from stacks.planning.plan import StackPlan
+from stacks.planning.precise_routing import precise_index
 from stacks.planning.prepull_placement import serving_placement
 from stacks.review import cold_start_table
 from stacks.review.autoscaling_summary import autoscaling_lines
@@ -120,7 +122,9 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
         rows.append(("filesystem tier backend", config.storage.backend))
     rows.append(("monitoring", config.monitoring.provider if config.monitoring.enabled else "off"))
     rows.append(_network_row(stack_plan, recording))
-    derivations = [*stack_plan.hbm.rows(), *((d.name, d.value, d.formula) for d in stack_plan.sizing.derivations)]
+    index = precise_index(stack_plan.stack, stack_plan.payoff)
+    sizing = [d for d in stack_plan.sizing.derivations if index is None or not d.name.startswith("router ")]
+    derivations = [*stack_plan.hbm.rows(), *((d.name, d.value, d.formula) for d in sizing), *precise_rows(index)]
     lines = [
         f"# {stack}: llm-d tiered prefix cache",
         "",
@@ -264,7 +268,29 @@ def _optional_rows(stack_plan: StackPlan) -> list[tuple[str, str]]:
     router_values = stack_plan.router_values["router"]
     if "tokenizer" in router_values:
         rows.append(("router tokenizer", f"sidecar for {router_values['tokenizer']['modelName']} (token-producer)"))
+    server = stack_plan.model_server
+    if server.kv_events is not None:
+        pickers = router_values["epp"]["replicas"]
+        rows.append(
+            (
+                "prefix routing",
+                f"precise: each model-server pod publishes its KV-cache events on port {server.kv_events.port}"
+                f" (topic `{server.kv_events.topic}`), which each of the {pickers} endpoint pickers"
+                f" ({'active-active' if pickers > 1 else 'one'}) dials and indexes",
+            )
+        )
     return rows
+
+
+def precise_rows(index: PreciseIndex | None) -> list[tuple[str, str, str]]:
+    """The precise index's figures, shared with the engines (none under approximate routing)."""
+    if index is None:
+        return []
+    return [
+        ("precise index block", f"{index.block_tokens} tokens", "the engine's KV block, stated on every engine"),
+        ("precise index hash seed", index.hash_seed, "PYTHONHASHSEED on every engine, the router's hashSeed"),
+        *((f"precise index weight `{w.medium}`", f"{w.weight:g}", w.formula) for w in index.weights),
+    ]
 
 
 def _model_cache_row(stack_plan: StackPlan) -> str:

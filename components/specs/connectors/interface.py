@@ -50,6 +50,7 @@ class Choice:
     variant: Variant
     host_type: HostType
     lmcache: LMCacheSettings
+    precise: bool = False  # router.prefix_routing precise: the engines publish their KV-cache events
 
     @property
     def filesystem_tier(self) -> bool:
@@ -176,7 +177,9 @@ class Connector:
         return labels.GUIDE
 
     def image(self, choice: Choice) -> str:
-        return choice.accelerator.vllm_image
+        """The accelerator's vLLM image; under precise routing, the one its precise guide pins where it differs."""
+        precise = choice.accelerator.precise_vllm_image
+        return precise if choice.precise and precise is not None else choice.accelerator.vllm_image
 
     def router_profile(self, choice: Choice, replicas: int) -> RouterProfile:
         return "tiered"
