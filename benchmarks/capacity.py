@@ -23,10 +23,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from components.formulas.prefill_rate import LLMD_QWEN3_32B_H100_TP2  # noqa: E402
 from components.formulas.requests import Request  # noqa: E402
 from components.formulas.shared_prefix import SharedPrefixShape, shared_prefix_requests  # noqa: E402
 from components.units import ByteSize  # noqa: E402
 from stacks.config import loading  # noqa: E402
+from stacks.planning.autoscaling import prefill_rate  # noqa: E402
 from stacks.planning.capacity_plan import Scenario, replay_scenario  # noqa: E402
 from stacks.planning.plan import plan  # noqa: E402
 from stacks.planning.routing_weights import routing_of  # noqa: E402
@@ -146,6 +148,17 @@ def llm_d_benchmark() -> None:
     print("ratio: (1 + the model's gain) / (1 + llm-d's): 1.00 is agreement; the throughputs themselves are beside it.")
 
 
+def peak_prefill_rate() -> None:
+    """The token-aware trigger's divisor as the time model derives it, beside llm-d's hand-measured figure."""
+    rate = prefill_rate(plan(loading.load_named("gpu-vllm-native-cpu", [])).model_server)
+    print("## The peak prefill rate (llm-d's `peakPrefillThroughput`): Qwen3-32B TP=2 H100")
+    print(f"derived: {rate.tokens_per_s:,.0f} tok/s ({rate.formula})")
+    print(f"llm-d:   {LLMD_QWEN3_32B_H100_TP2:,} tok/s (calibrate.sh, one unloaded 8,192-token chunk, vLLM 0.19)")
+    print(f"ratio:   {rate.tokens_per_s / LLMD_QWEN3_32B_H100_TP2:.3f} (derived / llm-d)")
+    print()
+
+
 if __name__ == "__main__":
+    peak_prefill_rate()
     conversation_cost()
     llm_d_benchmark()

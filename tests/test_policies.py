@@ -274,6 +274,9 @@ def test_every_rule_has_a_test_above() -> None:
         "tiers-beat-recompute",  # tests/test_payoff.py
         "identity-labels",  # tests/test_identity.py
         "monthly-budget", "monthly-budget-default",  # tests/test_budget.py
+        # tests/test_precise_routing.py
+        "kv-events-block-size", "kv-events-hash-seed", "kv-events-port-per-rank", "precise-scorer-publishers",
+        "prefill-rate-agrees",
     }  # fmt: skip
     assert tested == set(RULE)
 

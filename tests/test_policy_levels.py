@@ -28,6 +28,8 @@ MANDATORY = {
     "resource-requests", "privileged-containers", "root-containers", "hardened-containers", "host-namespaces",
     "host-paths", "token-automount", "network-policies", "chart-registries", "hf-token-secret",
     "cluster-hardening", "identity-labels", "monthly-budget",
+    "kv-events-block-size", "kv-events-hash-seed", "kv-events-port-per-rank", "precise-scorer-publishers",
+    "prefill-rate-agrees",
 }  # fmt: skip
 LEVELS = {**{name: "mandatory" for name in MANDATORY}, **{name: "advisory" for name in ADVISORY}}
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from components.catalog import labels
 from components.formulas.replica_routing import Weights
 from components.specs.router_values import CPU_PRODUCER
 
@@ -26,6 +27,9 @@ class Routing:
     weights: Weights
     source: str  # where the weights came from, for the summary
     unmodelled: tuple[str, ...]  # scorers in the profile the replay leaves out
+    # The prefix scorer reads the precise index (what each pod's KV-cache events say it holds), not the router's
+    # own LRUs: `router.prefix_routing: precise`, as rendered. The replay models it as the HBM prefix weight.
+    precise: bool = False
 
 
 def picker_config(values: dict[str, Any]) -> dict[str, Any] | None:
@@ -49,6 +53,7 @@ def routing_of(values: dict[str, Any]) -> Routing:
     name = next((n for n in ROUTED_PROFILES if n in profiles), next(iter(profiles)))
     weights = {"queue": 0.0, "kv_utilization": 0.0, "hbm_prefix": 0.0, "cpu_prefix": 0.0, "no_hit_lru": 0.0}
     unmodelled: list[str] = []
+    precise = False
     for ref in profiles[name]["plugins"]:
         plugin = plugins.get(ref["pluginRef"], {"type": ref["pluginRef"]})
         weight = float(ref.get("weight", 1))
@@ -56,10 +61,11 @@ def routing_of(values: dict[str, Any]) -> Routing:
         if kind == PREFIX_SCORER:
             producer = plugin.get("parameters", {}).get("prefixMatchInfoProducerName")
             weights["cpu_prefix" if producer == CPU_PRODUCER else "hbm_prefix"] += weight
+            precise = precise or producer == labels.PRECISE_PRODUCER
         elif kind in MODELLED:
             weights[MODELLED[kind]] += weight
         elif not kind.endswith(("-filter", "-picker")):
             unmodelled.append(kind)
     shown = ", ".join(f"{k} {v:g}" for k, v in weights.items())
     source = f"the EPP's scheduling profile `{name}` as rendered (weights: {shown})"
-    return Routing(Weights(**weights), source, tuple(unmodelled))
+    return Routing(Weights(**weights), source, tuple(unmodelled), precise)
