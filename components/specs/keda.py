@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from components.catalog import labels, versions
+from components.catalog import versions
 from components.formulas import hpa
 from components.manifest import Manifest, NetworkPolicy, plain
 from components.specs import promql, security
@@ -74,8 +74,6 @@ def with_flow_control(picker_config: Manifest) -> Manifest:
 
 Mode = Literal["queue", "saturation", "both"]
 MODES: tuple[Mode, ...] = ("queue", "saturation", "both")
-# What the servers scale on: the EPP's request counts (a Mode), or llm-d's token-aware variant.
-Signal = Literal["requests", "tokens"]
 
 
 @dataclass(frozen=True)
@@ -88,20 +86,6 @@ class Thresholds:
 
     def __post_init__(self) -> None:
         for name, value in (("queue", self.queue), ("running", self.running), ("saturation", self.saturation)):
-            if not value > 0:
-                raise ValueError(f"the {name} threshold must be positive, not {value}")
-
-
-@dataclass(frozen=True)
-class TokenThresholds:
-    """Per-replica targets of the token-aware variant (upstream's `optimized-baseline/base/scaledobject.yaml`,
-    llm-d/llm-d 04c0115b): seconds of prefill backlog, pods' worth of full KV cache."""
-
-    backlog_s: float = 1.5
-    kv_usage: float = 0.8
-
-    def __post_init__(self) -> None:
-        for name, value in (("backlog", self.backlog_s), ("KV usage", self.kv_usage)):
             if not value > 0:
                 raise ValueError(f"the {name} threshold must be positive, not {value}")
 
@@ -195,7 +179,7 @@ def hpa_triggers(mode: Mode, thresholds: Thresholds) -> tuple[hpa.Trigger, ...]:
     return tuple(hpa.Trigger(s, targets[s], "Value" if s == "saturation" else "AverageValue") for s in signals(mode))
 
 
-def _number(value: float) -> str:
+def number(value: float) -> str:
     """A threshold as KEDA's metadata takes it (a string): 1, 16, 0.7."""
     return f"{value:g}"
 
@@ -214,55 +198,7 @@ def triggers(
             "metadata": {
                 "serverAddress": source.server_address,
                 "query": query[trigger.signal],
-                "threshold": _number(trigger.target),
-            },
-        }
-        if source.auth is not None:
-            entry["authenticationRef"] = {"name": source.auth, "kind": "TriggerAuthentication"}
-        out.append(entry)
-    return out
-
-
-# The token-aware variant: the prefill backlog in seconds beside the decode side's KV occupancy. The division is in
-# the PromQL (KEDA has no arithmetic); `sum(...) or vector(0)` keeps one series with no labels, as upstream's does.
-KV_TRIGGER = "decode-kv-utilization"
-TOKEN_SIGNALS: tuple[hpa.Signal, ...] = ("backlog", "kv")
-
-
-def token_queries(namespace: str, prefill_rate: int, kv_usage_metric: str) -> dict[str, str]:
-    """Each token signal's PromQL: the in-flight tokens the EPP's inflight-load-producer counts over the peak
-    prefill rate (tokens per second: the seconds to prefill them), and the servers' KV usage summed (pods'
-    worth of full KV cache; `kv_usage_metric`, the engine's own gauge)."""
-    if prefill_rate <= 0:
-        raise ValueError(f"a peak prefill rate is a positive number of tokens per second, not {prefill_rate}")
-    inflight = {NAMESPACE_LABEL: namespace, "producer_name": labels.INFLIGHT_PRODUCER}
-    return {
-        "backlog": f"(sum({promql.selector(labels.INFLIGHT_TOKENS_METRIC, inflight)}) / {prefill_rate}) or vector(0)",
-        "kv": f"sum({promql.selector(kv_usage_metric, {NAMESPACE_LABEL: namespace})}) or vector(0)",
-    }
-
-
-def token_hpa_triggers(thresholds: TokenThresholds) -> tuple[hpa.Trigger, ...]:
-    """The token triggers as the HPA sees them (both totals KEDA averages over the replicas)."""
-    return (hpa.Trigger("backlog", thresholds.backlog_s), hpa.Trigger("kv", thresholds.kv_usage))
-
-
-def token_triggers(
-    thresholds: TokenThresholds, source: MetricsSource, namespace: str, prefill_rate: int, kv_usage_metric: str
-) -> list[Manifest]:
-    """The token-aware ScaledObject's two Prometheus triggers."""
-    query = token_queries(namespace, prefill_rate, kv_usage_metric)
-    names = {"backlog": labels.PREFILL_BACKLOG_TRIGGER, "kv": KV_TRIGGER}
-    out: list[Manifest] = []
-    for trigger in token_hpa_triggers(thresholds):
-        entry: Manifest = {
-            "type": "prometheus",
-            "name": names[trigger.signal],
-            "metricType": trigger.metric_type,
-            "metadata": {
-                "serverAddress": source.server_address,
-                "query": query[trigger.signal],
-                "threshold": _number(trigger.target),
+                "threshold": number(trigger.target),
             },
         }
         if source.auth is not None:

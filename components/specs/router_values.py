@@ -7,7 +7,6 @@ scorers: one for accelerator HBM, one for the CPU tier whose capacity is derived
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +15,7 @@ import yaml
 from components.catalog import labels
 from components.specs import keda
 from components.specs.kv_events import PreciseIndex
+from components.specs.precise_picker import METRICS_SOURCE, TOKENIZER_PORT, precise_config, with_token_awareness
 from components.specs.servers.base import hf_token_env
 from components.units import ByteSize
 
@@ -119,13 +119,6 @@ def endpoint_picker_config(api_version: str, cpu_lru_capacity_per_server: int) -
     }
 
 
-METRICS_SOURCE = {
-    "type": "metrics-data-source",
-    "parameters": {"scheme": "http", "path": "/metrics", "insecureSkipVerify": True},
-}
-TOKENIZER_PORT = 8000  # the tokenizer sidecar's loopback port in the EPP pod
-
-
 def token_routing_config(api_version: str, model_name: str) -> Values:
     """Prefix scoring on token blocks: the EPP tokenizes through the chart's tokenizer sidecar."""
     return {
@@ -187,91 +180,9 @@ def pd_config(api_version: str) -> Values:
     }
 
 
-def precise_config(api_version: str, model_name: str, index: PreciseIndex) -> Values:
-    """llm-d's precise prefix-cache routing (`guides/precise-prefix-cache-routing` router values, llm-d-router
-    `deploy/config/epp-precise-prefix-cache-config.yaml`): the tokenizer sidecar tokenizes the prompt, the
-    precise-prefix-cache-producer hashes it as the engines do and looks the blocks up in the index it keeps from
-    every pod's KV-cache events (each endpoint the EPP discovers is dialled on the event port: pod discovery), and
-    the prefix-cache-scorer reads it at the guide's 2:1:1 beside KV utilization and queue depth."""
-    producer = {
-        "type": labels.PRECISE_PRODUCER,
-        "parameters": {
-            "tokenProcessorConfig": {"blockSizeTokens": index.block_tokens, "hashSeed": index.hash_seed},
-            "indexerConfig": {
-                "kvBlockIndexConfig": {"enableMetrics": True},
-                "backendConfigs": [{"name": w.medium, "weight": w.weight} for w in index.weights],
-            },
-            "kvEventsConfig": {
-                "engineType": index.engine,
-                "topicFilter": labels.KV_EVENTS_TOPIC_PREFIX,
-                "discoverPods": True,
-                "podDiscoveryConfig": {"socketPort": index.port},
-            },
-        },
-    }
-    return {
-        "apiVersion": api_version,
-        "kind": "EndpointPickerConfig",
-        "plugins": [
-            {
-                "type": "token-producer",
-                "parameters": {
-                    "modelName": model_name,
-                    "vllm": {"url": f"http://localhost:{TOKENIZER_PORT}", "timeout": "10s"},
-                },
-            },
-            {"type": "endpoint-notification-source"},
-            METRICS_SOURCE,
-            {"type": "core-metrics-extractor"},
-            producer,
-            {"type": "prefix-cache-scorer", "parameters": {"prefixMatchInfoProducerName": labels.PRECISE_PRODUCER}},
-            {"type": "kv-cache-utilization-scorer"},
-            {"type": "queue-scorer"},
-        ],
-        "dataLayer": {
-            "sources": [
-                {"pluginRef": "metrics-data-source", "extractors": [{"pluginRef": "core-metrics-extractor"}]},
-                {"pluginRef": "endpoint-notification-source", "extractors": [{"pluginRef": labels.PRECISE_PRODUCER}]},
-            ]
-        },
-        "schedulingProfiles": [
-            {
-                "name": "default",
-                "plugins": [
-                    {"pluginRef": "prefix-cache-scorer", "weight": 2},
-                    {"pluginRef": "kv-cache-utilization-scorer", "weight": 1},
-                    {"pluginRef": "queue-scorer", "weight": 1},
-                ],
-            }
-        ],
-    }
-
-
 # The producer whose prefix matches the token-aware filter and the in-flight counter read, per profile: the
 # precise index, or the tiered profile's HBM producer (the chart's own elsewhere, which they default to).
 _PREFIX_PRODUCERS = {"precise": labels.PRECISE_PRODUCER, "tiered": GPU_PRODUCER}
-
-
-def with_token_awareness(picker_config: Values, peak_prefill_rate: int, profile: Profile) -> Values:
-    """The token-aware variant's two plugins (llm-d `keda-epp-token-aware` prerequisites): the
-    inflight-load-producer (publishes `llm_d_epp_inflight_tokens`, what KEDA divides by the rate) and the
-    prefix-cache-affinity-filter (keeps a request on its cache-warm pods unless the wait there, its in-flight tokens
-    over `peakPrefillThroughput`, costs more than recomputing elsewhere), first in the default profile."""
-    if peak_prefill_rate <= 0:
-        raise ValueError(f"a peak prefill rate is a positive number of tokens per second, not {peak_prefill_rate}")
-    out = copy.deepcopy(picker_config)
-    producer = _PREFIX_PRODUCERS.get(profile)
-    matched = {"prefixMatchInfoProducerName": producer} if producer else {}
-    out["plugins"] = [
-        *out["plugins"],
-        {"type": labels.INFLIGHT_PRODUCER, **({"parameters": dict(matched)} if matched else {})},
-        {"type": labels.AFFINITY_FILTER, "parameters": {**matched, "peakPrefillThroughput": peak_prefill_rate}},
-    ]
-    profiles = [p for p in out["schedulingProfiles"] if p["name"] == "default"]
-    if not profiles:
-        raise ValueError(f"the {profile} router profile has no default scheduling profile to filter in")
-    profiles[0]["plugins"] = [{"pluginRef": labels.AFFINITY_FILTER}, *profiles[0]["plugins"]]
-    return out
 
 
 PLUGIN_FILES = {
@@ -337,7 +248,7 @@ def router_values(inputs: RouterInputs) -> Values:
         if inputs.flow_control:
             picker = keda.with_flow_control(picker)
         if inputs.peak_prefill_rate is not None:
-            picker = with_token_awareness(picker, inputs.peak_prefill_rate, inputs.profile)
+            picker = with_token_awareness(picker, inputs.peak_prefill_rate, _PREFIX_PRODUCERS.get(inputs.profile))
         if layout.inline_map:
             epp["pluginsConfig"] = picker
         else:

@@ -26,14 +26,14 @@ from policies.checks.cache_tiers import (
     prefix_caching_only_in_test_mode,
 )
 from policies.checks.cluster_isolation import NetworkPoliciesConfig, cluster_hardening, network_policy_per_pod
-from policies.checks.identity import identity_labels
-from policies.checks.kv_events import (
+from policies.checks.event_routing import (
     kv_events_block_size,
     kv_events_hash_seed,
     kv_events_port_per_rank,
     precise_scorer_over_publishers,
     prefill_rate_agrees,
 )
+from policies.checks.identity import identity_labels
 from policies.checks.pod_security import (
     HostPathsConfig,
     PrivilegedConfig,

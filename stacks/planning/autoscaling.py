@@ -18,7 +18,7 @@ from components.formulas import hpa, scale_down
 from components.formulas.engine_costs import engine_costs
 from components.formulas.payoff import Replica
 from components.formulas.prefill_rate import PrefillRate, peak_prefill_rate
-from components.specs import keda, node_autoscaling, payoff_table
+from components.specs import keda, keda_tokens, node_autoscaling, payoff_table
 from components.specs.clusters import PoolSpec
 from components.specs.servers import ServerSpec
 from components.specs.workloads import CLUSTER, ROUTER, Workload
@@ -44,9 +44,10 @@ class Autoscaling:
     capacity_rps: float  # one replica's serving capacity, prefill-bound
     replay: hpa.Replay
     room: Room | None = None  # the serving pool's, where one is described
-    signal: keda.Signal = "requests"
-    token_thresholds: keda.TokenThresholds = keda.TokenThresholds()
+    signal: keda_tokens.Signal = "requests"
+    token_thresholds: keda_tokens.TokenThresholds = dataclasses.field(default_factory=keda_tokens.TokenThresholds)
     prefill_rate: PrefillRate | None = None  # the token-aware variant's divisor (and the router filter's)
+    kv_usage_metric: str = ""  # the token-aware variant's decode trigger: the engine's KV pool in use
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,10 @@ def resolve(
     roles: int,
     fit: hardware.Fit | None,
     stack_payoff: payoff_table.Payoff,
+    kv_usage_metric: str,
 ) -> Autoscaling | None:
+    """`kv_usage_metric`: the engine's gauge of its KV pool in use (the connector's), the token-aware variant's
+    decode trigger."""
     settings = config.autoscaling
     if not settings.enabled:
         return None
@@ -143,7 +147,7 @@ def resolve(
     source = _metrics_source(config)
     tokens = settings.signal == "tokens"
     rate = prefill_rate(server) if tokens else None
-    triggers = keda.token_hpa_triggers(settings.token_thresholds) if tokens else None
+    triggers = keda_tokens.token_hpa_triggers(settings.token_thresholds) if tokens else None
     replay = hpa.replay(
         hpa.ReplayInputs(
             initial_replicas=server.replicas,
@@ -178,6 +182,7 @@ def resolve(
         settings.signal,
         settings.token_thresholds,
         rate,
+        kv_usage_metric,
     )
 
 
@@ -250,12 +255,12 @@ def scalers(config: StackConfig, auto: Autoscaling, servers: list[Workload], poo
         assert server.server is not None
         workload = server.manifests[-1]
         if auto.prefill_rate is not None:
-            triggers = keda.token_triggers(
+            triggers = keda_tokens.token_triggers(
                 auto.token_thresholds,
                 auto.source,
                 config.namespace,
                 auto.prefill_rate.whole,
-                server.server.connector.kv_usage_metric,
+                auto.kv_usage_metric,
             )
         else:
             triggers = keda.triggers(

@@ -162,7 +162,7 @@ def _traffic(stack_plan: StackPlan) -> network.StackTraffic:
         verification={"app.kubernetes.io/name": verification.NAME} if verification.WORKLOAD.key in keys else None,
         server_peers=connector.server_peers(),
         gateway=gateway_peers(config),
-        event_ports=server.kv_events.ports if server.kv_events is not None else [],
+        event_ports=server.publisher.ports if server.publisher is not None else [],
     )
 
 

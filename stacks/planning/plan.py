@@ -151,7 +151,7 @@ def _plan(stack: Resolved, chosen_tier: ByteSize | None = None, store_rate: Stor
     hbm_fit.check_fits(stack, hbm)
     servers = [dataclasses.replace(decode, role="prefill"), decode] if decode.disaggregated else [decode]
     stack_payoff = payoff_table.derive(_payoff_inputs(stack))
-    auto = autoscaling.resolve(config, decode, len(servers), fit, stack_payoff)
+    auto = autoscaling.resolve(config, decode, len(servers), fit, stack_payoff, connector.kv_usage_metric)
     profile = connector.router_profile(stack.choice, auto.max_replicas if auto else stack.replicas)
     if precise_routing.is_precise(stack):  # the connectors it applies to route `tiered` otherwise
         profile = "precise"
@@ -246,7 +246,7 @@ def _decode_server(stack: Resolved, tier_sizing: sizing.TierSizing) -> ServerSpe
         model_cache=cached,
         memory_fraction=cache.memory_fraction,
         max_model_len=cache.max_model_len or stack.defaults.max_model_len,
-        kv_events=precise_routing.publisher(stack),
+        publisher=precise_routing.publisher(stack),
     )
     return dataclasses.replace(spec, tier_identity=tier_identity(config, spec))
 

@@ -74,8 +74,13 @@ def autoscaling_lines(stack_plan: StackPlan) -> list[str]:
         ("KEDA", keda_row),
         ("trigger", trigger),
         *(
-            [("peak prefill rate", f"{auto.prefill_rate.whole} tok/s: {auto.prefill_rate.formula}, the router's"
-              " prefix-cache-affinity-filter's and the trigger's divisor")]
+            [
+                (
+                    "peak prefill rate",
+                    f"{auto.prefill_rate.whole} tok/s: {auto.prefill_rate.formula}, the router's"
+                    " prefix-cache-affinity-filter's and the trigger's divisor",
+                )
+            ]
             if auto.prefill_rate is not None
             else []
         ),

@@ -7,13 +7,11 @@ from collections.abc import Sequence
 from components.formulas.payoff import SUFFIX_TOKENS
 from components.specs import images, model_cache, prepull, storage
 from components.specs.clusters import PoolSpec
-from components.specs.kv_events import PreciseIndex
 from components.specs.payoff_table import gbps, seconds
 from components.units import ByteSize, GiB, MiB
 from stacks.config.providers import provider_of
 from stacks.planning.hardware import Fit
 from stacks.planning.plan import StackPlan
-from stacks.planning.precise_routing import precise_index
 from stacks.planning.prepull_placement import serving_placement
 from stacks.review import cold_start_table
 from stacks.review.autoscaling_summary import autoscaling_lines
@@ -21,6 +19,7 @@ from stacks.review.capacity_table import capacity_lines
 from stacks.review.cost_summary import cost_lines, objective_lines
 from stacks.review.layer_rows import cluster_row, gateway_rows
 from stacks.review.offline import Recording
+from stacks.review.routing_summary import prefix_routing_rows, sizing_rows
 from stacks.review.tier_capacity_summary import tier_capacity_lines
 from stacks.review.tier_curve_table import tier_curve_lines
 
@@ -122,9 +121,7 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
         rows.append(("filesystem tier backend", config.storage.backend))
     rows.append(("monitoring", config.monitoring.provider if config.monitoring.enabled else "off"))
     rows.append(_network_row(stack_plan, recording))
-    index = precise_index(stack_plan.stack, stack_plan.payoff)
-    sizing = [d for d in stack_plan.sizing.derivations if index is None or not d.name.startswith("router ")]
-    derivations = [*stack_plan.hbm.rows(), *((d.name, d.value, d.formula) for d in sizing), *precise_rows(index)]
+    derivations = [*stack_plan.hbm.rows(), *sizing_rows(stack_plan)]
     lines = [
         f"# {stack}: llm-d tiered prefix cache",
         "",
@@ -268,29 +265,8 @@ def _optional_rows(stack_plan: StackPlan) -> list[tuple[str, str]]:
     router_values = stack_plan.router_values["router"]
     if "tokenizer" in router_values:
         rows.append(("router tokenizer", f"sidecar for {router_values['tokenizer']['modelName']} (token-producer)"))
-    server = stack_plan.model_server
-    if server.kv_events is not None:
-        pickers = router_values["epp"]["replicas"]
-        rows.append(
-            (
-                "prefix routing",
-                f"precise: each model-server pod publishes its KV-cache events on port {server.kv_events.port}"
-                f" (topic `{server.kv_events.topic}`), which each of the {pickers} endpoint pickers"
-                f" ({'active-active' if pickers > 1 else 'one'}) dials and indexes",
-            )
-        )
+    rows += prefix_routing_rows(stack_plan)
     return rows
-
-
-def precise_rows(index: PreciseIndex | None) -> list[tuple[str, str, str]]:
-    """The precise index's figures, shared with the engines (none under approximate routing)."""
-    if index is None:
-        return []
-    return [
-        ("precise index block", f"{index.block_tokens} tokens", "the engine's KV block, stated on every engine"),
-        ("precise index hash seed", index.hash_seed, "PYTHONHASHSEED on every engine, the router's hashSeed"),
-        *((f"precise index weight `{w.medium}`", f"{w.weight:g}", w.formula) for w in index.weights),
-    ]
 
 
 def _model_cache_row(stack_plan: StackPlan) -> str:

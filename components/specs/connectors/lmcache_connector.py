@@ -136,7 +136,8 @@ LMCACHE_DISK_EVENTS = TierEvents(
     None,
     stores=False,
     evictions=False,
-    source="LMCache 0.5.6 v1/cache_engine.py: its events are the CPU tier's stores; the local-disk backend reports none",
+    source="LMCache 0.5.6 v1/cache_engine.py: its events are the CPU tier's stores; its local-disk backend reports"
+    " none",
 )
 
 

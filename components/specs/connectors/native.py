@@ -216,7 +216,7 @@ class Native(VllmConnector):
 
     def kv_transfer_config(self, spec: ServerSpec) -> dict[str, Any]:
         return offloading_connector(
-            spec.sizing, tier_dir(spec) if spec.filesystem_tier else None, self_describing=spec.kv_events is not None
+            spec.sizing, tier_dir(spec) if spec.filesystem_tier else None, self_describing=spec.publisher is not None
         )
 
     def vllm_args(self, spec: ServerSpec, model: list[str], tp: str, kv: list[str]) -> list[str]:

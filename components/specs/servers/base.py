@@ -19,8 +19,7 @@ from components.manifest import (
     Probes,
     plain,
 )
-from components.specs import model_cache
-from components.specs.kv_events import Publisher
+from components.specs import kv_events, model_cache
 from components.specs.model_cache import TIER_SUBPATH, ModelCache
 from components.specs.security import LUSTRE_PERMISSIONS_CONTAINER
 from components.specs.sizing import TierSizing
@@ -69,8 +68,6 @@ class ServerConnector(Protocol):
 
     @property
     def key(self) -> str: ...
-    @property
-    def kv_usage_metric(self) -> str: ...
     def pod_labels(self, accelerator: AcceleratorProfile) -> dict[str, str]: ...
     def manifests(self, spec: ServerSpec) -> list[Manifest]: ...
     def kv_transfer_config(self, spec: ServerSpec) -> dict[str, Any]: ...
@@ -122,8 +119,7 @@ class ServerSpec:
     max_model_len: int | None = None
     # What the KV its servers persist depends on (None: no persistent tier); the plan sets it from the spec.
     tier_identity: TierIdentity | None = None
-    # The KV-cache events it publishes for the router's precise index (None: approximate routing, none published).
-    kv_events: Publisher | None = None
+    publisher: kv_events.Publisher | None = None  # its KV-cache events for the precise index (None: approximate)
 
     @property
     def filesystem_tier(self) -> bool:
@@ -290,24 +286,6 @@ def add_probes(container: Container, probes: Probes) -> None:
 
 def server_port() -> list[Manifest]:
     return [{"name": labels.MODEL_SERVER_PORT_NAME, "containerPort": labels.MODEL_SERVER_PORT, "protocol": "TCP"}]
-
-
-def kv_events_env(spec: ServerSpec, env: list[Manifest]) -> list[Manifest]:
-    """What the event publisher needs besides its flag: the pod's IP for its topic, and the stack's hash seed
-    (unless the connector's env sets one already; a different one is the plan's error)."""
-    if spec.kv_events is None:
-        return []
-    names = {e["name"] for e in env}
-    out = [] if "POD_IP" in names else [field_env("POD_IP", "status.podIP")]
-    if labels.HASH_SEED_ENV not in names:
-        out.append(env_var(labels.HASH_SEED_ENV, spec.kv_events.hash_seed))
-    return out
-
-
-def with_kv_event_ports(spec: ServerSpec, container: Container) -> None:
-    """The publisher's ports (one per rank) beside the serving port."""
-    if spec.kv_events is not None:
-        container["ports"] = [*container["ports"], *spec.kv_events.container_ports()]
 
 
 def hf_token_env(optional: bool = False) -> Manifest:

@@ -12,7 +12,6 @@ from components.specs.servers.base import (
     files_storage_mount,
     files_storage_volume,
     hf_token_env,
-    kv_events_env,
     lustre_permissions_init,
     memory_resources,
     memory_volume,
@@ -21,8 +20,8 @@ from components.specs.servers.base import (
     platform_env,
     service_account,
     serving_container,
-    with_kv_event_ports,
 )
+from components.specs.servers.kv_event_env import kv_events_env, with_kv_event_ports
 from components.specs.servers.limits import fraction_text, limit_args, limits
 from components.units import ByteSize, GiB
 
@@ -46,7 +45,7 @@ def sglang_args(spec: ServerSpec) -> list[str]:
         "--enable-metrics",
     ]
     args = spec.connector.sglang_args(spec, head, limit_args(spec, context_flag="--context-length"))
-    return args if spec.kv_events is None else [*args, "--kv-events-config", spec.kv_events.sglang_config()]
+    return args if spec.publisher is None else [*args, "--kv-events-config", spec.publisher.sglang_config()]
 
 
 def _env(spec: ServerSpec) -> list[Manifest]:

@@ -13,7 +13,6 @@ from components.specs.servers.base import (
     empty_dir,
     env_var,
     hf_token_env,
-    kv_events_env,
     lustre_permissions_init,
     memory_resources,
     memory_volume,
@@ -23,8 +22,8 @@ from components.specs.servers.base import (
     platform_env,
     service_account,
     serving_container,
-    with_kv_event_ports,
 )
+from components.specs.servers.kv_event_env import kv_events_env, with_kv_event_ports
 
 XPU_CLAIM = "intel-decode-claim"
 
@@ -32,7 +31,7 @@ XPU_CLAIM = "intel-decode-claim"
 def vllm_args(spec: ServerSpec) -> list[str]:
     model, tp = model_load_args(spec), f"--tensor-parallel-size={spec.tensor_parallelism}"
     args = spec.connector.vllm_args(spec, model, tp, ["--kv-transfer-config", spec.connector.kv_transfer_flag(spec)])
-    return args if spec.kv_events is None else [*args, *spec.kv_events.vllm_args(args)]
+    return args if spec.publisher is None else [*args, *spec.publisher.vllm_args(args)]
 
 
 def _env(spec: ServerSpec) -> list[Manifest]:

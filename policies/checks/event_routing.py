@@ -116,7 +116,7 @@ def kv_events_block_size(resources: list[Resource], _: NoConfig) -> list[Violati
     found = publishing(resources)
     out = [Violation(p.pod.owner, f"{p.name} publishes KV events without stating its block size") for p in found]
     out = [v for v, p in zip(out, found, strict=True) if _block_of(p) is None]
-    sizes = {_block_of(p) for p in found} - {None}
+    sizes = {block for p in found if (block := _block_of(p)) is not None}
     if len(sizes) > 1:
         out.append(
             Violation(found[0].pod.owner, f"engines publishing KV events run different block sizes {sorted(sizes)}")
@@ -150,7 +150,8 @@ def kv_events_hash_seed(resources: list[Resource], _: NoConfig) -> list[Violatio
     ]  # fmt: skip
     seeds = {str(_seed(p.container)) for p in found if _seed(p.container) is not None}
     if len(seeds) > 1:
-        out.append(Violation(found[0].pod.owner, f"engines publishing KV events set different hash seeds {sorted(seeds)}"))
+        different = f"engines publishing KV events set different hash seeds {sorted(seeds)}"
+        out.append(Violation(found[0].pod.owner, different))
     for router in precise_routers(resources):
         for p in found:
             seed = _seed(p.container)
@@ -182,12 +183,14 @@ def kv_events_port_per_rank(resources: list[Resource], _: NoConfig) -> list[Viol
     found = publishing(resources)
     for p in found:
         if p.port is None:
-            out.append(Violation(p.pod.owner, f"{p.name} publishes KV events on {p.config.get('endpoint')!r}, no TCP port"))
+            endpoint = p.config.get("endpoint")
+            out.append(Violation(p.pod.owner, f"{p.name} publishes KV events on {endpoint!r}, no TCP port"))
             continue
         wanted = [p.port + rank for rank in range(_ranks(p.container))]
         missing = [port for port in wanted if port not in _declared(p.container)]
         if missing:
-            out.append(Violation(p.pod.owner, f"{p.name} publishes KV events on ports {wanted} but declares no {missing}"))
+            undeclared = f"{p.name} publishes KV events on ports {wanted} but declares no {missing}"
+            out.append(Violation(p.pod.owner, undeclared))
         others = {
             port for c in p.pod.containers() if c is not p.container for port in _declared(c)
         }  # fmt: skip
@@ -196,19 +199,14 @@ def kv_events_port_per_rank(resources: list[Resource], _: NoConfig) -> list[Viol
             out.append(Violation(p.pod.owner, f"{p.name}'s event ports {shared} are another container's too"))
         for router in precise_routers(resources):
             if router.selects(p.pod) and router.socket_port != p.port:
-                out.append(
-                    Violation(
-                        router.chart,
-                        f"the precise index dials port {router.socket_port} on each pod, {p.name} publishes on {p.port}",
-                    )
-                )
+                dials = f"the precise index dials port {router.socket_port} on each pod, {p.name} publishes on {p.port}"
+                out.append(Violation(router.chart, dials))
     return out
 
 
 def _filesystem_tier(pod: Pod) -> bool:
-    return any(
-        m.get("mountPath") == labels.FILES_STORAGE_MOUNT for c in pod.containers(init=False) for m in c.get("volumeMounts") or []
-    )
+    mounts = [m for c in pod.containers(init=False) for m in c.get("volumeMounts") or []]
+    return any(m.get("mountPath") == labels.FILES_STORAGE_MOUNT for m in mounts)
 
 
 def precise_scorer_over_publishers(resources: list[Resource], _: NoConfig) -> list[Violation]:
@@ -224,9 +222,8 @@ def precise_scorer_over_publishers(resources: list[Resource], _: NoConfig) -> li
                 pod.containers(init=False)
             )
             if not any(id(c) in found for c in serving):
-                out.append(
-                    Violation(router.chart, f"the precise index routes to {pod.owner.name}, whose engine publishes no KV events")
-                )
+                silent = f"the precise index routes to {pod.owner.name}, whose engine publishes no KV events"
+                out.append(Violation(router.chart, silent))
                 continue
             connector = _connector(pod)
             refused = (
@@ -263,8 +260,11 @@ def prefill_rate_agrees(resources: list[Resource], _: NoConfig) -> list[Violatio
                 continue
             divisor = _divisor(str((trigger.get("metadata") or {}).get("query", "")))
             if not rates:
-                out.append(Violation(scaled, f"{labels.PREFILL_BACKLOG_TRIGGER} divides by {divisor}, but no router's"
-                                     f" {labels.AFFINITY_FILTER} carries a peakPrefillThroughput"))  # fmt: skip
+                alone = (
+                    f"{labels.PREFILL_BACKLOG_TRIGGER} divides by {divisor}, but no router's {labels.AFFINITY_FILTER}"
+                    " carries a peakPrefillThroughput"
+                )
+                out.append(Violation(scaled, alone))
             for chart, rate in rates:
                 if divisor is None or not isinstance(rate, (int, float)) or float(rate) != divisor:
                     out.append(
