@@ -12,8 +12,13 @@ import pytest
 import yaml
 
 from components.catalog import labels
+from components.formulas import hpa
+from components.formulas.prefill_rate import peak_prefill_rate
+from components.formulas.serving_time import EngineCosts
+from components.specs import keda_tokens
 from components.specs.connectors import BY_KEY, IMPLEMENTATIONS
 from components.specs.payoff_table import Payoff
+from components.units import ByteSize
 from policies.resources import Resource
 from stacks.config import loading
 from stacks.config.errors import ConfigError
@@ -318,3 +323,66 @@ def test_a_trigger_dividing_by_another_rate_is_refused() -> None:
 def test_token_scaling_needs_one_endpoint_picker() -> None:
     with pytest.raises(ConfigError, match=r"router\.epp_replicas"):
         plan(loading.load_preset(TOKENS[0], [TOKENS[1], "router.epp_replicas=2"]))
+
+
+# -- the derived rate and the token signals ---------------------------------------------------------------------
+
+
+def _costs(weights_read_s: float) -> EngineCosts:
+    return EngineCosts(
+        gemm_s_per_token=1e-5,
+        attention_s_per_pair=1e-9,
+        weights_read_s=weights_read_s,
+        kv_read_s_per_token=0.0,
+        load_s_per_token=(0.0, 0.0),
+        max_batched_tokens=8192,
+        max_seqs=256,
+        kv_tokens=1_000_000,
+    )
+
+
+def test_the_peak_prefill_rate_is_one_full_chunk_alone() -> None:
+    """8,192 x 1e-5 s of GEMMs + 8,192^2 / 2 x 1e-9 s of attention = 0.115474432 s: 70,942 tok/s; a step bound by
+    reading the weights (1 s) is 8,192 tok/s."""
+    compute = peak_prefill_rate(_costs(0.01))
+    assert compute.seconds == pytest.approx(0.115474432)
+    assert compute.whole == 70_942
+    assert peak_prefill_rate(_costs(1.0)).whole == 8_192
+
+
+def test_the_token_queries_divide_by_the_rate_and_sum_the_kv_in_use() -> None:
+    assert keda_tokens.token_queries("ns", 14_896, "vllm:kv_cache_usage_perc") == {
+        "backlog": '(sum(llm_d_epp_inflight_tokens{namespace="ns",producer_name="inflight-load-producer"}) / 14896)'
+        " or vector(0)",
+        "kv": 'sum(vllm:kv_cache_usage_perc{namespace="ns"}) or vector(0)',
+    }
+    with pytest.raises(ValueError, match="positive"):
+        keda_tokens.token_queries("ns", 0, "vllm:kv_cache_usage_perc")
+    with pytest.raises(ValueError, match="backlog"):
+        keda_tokens.TokenThresholds(backlog_s=0)
+
+
+def _replay(threshold: float, prefill_rate: float) -> hpa.Replay:
+    return hpa.replay(
+        hpa.ReplayInputs(
+            initial_replicas=2,
+            capacity_rps=1.0,
+            concurrency=16,
+            cold_start_s=300,
+            min_replicas=1,
+            max_replicas=8,
+            cpu_tier=ByteSize(0),
+            triggers=(hpa.Trigger("backlog", threshold),),
+            behavior=hpa.KUBERNETES_DEFAULT,
+            prompt_tokens=10_000,
+            prefill_rate=prefill_rate,
+        )
+    )
+
+
+def test_the_backlog_signal_scales_on_seconds_of_queued_prefill() -> None:
+    """A 4x step queues requests of 10,000 tokens at 10,000 tok/s (one second each): a 1.5 s threshold scales out;
+    a threshold no queue reaches in the step, or no rate (no signal), keeps the initial count."""
+    assert _replay(1.5, 10_000).peak_replicas == 8
+    assert _replay(1e9, 10_000).peak_replicas == 2
+    assert _replay(1.5, 0.0).peak_replicas == 2
