@@ -28,8 +28,11 @@ from components.formulas.requests import Request  # noqa: E402
 from components.formulas.tier_replay import Curve  # noqa: E402
 from stacks.config import loading  # noqa: E402
 from stacks.config.workload_trace import read_trace  # noqa: E402
-from stacks.planning import workload_sizing  # noqa: E402
-from stacks.planning.plan import plan, stack_shape  # noqa: E402
+from stacks.planning.plan import plan  # noqa: E402
+from stacks.planning.workload import workload_sizing  # noqa: E402
+from stacks.planning.workload.tier_curve import UNBOUNDED_BLOCKS  # noqa: E402
+from stacks.planning.workload.workload_source import WorkloadSource  # noqa: E402
+from stacks.planning.workload_plan import stack_shape  # noqa: E402
 
 TRACE = "tests/fixtures/workloads/mooncake-conversation/conversation_trace_40k.jsonl"
 PRESETS = (("gpu-vllm-native-cpu", 5, 0), ("gpu-vllm-native-fs", 2, 3))  # CPU sizes, fs sizes replayed
@@ -55,7 +58,7 @@ def _rss_kib() -> int:
 def memory_child(name: str, copies: int) -> None:
     """In a fresh process: the plan without a workload, then the replay alone; figures as JSON."""
     shape = stack_shape(plan(loading.load_named(name)))
-    source = workload_sizing.WorkloadSource("bench", 512, lambda: _requests(copies))
+    source = WorkloadSource("bench", 512, lambda: _requests(copies))
     before = _rss_kib()
     start = time.perf_counter()
     workload_sizing.size_tiers(shape, source)
@@ -94,7 +97,7 @@ def bench(name: str, cpu_points: int, fs_points: int) -> None:
     shape, one = sized.shape, sized.curve
     tiers, rates = one.tiers, workload_sizing.service_rates(shape)
     savings = workload_sizing._savings(shape)
-    source = workload_sizing.WorkloadSource("bench", 512, _requests)
+    source = WorkloadSource("bench", 512, _requests)
     start = time.perf_counter()
     timed = workload_sizing.size_tiers(shape, source).curve
     curve_s = time.perf_counter() - start
@@ -119,10 +122,10 @@ def bench(name: str, cpu_points: int, fs_points: int) -> None:
         )
 
     configured_cpu, configured_fs = sized.configured
-    finite = [i for i, c in enumerate(one.cpu_sizes) if 0 < c < workload_sizing.UNBOUNDED_BLOCKS]
+    finite = [i for i, c in enumerate(one.cpu_sizes) if 0 < c < UNBOUNDED_BLOCKS]
     points = [(i, configured_fs) for i in _spread(finite, cpu_points, configured_cpu)]
     if fs_points:
-        fs_finite = [j for j, f in enumerate(one.fs_sizes) if 0 < f < workload_sizing.UNBOUNDED_BLOCKS]
+        fs_finite = [j for j, f in enumerate(one.fs_sizes) if 0 < f < UNBOUNDED_BLOCKS]
         points += [(configured_cpu, j) for j in _spread(fs_finite, fs_points, configured_fs) if j != configured_fs]
 
     print()

@@ -4,7 +4,6 @@ size NAME | diff --base REV`."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import io
 import os
 import re
@@ -15,13 +14,11 @@ from policies.checks.ruleset import RULES
 from stacks.config import loading
 from stacks.config.errors import MISSING, ConfigError
 from stacks.config.keys import keys_text
-from stacks.config.loading import PROJECT_DIR
 from stacks.config.providers import provider_of
 from stacks.config.workload_section import DEFAULT_BLOCK_TOKENS, MAX_BLOCK_TOKENS
-from stacks.planning import workload_sizing
-from stacks.planning.cluster_plan import ClusterPlan, plan_any
-from stacks.planning.plan import StackPlan, plan, with_cost
-from stacks.planning.workload_plan import held_workload, objective_of, plan_capacity_of, routed_curve
+from stacks.planning.cluster_plan import ClusterPlan
+from stacks.planning.plan import StackPlan, plan, plan_any
+from stacks.planning.workload.workload_source import file_source
 from stacks.review import docs_pages, offline, pool_demand, shared_cluster
 from stacks.review.capacity_table import capacity_lines
 from stacks.review.check import check, stack_policy_config
@@ -185,38 +182,21 @@ def size_lines(name: str, overrides: list[str], trace: str | None, block_tokens:
     if trace is None and config.workload is None:
         raise ConfigError("--trace", MISSING, "size needs a workload: --trace FILE, or workload.* in the stack")
     if trace is not None:
-        source = workload_sizing.file_source(trace, block_tokens or DEFAULT_BLOCK_TOKENS)
+        source = file_source(trace, block_tokens or DEFAULT_BLOCK_TOKENS)
         source.requests()  # checks the file (a regular file, its size) before anything is replayed
-        stack_plan = plan(config.model_copy(update={"workload": None}))
-        source = held_workload(stack_plan, source)
-        slo = config.workload.slo if config.workload is not None else None
-        capacity = plan_capacity_of(stack_plan, source, slo)
-        sized = routed_curve(stack_plan, source, capacity)
+    elif block_tokens is not None:
+        raise ConfigError("--block-tokens", block_tokens, "applies with --trace; the stack sets workload.block_tokens")
     else:
-        if block_tokens is not None:
-            raise ConfigError(
-                "--block-tokens", block_tokens, "applies with --trace; the stack sets workload.block_tokens"
-            )
-        stack_plan = plan(config, keep_up=False)
-        assert stack_plan.tier_curve is not None and stack_plan.capacity is not None, "a workload is replayed"
-        sized, capacity = stack_plan.tier_curve, stack_plan.capacity
-        stack_source = workload_sizing.config_source(config, PROJECT_DIR)
-        assert stack_source is not None, "the stack sets a workload"
-        source = stack_source
-    objective = stack_plan.objective
-    if objective is None:  # what auto would take by the stack's pricing.objective
-        slo = config.workload.slo if config.workload is not None else None
-        objective = objective_of(stack_plan, source, slo, sized)
-    if objective is not None:
-        sized = dataclasses.replace(sized, choice=objective.chosen)
-    priced = with_cost(dataclasses.replace(stack_plan, tier_curve=sized, capacity=capacity))
+        source = None
+    workload = plan(config, keep_up=False, workload=source, weigh_any_tier=True).workload
+    assert workload is not None, "a workload is replayed"
     return [
         f"# {name}: replicas, tier sizes and cost",
         "",
-        *capacity_lines(capacity, config.cache.replicas == "auto"),
-        *tier_curve_lines(sized, chosen_by_auto=False, plotted=False),
-        *cost_lines(priced.cost),
-        *objective_lines(objective, took=False),
+        *capacity_lines(workload.capacity, config.cache.replicas == "auto"),
+        *tier_curve_lines(workload.curve, chosen_by_auto=False, plotted=False),
+        *cost_lines(workload.cost),
+        *objective_lines(workload.objective, took=False),
     ]
 
 

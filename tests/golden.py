@@ -77,6 +77,15 @@ def schema_text() -> str:
     return subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True).stdout
 
 
+PRICES_CSV = REPO / "tests" / "fixtures" / "prices" / "prices.csv"  # the price catalog written out
+
+
+def write_prices() -> None:
+    from components.catalog.prices import csv_text
+
+    PRICES_CSV.write_text(csv_text())
+
+
 def write_package() -> None:
     from stacks.package.args_codegen import generate
 
@@ -85,6 +94,8 @@ def write_package() -> None:
 
 
 if __name__ == "__main__":
+    write_prices()
+    print(f"wrote {PRICES_CSV.relative_to(REPO)}", file=sys.stderr)
     write_package()
     print(f"wrote {PACKAGE_ARGS.relative_to(REPO)} and {PACKAGE_SCHEMA.relative_to(REPO)}", file=sys.stderr)
     names = write_all()

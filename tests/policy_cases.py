@@ -18,7 +18,10 @@ DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 
 
 def recorded(name: str = "gpu-vllm-native-cpu") -> list[Resource]:
-    recording = offline.record(plan(loading.load_preset(name)), name)
+    """A preset's recording; 'PRESET+ACCELERATOR': the preset on another accelerator profile."""
+    preset, _, accelerator = name.partition("+")
+    overrides = [f"cache.accelerator={accelerator}"] if accelerator else []
+    recording = offline.record(plan(loading.load_preset(preset, overrides)), preset)
     return [Resource(r.type, r.name, copy.deepcopy(r.inputs)) for r in recording.resources]
 
 

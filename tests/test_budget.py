@@ -66,24 +66,28 @@ def _findings(name: str, *sets: str, rule: str = "monthly-budget", configs: dict
     return [f.violation.message for f in check(record(stack_plan, name), configs) if f.rule.name == rule]
 
 
+# gke-tpu-v5p priced in full: its spot pool on demand, its NAT and boot disks (not in the catalog) at $0.
+V5P_PRICED = ("pricing.rate=on-demand", "pricing.prices={gke-cloud-nat: 0, gke-boot-disk: 0}")
+
+
 def test_the_rendered_stack_is_judged_at_its_plan_figure() -> None:
     """gke-tpu-v5p: 3 x ct5p-hightpu-4t at 16.80 + the $0.10 fee + 3 x e2-standard-8 at 0.26805 (a regional system
     pool) = 51.30415 $/hour = $37,452.03/month: over a $37,000 budget, within $38,000."""
-    [message] = _findings("gke-tpu-v5p", "pricing.monthly_budget=37000")
+    [message] = _findings("gke-tpu-v5p", *V5P_PRICED, "pricing.monthly_budget=37000")
     assert "$37,452.03/month is over the stack's budget $37,000.00/month" in message
-    assert _findings("gke-tpu-v5p", "pricing.monthly_budget=38000") == []
-    assert _findings("gke-tpu-v5p") == []
+    assert _findings("gke-tpu-v5p", *V5P_PRICED, "pricing.monthly_budget=38000") == []
+    assert _findings("gke-tpu-v5p", *V5P_PRICED) == []
 
 
 def test_a_rendered_stack_without_a_budget_is_an_advisory_finding_over_the_packs_default() -> None:
     """The same $37,452.03/month against the policy config's default: reported at the advisory level (the
     stack's own budget is mandatory); no default, no finding."""
     over = {"monthly-budget-default": {"defaultMonthlyBudget": 37000}}
-    stack_plan = plan(loading.load_preset("gke-tpu-v5p", []))
+    stack_plan = plan(loading.load_preset("gke-tpu-v5p", list(V5P_PRICED)))
     [finding] = [f for f in check(record(stack_plan, "gke-tpu-v5p"), over) if f.rule.name.startswith("monthly-")]
     assert finding.rule.enforcement == "advisory"
     assert "$37,452.03/month is over the pack's default budget $37,000.00/month" in finding.violation.message
-    assert _findings("gke-tpu-v5p", rule="monthly-budget-default") == []
+    assert _findings("gke-tpu-v5p", *V5P_PRICED, rule="monthly-budget-default") == []
 
 
 def test_a_rendered_stack_with_unpriced_items_cannot_pass_its_budget() -> None:

@@ -13,7 +13,7 @@ from e2e import compare
 from scripts import install_helm
 from stacks.config import loading
 from stacks.config.errors import ConfigError
-from stacks.planning.cluster_plan import plan_any
+from stacks.planning.plan import plan_any
 from stacks.review import chart_objects
 from stacks.review.changeplan import Change
 from stacks.review.diff import change_plan

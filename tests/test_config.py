@@ -52,7 +52,10 @@ BAD_INPUTS = [
     (["cache.tier.cpu=512MiB"], "cache.tier.cpu = '512MiB': must be between 1 GiB and 32 TiB"),
     (["cache.tier.variant=disk"], "cache.tier.variant = 'disk': input should be 'cpu' or 'fs'"),
     (["cache.model=Llama"], "cache.model = 'Llama': allowed: Qwen/Qwen3-0.6B"),
-    (["cache.accelerator=h200"], "cache.accelerator = 'h200': allowed: amd, gpu, tpu-v5p, tpu-v6, tpu-v7, xpu"),
+    (
+        ["cache.accelerator=gaudi3"],
+        "cache.accelerator = 'gaudi3': allowed: a100, amd, gpu, h200, tpu-v5p, tpu-v6, tpu-v7, xpu",
+    ),
     (["cache.server=trtllm"], "cache.server = 'trtllm': input should be 'vllm' or 'sglang'"),
     # Combinations the seed's tables leave out, rejected at the first field that breaks them.
     (

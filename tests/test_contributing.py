@@ -19,7 +19,7 @@ import pytest
 from tests.contributions import FIXTURE_ALERT, FIXTURE_IMAGE, MI355X_IMAGE, add_aks, add_connector, add_mi355x
 from tests.scratch_tree import ROOT, changed_files, copy_tree, run_json, run_tests
 
-BOUNDS = {"accelerator": 2, "connector": 3, "provider": 3, "workload": 2}
+BOUNDS = {"accelerator": 2, "connector": 3, "provider": 3, "workload": 2, "price": 1}
 # What a list's placeholder names in each walk-through.
 PLACEHOLDERS = {"connector": ("<name>", "fixture_offload"), "provider": ("<key>", "aks")}
 # The copy's tests that hold every accelerator, connector and provider complete (run there, unedited).

@@ -38,6 +38,8 @@ def test_qwen3_32b_over_two_h100s_by_hand() -> None:
 # Each profile's device memory in bytes as its device reports it (the sources are the profiles' fields), and
 # what vLLM keeps beside the weights on each runtime, written out here rather than read from the catalog.
 H100 = 81_559 * 2**20  # nvidia-smi: 81,559 MiB
+H200 = 143_771 * 2**20  # nvidia-smi: 143,771 MiB
+A100 = 81_920 * 2**20  # nvidia-smi: 81,920 MiB
 MI300X = 206_141_652_992  # rocm-smi --showmeminfo vram: VRAM Total Memory (B)
 B60 = 24_480 * 2**20  # torch.xpu: total_memory=24480MB (MiB)
 V5P = 98_038 * 2**20  # XLA: 95.74G (GiB) of HBM, to the MiB
@@ -52,6 +54,11 @@ TPU_STAGING_QWEN3_32B = 1000 * 128 * 262_144
 KV_BY_HAND = {
     # CUDA: 2 GiB runtime + 8192 tokens x (4 x 5120 + 3 x 25600 / 2) x 2 B + logits; TP=2.
     "gpu-vllm-native-cpu": 2 * (int(H100 * 0.9) - QWEN3_32B_WEIGHTS // 2 - (2 * 2**30 + 8192 * 117_760 + LOGITS_LARGE)),
+    # CUDA on an H200 and an A100 80GB (both over 70 GiB: vLLM's large-device batch), the same preset otherwise.
+    "gpu-vllm-native-cpu+h200": 2
+    * (int(H200 * 0.9) - QWEN3_32B_WEIGHTS // 2 - (2 * 2**30 + 8192 * 117_760 + LOGITS_LARGE)),
+    "gpu-vllm-native-cpu+a100": 2
+    * (int(A100 * 0.9) - QWEN3_32B_WEIGHTS // 2 - (2 * 2**30 + 8192 * 117_760 + LOGITS_LARGE)),
     # ROCm: as CUDA; 2 x MI300X.
     "amd-vllm-native-cpu": 2
     * (int(MI300X * 0.9) - QWEN3_32B_WEIGHTS // 2 - (2 * 2**30 + 8192 * 117_760 + LOGITS_LARGE)),
@@ -68,15 +75,25 @@ KV_BY_HAND = {
 }
 
 
+def _preset(name: str) -> tuple[str, tuple[str, ...]]:
+    """'PRESET+ACCELERATOR': the preset on another accelerator profile."""
+    preset, _, accelerator = name.partition("+")
+    return preset, (f"cache.accelerator={accelerator}",) if accelerator else ()
+
+
 @pytest.mark.parametrize("name", sorted(KV_BY_HAND))
 def test_each_profiles_hbm_kv_by_hand(name: str) -> None:
-    budget = plan(loading.load_named(name)).hbm
+    preset, overrides = _preset(name)
+    budget = plan(loading.load_named(preset, list(overrides))).hbm
     assert budget.kv_bytes.bytes == KV_BY_HAND[name]
-    assert f"= {budget.kv_bytes.bytes / 2**30:.1f} GiB" in rendered(name).summary
+    assert f"= {budget.kv_bytes.bytes / 2**30:.1f} GiB" in rendered(preset, overrides).summary
 
 
 def test_every_profile_has_a_by_hand_figure() -> None:
-    by_accelerator = {plan(loading.load_named(name)).hbm.accelerator.key for name in KV_BY_HAND}
+    by_accelerator = {
+        plan(loading.load_named(preset, list(overrides))).hbm.accelerator.key
+        for preset, overrides in map(_preset, KV_BY_HAND)
+    }
     assert by_accelerator == set(ACCELERATORS)
 
 

@@ -101,9 +101,9 @@ def test_a_pod_with_devices_and_no_identity_is_reported_not_guessed() -> None:
         f"its pods hold accelerator devices or a connector but carry no {labels.KV_CONNECTOR_LABEL} label: label"
         " them with their connector's key",
     ]
-    template[labels.ACCELERATOR_PROFILE_LABEL] = "h200"
+    template[labels.ACCELERATOR_PROFILE_LABEL] = "gaudi3"
     assert violations_of(rule, resources)[0].startswith(
-        f"its pods carry {labels.ACCELERATOR_PROFILE_LABEL}: h200, which names no accelerator profile"
+        f"its pods carry {labels.ACCELERATOR_PROFILE_LABEL}: gaudi3, which names no accelerator profile"
     )
     template[labels.ACCELERATOR_PROFILE_LABEL] = "amd"  # a profile it does not hold the devices of
     assert violations_of(rule, resources)[0] == (

@@ -119,7 +119,7 @@ def test_a_taint_on_a_cluster_stacks_pool_is_tolerated_by_its_serving_stacks_pod
     from pathlib import Path
 
     from stacks.config.cluster_outputs import OUTPUTS_FILE
-    from stacks.planning.cluster_plan import plan_any
+    from stacks.planning.plan import plan_any
 
     for path in Path(loading.PROJECT_DIR).glob("Pulumi*.yaml"):
         shutil.copy(path, tmp_path / path.name)
@@ -249,7 +249,7 @@ def test_an_in_cluster_gateways_proxies_reach_the_epp_and_the_servers_and_look_a
 
 
 def _bbr_policies(name: str) -> list[dict[str, Any]]:
-    from stacks.planning.cluster_plan import plan_any
+    from stacks.planning.plan import plan_any
 
     return _policies(plan_any(loading.load_named(name), name), name)
 

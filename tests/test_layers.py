@@ -305,3 +305,51 @@ def test_the_circle_check_sees_a_circle_through_a_type_checking_import(tmp_path:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}
     assert import_circles(graph) == [["a", "b", "c"]]
     assert import_circles({"a": {"b"}, "b": set()}) == []
+
+
+def floors(graph: dict[str, set[str]]) -> int:
+    """The longest chain of imports in an acyclic graph, counted in modules (a module importing none: 1 floor)."""
+    depth: dict[str, int] = {}
+
+    def of(module: str) -> int:
+        if module not in depth:
+            depth[module] = 1 + max((of(target) for target in graph[module]), default=0)
+        return depth[module]
+
+    return max((of(module) for module in graph), default=0)
+
+
+PLANNING = [p for p in SOURCES if p.is_relative_to(ROOT / "stacks" / "planning")]
+ENGINE = "stacks.planning.workload"
+
+
+def test_the_planning_wing_stands_on_six_floors() -> None:
+    """The plan's own floor plan: ten floors before its workload engine became a sub-package with its records
+    beneath it (a record a floor above its computation kept every reader that many floors up)."""
+    assert floors(import_graph(PLANNING)) <= 6
+    assert floors({"a": {"b"}, "b": {"c"}, "c": set(), "d": {"c"}}) == 3
+
+
+def test_the_workload_engine_imports_nothing_of_the_plan_above_it() -> None:
+    """stacks/planning/workload/ (the workload engine and its economics) reads the config and what is below it,
+    never the plan that adapts it (stacks/planning/workload_plan.py is the one adapter)."""
+    engine = [p for p in PLANNING if _module(p).startswith(ENGINE + ".")]
+    assert len(engine) >= 10
+    up = {
+        f"{_module(p)} imports {m}"
+        for p in engine
+        for m in imports(p)
+        if m.startswith("stacks.planning") and not m.startswith(ENGINE)
+    }
+    assert up == set()
+
+
+def test_the_cli_reads_the_plan_through_its_entry() -> None:
+    """`./run size` prints the record `plan()` computed; it calls none of the workload chain itself."""
+    cli = imports(ROOT / "stacks" / "__main__.py")
+    planning = {m for m in cli if m.startswith("stacks.planning")}
+    assert planning == {
+        "stacks.planning.plan",
+        "stacks.planning.cluster_plan",
+        "stacks.planning.workload.workload_source",
+    }

@@ -70,3 +70,41 @@ def test_source_md_and_the_json_pin_the_same_documents() -> None:
     documents = DATA["source"]["documents"]
     assert {role: (d["commit"], d["path"], d["sha256"]) for role, d in documents.items()} == pins
     assert DATA["source"]["repository"] == "llm-d/llm-d" and DATA["source"]["license"] == "Apache-2.0"
+
+
+SGLANG: dict[str, Any] = json.loads((FIXTURES / "qwen3-32b-h100-sglang-tiered.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("stage", SGLANG["stages"], ids=lambda stage: f"sglang-{stage['rate_qps']:g}qps")
+def test_sglang_published_changes_match_the_copied_figures(stage: dict[str, Any]) -> None:
+    """The SGLang run's table (the same workload, another engine): every printed '(±x%)' holds."""
+    assert set(stage["hbm_only"]) == set(stage["hbm_plus_cpu"]) == METRICS
+    assert set(stage["published_change_pct"]) == METRICS
+    for metric, published in stage["published_change_pct"].items():
+        change = (stage["hbm_plus_cpu"][metric] / stage["hbm_only"][metric] - 1) * 100
+        assert change == pytest.approx(published, abs=0.1), metric
+
+
+def test_the_sglang_run_is_the_same_workload_on_the_same_fleet() -> None:
+    assert [stage["rate_qps"] for stage in SGLANG["stages"]] == [5.0, 10.0, 20.0, 40.0]
+    assert SGLANG["workload"] == DATA["workload"]  # assumed, and said so in the JSON
+    assert "assumed" in SGLANG["workload_assumed"]
+    hardware = SGLANG["hardware"]
+    assert (hardware["model_servers"], hardware["tensor_parallel"], hardware["engine"]) == (
+        8,
+        2,
+        "SGLang v0.5.13.post1",
+    )
+    # 819,200 tokens of Qwen3-32B's 256 KiB each are the 200 GiB a replica the report says.
+    assert SGLANG["cache"]["cpu_tokens_per_replica"] * 256 * 1024 == SGLANG["cache"]["cpu_per_replica_GiB"] * 2**30
+
+
+def test_source_md_and_the_sglang_json_pin_the_same_documents() -> None:
+    spec = importlib.util.spec_from_file_location("llmd_benchmark_refresh_sglang", FIXTURES / "refresh_sglang.py")
+    assert spec is not None and spec.loader is not None
+    refresh = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(refresh)
+    pins = refresh.pins((FIXTURES / "SOURCE.md").read_text(encoding="utf-8"))
+    documents = SGLANG["source"]["documents"]
+    assert {role: (d["commit"], d["path"], d["sha256"]) for role, d in documents.items()} == pins
+    assert pins["workload"] == tuple(DATA["source"]["documents"]["workload"].values())

@@ -1,10 +1,13 @@
-"""The price catalog against its fixture, and the plan's cost worked by hand for a GKE and an EKS stack."""
+"""The price catalog against its fixture and its second sources, the plan's cost worked by hand for a GKE and an
+EKS stack, the rate kind a stack is priced at, and each decision the cost makes at its edges."""
 
 from __future__ import annotations
 
 import csv
 import functools
+import importlib.util
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -13,8 +16,10 @@ from stacks.config import loading
 from stacks.config.errors import ConfigError
 from stacks.planning.cluster_plan import plan_cluster
 from stacks.planning.plan import StackPlan, plan
+from stacks.review.cost_summary import cost_lines, headline
 
-FIXTURE = Path(__file__).parent / "fixtures" / "prices" / "prices.csv"
+FIXTURES = Path(__file__).parent / "fixtures" / "prices"
+FIXTURE = FIXTURES / "prices.csv"
 
 
 @functools.cache
@@ -22,37 +27,110 @@ def _plan(name: str, overrides: tuple[str, ...] = ()) -> StackPlan:
     return plan(loading.load_named(name, list(overrides)))
 
 
-def test_every_price_is_its_fixture_row() -> None:
-    with FIXTURE.open(encoding="utf-8") as f:
-        rows = [
-            prices.Price(r["item"], r["region"], r["unit"], float(r["usd"]), r["source"], r["as_of"], r["how"])
-            for r in csv.DictReader(f)
-        ]
-    assert list(prices.PRICES) == rows
-    assert len(prices.BY_KEY) == len(rows)  # one row per item and region
+def _refresh() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("prices_refresh", FIXTURES / "refresh.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def test_the_fixture_csv_is_the_catalog_written_out() -> None:
+    """prices.csv is generated from components/catalog/prices.py (`./run golden`), one row per item, region, kind."""
+    assert FIXTURE.read_text(encoding="utf-8") == prices.csv_text()
+    rows = _rows(FIXTURE)
+    assert [(r["item"], r["region"], r["kind"], float(r["usd"])) for r in rows] == [
+        (p.item, p.region, p.kind, p.usd) for p in prices.PRICES
+    ]
+    assert len(prices.BY_KEY) == len(rows)
+
+
+def test_every_row_states_its_rate_kind_and_source() -> None:
+    assert {p.kind for p in prices.PRICES} <= set(prices.RATE_KINDS)
+    assert all(p.source and p.as_of and p.how for p in prices.PRICES)
+
+
+def test_the_h100_rows_are_the_on_demand_list_price() -> None:
+    """a3-highgpu-8g on demand: $88.49/hour in us-central1 (GCP's list price), $112.54048 in europe-west4; the
+    discounted $43.06615 SkyPilot row is gone."""
+    assert prices.BY_KEY["a3-highgpu-8g", "us-central1", "on-demand"].usd == 88.49
+    assert prices.BY_KEY["a3-highgpu-8g", "europe-west4", "on-demand"].usd == 112.54048
+    assert all(p.usd != 43.06615 for p in prices.PRICES)
+
+
+def test_every_row_agrees_with_its_second_source() -> None:
+    refresh = _refresh()
+    rows, second = _rows(FIXTURE), _rows(FIXTURES / "second_sources.csv")
+    assert refresh.compared(rows, second) == [
+        ("a3-highgpu-8g", "us-central1", "on-demand"),
+        ("a3-highgpu-8g", "europe-west4", "on-demand"),
+        ("e2-standard-8", "us-central1", "on-demand"),
+        ("e2-standard-8", "europe-west4", "on-demand"),
+        ("efs-read", "us-east-1", "on-demand"),
+        ("efs-write", "us-east-1", "on-demand"),
+    ]
+    assert refresh.disagreements(rows, second) == []
+
+
+def _planted(rows: list[dict[str, str]], usd: str) -> list[dict[str, str]]:
+    """The rows with a3-highgpu-8g's us-central1 on-demand figure replaced."""
+    h100 = ("a3-highgpu-8g", "us-central1", "on-demand")
+    return [{**r, "usd": usd} if (r["item"], r["region"], r["kind"]) == h100 else r for r in rows]
+
+
+def test_a_planted_row_twice_its_second_source_fails_the_check() -> None:
+    refresh = _refresh()
+    rows, second = _rows(FIXTURE), _rows(FIXTURES / "second_sources.csv")
+    planted = [{**r, "usd": str(2 * float(r["usd"]))} if r["item"] == "e2-standard-8" else r for r in rows]
+    problems = refresh.disagreements(planted, second)
+    assert [line.split(":")[0] for line in problems] == [
+        "e2-standard-8 us-central1 on-demand",
+        "e2-standard-8 europe-west4 on-demand",
+    ]
+    assert "100% from 0.26805" in problems[0]
+    # the boundary, against the npm package's 87.83247: 9.9% above passes, 10.1% above fails
+    assert refresh.disagreements(_planted(rows, "96.52788"), second) == []
+    assert len(refresh.disagreements(_planted(rows, "96.70355"), second)) == 1
+    # the old SkyPilot H100 row ($43.06615) is what the check exists to catch
+    old = _planted(rows, "43.06615")
+    assert "51% from 87.8325" in refresh.disagreements(old, second)[0]
 
 
 def test_efs_prices_are_the_published_rates() -> None:
     """EFS in us-east-1: $0.30 per GB-month stored, $0.03 per GB read and $0.06 per GB written (Elastic)."""
-    assert prices.BY_KEY["efs-storage", "us-east-1"].usd == 0.30
-    assert prices.BY_KEY["efs-read", "us-east-1"].usd == 0.03
-    assert prices.BY_KEY["efs-write", "us-east-1"].usd == 0.06
+    assert prices.BY_KEY["efs-storage", "us-east-1", "on-demand"].usd == 0.30
+    assert prices.BY_KEY["efs-read", "us-east-1", "on-demand"].usd == 0.03
+    assert prices.BY_KEY["efs-write", "us-east-1", "on-demand"].usd == 0.06
+
+
+GKE_EXTRAS = ("pricing.prices={gke-cloud-nat: 0.05, gke-boot-disk: 0.014}",)
 
 
 def test_gke_cost_by_hand() -> None:
-    """gke-h100-lustre: 1 x a3-highgpu-8g (9.46006 VM + 33.60609 for 8 H100s) + the $0.10 cluster fee + the
-    system pool, 3 x e2-standard-8 at 0.26805 (a regional pool) = 43.97030 $/hour, Lustre unpriced; with the
-    system machine and Lustre (9000 GiB at 1000 MB/s/TiB) overridden at 0.27 and 0.60:
-    43.06615 + 0.10 + 3 x 0.27 + 9000 x 0.60 / 730 = 51.37341 $/hour."""
+    """gke-h100-lustre: 1 x a3-highgpu-8g at 88.49 + the $0.10 cluster fee + the system pool, 3 x e2-standard-8
+    at 0.26805 (a regional pool) = 89.39415 $/hour priced; Cloud NAT, the 4 nodes' boot disks and Lustre unpriced.
+    With them and the system machine overridden (NAT 0.05, boot disk 0.014 per node, e2 0.27, Lustre 9000 GiB at
+    1000 MB/s/TiB at 0.60): 88.49 + 0.10 + 3 x 0.27 + 0.05 + 4 x 0.014 + 9000 x 0.60 / 730 = 96.90326 $/hour."""
     cost = _plan("gke-h100-lustre").cost
     assert cost is not None and cost.region == "us-central1"
-    assert cost.usd_per_hour == pytest.approx(43.06615 + 0.10 + 3 * 0.26805)
-    assert [u.what.split(":")[0] for u in cost.unpriced] == ["Managed Lustre"]
-    priced = _plan("gke-h100-lustre", ("pricing.prices.e2-standard-8=0.27", "pricing.prices.lustre-1000=0.6")).cost
+    assert cost.usd_per_hour == pytest.approx(88.49 + 0.10 + 3 * 0.26805)
+    assert [u.what.split(":")[0] for u in cost.unpriced] == [
+        "Cloud NAT gateway and its external addresses",
+        "boot disks of its 4 nodes",
+        "Managed Lustre",
+    ]
+    sets = ("pricing.prices={gke-cloud-nat: 0.05, gke-boot-disk: 0.014, e2-standard-8: 0.27, lustre-1000: 0.6}",)
+    priced = _plan("gke-h100-lustre", sets).cost
     assert priced is not None and not priced.unpriced
-    assert priced.usd_per_hour == pytest.approx(51.37341, abs=1e-5)
-    assert priced.usd_per_month == pytest.approx(51.37341 * 730, abs=1e-2)
-    assert {p.item for p in priced.prices if p.overridden} == {"e2-standard-8", "lustre-1000"}
+    assert priced.usd_per_hour == pytest.approx(96.90326, abs=1e-5)
+    assert priced.usd_per_month == pytest.approx(96.90326 * 730, abs=1e-2)
+    overridden = {p.item for p in priced.prices if p.overridden}
+    assert overridden == {"e2-standard-8", "lustre-1000", "gke-cloud-nat", "gke-boot-disk"}
 
 
 def test_eks_cost_by_hand() -> None:
@@ -63,7 +141,15 @@ def test_eks_cost_by_hand() -> None:
     assert cost is not None and shared is not None and cost.region == "us-east-1"
     held_gb = 9000 * 2**30 * shared.capacity.high / 1e9
     assert cost.usd_per_hour == pytest.approx(55.04 + 0.10 + 2 * 0.384 + held_gb * 0.30 / 730)
-    assert [u.what for u in cost.unpriced] == ["EFS elastic throughput"]
+    assert [u.what for u in cost.unpriced] == [
+        "NAT gateway and its Elastic IP",
+        "root volumes of its 3 nodes",
+        "EFS elastic throughput",
+    ]
+    assert cost.usage == (
+        "NAT gateway data processing: per GB its private nodes send through it",
+        "ECR storage: per GB-month of the images its pull-through cache rules store",
+    )
 
 
 SHARED = (
@@ -78,8 +164,11 @@ SHARED = (
 )
 
 
+EKS_EXTRAS = "pricing.prices={eks-nat-gateway: 0.05, eks-root-volume: 0.011}"
+
+
 def test_efs_throughput_is_charged_per_gb_at_the_workload_rates() -> None:
-    stack_plan = _plan("eks-h100-efs", SHARED)
+    stack_plan = _plan("eks-h100-efs", (*SHARED, EKS_EXTRAS))
     cost, curve = stack_plan.cost, stack_plan.tier_curve
     assert cost is not None and curve is not None and not cost.unpriced
     fs = curve.configured[1]
@@ -117,7 +206,17 @@ REJECTED = [
             "cluster.eks.availability_zones=[eu-west-1a, eu-west-1b]",
             "pricing.monthly_budget=50000",
         ),
-        "pricing.prices.p5.48xlarge = 'eu-west-1': the price catalog has no prices for this region",
+        "pricing.prices = 'eu-west-1': the price catalog has no prices for this region",
+    ),
+    (
+        ("pricing.prices={a3-highgpu-8: 30.5}",),
+        "pricing.prices.a3-highgpu-8 = 30.5: prices nothing the catalog or this stack names; known keys, nearest"
+        " first: a3-highgpu-8g, ",
+    ),
+    (("pricing.region=us-east-1",), "pricing.region = 'us-east-1': EKS creates this cluster in us-east-1"),
+    (
+        ("pricing.machine_types={h100: p5.48xlarge}",),
+        "pricing.machine_types = {'h100': 'p5.48xlarge'}: names the machine types of an existing cluster's",
     ),
 ]
 
@@ -136,17 +235,40 @@ def test_a_budget_with_its_unit_is_read_as_dollars_per_month() -> None:
         assert cost is not None and cost.monthly_budget == 25000.0
 
 
+def test_every_missing_price_of_a_region_is_one_error() -> None:
+    """A budget in a region the catalog does not cover: one line naming every key to set, not one per run."""
+    sets = (
+        "cluster.eks.region=eu-west-1",
+        "cluster.eks.availability_zones=[eu-west-1a, eu-west-1b]",
+        "pricing.monthly_budget=50000",
+    )
+    with pytest.raises(ConfigError) as caught:
+        _plan("eks-h100-efs", sets)
+    text = str(caught.value)
+    assert "\n" not in text
+    assert text.endswith(
+        "set to what you pay: pricing.prices.p5.48xlarge (USD per hour); pricing.prices.eks-cluster (USD per hour);"
+        " pricing.prices.m6i.2xlarge (USD per hour); pricing.prices.eks-nat-gateway (USD per hour of one);"
+        " pricing.prices.eks-root-volume (USD per hour of one); pricing.prices.efs-storage (USD per GB-month)"
+    ), text
+    # every key set: the budget is judged and the plan goes on
+    every = "pricing.prices={p5.48xlarge: 1, eks-cluster: 1, m6i.2xlarge: 1, eks-nat-gateway: 1, eks-root-volume: 1,"
+    cost = _plan("eks-h100-efs", (*sets, every + " efs-storage: 1}")).cost
+    assert cost is not None and [u.what for u in cost.unpriced] == ["EFS elastic throughput"]
+
+
 def test_an_uncovered_region_without_a_budget_lists_its_items_unpriced() -> None:
     sets = ("cluster.eks.region=eu-west-1", "cluster.eks.availability_zones=[eu-west-1a, eu-west-1b]")
     cost = _plan("eks-h100-efs", sets).cost
     assert cost is not None and not cost.lines
     assert "set pricing.prices.p5.48xlarge (USD per hour)" in [u.remedy for u in cost.unpriced]
-    assert all("no prices for this region" in u.reason for u in cost.unpriced if u.remedy.startswith("set pricing"))
+    catalog_items = [u for u in cost.unpriced if u.remedy.startswith("set pricing") and "of one" not in u.remedy]
+    assert len(catalog_items) == 4 and all("no prices for this region" in u.reason for u in catalog_items)
 
 
 def test_an_uncovered_region_is_priced_by_overrides_alone() -> None:
     """Every priced item overridden: the region needs no catalog row."""
-    items = ("p5.48xlarge", "eks-cluster", "m6i.2xlarge", "efs-storage")
+    items = ("p5.48xlarge", "eks-cluster", "m6i.2xlarge", "efs-storage", "eks-nat-gateway", "eks-root-volume")
     sets = ("cluster.eks.region=eu-west-1", "cluster.eks.availability_zones=[eu-west-1a, eu-west-1b]")
     overrides = "pricing.prices={" + ", ".join(f"{i}: 1" for i in items) + "}"
     cost = _plan("eks-h100-efs", (*sets, overrides)).cost
@@ -165,6 +287,7 @@ def test_an_existing_cluster_prices_its_pools_by_machine_type_or_says_it_cannot(
     cost = _plan("gpu-vllm-native-cpu", (*named, "pricing.region=us-east-1")).cost
     assert cost is not None and not cost.unpriced
     assert [(x.what, x.usd_per_hour) for x in cost.lines] == [("node pool h100: 2 x p5.48xlarge", 110.08)]
+    assert headline(cost) == "On-demand prices, region us-east-1: $110.08/hour, $80,358.40/month (730 hours)."
     unnamed = _plan("gpu-vllm-native-cpu", EXISTING_POOL).cost
     assert unnamed is not None and not unnamed.lines
     assert [u.remedy for u in unnamed.unpriced] == ["set pricing.machine_types.h100"]
@@ -181,11 +304,110 @@ def test_a_machine_type_for_no_described_pool_is_one_line() -> None:
 
 
 def test_a_cluster_stack_prices_what_it_creates_and_its_serving_stacks_do_not_again() -> None:
-    """gke-cluster: 2 x a3-highgpu-8g + the fee + 3 x e2-standard-8 = 2 x 43.06615 + 0.10 + 3 x 0.26805 $/hour,
-    its Lustre unpriced; qwen3-32b serves on it and pays for none of them."""
+    """gke-cluster: 2 x a3-highgpu-8g + the fee + 3 x e2-standard-8 = 2 x 88.49 + 0.10 + 3 x 0.26805 $/hour, its
+    NAT, boot disks and Lustre unpriced; qwen3-32b serves on it and pays for none of them."""
     cluster = plan_cluster(loading.load_named("gke-cluster", []), "gke-cluster").cost
     assert cluster is not None
-    assert cluster.usd_per_hour == pytest.approx(2 * 43.06615 + 0.10 + 3 * 0.26805)
-    assert [u.what.split(":")[0] for u in cluster.unpriced] == ["Managed Lustre"]
+    assert cluster.usd_per_hour == pytest.approx(2 * 88.49 + 0.10 + 3 * 0.26805)
+    assert [u.what.split(":")[0] for u in cluster.unpriced] == [
+        "Cloud NAT gateway and its external addresses",
+        "boot disks of its 5 nodes",
+        "Managed Lustre",
+    ]
     serving = _plan("qwen3-32b").cost
     assert serving is not None and not serving.lines and not serving.unpriced
+
+
+def test_rate_kind_auto_prices_a_spot_pool_at_spot_and_the_rest_on_demand() -> None:
+    """auto: a spot a3-highgpu-8g pool at 50.60954, the system pool on demand (0.26805); pricing.rate: committed
+    prices both machine types at their 1-year rows (61.38367, 0.16887); a kind with no row names what prices it."""
+    spot = _plan("gke-h100-lustre", ("node_pools.h100.spot=true",)).cost
+    assert spot is not None
+    kinds = {line.price.item: (line.price.kind, line.price.usd) for line in spot.lines}
+    assert kinds["a3-highgpu-8g"] == ("spot", 50.60954)
+    assert kinds["e2-standard-8"] == ("on-demand", 0.26805)
+    committed = _plan("gke-h100-lustre", ("pricing.rate=committed",)).cost
+    assert committed is not None
+    kinds = {line.price.item: (line.price.kind, line.price.usd) for line in committed.lines}
+    assert kinds["a3-highgpu-8g"] == ("committed", 61.38367)
+    assert kinds["e2-standard-8"] == ("committed", 0.16887)
+    assert kinds["gke-cluster"] == ("on-demand", 0.1)  # the fee has one rate
+    flex = _plan("gke-h100-lustre", ("pricing.rate=flex",)).cost
+    assert flex is not None
+    missing = {u.what: u for u in flex.unpriced}["node pool llmd-h100-h100: 1 x a3-highgpu-8g"]
+    assert missing.reason == "no catalog flex price for a3-highgpu-8g in us-central1"
+    assert missing.remedy == "set pricing.prices.a3-highgpu-8g (USD per hour) or pricing.rate: on-demand"
+
+
+def test_idle_nodes_of_the_serving_pool_are_named_with_their_cost() -> None:
+    """gke-tpu-v6e, 3 ct6e-standard-8t nodes at 21.6: one replica (one pod of 8 chips to a node) leaves 2 idle,
+    2 x 21.6 = 43.20 $/hour; three replicas leave none."""
+    one = _plan("gke-tpu-v6e", ("cache.replicas=1",)).cost
+    assert one is not None and len(one.idle) == 1
+    idle = one.idle[0]
+    assert (idle.pool, idle.idle, idle.nodes) == ("tpu-v6", 2, 3)
+    assert idle.usd_per_hour == pytest.approx(43.2)
+    assert any(line.startswith("- idle: 2 of node pool tpu-v6's 3 nodes") for line in cost_lines(one))
+    three = _plan("gke-tpu-v6e", ("cache.replicas=3",)).cost
+    assert three is not None and three.idle == ()
+
+
+def test_the_headline_never_prints_a_partial_sum_as_the_total() -> None:
+    partial = _plan("gke-h100-lustre").cost
+    assert partial is not None
+    assert headline(partial) == (
+        "No total (region us-central1): 3 items below are not priced. The priced lines (on-demand prices) come to"
+        " $89.39/hour, $65,257.73/month (730 hours), which leaves them out."
+    )
+    complete = _plan("gke-h100-lustre", (*GKE_EXTRAS, "pricing.prices.lustre-1000=0.6")).cost
+    assert complete is not None and not complete.unpriced
+    assert headline(complete).startswith("On-demand prices, region us-central1: $")
+    nothing = _plan("existing-mi300").cost
+    assert nothing is not None and not nothing.lines
+    assert headline(nothing) == (
+        "No total (no region (pricing.region unset)): nothing this stack pays for is priced (1 item below, each with"
+        " what prices it)."
+    )
+    assert not any("$0.00/hour" in line for line in cost_lines(nothing))
+
+
+def test_a_machine_type_of_another_accelerator_is_refused() -> None:
+    """existing-mi300's pool carries amd, 8 per node: an H100 machine type does not price it."""
+    with pytest.raises(ConfigError) as caught:
+        _plan("existing-mi300", ("pricing.machine_types={mi300: p5.48xlarge}",))
+    assert str(caught.value).endswith(
+        "pricing.machine_types.mi300 = 'p5.48xlarge': is a gpu machine (8 devices per node), while node pool mi300"
+        " carries amd: name the machine type its nodes are"
+    )
+    # a machine type the catalog does not describe is priced by pricing.prices alone
+    named = ("pricing.machine_types={mi300: nd-mi300x-v5}", "pricing.prices={nd-mi300x-v5: 60}")
+    cost = _plan("existing-mi300", named).cost
+    assert cost is not None and [line.usd_per_hour for line in cost.lines] == [60.0]
+
+
+def test_a_created_cluster_refuses_the_existing_cluster_pricing_keys() -> None:
+    with pytest.raises(ConfigError) as caught:
+        _plan("gke-h100-lustre", ("pricing.region=europe-west4",))
+    assert "pricing.region = 'europe-west4': GKE creates this cluster in us-central1 (cluster.gke.region)" in str(
+        caught.value
+    )
+    with pytest.raises(ConfigError) as caught:
+        _plan("gke-h100-lustre", ("pricing.machine_types={h100: a3-highgpu-8g}",))
+    assert "applies only with cluster.provider existing" in str(caught.value)
+
+
+def test_no_per_token_price_for_a_replica_count_the_plan_refuses() -> None:
+    """The same workload at 60 requests/s against the two replicas eks-h100-efs runs: the plan refuses the count
+    (render stops; `./run size` reports), so the cost gives no $ per million prompt tokens and says why; at 4
+    requests/s the replica keeps up and the price is given (test_efs_throughput_... above)."""
+    heavy = [x.replace("request_rate=4", "request_rate=60").replace("duration=120", "duration=10") for x in SHARED]
+    config = loading.load_named("eks-h100-efs", [*heavy, EKS_EXTRAS])
+    with pytest.raises(ConfigError):
+        plan(config)
+    stack_plan = plan(config, keep_up=False)
+    cost, capacity = stack_plan.cost, stack_plan.capacity
+    assert cost is not None and capacity is not None and not capacity.configured.fits
+    assert not cost.unpriced  # priced in full: the refusal alone withholds the per-token price
+    assert cost.usd_per_million_prompt_tokens is None
+    assert cost.refused is not None and cost.refused.startswith("the plan refuses 2 replicas: ")
+    assert any(line.startswith("- no $ per million prompt tokens at the workload's") for line in cost_lines(cost))

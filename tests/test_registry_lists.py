@@ -96,7 +96,7 @@ def test_the_generated_docs_name_the_new_keys(said: dict[str, Any]) -> None:
     rows = {line.split(" | ")[0]: line for line in said["pages"]["configuration.md"].splitlines()}
     assert "aks: deploy to an AKS cluster you have;" in rows["| `llmd:cluster.provider`"]
     assert "'eks' \\| 'aks' \\| 'stack'" in rows["| `llmd:cluster.provider`"]
-    assert "(gpu, b200, amd, xpu, tpu-v5p, tpu-v6, tpu-v7)" in rows["| `llmd:cache.accelerator`"]
+    assert "(gpu, h200, a100, b200, amd, xpu, tpu-v5p, tpu-v6, tpu-v7)" in rows["| `llmd:cache.accelerator`"]
     assert "lmcache-server, fixture-offload; default native" in rows["| `llmd:cache.connector`"]
 
 

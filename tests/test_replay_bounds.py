@@ -1,7 +1,7 @@
 """A workload's work is counted before it is replayed and refused past its bound, in one line: a trace line
 of 2**63 output tokens (was a MemoryError), a shared prefix of six billion requests (was a hang), a request
 longer than the servers' context (was sized as if served), a workload with no span of time (was a storage
-error at an absurd store rate). components/formulas/replay_work.py, stacks/planning/workload_bounds.py."""
+error at an absurd store rate). components/formulas/replay_work.py, stacks/planning/workload/workload_bounds.py."""
 
 from __future__ import annotations
 
@@ -94,11 +94,12 @@ def test_a_request_longer_than_the_servers_context_is_refused(
 def test_a_served_context_shorter_than_the_models_is_the_bound(tmp_path: Path) -> None:
     """cache.max_model_len 4096: a 5,000-token request fits the model but not the servers."""
     path = _trace(tmp_path / "t.jsonl", [_line(0, 1000), _line(1000, 4992)])
-    from stacks.planning import workload_sizing
-    from stacks.planning.plan import stack_shape
+    from stacks.planning.workload import workload_sizing
+    from stacks.planning.workload.workload_source import file_source
+    from stacks.planning.workload_plan import stack_shape
 
     stack_plan = plan(loading.load_named("dev", ["cache.max_model_len=4096"]))
-    source = workload_sizing.file_source(str(path), 512)
+    source = file_source(str(path), 512)
     text = _error(lambda: workload_sizing.size_tiers(stack_shape(stack_plan), source))
     assert "longer than the 4,096 a server takes (stack config `cache.max_model_len`" in text
 

@@ -1,11 +1,12 @@
 """The tiers replayed on a stack's workload, through planning, the summary, the plot and `./run size`
-(stacks/planning/workload_sizing.py; the replay itself is held to a brute-force one in test_tier_replay.py)."""
+(stacks/planning/workload/workload_sizing.py; the replay itself is held to a brute-force one in test_tier_replay.py)."""
 
 from __future__ import annotations
 
 import functools
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,7 +15,8 @@ from stacks.__main__ import main
 from stacks.config import loading
 from stacks.config.errors import ConfigError
 from stacks.planning.plan import StackPlan, plan
-from stacks.planning.workload_sizing import AUTO_MARGIN, UNBOUNDED
+from stacks.planning.workload.tier_curve import UNBOUNDED
+from stacks.planning.workload.workload_sizing import AUTO_MARGIN
 from stacks.review.render import render
 
 TRACE = "tests/fixtures/workloads/mooncake-conversation/conversation_trace_40k.jsonl"
@@ -23,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Qwen3-0.6B on one H100 (dev) holds 634,598 tokens of KV: 1,239 blocks of 512. This workload's prompts are
 # 40 system prompts of 4 blocks and 400 questions of 4 blocks (1,760 blocks), asked about every 400 requests,
 # with an output block each: more than HBM holds, less than HBM and a 200 GiB tier (3,656 blocks).
-SHAPE = {
+SHAPE: dict[str, Any] = {  # the keys of SharedPrefixShape (its `stages` and `arrivals` left out)
     "num_groups": 40,
     "num_prompts_per_group": 10,
     "system_prompt_len": 2048,

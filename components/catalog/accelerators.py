@@ -7,15 +7,19 @@ from dataclasses import dataclass, field
 from components.catalog import labels, versions
 from components.catalog.device_runtimes import CUDA, ROCM, XLA, XPU, DeviceRuntime
 from components.catalog.rates import (
+    H200_DECODE,
     H200_GEMM_SHARE,
     H200_MEASURED,
     H200_PREFILL,
+    H200_STEP_COSTS,
+    NVLINK4,
     PCIE5_X16,
     TFLOPS,
     TPU_PREFILL,
     AcceleratorRates,
     Figure,
     HostLink,
+    Interconnect,
     pcie5_scaled,
 )
 from components.catalog.startup_figures import LoadProfile, SizedImage
@@ -101,6 +105,16 @@ _TPU_LOAD = LoadProfile(500 * MB, 900, "XLA precompilation of every bucket (SKIP
 _GPU_WARM_COMPILE = 1 / 3
 _TPU_WARM_COMPILE = 0.1
 
+TPU_DECODE = H200_DECODE.assumed_for("the H200's measured shares and per-layer cost: no TPU decode measurement")
+
+
+def _link(name: str, per_direction: float, bandwidth_source: str) -> Interconnect:
+    """Links no all-reduce latency is published for: the data sheet's bandwidth (bytes/s, one direction), and the
+    latency of vLLM's custom all-reduce over NVLink (assumed)."""
+    source = f"{bandwidth_source}; latency as vLLM's custom all-reduce over NVLink (sgl-project/sglang#2904)"
+    return Interconnect(name, per_direction, NVLINK4.latency_s, source, assumed=True)
+
+
 _TPU_ROOT = "the guide runs vllm-tpu as the image's root user and mounts no writable home for it"
 
 # The vLLM TPU offload connector counts its CPU tier in KV blocks of this many tokens.
@@ -153,6 +167,11 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
                 Figure(989.4 * TFLOPS, "NVIDIA H100 SXM datasheet: 1,979 TFLOPS bf16 with sparsity, half dense"),
                 H200_PREFILL,
                 HostLink("PCIe Gen5 x16", PCIE5_X16, f"{H200_MEASURED}; the H100 has the same link"),
+                H200_DECODE.assumed_for(
+                    "the H200's measured shares and per-layer cost: the H100 is the same Hopper chip (HBM3 where the"
+                    " H200 has HBM3e)"
+                ),
+                NVLINK4,
             ),
             memory_bandwidth=3.35e12,  # H100 SXM5 data sheet: 3.35 TB/s HBM3
             vendor="nvidia",
@@ -164,6 +183,57 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             device_memory=ByteSize(81_559 * MiB),
             device_memory_from="nvidia-smi on an H100 80GB HBM3: 81,559 MiB"
             " (huggingface/text-embeddings-inference#350)",
+            load=_H100_LOAD,
+            warm_compile_ratio=_GPU_WARM_COMPILE,
+        ),
+        AcceleratorProfile(
+            key="h200",
+            rates=AcceleratorRates(
+                Figure(989.4 * TFLOPS, "NVIDIA H200 SXM data sheet: 1,979 TFLOPS bf16 with sparsity, half dense"),
+                H200_PREFILL,
+                HostLink("PCIe Gen5 x16", PCIE5_X16, H200_MEASURED),
+                H200_DECODE,
+                NVLINK4,
+            ),
+            memory_bandwidth=4.8e12,  # H200 SXM data sheet: 4.8 TB/s HBM3e
+            vendor="nvidia",
+            variant="gpu",
+            reference_hardware="NVIDIA H200 141 GB",
+            vllm_image=versions.VLLM_CUDA_IMAGE,
+            device_resource="nvidia.com/gpu",
+            device_memory=ByteSize(143_771 * MiB),
+            device_memory_from=f"nvidia-smi on an NVIDIA H200: 143,771 MiB ({H200_STEP_COSTS}, `machine`); the data"
+            " sheet says 141 GB HBM3e",
+            load=_H100_LOAD,
+            warm_compile_ratio=_GPU_WARM_COMPILE,
+        ),
+        AcceleratorProfile(
+            key="a100",
+            rates=AcceleratorRates(
+                Figure(312 * TFLOPS, "NVIDIA A100 data sheet: 312 TFLOPS bf16 dense (624 with sparsity)"),
+                H200_PREFILL.scaled(
+                    1.0,
+                    "the H200 fit: no published A100 forward-pass measurement; cuBLAS bf16 GEMMs reach a like share"
+                    " of either chip's peak",
+                ),
+                HostLink(
+                    "PCIe Gen4 x16",
+                    pcie5_scaled(0.5),
+                    "half the H200 Gen5 x16 curve: the A100 SXM links to its host at PCIe Gen4 x16 (data sheet)",
+                    assumed=True,
+                ),
+                H200_DECODE.assumed_for("the H200's measured shares and per-layer cost: no A100 decode measurement"),
+                _link("NVLink 3", 300e9, "NVIDIA A100 data sheet: NVLink 600 GB/s (both directions)"),
+            ),
+            memory_bandwidth=2.039e12,  # A100 80GB SXM data sheet: 2,039 GB/s HBM2e
+            vendor="nvidia",
+            variant="gpu",
+            reference_hardware="NVIDIA A100 80 GB SXM",
+            vllm_image=versions.VLLM_CUDA_IMAGE,
+            device_resource="nvidia.com/gpu",
+            device_memory=ByteSize(81_920 * MiB),
+            device_memory_from="nvidia-smi on an A100-SXM4-80GB: 81,920 MiB (as public nvidia-smi logs print it);"
+            " the data sheet says 80 GB HBM2e",
             load=_H100_LOAD,
             warm_compile_ratio=_GPU_WARM_COMPILE,
         ),
@@ -181,6 +251,12 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
                     PCIE5_X16,
                     "the NVIDIA H200 curve: the MI300X host interface is the same PCIe Gen5 x16 (data sheet)",
                     assumed=True,
+                ),
+                H200_DECODE.assumed_for("the H200's measured shares and per-layer cost: no MI300X decode measurement"),
+                _link(
+                    "Infinity Fabric (xGMI)",
+                    64e9,
+                    "MI300X data sheet: 128 GB/s a link (both directions), one link a GPU pair",
                 ),
             ),
             memory_bandwidth=5.3e12,  # MI300X data sheet: 5.3 TB/s
@@ -216,6 +292,8 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
                     "half the H200 Gen5 x16 curve: the B60 links at PCIe 5.0 x8",
                     assumed=True,
                 ),
+                H200_DECODE.assumed_for("the H200's measured shares and per-layer cost: no B60 decode measurement"),
+                _link("PCIe Gen5 x8", 32e9, "the B60 has no Xe Link: peers over PCIe 5.0 x8, 32 GB/s each direction"),
             ),
             memory_bandwidth=456e9,  # Arc Pro B60: 456 GB/s GDDR6
             vendor="intel",
@@ -254,6 +332,8 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
                     "the v5p host link is not published: taken as PCIe Gen4 x16, half the H200 Gen5 x16 curve",
                     assumed=True,
                 ),
+                TPU_DECODE,
+                _link("ICI", 300e9, "Cloud TPU v5p: ICI 4,800 Gbps per chip, half each way"),
             ),
             memory_bandwidth=2.765e12,  # Cloud TPU v5p: 2,765 GB/s per chip
             device_memory=ByteSize(98_038 * MiB),
@@ -277,6 +357,8 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
                     " x16 curve)",
                     assumed=True,
                 ),
+                TPU_DECODE,
+                _link("ICI", 224e9, "Cloud TPU v6e: ICI 3,584 Gbps per chip, half each way"),
             ),
             memory_bandwidth=1.64e12,  # Cloud TPU v6e: 1,640 GB/s per chip
             device_memory=ByteSize(33_550_237_696),
@@ -298,6 +380,8 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
                     "the TPU7x host link is not published: taken as PCIe Gen5 x16, the H200 curve",
                     assumed=True,
                 ),
+                TPU_DECODE,
+                _link("ICI", 600e9, "Cloud TPU7x (Ironwood): ICI 1.2 TB/s per chip, both directions, half each way"),
             ),
             memory_bandwidth=7.37e12,  # Cloud TPU7x: 7.37 TB/s per chip
             device_memory=ByteSize(2 * 96 * GiB),

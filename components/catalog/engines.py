@@ -5,7 +5,12 @@ The HBM budget (components/formulas/hbm.py) starts from these where the stack re
 
 from __future__ import annotations
 
+from typing import Literal
+
 from components.units import GiB
+
+# The model-server engines a stack runs (`cache.server`; what a tier's files and a pod's engine label say).
+EngineKey = Literal["vllm", "sglang"]
 
 # vLLM `CacheConfig.gpu_memory_utilization: float = 0.9` (vllm/config/cache.py): "the fraction of GPU memory
 # to be used for the model executor", weights, activations and KV together. The TPU engine (tpu-inference)

@@ -35,7 +35,7 @@ NODE_POOL_LABEL = "llm-d.ai/node-pool"
 GKE_TPU_ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
 GKE_TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
-# What the plan priced the stack at (stacks/planning/cost.py), stamped on the stack's Namespace: US dollars per
+# What the plan priced the stack at (stacks/planning/workload/cost.py), stamped on the stack's Namespace: US dollars per
 # month, the stack's budget where it sets one (`pricing.monthly_budget`), its biggest items and what no price
 # covers; the policy rule `monthly-budget` and the change plan read them rather than re-deriving the cost.
 MONTHLY_COST_ANNOTATION = "llm-d.ai/monthly-cost-usd"

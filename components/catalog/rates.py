@@ -90,10 +90,99 @@ class PrefillEfficiency:
 
 
 @dataclass(frozen=True)
+class DecodeEfficiency:
+    """What an engine step reaches of the device's memory bandwidth, and what it pays per layer regardless.
+
+    `weights`: the share of the data sheet's bandwidth the layers' GEMMs read their weights at (a decode step's
+    GEMMs are weight reads); `kv`: the share attention reads the KV cache at; `layer_s`: per decoder layer and
+    step, the small kernels around them (norms, rotary embedding, KV writes, activation, residual adds) under
+    CUDA graphs, whatever the batch.
+    """
+
+    weights: float
+    kv: float
+    layer_s: float
+    source: str
+    assumed: bool = False
+
+    def assumed_for(self, source: str) -> DecodeEfficiency:
+        """These figures, taken for another accelerator that has none measured."""
+        return DecodeEfficiency(self.weights, self.kv, self.layer_s, source, assumed=True)
+
+    @property
+    def cited(self) -> str:
+        return f"assumed: {self.source}" if self.assumed else self.source
+
+
+@dataclass(frozen=True)
+class Interconnect:
+    """The links between one replica's devices, as a tensor-parallel all-reduce uses them: a fixed latency per
+    all-reduce and each device's bandwidth in one direction (a ring all-reduce of S bytes over n devices moves
+    2 (n - 1) / n x S per device)."""
+
+    name: str
+    bandwidth: float  # bytes/s, one device, one direction
+    latency_s: float  # one all-reduce of a small message
+    source: str
+    assumed: bool = False
+
+    def all_reduce_seconds(self, message_bytes: float, devices: int) -> float:
+        if devices <= 1:
+            return 0.0
+        return self.latency_s + 2 * (devices - 1) / devices * message_bytes / self.bandwidth
+
+    @property
+    def cited(self) -> str:
+        return f"assumed: {self.source}" if self.assumed else self.source
+
+
+H200_STEP_COSTS = "tests/fixtures/device/h200-step-costs-2026-12-04-b.json"
+# Fitted to one H200's decode steps (benchmarks/device/step_costs.py, the `compiled` variant: torch.compile's fused
+# norms, rotary embedding and activation around cuBLAS GEMMs and flash attention, each step a CUDA graph) of
+# Qwen3-0.6B, Qwen3-8B, Llama-3.1-8B and Qwen3-32B at TP=1 over batch 1-256 x context 1k-16k: step = layers x
+# layer_s + max(GEMM FLOPs, weights / (4.8 TB/s x weights)) + KV bytes / (4.8 TB/s x kv), the three figures that
+# minimise the largest |log(model / measured)| (9.4%) over the cells whose attention fills the GPU (batch x KV
+# heads >= its 132 SMs, or context <= 1k: PyTorch's flash kernel runs one block per sequence and KV head and
+# splits no context, where vLLM's splits it). tests/test_step_costs_measurement.py holds the model to them.
+H200_DECODE = DecodeEfficiency(
+    weights=0.76,
+    kv=0.86,
+    layer_s=54e-6,
+    source=f"fitted to decode steps measured on one NVIDIA H200 ({H200_STEP_COSTS}); the H100 has the same memory"
+    " system (HBM3 at 3.35 TB/s where the H200's HBM3e runs 4.8) and kernels",
+)
+# An accelerator with no decode measurement of its own (a profile may say which it takes instead).
+ASSUMED_DECODE = H200_DECODE.assumed_for("the H200's measured decode figures")
+# vLLM's custom all-reduce (the one it runs for decode-sized messages over NVLink) on H100 at TP=2, without CUDA
+# graphs: 8.7 us for 32 KiB (sgl-project/sglang#2904, the "vllm" table). NVLink 4: 900 GB/s per GPU, both
+# directions together (H100 and H200 SXM data sheets).
+NVLINK4 = Interconnect(
+    "NVLink 4",
+    450e9,
+    8.7e-6,
+    "NVIDIA H100/H200 SXM data sheets: NVLink 900 GB/s (both directions); all-reduce latency: vLLM's custom"
+    " all-reduce of 32 KiB at TP=2 on H100, 8.7 us (sgl-project/sglang#2904)",
+)
+# A replica on a PCIe-only accelerator, or one whose links no data sheet gives: PCIe Gen5 x16 peer to peer, the
+# NVLink figure's latency.
+PCIE5_PEER = Interconnect(
+    "PCIe Gen5 x16",
+    64e9,
+    8.7e-6,
+    "PCIe Gen5 x16: 64 GB/s each direction (PCI-SIG); latency as vLLM's custom all-reduce over NVLink"
+    " (sgl-project/sglang#2904)",
+    assumed=True,
+)
+
+
+@dataclass(frozen=True)
 class AcceleratorRates:
     bf16_peak: Figure  # dense bf16 FLOP/s of one device (GPU, TPU chip)
     prefill_efficiency: PrefillEfficiency  # the share of that peak a prefill sustains
     host_link: HostLink
+    # What a decode step reaches of the memory bandwidth and pays per layer; the links its all-reduces cross.
+    decode: DecodeEfficiency = ASSUMED_DECODE
+    interconnect: Interconnect = PCIE5_PEER
 
 
 H200_MEASURED = "measured on an NVIDIA H200, PCIe Gen5 x16 (issue 15)"

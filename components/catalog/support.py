@@ -40,10 +40,14 @@ class ComboDefaults:
 _GPU = ("base", "gke")
 _NATIVE_GPU = ComboDefaults(QWEN3_32B, 2, 2, cpu_tier=ByteSize(300 * GiB), platforms=_GPU)
 _TPU = ("gke",)  # TPUs: GKE only
+# H200 and A100 80GB: existing clusters (no created pool's machine type is in the catalog for them).
+_NATIVE_EXISTING = ComboDefaults(QWEN3_32B, 2, 2, cpu_tier=ByteSize(300 * GiB))
 
 SUPPORTED: dict[Combo, ComboDefaults] = {
     # NVIDIA GPU: vLLM with every connector, SGLang HiCache.
     ("gpu", "vllm", "native", "cpu", "single-host"): _NATIVE_GPU,
+    ("h200", "vllm", "native", "cpu", "single-host"): _NATIVE_EXISTING,
+    ("a100", "vllm", "native", "cpu", "single-host"): _NATIVE_EXISTING,
     ("gpu", "vllm", "native", "fs", "single-host"): ComboDefaults(QWEN3_32B, 2, 2, ByteSize(100 * GiB), platforms=_GPU),
     ("gpu", "vllm", "lmcache-connector", "cpu", "single-host"): ComboDefaults(
         QWEN3_32B, 2, 2, ByteSize(2 * 100 * GiB), platforms=_GPU

@@ -35,10 +35,6 @@ class Demand:
         """What each replica was asked, as a share of its time over the span."""
         return tuple(c / max(self.span_s, 1e-9) for c in self.per_replica)
 
-    def share(self, replicas: int) -> float:
-        """What the workload asks of `replicas` replicas, as a share of what they give (1: all of it)."""
-        return max(self.compute_s, self.load_s) / (replicas * max(self.span_s, 1e-9))
-
 
 @dataclass(frozen=True)
 class Replayed:
@@ -53,9 +49,11 @@ class Replayed:
 
 
 def decode_seconds(costs: EngineCosts, prompt: int, output: int) -> float:
-    """A request's output tokens at a full batch: each its GEMMs and attention, or its context's KV read."""
+    """A request's output tokens at a full batch: each its GEMMs and all-reduces, and its attention's FLOPs or its
+    context's KV read (the weights' read and the step's fixed cost are shared by the batch)."""
     context = prompt + output / 2  # the mean context over its decode steps
-    per_token = max(costs.gemm_s_per_token + context * costs.attention_s_per_pair, context * costs.kv_read_s_per_token)
+    attention = context * max(costs.attention_s_per_pair, costs.kv_read_s_per_token)
+    per_token = costs.gemm_s_per_token + costs.allreduce_s_per_token + attention
     return max(output - 1, 0) * per_token
 
 
@@ -96,6 +94,7 @@ def replay(
             found.cpu,
             found.fs,
             request.output_length,
+            request.hash_ids[0] if request.hash_ids else -1,
         )
         totals[0] += request.input_length
         totals[1] += found.hbm

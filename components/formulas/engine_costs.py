@@ -1,17 +1,28 @@
 """What one replica's engine step costs, from the figures the payoff model and the HBM budget already hold.
 
 One source per figure: the GEMM and attention rates are `payoff.prefill_seconds`'s (the accelerator's dense
-bf16 peak at its fitted prefill efficiency, measured on an H200), so a prompt prefilled alone takes exactly the
-payoff's recompute time; the weights and the KV pool are the HBM budget's; a decode step reads them at the
-accelerator's memory bandwidth; a tier's load runs at the payoff's bandwidth for that tier (per pod: each pod
-of a multi-host replica loads its share at once).
+bf16 peak at its fitted prefill efficiency, measured on an H200), so a long prompt prefilled alone takes the
+payoff's recompute time (plus the step's fixed costs); the weights and the KV pool are the HBM budget's; a decode
+step reads them at the shares of the accelerator's memory bandwidth its profile gives (`DecodeEfficiency`,
+measured on an H200), and pays its layers' small kernels; at tensor parallelism n, every layer's two all-reduces
+(after attention and after the MLP: one hidden vector per token, bf16) cross the profile's interconnect; a tier's
+load runs at the payoff's bandwidth for that tier (per pod: each pod of a multi-host replica loads its share at
+once).
 """
 
 from __future__ import annotations
 
 from components.formulas.hbm import HbmBudget
-from components.formulas.payoff import ATTENTION_FLOPS_PER_PAIR, Replica, gemm_flops_per_token
+from components.formulas.payoff import (
+    ATTENTION_FLOPS_PER_PAIR,
+    Replica,
+    gemm_flops_per_token,
+    window_attention_flops_per_token,
+)
 from components.formulas.serving_time import EngineCosts
+
+ALL_REDUCES_PER_LAYER = 2  # Megatron-style tensor parallelism: after attention's output and the MLP's down projection
+ACTIVATION_BYTES = 2  # bf16 hidden states
 
 
 def engine_costs(
@@ -21,15 +32,21 @@ def engine_costs(
     which only matters if a tier with no bandwidth serves hits (the caller gives it none)."""
     model = replica.model
     peak = replica.devices * replica.rates.bf16_peak.value
-    pair_flops = ATTENTION_FLOPS_PER_PAIR * model.layers * model.attention_width
+    # pairs grow with the context in the full-attention layers; a sliding-window layer's are at most a window a
+    # token, counted with the token's own cost (the full window: an upper bound while it fills)
+    pair_flops = ATTENTION_FLOPS_PER_PAIR * model.full_attention_layers * model.attention_width
+    window_s = window_attention_flops_per_token(model) / replica.rates.prefill_efficiency.attention / peak
     bandwidth = hbm.accelerator.memory_bandwidth
+    decode, link = replica.rates.decode, replica.rates.interconnect
+    tp = hbm.tensor_parallelism
+    all_reduces = ALL_REDUCES_PER_LAYER * model.layers if tp > 1 else 0
     tokens, seqs = hbm.batch
     per_pod = replica.kv_bytes_per_pod
     return EngineCosts(
-        gemm_s_per_token=gemm_flops_per_token(model) / replica.gemm_share / peak,
+        gemm_s_per_token=gemm_flops_per_token(model) / replica.gemm_share / peak + window_s,
         attention_s_per_pair=pair_flops / replica.rates.prefill_efficiency.attention / peak,
-        weights_read_s=hbm.weights_per_device / bandwidth,
-        kv_read_s_per_token=hbm.kv_bytes_per_token / hbm.devices / bandwidth,
+        weights_read_s=hbm.weights_per_device / (bandwidth * decode.weights),
+        kv_read_s_per_token=hbm.kv_bytes_per_token / hbm.devices / (bandwidth * decode.kv),
         load_s_per_token=(
             per_pod / cpu_bandwidth if cpu_bandwidth else 0.0,
             per_pod / fs_bandwidth if fs_bandwidth else 0.0,
@@ -37,4 +54,7 @@ def engine_costs(
         max_batched_tokens=tokens,
         max_seqs=seqs,
         kv_tokens=hbm.kv_tokens,
+        step_s=model.layers * decode.layer_s + all_reduces * link.all_reduce_seconds(0, tp),
+        allreduce_s_per_token=all_reduces
+        * (link.all_reduce_seconds(model.hidden_size * ACTIVATION_BYTES, tp) - link.all_reduce_seconds(0, tp)),
     )

@@ -41,7 +41,12 @@ def batch_limits(accelerator: AcceleratorProfile) -> tuple[int, int]:
 
 
 def activation_bytes_per_token(model: ModelSpec, tensor_parallelism: int) -> int:
-    width = model.expert_intermediate_size * model.experts_per_token if model.experts else model.intermediate_size
+    """A token's live activations at a layer's peak; the widest MLP of the model's layers (an expert layer's: the
+    activated and shared experts')."""
+    widths = ([model.moe_mlp_width] if model.moe_layers else []) + (
+        [model.intermediate_size] if model.dense_layers else []
+    )
+    width = max(widths)
     elements = HIDDEN_BUFFERS * model.hidden_size + MLP_BUFFERS * width // tensor_parallelism
     return elements * DTYPE_BYTES[model.weight_dtype]
 
@@ -170,8 +175,7 @@ class HbmBudget:
             (
                 "weights per device",
                 gib(self.weights_per_device),
-                f"{self.model.params_billion:g}B parameters x {DTYPE_BYTES[self.model.weight_dtype]} B"
-                f" / {self.devices} devices",
+                self.model.weight_formula(self.devices),
             ),
             ("working memory per device", gib(self.reserve_per_device), self._working_memory()),
             *(staging if self.staging_blocks else []),

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from components.catalog.models import ModelSpec
 from components.catalog.rates import LUSTRE_CAPACITY_UNIT, LUSTRE_THROUGHPUT_UNIT, AcceleratorRates
 
@@ -68,9 +70,27 @@ def gemm_flops_per_token(model: ModelSpec) -> float:
 
 
 def attention_flops(model: ModelSpec, new: int, cached: int = 0) -> float:
-    """QK^T and AV of `new` tokens over `cached` earlier ones and, causally, over each other."""
+    """QK^T and AV of `new` tokens over `cached` earlier ones and, causally, over each other; in a sliding-window
+    layer over the window's tokens at most."""
     pairs = new * cached + new * new / 2
-    return ATTENTION_FLOPS_PER_PAIR * model.layers * model.attention_width * pairs
+    full = ATTENTION_FLOPS_PER_PAIR * model.full_attention_layers * model.attention_width * pairs
+    if not model.sliding_layers:
+        return full
+    windowed = window_pairs(new, cached, model.sliding_window)
+    return full + ATTENTION_FLOPS_PER_PAIR * model.sliding_layers * model.attention_width * windowed
+
+
+def window_pairs(new: int, cached: int, window: int) -> float:
+    """(query, key) pairs of `new` tokens after `cached` ones when each attends to the last `window` positions:
+    the causal count (new x cached + new^2 / 2) until the window fills, then `window` per token (numbers or
+    arrays of them, as the tier grid passes)."""
+    filling = np.maximum(0, np.minimum(new, window - cached))
+    return filling * cached + filling * filling / 2 + (new - filling) * window  # type: ignore[no-any-return]
+
+
+def window_attention_flops_per_token(model: ModelSpec) -> float:
+    """The most one token's attention costs in the sliding-window layers (a full window; 0 without them)."""
+    return ATTENTION_FLOPS_PER_PAIR * model.sliding_layers * model.attention_width * model.sliding_window
 
 
 def prefill_seconds(replica: Replica, new: int, cached: int = 0) -> float:
@@ -117,7 +137,13 @@ def filesystem_share(aggregate: float, pods: int, per_client: float | None, cpu_
 
 
 def reload_seconds(replica: Replica, prefix: int, bandwidth: float) -> float:
-    return prefix * replica.kv_bytes_per_pod / bandwidth
+    """The prefix's KV at the tier's bandwidth (a sliding-window layer's only within its window)."""
+    seconds = prefix * replica.kv_bytes_per_pod / bandwidth
+    model = replica.model
+    if model.sliding_layers:  # the window's tokens in each sliding layer
+        window = np.minimum(prefix, model.sliding_window) * (model.window_kv_bytes // model.sliding_window)
+        seconds += window / replica.pods / bandwidth
+    return seconds
 
 
 def hit_seconds(replica: Replica, prefix: int, bandwidth: float, suffix: int = SUFFIX_TOKENS) -> float:

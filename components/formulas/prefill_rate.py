@@ -4,8 +4,8 @@ llm-d measures it by hand (`guides/recipes/router/calibration/calibrate.sh`: `V_
 unloaded requests of one `--max-num-batched-tokens` chunk; the `prefix-cache-affinity-filter` README: "the prefill
 throughput of a single unloaded chunk of `max_num_batched_tokens` (8192) tokens", 15,928 tok/s for Qwen3-32B on
 two H100s at TP=2) and asks for it in two places by hand. Here it is derived once from the time model: one engine
-step of a full chunk alone (`EngineCosts.step_seconds`: its GEMMs and causal attention over every layer, or the
-weights' read if slower), so it follows whatever the step costs are.
+step of a full chunk alone (`EngineCosts.step_seconds`: its GEMMs, or the weights' read if slower, then its causal
+attention over every layer and the step's fixed costs), so it follows whatever the step costs are.
 """
 
 from __future__ import annotations

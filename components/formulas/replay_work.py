@@ -68,13 +68,23 @@ def measure(requests: Iterable[Request], block_tokens: int, max_tokens: int, max
 
 def shared_prefix_work(shape: SharedPrefixShape, block_tokens: int) -> Work:
     """The same figures without generating a request: every request asks S + Q tokens in whole blocks of the
-    system prompt and ceil(Q / block) of its question, and O output tokens; arrivals at i / rate seconds."""
+    system prompt and ceil(Q / block) of its question, and O output tokens. The span: constant arrivals' last at
+    i / rate seconds into the last stage; Poisson arrivals' within the stages' windows (their length: a bound)."""
     per_request = shape.system_prompt_len // block_tokens + -(-shape.question_len // block_tokens)
     per_request += output_blocks(shape.output_len, block_tokens)
     requests = shape.requests
-    span = math.floor((requests - 1) * 1000 / Fraction(shape.request_rate))
     tokens = shape.system_prompt_len + shape.question_len + shape.output_len
-    return Work(requests, requests * per_request, tokens, 1, span)
+    return Work(requests, requests * per_request, tokens, 1, _span_ms(shape, requests))
+
+
+def _span_ms(shape: SharedPrefixShape, requests: int) -> int:
+    if requests < 2:
+        return 0
+    if shape.arrivals == "poisson":
+        return shape.window_s * 1000
+    *before, last = shape.load_stages
+    offset = sum(s.duration for s in before)
+    return math.floor((offset + (shape.stage_requests(last) - 1) / Fraction(last.rate)) * 1000)
 
 
 def problem(work: Work) -> str | None:

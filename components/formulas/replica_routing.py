@@ -1,7 +1,7 @@
 """Which replica the llm-d router sends each request to: its EPP's scheduling profile, approximated.
 
 The profile is the one the chart gets (components/specs/router_values.py; `Weights` read from it by
-stacks/planning/routing_weights.py): each scorer's score times its weight, the highest sum wins (ties here: the
+stacks/planning/workload/routing_weights.py): each scorer's score times its weight, the highest sum wins (ties here: the
 lowest index). Each scorer, in [0, 1]:
 
 - prefix scorers (HBM, CPU tier): the prompt's leading blocks the router's index says the replica

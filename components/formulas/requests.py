@@ -16,3 +16,4 @@ class Request:
     input_length: int
     output_length: int
     hash_ids: tuple[int, ...]  # ceil(input_length / block_tokens) ids, one per prompt block
+    stage: int = 0  # the load stage it arrives in (a shared prefix's `load.stages`, each draw's its own); a trace: 0

@@ -4,9 +4,11 @@ Each replica runs engine steps back to back while it has work. A step, as vLLM's
 decoding request takes one token of the step's budget (`max_num_batched_tokens`), then the requests still in
 prefill continue, then waiting requests are admitted in arrival order (chunked prefill: a prompt takes what is
 left of the budget and continues next step) while `max_num_seqs` and the HBM KV pool allow. A step's time is
-the larger of its compute (every token through the weights' GEMMs, every attention pair) and its memory reads
-(the weights once, every decoding request's context), the roofline of one forward pass, at the rates the
-payoff model already uses (`EngineCosts`, derived from the accelerator profile and the H200 measurement).
+a roofline per kernel, summed as the kernels run one after another: the GEMMs (every token through the weights,
+or the weights read once, whichever is longer), then attention (every (query, key) pair's FLOPs, or every decoding
+request's context read from the KV cache, whichever is longer), plus what a step pays whatever its size (the
+small kernels of every layer under CUDA graphs, the tensor-parallel all-reduces' latency) and the all-reduces'
+bytes per token (`EngineCosts`, derived from the accelerator profile and the H200 measurements).
 
 A request's prompt tokens come in three kinds (`Work`): held in HBM (free), held in a tier (loaded over the
 replica's host link before the request can be scheduled, one load at a time: vLLM's connectors load
@@ -15,10 +17,11 @@ prompt token is always computed (the logits of the last one).
 
 Approximations, each a simplification of vLLM's scheduler:
 - KV is reserved for a request's whole prompt and output when it is admitted (vLLM allocates as it goes and
-  preempts when the pool runs out); a request that would not fit waits. So admission is conservative, and
-  there is no preemption or recomputation.
-- A step's time is max(compute, memory) with no per-step scheduling overhead, and decode attention is
-  counted at the memory bandwidth (its FLOPs are counted too, but rarely bind).
+  preempts when the pool runs out); a request that would not fit waits. Its HBM hits are reserved once per
+  prefix among the running requests (by the first prompt block's id), as vLLM's block sharing counts them. So
+  admission is conservative, and there is no preemption or recomputation.
+- A step's GEMMs and its attention are each the larger of their compute and their memory reads (one kernel
+  does not overlap the next); the host's own work between steps (scheduling, output processing) is not timed.
 - Tier loads share one link per replica (CPU and filesystem loads queue together); stores are not timed
   (they run device-to-host, the other direction of the link).
 - Decode-only stretches are advanced in one jump to the next event (a finish, a load ready, an arrival),
@@ -36,6 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from components.formulas.step_sums import steps_to_reach, stretch_seconds
+
 
 @dataclass(frozen=True)
 class EngineCosts:
@@ -49,14 +54,28 @@ class EngineCosts:
     max_batched_tokens: int
     max_seqs: int
     kv_tokens: int  # the HBM KV pool
+    step_s: float = 0.0  # every step, whatever its size: the layers' small kernels, the all-reduces' latency
+    allreduce_s_per_token: float = 0.0  # the tensor-parallel all-reduces' bytes, per token of the step
+
+    def fixed_seconds(self, tokens: int) -> float:
+        """What a step of `tokens` tokens pays besides its GEMMs and attention."""
+        return self.step_s + tokens * self.allreduce_s_per_token
+
+    def gemm_seconds(self, tokens: int) -> float:
+        """The layers' GEMMs: every token's FLOPs, or every weight read once, whichever takes longer."""
+        return max(tokens * self.gemm_s_per_token, self.weights_read_s)
 
     def step_seconds(self, tokens: int, pairs: float, context: int) -> float:
-        compute = tokens * self.gemm_s_per_token + pairs * self.attention_s_per_pair
-        return max(compute, self.weights_read_s + context * self.kv_read_s_per_token)
+        attention = max(pairs * self.attention_s_per_pair, context * self.kv_read_s_per_token)
+        return self.fixed_seconds(tokens) + self.gemm_seconds(tokens) + attention
 
     def prefill_seconds(self, new: int, cached: int = 0) -> float:
-        """A prompt prefilled alone (compute bound), `new` tokens over `cached` ones."""
-        return new * self.gemm_s_per_token + (new * cached + new * new / 2) * self.attention_s_per_pair
+        """A prompt prefilled alone in one step (compute bound), `new` tokens over `cached` ones."""
+        return (
+            self.fixed_seconds(new)
+            + self.gemm_seconds(new)
+            + (new * cached + new * new / 2) * self.attention_s_per_pair
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +88,9 @@ class Work:
     cpu: int  # loaded from the CPU tier
     fs: int  # loaded from the filesystem tier
     output: int
+    # The prefix its HBM hits share (the first prompt block's id), -1 for none: while a running request holds
+    # a prefix, another one that hits it shares its blocks rather than reserving them again.
+    prefix: int = -1
 
     @property
     def computed(self) -> int:
@@ -76,7 +98,7 @@ class Work:
 
 
 class _Job:
-    __slots__ = ("done", "first_s", "index", "left", "need", "output", "prompt", "ready_s")
+    __slots__ = ("done", "first_s", "index", "left", "need", "output", "prefix", "prompt", "ready_s", "shared")
 
     def __init__(self, index: int, work: Work, ready_s: float) -> None:
         self.index = index
@@ -84,7 +106,11 @@ class _Job:
         self.output = max(work.output, 1)
         self.left = work.computed  # prompt tokens still to compute
         self.done = work.prompt - self.left  # tokens in the KV already (hits)
-        self.need = work.prompt + self.output  # KV tokens reserved while it runs
+        # KV tokens reserved while it runs: its own, and its HBM hits unless a running request holds them already
+        # (vLLM's prefix cache shares a block among the requests that use it)
+        self.prefix = work.prefix if work.hbm else -1
+        self.shared = work.hbm if self.prefix >= 0 else 0
+        self.need = work.prompt - self.shared + self.output
         self.ready_s = ready_s
         self.first_s = 0.0
 
@@ -125,6 +151,7 @@ class Engine:
         self.decoding = 0
         self.context = 0  # the decoding requests' contexts, summed
         self.kv_used = 0
+        self.holding: dict[int, list[int]] = {}  # prefix -> [running requests sharing it, its tokens reserved]
         self.running = 0
         self.steps = 0
         self.totals = ReplicaTotals()
@@ -169,7 +196,17 @@ class Engine:
     def _admissible(self) -> bool:
         if not self.waiting or self.running >= self.costs.max_seqs:
             return False
-        return self.running == 0 or self.kv_used + self.waiting[0].need <= self.costs.kv_tokens
+        return self.running == 0 or self.kv_used + self._charge(self.waiting[0]) <= self.costs.kv_tokens
+
+    def _charge(self, job: _Job) -> int:
+        """The KV tokens admitting `job` reserves: its own, and its shared prefix if no running request holds it."""
+        return job.need + (job.shared if job.prefix not in self.holding else 0)
+
+    def _hold(self, job: _Job) -> None:
+        self.kv_used += self._charge(job)
+        if job.prefix >= 0:
+            held = self.holding.setdefault(job.prefix, [0, job.shared])
+            held[0] += 1
 
     def _step(self, now: float) -> None:
         costs = self.costs
@@ -186,7 +223,7 @@ class Engine:
             tokens += take
         while budget > 0 and self._admissible():
             job = self.waiting.popleft()
-            self.kv_used += job.need
+            self._hold(job)
             self.running += 1
             self.prefilling.append(job)
             take = min(job.left, budget)
@@ -220,6 +257,12 @@ class Engine:
 
     def _release(self, job: _Job, at: float) -> None:
         self.kv_used -= job.need
+        if job.prefix >= 0:
+            held = self.holding[job.prefix]
+            held[0] -= 1
+            if held[0] == 0:
+                self.kv_used -= held[1]
+                del self.holding[job.prefix]
         self.running -= 1
         self.record.finish[job.index] = at
         if job.output > 1:
@@ -236,51 +279,20 @@ class Engine:
         """Decode-only steps up to the next event: the next finish, or the first step ending past `until`."""
         costs, n, c = self.costs, self.decoding, self.context
         due = self.finishing[0][0] - self.steps
-        # Step i takes max(a1 + b1 i, a2 + b2 i): compute and memory, each growing with the context.
-        a1, b1 = n * costs.gemm_s_per_token + c * costs.attention_s_per_pair, n * costs.attention_s_per_pair
-        a2, b2 = costs.weights_read_s + c * costs.kv_read_s_per_token, n * costs.kv_read_s_per_token
+        # Step i takes the same GEMMs and fixed costs, then max(its attention's FLOPs, its KV reads), each growing
+        # with the context: max(a1 + b1 i, a2 + b2 i).
+        same = costs.fixed_seconds(n) + costs.gemm_seconds(n)
+        a1, b1 = same + c * costs.attention_s_per_pair, n * costs.attention_s_per_pair
+        a2, b2 = same + c * costs.kv_read_s_per_token, n * costs.kv_read_s_per_token
         steps = due
         if until < math.inf:
-            steps = min(due, _steps_to_reach(until - now, a1, b1, a2, b2, due))
-        dt = _stretch_seconds(steps, a1, b1, a2, b2)
+            steps = min(due, steps_to_reach(until - now, a1, b1, a2, b2, due))
+        dt = stretch_seconds(steps, a1, b1, a2, b2)
         self.clock = now + dt
         self.totals.compute_s += dt
         self.steps += steps
         self.context += n * steps
         self._finish_due(self.clock)
-
-
-def _line_sum(k: int, a: float, b: float) -> float:
-    return k * a + b * k * (k - 1) / 2
-
-
-def _stretch_seconds(k: int, a1: float, b1: float, a2: float, b2: float) -> float:
-    """sum over i < k of max(a1 + b1 i, a2 + b2 i): before the lines cross, the one higher at 0; after, the
-    one higher at the end."""
-    if k <= 0:
-        return 0.0
-    split = 0 if b1 == b2 else min(k, max(0, math.ceil((a2 - a1) / (b1 - b2))))
-    before = _line_sum(split, a1, b1) if a1 >= a2 else _line_sum(split, a2, b2)
-    rest, last = k - split, k - 1
-    a1s, a2s = a1 + b1 * split, a2 + b2 * split
-    after = _line_sum(rest, a1s, b1) if a1 + b1 * last >= a2 + b2 * last else _line_sum(rest, a2s, b2)
-    return before + after
-
-
-def _steps_to_reach(span: float, a1: float, b1: float, a2: float, b2: float, most: int) -> int:
-    """The fewest steps (at least 1, at most `most`) whose summed time reaches `span`."""
-    if span <= 0 or _stretch_seconds(1, a1, b1, a2, b2) >= span:
-        return 1
-    low, high = 1, most  # sum(low) < span; find the smallest k with sum(k) >= span
-    if _stretch_seconds(high, a1, b1, a2, b2) < span:
-        return most
-    while high - low > 1:
-        mid = (low + high) // 2
-        if _stretch_seconds(mid, a1, b1, a2, b2) >= span:
-            high = mid
-        else:
-            low = mid
-    return high
 
 
 PickFn = Callable[[int, list[int], list[float]], tuple[int, Work]]

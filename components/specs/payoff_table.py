@@ -185,8 +185,8 @@ def derive(inputs: PayoffInputs) -> Payoff:
     lengths = tuple(_at_length(replica, length, tiers) for length in formulas.table_lengths(model, n))
     fs, efficiency = inputs.filesystem, rates.prefill_efficiency
     sources = [
-        f"{model.name}: geometry from its config.json ({model.layers} layers, hidden {model.hidden_size},"
-        f" {model.attention_heads} heads of {model.head_dim}, {model.kv_heads} KV heads, MLP"
+        f"{model.name}: geometry from {model.config_from} ({model.layers} layers{_window(model)}, hidden"
+        f" {model.hidden_size}, {model.attention_heads} heads of {model.head_dim}, {model.kv_heads} KV heads, MLP"
         f" {_mlp(model)}, vocabulary {model.vocab_size:,}, context {model.context_tokens:,})",
         f"{inputs.accelerator.key} bf16 peak: {rates.bf16_peak.cited}",
         f"{inputs.accelerator.key} prefill shares of peak: {efficiency.cited}",
@@ -201,9 +201,50 @@ def derive(inputs: PayoffInputs) -> Payoff:
 
 
 def _mlp(model: ModelSpec) -> str:
-    if model.experts:
-        return f"{model.experts_per_token} of {model.experts} experts of {model.expert_intermediate_size}"
-    return str(model.intermediate_size)
+    if not model.experts:
+        return str(model.intermediate_size)
+    shared = f" + a shared {model.shared_expert_intermediate_size}" if model.shared_expert_intermediate_size else ""
+    dense = (
+        f" in {model.moe_layers} layers, {model.intermediate_size} in {model.dense_layers}"
+        if model.dense_layers
+        else ""
+    )
+    return f"{model.experts_per_token} of {model.experts} experts of {model.expert_intermediate_size}{shared}{dense}"
+
+
+def _window(model: ModelSpec) -> str:
+    if not model.sliding_layers:
+        return ""
+    return f" ({model.sliding_layers} of them attending to a {model.sliding_window}-token window)"
+
+
+def _window_kv(model: ModelSpec) -> str:
+    if not model.sliding_layers:
+        return ""
+    return (
+        f" over the {model.full_attention_layers} full-attention layers; the {model.sliding_layers} sliding ones keep"
+        f" at most {ByteSize(model.window_kv_bytes).human()} a sequence ({model.sliding_window} tokens)"
+    )
+
+
+def _layer_formula(model: ModelSpec) -> str:
+    """The non-embedding parameters a token multiplies, as layers x (attention + MLP)."""
+    attention = f"{model.attention_params_per_layer / 1e6:.1f} M attention"
+    if model.dense_layers and model.moe_layers:
+        return (
+            f"{model.layers} layers x {attention} + {model.moe_layers} x {model.mlp_params_per_layer / 1e6:.1f} M"
+            f" expert MLP + {model.dense_layers} x {3 * model.hidden_size * model.intermediate_size / 1e6:.1f} M"
+            " dense MLP"
+        )
+    return f"{model.layers} layers x ({attention} + {model.mlp_params_per_layer / 1e6:.1f} M MLP)"
+
+
+def _attention_formula(model: ModelSpec, n: int) -> str:
+    full = f"2 x {model.full_attention_layers} layers x {n:,} tokens x {model.attention_width} attention width (causal)"
+    if not model.sliding_layers:
+        return full
+    window = min(n, model.sliding_window)
+    return f"{full} + about 4 x {model.sliding_layers} sliding layers x {window:,} tokens x {model.attention_width}"
 
 
 def _value(bandwidth: float | None) -> str:
@@ -218,18 +259,17 @@ def _compute_rows(inputs: PayoffInputs, replica: Replica, per_token: float, brea
     peak = replica.devices * rates.bf16_peak.value
     spread = f"{inputs.devices_per_pod} per pod x {pods} pods" if pods > 1 else "per pod"
     share = f" / {pods} pods" if pods > 1 else ""
-    layer = f"{model.attention_params_per_layer / 1e6:.1f} M attention + {model.mlp_params_per_layer / 1e6:.1f} M MLP"
     return [
         Derivation(
             "GEMM FLOPs per token",
             f"{gemm / 1e9:.2f} GFLOP",
             f"{formulas.FLOPS_PER_PARAMETER} x {model.active_non_embedding_params / 1e9:.2f} B non-embedding"
-            f" parameters a token multiplies ({model.layers} layers x ({layer}))",
+            f" parameters a token multiplies ({_layer_formula(model)})",
         ),
         Derivation(
             f"attention FLOPs per token at {n:,} tokens",
             f"{attention / 1e9:.2f} GFLOP",
-            f"2 x {model.layers} layers x {n:,} tokens x {model.attention_width} attention width (causal)",
+            _attention_formula(model, n),
         ),
         Derivation(
             "bf16 peak per replica",
@@ -250,7 +290,7 @@ def _compute_rows(inputs: PayoffInputs, replica: Replica, per_token: float, brea
         Derivation(
             "KV bytes per token per pod",
             f"{replica.kv_bytes_per_pod:.0f} B",
-            f"{model.kv_bytes_per_token.human()}{share}",
+            f"{model.kv_bytes_per_token.human()}{share}{_window_kv(model)}",
         ),
         Derivation(
             f"break-even load bandwidth per pod at {n:,} tokens",

@@ -79,8 +79,14 @@ class TierSizing:
             Derivation(
                 "KV bytes per token",
                 f"{kv.bytes} B ({kv.human()})",
-                f"2 x {self.model.layers} layers x {self.model.kv_heads} KV heads x {self.model.head_dim} head dim"
-                f" x {self.model.kv_dtype}",
+                f"2 x {self.model.full_attention_layers} layers x {self.model.kv_heads} KV heads x"
+                f" {self.model.head_dim} head dim x {self.model.kv_dtype}"
+                + (
+                    f" (the full-attention layers; the {self.model.sliding_layers} sliding-window ones keep"
+                    f" {self.model.sliding_window} tokens a sequence at most)"
+                    if self.model.sliding_layers
+                    else ""
+                ),
             ),
             Derivation(
                 "router block", f"{block.bytes} B ({block.human()})", f"{ROUTER_BLOCK_TOKENS} tokens x {kv.human()}"

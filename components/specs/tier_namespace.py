@@ -29,6 +29,8 @@ import json
 import re
 from dataclasses import asdict, dataclass, fields
 
+from components.catalog.engines import EngineKey
+
 DIGEST_CHARS = 12  # hex digits of the fields' sha256, as vLLM's FileMapper names its directory
 
 
@@ -45,7 +47,7 @@ class TierIdentity:
     block_tokens: int  # tokens per stored block: the connector's transfer block (vLLM tokens_per_hash x
     # blocks_per_file, LMCache's chunk, SGLang's page)
     kv_layout: str  # the accelerator family whose attention backend lays KV out (NHD, HND; vLLM issue 55904)
-    engine: str  # vllm | sglang (vLLM inference_engine)
+    engine: EngineKey  # (vLLM inference_engine)
     image: str  # the engine build the servers run: its version (hashing and layout change between versions)
     connector: str  # the connector implementation writing the files: each has its own file format
     max_model_len: int  # the context the engine is constructed with (LongRoPE picks its factors by it: PR 56331)

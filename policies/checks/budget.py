@@ -1,5 +1,5 @@
 """What the stack costs against its budget: the plan's figures, stamped on the stack's Namespace
-(`labels.MONTHLY_COST_ANNOTATION` and its neighbours, written by stacks/planning/cost.py); nothing here prices
+(`labels.MONTHLY_COST_ANNOTATION` and its neighbours, written by stacks/planning/workload/cost.py); nothing here prices
 anything.
 
 Two rules, because a pack's policy has one enforcement level: `monthly-budget` is mandatory and judges the stacks

@@ -2,26 +2,34 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import Field, TypeAdapter, ValidatorFunctionWrapHandler, field_validator
+from pydantic import Field, PrivateAttr, TypeAdapter, ValidatorFunctionWrapHandler, field_validator
 
 from components.catalog import versions
 from components.catalog.accelerators import ACCELERATORS
-from components.catalog.models import MODELS
+from components.catalog.models import MODELS, ModelSpec
 from components.specs.connectors import ConnectorKey
 from components.specs.connectors.interface import EngineKey, HostType, Variant
 from components.units import ByteSize, GiB, TiB
+from stacks.config import formats
+from stacks.config.errors import ConfigError
 from stacks.config.fields import (
     MAX_NODE_MEMORY,
     ImageReference,
     Section,
+    check_with,
     size_between,
 )
 
 MAX_REPLICAS = 256  # model-server replicas one stack runs (the capacity plan searches no further)
 REPLICA_COUNT = TypeAdapter(Annotated[int, Field(ge=1, le=MAX_REPLICAS)])
 MAX_MEMORY_FRACTION = 0.99  # cache.memory_fraction's ceiling: the engine keeps a sliver for itself
+# A Hugging Face repository id, `organization/name` (the Hub's rules: letters, digits, '-', '_', '.'; at most 96
+# each); the name is also the model-server pods' `llm-d.ai/model` label value, so at most 63 and ending in a
+# letter or digit.
+HF_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9](?:[A-Za-z0-9._-]{0,61}[A-Za-z0-9])?")
 
 
 class TierConfig(Section):
@@ -59,8 +67,12 @@ class CacheConfig(Section):
     tier: TierConfig = TierConfig()
     """the offload tiers: variant, CPU tier size, disk size"""
     model: str | None = None
-    """model served, a catalog key (Hugging Face id); default: the combination's from the seed (Qwen/Qwen3-32B on
-    GPUs)"""
+    """model served, its Hugging Face id: a catalog key, or any id with `cache.model_file`; default: the
+    combination's from the seed (Qwen/Qwen3-32B on GPUs)"""
+    model_file: Annotated[str, check_with(formats.relative_json_path)] | None = None
+    """a model outside the catalog: its Hugging Face config.json, a .json file inside the project relative to its
+    root (read at plan time, never fetched; its geometry sizes the stack as a catalog model's); `cache.model`
+    names the id the servers fetch and serve; unset: the catalog's geometry"""
     replicas: int | Literal["auto"] | None = None
     """model-server replicas (pods, or LeaderWorkerSet groups); default: the combination's from the seed (2 on GPUs);
     auto: the fewest that keep up with `workload` and meet `workload.slo` (the capacity plan, with the tiers as
@@ -94,12 +106,35 @@ class CacheConfig(Section):
             raise ValueError(f"allowed: {', '.join(sorted(ACCELERATORS))}")
         return value
 
+    # The geometry of `model_file`, read at load (stacks/config/model_file.py); None without one.
+    _model_file: ModelSpec | None = PrivateAttr(default=None)
+
     @field_validator("model")
     @classmethod
     def _known_model(cls, value: str | None) -> str | None:
-        if value is not None and value not in MODELS:
-            raise ValueError(f"allowed: {', '.join(sorted(MODELS))}")
+        """A catalog key, or a Hugging Face id (one outside the catalog needs `cache.model_file`: a cross-check)."""
+        if value is not None and value not in MODELS and not HF_ID.fullmatch(value):
+            raise ValueError(
+                f"allowed: {', '.join(sorted(MODELS))}, or a Hugging Face id (organization/name) with cache.model_file"
+            )
         return value
+
+    def with_model_file(self, spec: ModelSpec) -> CacheConfig:
+        """This section with the geometry its `model_file` holds (read at load)."""
+        copied = self.model_copy()
+        copied._model_file = spec
+        return copied
+
+    def model_spec(self, default: str) -> ModelSpec:
+        """The model served: `model_file`'s geometry, else the catalog's entry for `model` (or `default`, the
+        combination's)."""
+        if self.model_file is None:
+            return MODELS[self.model or default]
+        if self._model_file is None:
+            raise ConfigError(
+                "cache.model_file", self.model_file, "not read: a stack config is loaded by loading.build"
+            )
+        return self._model_file
 
 
 class LMCacheConfig(Section):

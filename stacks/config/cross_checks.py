@@ -9,7 +9,6 @@ from pydantic import BaseModel
 from components.catalog import labels, router_floors
 from components.catalog.key_lists import spoken
 from components.catalog.machines import MACHINES
-from components.catalog.models import MODELS
 from components.catalog.support import SUPPORTED, ComboDefaults, supported_for
 from components.formulas import payoff
 from components.specs.clusters import POOL_LABEL
@@ -21,6 +20,7 @@ from stacks.config.connector_choice import choice, connector_of
 from stacks.config.errors import HIDDEN, ConfigError
 from stacks.config.evictor_checks import check_evictor_applies
 from stacks.config.layer_checks import check_layer
+from stacks.config.pricing_checks import check_pricing
 from stacks.config.providers import PROVIDERS, ClusterProvider, provider_of, providers_that
 from stacks.config.storage_checks import check_storage
 from stacks.config.workload_section import check_workload
@@ -47,6 +47,7 @@ def check_stack(config: StackConfig) -> None:
         check_cluster(config)
         check_storage(config)
         check_applies(config)
+        check_pricing(config)
         return
     cache = config.cache
     combo = (cache.accelerator, cache.server, cache.connector, cache.tier.variant, cache.host_type)
@@ -92,6 +93,7 @@ def check_stack(config: StackConfig) -> None:
     check_evictor_applies(config)
     check_workload(config.workload)
     check_replicas_auto(config)
+    check_pricing(config)
 
 
 def check_namespace(config: StackConfig) -> None:
@@ -194,7 +196,7 @@ def check_router_names(config: StackConfig) -> None:
 def _check_sizes(config: StackConfig, defaults: ComboDefaults) -> None:
     """Tensor parallelism against the model and the pod's chips; tier sizes the connector can take."""
     cache = config.cache
-    model = MODELS[cache.model or defaults.model]
+    model = cache.model_spec(defaults.model)
     tp = cache.tensor_parallelism or defaults.tensor_parallelism
     if model.attention_heads % tp:
         raise ConfigError(

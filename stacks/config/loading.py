@@ -24,6 +24,7 @@ from stacks.config.cluster_section import ClusterConfig
 from stacks.config.connector_choice import connector_of
 from stacks.config.cross_checks import check_stack
 from stacks.config.errors import HIDDEN, ConfigError, from_validation_error
+from stacks.config.model_file import with_model_file
 from stacks.config.provider_kinds import PROVIDER_KINDS
 from stacks.config.workload_trace import project_trace_path
 
@@ -122,7 +123,7 @@ def build(
     data = apply_overrides(data, overrides or [])
     reference = _cluster_reference(data)
     if reference is None:
-        config = _validated(data)
+        config = with_model_file(_validated(data), PROJECT_DIR)
         check_stack(config)
         _check_trace_file(config)
         return config
@@ -135,6 +136,7 @@ def build(
         config = _validated(deep_merge(data, {"storage": section}))
     # the plan reads the mirror and the Gateway from them
     config = config.model_copy(update={"cluster": config.cluster.with_outputs(outputs)})
+    config = with_model_file(config, PROJECT_DIR)
     check_stack(config)
     check_serving(config, outputs, reference[0], uses_tier)
     _check_trace_file(config)

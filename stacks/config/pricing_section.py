@@ -1,6 +1,7 @@
-"""What the stack's prices are: the catalog's on-demand prices (components/catalog/prices.py), any of them
-overridden by the rates the user pays (committed-use, negotiated), the monthly budget the policy pack holds
-the stack to, and the objective `cache.tier.cpu: auto` sizes by (stacks/planning/tier_objective.py)."""
+"""What the stack's prices are: the catalog's prices (components/catalog/prices.py) at the rate kind
+`pricing.rate` chooses, any of them overridden by the rates the user pays (negotiated), the monthly budget the
+policy pack holds the stack to, and the objective `cache.tier.cpu: auto` sizes by
+(stacks/planning/workload/tier_objective.py). Which keys apply to which stack: stacks/config/pricing_checks.py."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, field_validator
 
+from components.catalog.prices import RateKind
 from components.catalog.regions import AWS_REGIONS, GCP_REGIONS
 from stacks.config.fields import Section
 
 MAX_USD = 1e12  # far above any fleet's bill; a typo of many zeros is refused rather than shown
+
+PricingObjective = Literal["cost", "latency"]  # what `cache.tier.cpu: auto` sizes by
 
 
 def _usd(value: object) -> float:
@@ -31,27 +35,38 @@ _BUDGET = re.compile(r"^\s*\$?\s*(?P<usd>[0-9][0-9,]*(\.[0-9]+)?)\s*(usd)?\s*((/
 
 
 class PricingConfig(Section):
-    """Prices of what the stack creates, in US dollars: the catalog's on-demand price unless overridden here; the
+    """Prices of what the stack creates, in US dollars: the catalog's price at `rate` unless overridden here; the
     budget the policy pack holds the stack to; and whether `cache.tier.cpu: auto` sizes for latency (the default)
     or cost."""
 
     prices: dict[PriceKey, Usd] = Field(
         default_factory=dict,
-        description="USD per unit by item, over the catalog's on-demand price (committed-use or negotiated rates):"
+        description="USD per unit by item, over the catalog's price at pricing.rate (negotiated rates):"
         " a machine type per node-hour (`a3-highgpu-8g: 30.5`), `gke-cluster` or `eks-cluster` per hour,"
         " `efs-storage` per GB-month, `efs-read` and `efs-write` per GB, `lustre-<MB/s per TiB>` per GiB-month;"
-        " the summary marks each overridden price; a key with dots is set as a map: `--set"
-        " 'pricing.prices={p5.48xlarge: 30.5}'`",
+        " the summary marks each overridden price; a key that names nothing the catalog or the stack knows is"
+        " refused; a key with dots is set as a map: `--set 'pricing.prices={p5.48xlarge: 30.5}'`",
+    )
+    rate: Literal["auto"] | RateKind = Field(
+        default="auto",
+        description="the rate kind a node pool's machine type is priced at: `auto` (the default) prices a created"
+        " pool with `spot: true` at the catalog's spot rate and every other one on demand; `on-demand`, `spot`,"
+        " `committed` (a 1-year commitment) or `flex` (flex-start) prices every node pool's machine type, the system"
+        " pool's included, at that kind; the cluster fee and storage have one rate each. A machine type with no row"
+        " of that kind in the region is listed unpriced with the key to set",
     )
     machine_types: dict[str, PriceKey] = Field(
         default_factory=dict,
         description="an existing cluster's described pools by key: the machine type each runs, priced by the"
-        " catalog at pricing.region or by pricing.prices (`h100: p5.48xlarge`); unset: the pool is listed unpriced",
+        " catalog at pricing.region or by pricing.prices (`h100: p5.48xlarge`); unset: the pool is listed unpriced;"
+        " refused on a cluster the stack creates (its pools' own machine types price it) and where a catalog"
+        " machine type carries another accelerator or device count than the pool",
     )
     region: str | None = Field(
         default=None,
-        description="the region whose catalog prices an existing cluster's pools (pricing.machine_types; a created"
-        " cluster's region is its own); unset: they are priced only by pricing.prices",
+        description="the region whose catalog prices an existing cluster's pools (pricing.machine_types) and a"
+        " serving stack's filesystem traffic; refused on a cluster the stack creates (its own region prices it);"
+        " unset: they are priced only by pricing.prices",
     )
     monthly_budget: float | None = Field(
         default=None,
@@ -61,7 +76,7 @@ class PricingConfig(Section):
         " unless the pack's config sets it)",
     )
 
-    objective: Literal["cost", "latency"] = Field(
+    objective: PricingObjective = Field(
         default="latency",
         description="what `cache.tier.cpu: auto` optimises with a workload: `latency` (the default) takes the"
         " smallest size within a point of prompt tokens of the best hit share the node holds; `cost` the cheapest"

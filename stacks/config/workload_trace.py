@@ -38,7 +38,7 @@ MAX_LINE_BYTES = MiB
 MAX_INT = 2**63 - 1  # every figure fits an int64 (what an array-based replay stores)
 # A request's input_length and output_length are at most workload_section.MAX_TOKENS: a line of 2**63 output
 # tokens asked the replay for 2**54 output blocks (a MemoryError); the server's context is checked against
-# each request before a replay (stacks/planning/workload_bounds.py).
+# each request before a replay (stacks/planning/workload/workload_bounds.py).
 FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
 _SHOWN_CHARS = 60  # of a line that is not JSON
 

@@ -132,9 +132,11 @@ class NodePoolArgs(TypedDict, total=False):
 
 
 class CacheAccelerator(Enum):
-    """accelerator family of the model servers (gpu, amd, xpu, tpu-v5p, tpu-v6, tpu-v7); default gpu (NVIDIA), the seed's default"""
+    """accelerator family of the model servers (gpu, h200, a100, amd, xpu, tpu-v5p, tpu-v6, tpu-v7); default gpu (NVIDIA), the seed's default"""
 
     GPU = "gpu"
+    H200 = "h200"
+    A100 = "a100"
     AMD = "amd"
     XPU = "xpu"
     TPU_V5P = "tpu-v5p"
@@ -187,7 +189,7 @@ class CacheArgs(TypedDict, total=False):
     """What serves and how it caches. Unset sizes and counts take the combination's defaults."""
 
     accelerator: CacheAccelerator
-    """accelerator family of the model servers (gpu, amd, xpu, tpu-v5p, tpu-v6, tpu-v7); default gpu (NVIDIA), the seed's default"""
+    """accelerator family of the model servers (gpu, h200, a100, amd, xpu, tpu-v5p, tpu-v6, tpu-v7); default gpu (NVIDIA), the seed's default"""
     server: CacheServer
     """model server: vllm or sglang; default vllm, the seed's default"""
     connector: CacheConnector
@@ -197,7 +199,9 @@ class CacheArgs(TypedDict, total=False):
     tier: TierArgs
     """the offload tiers: variant, CPU tier size, disk size"""
     model: str
-    """model served, a catalog key (Hugging Face id); default: the combination's from the seed (Qwen/Qwen3-32B on GPUs)"""
+    """model served, its Hugging Face id: a catalog key, or any id with `cache.model_file`; default: the combination's from the seed (Qwen/Qwen3-32B on GPUs)"""
+    model_file: str
+    """a model outside the catalog: its Hugging Face config.json, a .json file inside the project relative to its root (read at plan time, never fetched; its geometry sizes the stack as a catalog model's); `cache.model` names the id the servers fetch and serve; unset: the catalog's geometry"""
     replicas: Any
     """model-server replicas (pods, or LeaderWorkerSet groups); default: the combination's from the seed (2 on GPUs); auto: the fewest that keep up with `workload` and meet `workload.slo` (the capacity plan, with the tiers as configured)"""
     tensor_parallelism: int
@@ -575,22 +579,53 @@ class PricingObjective(Enum):
 
 
 class PricingArgs(TypedDict, total=False):
-    """Prices of what the stack creates, in US dollars: the catalog's on-demand price unless overridden here; the budget the policy pack holds the stack to; and whether `cache.tier.cpu: auto` sizes for latency (the default) or cost."""
+    """Prices of what the stack creates, in US dollars: the catalog's price at `rate` unless overridden here; the budget the policy pack holds the stack to; and whether `cache.tier.cpu: auto` sizes for latency (the default) or cost."""
 
     prices: dict[str, float]
-    """USD per unit by item, over the catalog's on-demand price (committed-use or negotiated rates): a machine type per node-hour (`a3-highgpu-8g: 30.5`), `gke-cluster` or `eks-cluster` per hour, `efs-storage` per GB-month, `efs-read` and `efs-write` per GB, `lustre-<MB/s per TiB>` per GiB-month; the summary marks each overridden price; a key with dots is set as a map: `--set 'pricing.prices={p5.48xlarge: 30.5}'`"""
+    """USD per unit by item, over the catalog's price at pricing.rate (negotiated rates): a machine type per node-hour (`a3-highgpu-8g: 30.5`), `gke-cluster` or `eks-cluster` per hour, `efs-storage` per GB-month, `efs-read` and `efs-write` per GB, `lustre-<MB/s per TiB>` per GiB-month; the summary marks each overridden price; a key that names nothing the catalog or the stack knows is refused; a key with dots is set as a map: `--set 'pricing.prices={p5.48xlarge: 30.5}'`"""
+    rate: str
+    """the rate kind a node pool's machine type is priced at: `auto` (the default) prices a created pool with `spot: true` at the catalog's spot rate and every other one on demand; `on-demand`, `spot`, `committed` (a 1-year commitment) or `flex` (flex-start) prices every node pool's machine type, the system pool's included, at that kind; the cluster fee and storage have one rate each. A machine type with no row of that kind in the region is listed unpriced with the key to set"""
     machine_types: dict[str, str]
-    """an existing cluster's described pools by key: the machine type each runs, priced by the catalog at pricing.region or by pricing.prices (`h100: p5.48xlarge`); unset: the pool is listed unpriced"""
+    """an existing cluster's described pools by key: the machine type each runs, priced by the catalog at pricing.region or by pricing.prices (`h100: p5.48xlarge`); unset: the pool is listed unpriced; refused on a cluster the stack creates (its pools' own machine types price it) and where a catalog machine type carries another accelerator or device count than the pool"""
     region: str
-    """the region whose catalog prices an existing cluster's pools (pricing.machine_types; a created cluster's region is its own); unset: they are priced only by pricing.prices"""
+    """the region whose catalog prices an existing cluster's pools (pricing.machine_types) and a serving stack's filesystem traffic; refused on a cluster the stack creates (its own region prices it); unset: they are priced only by pricing.prices"""
     monthly_budget: float
     """US dollars per month the stack may cost (`25000` or `25000 USD/month`); set, the policy pack's monthly-budget rule refuses a stack whose planned cost is above it (mandatory); unset, the advisory monthly-budget-default rule reports a cost above the pack's own defaultMonthlyBudget (none unless the pack's config sets it)"""
     objective: PricingObjective
     """what `cache.tier.cpu: auto` optimises with a workload: `latency` (the default) takes the smallest size within a point of prompt tokens of the best hit share the node holds; `cost` the cheapest size that keeps up (and meets workload.slo): the replicas it needs at each size (with cache.replicas: auto the capacity plan's fewest, which the plan renders; with a count, that count where it keeps up) x one replica's accelerator price, plus the filesystem tier's charges at that size (the CPU tier has no price of its own), the smallest on a tie. The filesystem tier's size is `storage.size` as configured: the plan does not choose it. The summary and `./run size` name the objective and price both choices"""
 
 
+class LoadType(Enum):
+    """constant: evenly spaced at the stage's rate (inference-perf jitters them; here exact); poisson: int(rate x duration) requests at a Poisson process's times within each stage; default constant"""
+
+    CONSTANT = "constant"
+    POISSON = "poisson"
+
+
+class LoadStageArgs(TypedDict, total=False):
+    """One load stage (inference-perf's `load.stages[]`)."""
+
+    rate: float
+    """requests per second in this stage (inference-perf's load.stages[].rate); required"""
+    duration: int
+    """seconds of this stage's arrivals (inference-perf's load.stages[].duration); required"""
+
+
+class LoadArgs(TypedDict, total=False):
+    """The arrivals as inference-perf's `load` section writes them (kubernetes-sigs/inference-perf, inference_perf/config/loadgen/config.py `LoadConfig`): its type and stages (components/formulas/shared_prefix.py says how each is drawn)."""
+
+    type: LoadType
+    """constant: evenly spaced at the stage's rate (inference-perf jitters them; here exact); poisson: int(rate x duration) requests at a Poisson process's times within each stage; default constant"""
+    stages: list[LoadStageArgs]
+    """the stages, one after another, each `rate` requests a second for `duration` seconds (inference-perf's load.stages); required"""
+    base_seed: int
+    """poisson: the first draw's arrival seed, the next draws' base_seed + 1, ... (inference-perf's load.base_seed); default 0"""
+    draws: int
+    """poisson: independent draws of the arrivals, one after another, whose requests' percentiles the plan pools; default 3 (constant arrivals are one draw)"""
+
+
 class SharedPrefixArgs(TypedDict, total=False):
-    """inference-perf's `data.shared_prefix` (kubernetes-sigs/inference-perf, inference_perf/config/datagen/ config.py `SharedPrefix`, fixed lengths only), with the arrivals of one constant-rate load stage."""
+    """inference-perf's `data.shared_prefix` (kubernetes-sigs/inference-perf, inference_perf/config/datagen/ config.py `SharedPrefix`, fixed lengths only), with its arrivals: one constant-rate stage (`request_rate`, `duration`) or inference-perf's `load` section."""
 
     num_groups: int
     """distinct system prompts, each shared by its group's prompts (inference-perf's data.shared_prefix.num_groups); required"""
@@ -603,9 +638,11 @@ class SharedPrefixArgs(TypedDict, total=False):
     output_len: int
     """tokens each request generates (inference-perf's data.shared_prefix.output_len, a fixed value); required"""
     request_rate: float
-    """requests per second, evenly spaced, each asking a prompt drawn uniformly from all groups' prompts (inference-perf's load.stages[].rate of a constant load); required"""
+    """requests per second, evenly spaced, each asking a prompt drawn uniformly from all groups' prompts (inference-perf's load.stages[].rate of a constant load); unset: load"""
     duration: int
-    """seconds of arrivals (inference-perf's load.stages[].duration); required"""
+    """seconds of arrivals (inference-perf's load.stages[].duration); unset: load"""
+    load: LoadArgs
+    """the arrivals as inference-perf's load section: type (constant or poisson) and stages; unset: request_rate and duration"""
     seed: int
     """seed of the prompt draws, so a plan is reproducible (inference-perf's data.shared_prefix.seed); default 0"""
 

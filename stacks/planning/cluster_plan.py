@@ -17,9 +17,10 @@ from stacks.config import StackConfig
 from stacks.config.cluster_facts import ClusterOutputs, GatewayFacts
 from stacks.config.cluster_outputs import GATEWAY_ROUTES_LABEL, describe
 from stacks.config.providers import provider_of
-from stacks.planning.cost import StackCost, stack_cost
 from stacks.planning.mirror import Mirror, from_facts
-from stacks.planning.plan import StackPlan, plan, pool_specs
+from stacks.planning.node_pools import pool_specs
+from stacks.planning.workload.cost import stack_cost
+from stacks.planning.workload.cost_records import StackCost
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class ClusterPlan:
     pools: list[PoolSpec]
     mirror: Mirror | None
     gateway: GatewayPlan | None = None
-    cost: StackCost | None = None  # its pools, fee, system pool and shared file system (stacks/planning/cost.py)
+    cost: StackCost | None = None  # its pools, fee, system pool and shared file system (workload/cost.py)
 
 
 def _gateway_plan(config: StackConfig, facts: GatewayFacts | None, mirror: Mirror | None) -> GatewayPlan | None:
@@ -87,8 +88,3 @@ def plan_cluster(config: StackConfig, stack: str) -> ClusterPlan:
         gateway=_gateway_plan(config, outputs.gateway, mirror),
         cost=stack_cost(config, pools, None, None, None, 1),
     )
-
-
-def plan_any(config: StackConfig, name: str) -> StackPlan | ClusterPlan:
-    """A cluster stack's plan, or a serving (or single) stack's."""
-    return plan_cluster(config, name) if config.effective_layer == "cluster" else plan(config)

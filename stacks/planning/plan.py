@@ -10,10 +10,8 @@ import dataclasses
 from typing import Any
 
 from components.catalog import labels, versions
-from components.catalog.machines import MACHINES
 from components.formulas.shared_tier_capacity import StoreRate
 from components.specs import alerts, payoff_table, sizing
-from components.specs.clusters import PoolSpec
 from components.specs.kv_events import PreciseIndex
 from components.specs.router_values import RouterInputs, inference_pool, router_values
 from components.specs.servers import ServerSpec
@@ -21,14 +19,14 @@ from components.specs.servers.base import Scheduling, router_selector
 from components.specs.workloads import ordered
 from components.units import ByteSize
 from stacks.config import StackConfig
-from stacks.config.cross_checks import check_epp_index, pool_names
+from stacks.config.cross_checks import check_epp_index
 from stacks.config.errors import ConfigError
 from stacks.config.loading import PROJECT_DIR
 from stacks.config.providers import provider_of
-from stacks.planning import autoscaling, capacity_plan, cold_starts, hardware, hbm_fit, precise_routing, workload_sizing
-from stacks.planning.cost import stack_cost
+from stacks.planning import autoscaling, cold_starts, hardware, hbm_fit, precise_routing
+from stacks.planning.cluster_plan import ClusterPlan, plan_cluster
 from stacks.planning.gateway_route import route_workload
-from stacks.planning.mirror import mirror_registry
+from stacks.planning.node_pools import pool_specs
 from stacks.planning.passes import hardened, through_mirror, with_await_budgets, with_network_policies, with_rollouts
 from stacks.planning.resolution import Resolved, resolve
 from stacks.planning.stack_plan import Role as Role  # the records, named here too
@@ -36,9 +34,10 @@ from stacks.planning.stack_plan import StackPlan as StackPlan
 from stacks.planning.tier_capacity import EVICTOR_METRICS, shared_tier
 from stacks.planning.tier_fit import size_on_hardware
 from stacks.planning.tier_identity import tier_identity
+from stacks.planning.workload import capacity_plan
+from stacks.planning.workload.workload_source import WorkloadSource, config_source
 from stacks.planning.workload_builders import Serving, resolve_model_cache, workloads
-from stacks.planning.workload_plan import held_workload, objective_of, plan_capacity_of, routed_curve
-from stacks.planning.workload_plan import stack_shape as stack_shape
+from stacks.planning.workload_plan import Replan, plan_workload, priced
 
 
 def _scheduling(config: StackConfig) -> Scheduling:
@@ -86,59 +85,38 @@ def check_router_reaches_model_servers(values: dict[str, Any], servers: list[Ser
         )
 
 
-def plan(config: StackConfig, *, keep_up: bool = True) -> StackPlan:
-    """The stack's plan; with a workload, the capacity plan (the replicas it needs; `cache.replicas: auto` takes
-    them, else the configured count must keep up, unless `keep_up` is off: `./run size` reports instead), then its
-    tiers replayed on it with the router's routing, and `cache.tier.cpu: auto` the size `pricing.objective` picks
-    from the curve (the plan is made again at those)."""
+def plan(
+    config: StackConfig,
+    *,
+    keep_up: bool = True,
+    workload: WorkloadSource | None = None,
+    weigh_any_tier: bool = False,
+) -> StackPlan:
+    """The stack's plan. With a workload (the stack's, or `workload` given: `./run size --trace`), the workload side
+    once (workload_plan.plan_workload: the replicas, the tiers, their cost), and the plan rendered at its figures;
+    a configured count that does not keep up stops here, unless `keep_up` is off (`./run size` reports instead).
+    `weigh_any_tier`: weigh `pricing.objective`'s size where `cache.tier.cpu` is set too (what auto would take)."""
     stack = resolve(config)
-    stack_plan = _plan(stack)
-    source = workload_sizing.config_source(config, PROJECT_DIR)
+    first = _plan(stack)
+    source = workload if workload is not None else config_source(config, PROJECT_DIR)
     if source is None:
-        return with_cost(stack_plan)
-    source = held_workload(stack_plan, source)
+        return dataclasses.replace(first, cost=priced(first))
     slo = config.workload.slo if config.workload is not None else None
-    capacity = plan_capacity_of(stack_plan, source, slo)
-    if config.cache.replicas == "auto":
-        run = capacity_plan.chosen(capacity)
-        capacity = capacity.with_replicas(run)
-        stack = dataclasses.replace(stack, replicas=run.replicas)
-        stack_plan = _plan(stack)
-    elif keep_up:
-        capacity_plan.check_fits(capacity)
-    sized = routed_curve(stack_plan, source, capacity)
-    objective = objective_of(stack_plan, source, slo, sized) if config.cache.tier.cpu == "auto" else None
-    if objective is not None:  # pricing.objective's size (latency: the curve's own choice)
-        sized = dataclasses.replace(sized, choice=objective.chosen)
-    chosen = sized.choice.size if config.cache.tier.cpu == "auto" and sized.choice is not None else None
-    measured = workload_sizing.filesystem_store_rate(sized, chosen)  # the evictor's watermarks, from the replay
-    first_replicas = stack.replicas
-    if objective is not None and config.cache.replicas == "auto":  # the cost objective's count at its size
-        weighed = objective.cost_of(objective.chosen.size)
-        if weighed is not None and weighed.replicas is not None:
-            stack = dataclasses.replace(stack, replicas=weighed.replicas)
-    if chosen is not None or measured is not None:
-        first_tier = stack_plan.tier
-        stack_plan = _plan(stack, chosen, measured)
-        if stack_plan.tier != first_tier or stack.replicas != first_replicas:  # the capacity plan as rendered
-            capacity = plan_capacity_of(stack_plan, source, slo)
-            if keep_up and config.cache.replicas != "auto":
-                capacity_plan.check_fits(capacity)
-    final = dataclasses.replace(stack_plan, tier_curve=sized, capacity=capacity, objective=objective)
-    return with_cost(final, chosen)
+
+    def at(replicas: int, cpu_tier: ByteSize | None, store_rate: StoreRate | None) -> StackPlan:
+        return _plan(dataclasses.replace(stack, replicas=replicas), cpu_tier, store_rate)
+
+    replan = Replan(first, at)
+    record = plan_workload(first, source, slo, replan, weigh_any_tier=weigh_any_tier)
+    if keep_up and config.cache.replicas != "auto":
+        capacity_plan.check_fits(record.capacity)
+    rendered = replan(record.replicas, record.cpu_tier, record.store_rate)
+    return dataclasses.replace(rendered, workload=record, cost=record.cost)
 
 
-def with_cost(stack_plan: StackPlan, chosen: ByteSize | None = None) -> StackPlan:
-    """The final plan with its cost (stacks/planning/cost.py), computed once; `chosen`: the CPU tier auto took."""
-    sized, stack = stack_plan.tier_curve, stack_plan.stack
-    cpu_index = None
-    if sized is not None:
-        cpu_index = sized.cpu_sizes.index(chosen) if chosen is not None else sized.configured[0]
-    devices = stack.devices * stack.group_size
-    cost = stack_cost(
-        stack.config, stack_plan.pools, stack_plan.shared_tier, sized, cpu_index, devices, stack_plan.capacity
-    )
-    return dataclasses.replace(stack_plan, cost=cost)
+def plan_any(config: StackConfig, name: str) -> StackPlan | ClusterPlan:
+    """A cluster stack's plan, or a serving (or single) stack's."""
+    return plan_cluster(config, name) if config.effective_layer == "cluster" else plan(config)
 
 
 def _plan(stack: Resolved, chosen_tier: ByteSize | None = None, store_rate: StoreRate | None = None) -> StackPlan:
@@ -335,28 +313,3 @@ def _payoff_inputs(stack: Resolved) -> payoff_table.PayoffInputs:
             else None
         ),
     )
-
-
-def pool_specs(config: StackConfig) -> list[PoolSpec]:
-    """The node pools to create (none on an existing cluster); TPU multi-host pools, one per slice."""
-    if not provider_of(config).creates:
-        return []
-    out = []
-    for key, pool in sorted(config.node_pools.items()):
-        taints = [{k: v for k, v in t.model_dump().items() if v is not None} for t in pool.taints]
-        for name in pool_names(config.cluster.name, key, pool.slices):
-            out.append(
-                PoolSpec(
-                    key=key,
-                    name=name,
-                    machine=MACHINES[str(pool.machine_type)],
-                    node_count=pool.node_count,
-                    tpu_topology=pool.tpu_topology,
-                    spot=pool.spot,
-                    reservation=pool.reservation,
-                    labels=dict(pool.labels),
-                    taints=taints,
-                    image_streaming=mirror_registry(config) is not None,
-                )
-            )
-    return out

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from components.catalog.accelerators import ACCELERATORS, AcceleratorProfile
-from components.catalog.models import MODELS, ModelSpec
+from components.catalog.models import ModelSpec
 from components.catalog.support import SUPPORTED, ComboDefaults
 from components.specs.connectors import Choice, Connector
 from stacks.config import StackConfig
@@ -56,7 +56,7 @@ def resolve(config: StackConfig) -> Resolved:
         connector=connector_of(config),
         defaults=defaults,
         accelerator=ACCELERATORS[cache.accelerator],
-        model=MODELS[cache.model or defaults.model],
+        model=cache.model_spec(defaults.model),
         tensor_parallelism=tp,
         replicas=cache.replicas if isinstance(cache.replicas, int) else defaults.replicas,  # auto: planned later
         devices=defaults.devices if defaults.devices is not None else tp,

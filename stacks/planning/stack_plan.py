@@ -16,11 +16,15 @@ from components.specs.startup import AwaitBudget
 from components.specs.workloads import Workload, WorkloadType
 from components.units import ByteSize
 from stacks.config import StackConfig
-from stacks.planning import autoscaling, capacity_plan, hardware, rollout_choice, tier_objective, workload_sizing
-from stacks.planning.cost import StackCost
+from stacks.planning import autoscaling, hardware, rollout_choice
 from stacks.planning.mirror import Mirror
 from stacks.planning.resolution import Resolved
-from stacks.planning.tier_capacity import SharedTier
+from stacks.planning.workload.capacity_records import CapacityPlan
+from stacks.planning.workload.cost_records import StackCost
+from stacks.planning.workload.shared_tier import SharedTier
+from stacks.planning.workload.tier_curve import TierCurve
+from stacks.planning.workload.tier_objective import Objective
+from stacks.planning.workload.workload_record import WorkloadPlan
 
 
 @dataclass(frozen=True)
@@ -52,14 +56,27 @@ class StackPlan:
     router_policies: list[Manifest] = dataclasses.field(default_factory=list)  # the router pods' NetworkPolicy
     autoscaling: autoscaling.Autoscaling | None = None  # KEDA's bounds, scale-down and replay (None: off)
     shared_tier: SharedTier | None = None  # the filesystem tier's claim, its store rate and its evictor
-    tier_curve: workload_sizing.TierCurve | None = None  # the tiers replayed on the stack's workload
-    capacity: capacity_plan.CapacityPlan | None = None  # the workload through the time model: replicas it needs
-    cost: StackCost | None = None  # what it costs (stacks/planning/cost.py), set once the plan is final
-    objective: tier_objective.Objective | None = None  # the size `cache.tier.cpu: auto` took by pricing.objective
+    workload: WorkloadPlan | None = None  # the workload through the stack (workload_plan.plan_workload; None: none)
+    cost: StackCost | None = None  # what it costs (workload/cost.py), set once the plan is final
 
     @property
     def config(self) -> StackConfig:
         return self.stack.config
+
+    @property
+    def tier_curve(self) -> TierCurve | None:
+        """The tiers replayed on the stack's workload."""
+        return self.workload.curve if self.workload is not None else None
+
+    @property
+    def capacity(self) -> CapacityPlan | None:
+        """The workload through the time model: the replicas it needs."""
+        return self.workload.capacity if self.workload is not None else None
+
+    @property
+    def objective(self) -> Objective | None:
+        """The size `pricing.objective` took (or, for `./run size`, would take) for `cache.tier.cpu: auto`."""
+        return self.workload.objective if self.workload is not None else None
 
     @property
     def roles(self) -> list[Role]:

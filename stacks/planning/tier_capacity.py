@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 
 from components.formulas import shared_tier_capacity as formulas
 from components.formulas.shared_tier_capacity import Capacity, StoreRate
@@ -21,6 +20,7 @@ from stacks.config import StackConfig
 from stacks.config.errors import ConfigError
 from stacks.planning import cold_starts
 from stacks.planning.resolution import Resolved
+from stacks.planning.workload.shared_tier import SharedTier
 
 EFS_DEFAULT_BUDGET = 9000 * GiB
 EVICTOR_METRICS = [
@@ -30,20 +30,11 @@ EVICTOR_METRICS = [
 ]
 
 
-@dataclass(frozen=True)
-class SharedTier:
-    """The filesystem tier's claim against its store rate: the evictor's watermarks and the time to fill."""
-
-    capacity: Capacity
-    managed: bool  # False: storage.evictor.mode off (the claim fills, or grows, unchecked)
-    backend: str  # gcp-lustre | aws-efs | existing
-
-
 def shared_tier(
     stack: Resolved, payoff: payoff_table.Payoff, replicas: int, measured: StoreRate | None = None
 ) -> SharedTier | None:
     """None: no filesystem tier on the shared claim. `replicas`: the most the stack runs; `measured`: the store
-    rate the workload's replay gives (stacks/planning/workload_sizing.py); without one, the upper bound."""
+    rate the workload's replay gives (stacks/planning/workload/workload_sizing.py); without one, the upper bound."""
     if not stack.uses_tier_claim:
         return None
     config, pods_per_replica = stack.config, stack.group_size

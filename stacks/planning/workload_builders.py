@@ -29,6 +29,7 @@ from stacks.config.errors import ConfigError
 from stacks.planning import cold_starts, hardware, tier_capacity
 from stacks.planning.prepull_placement import prepull_manifests, serving_placement
 from stacks.planning.resolution import Resolved
+from stacks.planning.workload.shared_tier import SharedTier
 
 SERVING = (NAMESPACE, HF_TOKEN, CLUSTER)  # what every model server needs from the stack itself
 
@@ -44,7 +45,7 @@ class Serving:
     exports: tuple[MetricFamily, ...]  # what the model servers export
     alerts: list[alerts.Alert]
     autoscaled_to: int | None = None  # KEDA's most replicas (None: a fixed count)
-    shared_tier: tier_capacity.SharedTier | None = None  # the filesystem tier's claim and its evictor
+    shared_tier: SharedTier | None = None  # the filesystem tier's claim and its evictor
 
     @property
     def config(self) -> StackConfig:

@@ -1,22 +1,33 @@
-"""The plan's workload side: what the replays read of a plan (`stack_shape`), the workload measured and held
-(`held_workload`), the capacity plan on the plan's replicas and router (`plan_capacity_of`), the tier curve
-routed by the time model (`routed_curve`) and the CPU-tier size `pricing.objective` takes (`objective_of`).
-`plan.py` calls them; `./run size` and the bench too."""
+"""The plan's workload side, one entry: `plan_workload` takes the stack's first plan, its workload and its SLO, runs
+the chain once (the workload measured and held, the capacity plan, the tier curve routed by the time model, the
+size `pricing.objective` takes, the store rate the replay measured, the cost) and returns one record
+(`workload/workload_record.py` `WorkloadPlan`) with the replica count and CPU tier to render. `plan()` and
+`./run size` both call it; it is the one adapter between the plan and the workload engine (`workload/`): what the
+replays read of a plan (`stack_shape`) and how a plan is made again at other figures (`Replan`)."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from components.formulas.payoff import Replica
+from components.formulas.shared_tier_capacity import StoreRate
 from components.formulas.tier_replay import assigned
+from components.units import ByteSize
 from stacks.config.errors import ConfigError
 from stacks.config.workload_section import SloConfig
-from stacks.planning import capacity_plan, tier_objective, workload_sizing
-from stacks.planning.cost import size_price, stack_cost
-from stacks.planning.routing_weights import routing_of
+from stacks.planning import hardware
 from stacks.planning.stack_plan import StackPlan
 from stacks.planning.tier_fit import node_largest_tier, tier_capacity
-from stacks.planning.workload_bounds import check_work
+from stacks.planning.workload import capacity_plan, tier_objective, workload_sizing
+from stacks.planning.workload.capacity_records import CapacityPlan, Scenario, TierSet
+from stacks.planning.workload.cost import size_price, stack_cost
+from stacks.planning.workload.cost_records import ServingUse, StackCost
+from stacks.planning.workload.routing_weights import routing_of
+from stacks.planning.workload.tier_curve import UNBOUNDED, StackShape, TierCurve
+from stacks.planning.workload.workload_bounds import check_work
+from stacks.planning.workload.workload_record import WorkloadPlan
+from stacks.planning.workload.workload_source import WorkloadSource, in_memory
 
 ROUTED_BY_TIME_MODEL = (
     "as the capacity plan's router routed them at the configured sizes (the rendered profile's scorers on the"
@@ -25,11 +36,85 @@ ROUTED_BY_TIME_MODEL = (
 )
 
 
-def stack_shape(stack_plan: StackPlan) -> workload_sizing.StackShape:
+class Replan:
+    """The stack's plan made again at other figures (a replica count, the CPU tier auto took, the filesystem tier's
+    measured store rate), each made once: the entry asks for the plans it measures, and `plan()` renders the last
+    one it asked for."""
+
+    def __init__(self, first: StackPlan, make: Callable[[int, ByteSize | None, StoreRate | None], StackPlan]) -> None:
+        self._make = make
+        self._made: dict[tuple[int, ByteSize | None, StoreRate | None], StackPlan] = {
+            (first.stack.replicas, None, None): first
+        }
+
+    def __call__(self, replicas: int, cpu_tier: ByteSize | None, store_rate: StoreRate | None) -> StackPlan:
+        key = (replicas, cpu_tier, store_rate)
+        if key not in self._made:
+            self._made[key] = self._make(replicas, cpu_tier, store_rate)
+        return self._made[key]
+
+
+def plan_workload(
+    first: StackPlan, source: WorkloadSource, slo: SloConfig | None, replan: Replan, *, weigh_any_tier: bool = False
+) -> WorkloadPlan:
+    """The workload through the stack, once. `first`: the plan at the configured figures; `weigh_any_tier`: weigh
+    `pricing.objective`'s size even where `cache.tier.cpu` is set (what auto would take, as `./run size` shows).
+    `cache.replicas: auto` takes the capacity plan's fewest (and, under `pricing.objective: cost`, the count of the
+    size it took); the capacity plan is replayed again at the rendered figures where they moved. The keep-up check
+    of a configured count is the caller's (`capacity_plan.check_fits` on the record's capacity)."""
+    config = first.config
+    source = held_workload(first, source)
+    capacity = plan_capacity_of(first, source, slo)
+    at = first
+    if config.cache.replicas == "auto":
+        run = capacity_plan.chosen(capacity)
+        capacity = capacity.with_replicas(run)
+        at = replan(run.replicas, None, None)
+    sized = routed_curve(at, source, capacity)
+    tier_auto = config.cache.tier.cpu == "auto"
+    objective = objective_of(at, source, slo, sized) if tier_auto or weigh_any_tier else None
+    if objective is not None:  # pricing.objective's size (latency: the curve's own choice)
+        sized = dataclasses.replace(sized, choice=objective.chosen)
+    chosen = sized.choice.size if tier_auto and sized.choice is not None else None
+    measured = workload_sizing.filesystem_store_rate(sized, chosen)  # the evictor's watermarks, from the replay
+    replicas = at.stack.replicas
+    if objective is not None and tier_auto and config.cache.replicas == "auto":  # the cost objective's count
+        weighed = objective.cost_of(objective.chosen.size)
+        if weighed is not None and weighed.replicas is not None:
+            replicas = weighed.replicas
+    rendered = replan(replicas, chosen, measured) if chosen is not None or measured is not None else at
+    if rendered.tier != at.tier or rendered.stack.replicas != at.stack.replicas:  # the capacity plan as rendered
+        capacity = plan_capacity_of(rendered, source, slo)
+    cost = priced(rendered, sized, capacity, chosen)
+    return WorkloadPlan(source.description, capacity, sized, objective, replicas, chosen, measured, cost)
+
+
+def priced(
+    stack_plan: StackPlan,
+    curve: TierCurve | None = None,
+    capacity: CapacityPlan | None = None,
+    chosen: ByteSize | None = None,
+) -> StackCost:
+    """The plan's cost (workload/cost.py), with the workload's curve and capacity plan where it has one; `chosen`:
+    the CPU tier auto took (else the configured one is priced)."""
+    stack = stack_plan.stack
+    cpu_index = None
+    if curve is not None:
+        cpu_index = curve.cpu_sizes.index(chosen) if chosen is not None else curve.configured[0]
+    devices = stack.devices * stack.group_size
+    key = stack.config.cache.node_pool
+    use = None
+    if key:  # the serving pool's nodes its pods take (the rest idle, named in the cost)
+        use = ServingUse(stack.pods, hardware.pods_per_node(hardware.pool_hardware(stack.config, key), stack.devices))
+    pools, shared = stack_plan.pools, stack_plan.shared_tier
+    return stack_cost(stack.config, pools, shared, curve, cpu_index, devices, capacity, use)
+
+
+def stack_shape(stack_plan: StackPlan) -> StackShape:
     """What the tier replay needs of a plan."""
     stack, decode = stack_plan.stack, stack_plan.model_server
     connector, config = stack.connector, stack.config
-    return workload_sizing.StackShape(
+    return StackShape(
         model=decode.model,
         hbm=stack_plan.hbm,
         replicas=stack.replicas,
@@ -45,18 +130,17 @@ def stack_shape(stack_plan: StackPlan) -> workload_sizing.StackShape:
     )
 
 
-def routed_curve(
-    stack_plan: StackPlan, source: workload_sizing.WorkloadSource, capacity: capacity_plan.CapacityPlan
-) -> workload_sizing.TierCurve:
+def routed_curve(stack_plan: StackPlan, source: WorkloadSource, capacity: CapacityPlan) -> TierCurve:
     """The tier curve routed as the time model's router routed the configured run, banded by a second routing: the
     time model's at the grid's largest CPU tier (the router's CPU index at that size)."""
     shape = stack_shape(stack_plan)
     sized = workload_sizing.size_tiers(shape, source, assigned(capacity.configured.assignment), ROUTED_BY_TIME_MODEL)
-    finite = [c for c in sized.cpu_sizes if c != workload_sizing.UNBOUNDED]
+    finite = [c for c in sized.cpu_sizes if c != UNBOUNDED]
     top = finite[-1]
     if top == shape.configured_cpu:
         return sized
-    scenario = capacity_plan.Scenario("band", top, shape.fs_configured)
+    tiers: TierSet = "cpu+filesystem" if shape.fs_configured is not None else "cpu"
+    scenario = Scenario("band", top, shape.fs_configured, tiers)
     run, _ = capacity_plan.replay_scenario(
         shape, source.requests_list(), source.block_tokens, capacity.routing, scenario, shape.replicas
     )
@@ -64,19 +148,17 @@ def routed_curve(
     return dataclasses.replace(sized, band=other.curve, band_size=top)
 
 
-def held_workload(stack_plan: StackPlan, source: workload_sizing.WorkloadSource) -> workload_sizing.WorkloadSource:
+def held_workload(stack_plan: StackPlan, source: WorkloadSource) -> WorkloadSource:
     """The workload's work measured before anything holds or replays it (the servers' context, its span and block
     references: `workload_bounds.check_work`; the time model's steps: `capacity_plan.check_bounded`), each a pass
     over the source; then read once and held for the replays."""
     check_work(source.description, source.requests(), source.block_tokens, stack_plan.hbm)
     costs = capacity_plan.stack_costs(stack_shape(stack_plan))
     capacity_plan.check_bounded(source.requests(), costs, source.block_tokens, source.description)
-    return workload_sizing.in_memory(source)
+    return in_memory(source)
 
 
-def plan_capacity_of(
-    stack_plan: StackPlan, source: workload_sizing.WorkloadSource, slo: SloConfig | None
-) -> capacity_plan.CapacityPlan:
+def plan_capacity_of(stack_plan: StackPlan, source: WorkloadSource, slo: SloConfig | None) -> CapacityPlan:
     """The workload through the time model on this plan's replicas, routed as its router values say."""
     return capacity_plan.plan_capacity(
         stack_shape(stack_plan),
@@ -89,13 +171,10 @@ def plan_capacity_of(
 
 
 def objective_of(
-    stack_plan: StackPlan,
-    source: workload_sizing.WorkloadSource,
-    slo: SloConfig | None,
-    sized: workload_sizing.TierCurve,
+    stack_plan: StackPlan, source: WorkloadSource, slo: SloConfig | None, sized: TierCurve
 ) -> tier_objective.Objective | None:
-    """`pricing.objective`'s size for `cache.tier.cpu: auto` (stacks/planning/tier_objective.py); None where the
-    curve chose none (the node's memory is not known)."""
+    """`pricing.objective`'s size for `cache.tier.cpu: auto` (workload/tier_objective.py); None where the curve
+    chose none (the node's memory is not known)."""
     if sized.choice is None:
         return None
     pricing = stack_plan.config.pricing
@@ -108,10 +187,7 @@ def objective_of(
 
 
 def _weigh(
-    stack_plan: StackPlan,
-    source: workload_sizing.WorkloadSource,
-    slo: SloConfig | None,
-    sized: workload_sizing.TierCurve,
+    stack_plan: StackPlan, source: WorkloadSource, slo: SloConfig | None, sized: TierCurve
 ) -> tuple[tier_objective.SizeCost, ...]:
     """Each size the node holds with its replicas and prices: every price first (one line where one is missing,
     before any replay), then at each size the capacity plan's search (`cache.replicas: auto`) or one replay at the
@@ -133,9 +209,10 @@ def _weigh(
     shape = stack_shape(stack_plan)
     requests, routing, bt = source.requests_list(), routing_of(stack_plan.router_values), source.block_tokens
     fixed = None if config.cache.replicas == "auto" else stack.replicas
+    tiers: TierSet = "cpu+filesystem" if shape.fs_configured is not None else "cpu"
     out = []
     for (_, size), price in zip(options, prices, strict=True):
-        scenario = capacity_plan.Scenario(f"CPU tier {size.readable()}", size, shape.fs_configured)
+        scenario = Scenario(f"CPU tier {size.readable()}", size, shape.fs_configured, tiers)
         if fixed is None:  # the fewest that fit, which the plan renders
             run = capacity_plan.fewest_at(shape, requests, bt, routing, slo, scenario)
         else:  # the stack's count, where it fits

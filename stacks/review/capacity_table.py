@@ -1,10 +1,11 @@
 """The summary's and `./run size`'s "Replicas for the workload" section: the capacity plan
-(stacks/planning/capacity_plan.py) as a planner reads it: how many replicas each tier configuration needs, what
+(stacks/planning/workload/capacity_plan.py) as a planner reads it: how many replicas each tier configuration needs, what
 they serve at, and whether the configured count keeps up."""
 
 from __future__ import annotations
 
-from stacks.planning.capacity_plan import DRAIN_SHARE, CapacityPlan, Run, needs_line, shortfall
+from stacks.planning.workload.capacity_plan import needs_line, shortfall
+from stacks.planning.workload.capacity_records import CapacityPlan, Run
 
 
 def _ms(seconds: float) -> str:
@@ -51,11 +52,11 @@ def capacity_lines(plan: CapacityPlan, auto: bool) -> list[str]:
     ]
     label = "as configured" + (" (`cache.replicas: auto`)" if auto else "")
     lines.append(_row(f"{_tiers(run)}, {label}", run))
-    for scenario, needed in plan.needed:
-        if needed is None:
-            lines.append(f"| {scenario.name} | more than 256 | no | | | | | | | |")
+    for needed in plan.needed:
+        if needed.run is None:
+            lines.append(f"| {needed.scenario.name} | more than 256 | no | | | | | | | |")
         else:
-            lines.append(_row(f"{_tiers(needed)}: the fewest", needed))
+            lines.append(_row(f"{_tiers(needed.run)}: the fewest", needed.run))
     lines.append("")
     if run.fits:
         lines.append(f"The {run.replicas} configured replicas {target}. Fewest per tiers: {needs_line(plan)}.")
@@ -75,8 +76,9 @@ def capacity_lines(plan: CapacityPlan, auto: bool) -> list[str]:
         f" A tier's hit loads at {costs.load_s_per_token[0] * 1e6:.2f} us a token from the CPU tier"
         + (f", {costs.load_s_per_token[1] * 1e6:.2f} us from the filesystem" if costs.load_s_per_token[1] else "")
         + " (the payoff's bandwidths), over one host link per replica. Asks: the workload's compute at full batches"
-        " (and its loads) over what the replicas give in its span; keeping up: asks below 100% and the last"
-        f" request done within {DRAIN_SHARE:.0%} of the span after the last arrival. The replica count is searched"
+        " (and its loads) over what the replicas give in its span and one request's service time after it; keeping"
+        " up: asks below 100% and in no load stage a queue that grows (the wait for a first token at the stage's"
+        " end no longer than at its start, within a request's service time alone). The replica count is searched"
         " from the asks' estimate. Approximations (serving_time.py): KV reserved whole at admission (no"
         " preemption), no per-step overhead, loads and stores on one link. Sizes of the rows are the configured"
         " ones.",

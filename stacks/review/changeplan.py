@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from components.catalog import labels
 from components.catalog.cloud_resources import CLOUD_RESOURCES
@@ -56,9 +56,12 @@ _POD_TEMPLATES = {
 }
 
 
+ChangeKind = Literal["added", "removed", "update", "scale", "rolling", "replace", "ignored"]
+
+
 @dataclass(frozen=True)
 class Change:
-    kind: str  # added | removed | update | scale | rolling | replace | ignored
+    kind: ChangeKind
     type: str
     name: str
     why: str
@@ -263,7 +266,7 @@ def _monthly_cost(resources: dict[tuple[str, str], dict[str, Any]]) -> float | N
 
 
 def cost_line(before: dict[tuple[str, str], dict[str, Any]], after: dict[tuple[str, str], dict[str, Any]]) -> str:
-    """The monthly cost before and after and the delta, from each render's stamp (stacks/planning/cost.py)."""
+    """The monthly cost before and after and the delta, from each render's stamp (stacks/planning/workload/cost.py)."""
     old, new = _monthly_cost(before), _monthly_cost(after)
     if old is None and new is None:
         return "- monthly cost: not priced at either revision"

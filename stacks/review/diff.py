@@ -150,7 +150,7 @@ _RENDER_ALL = """
 import sys
 from pathlib import Path
 from stacks.config import loading
-from stacks.planning.cluster_plan import plan_any
+from stacks.planning.plan import plan_any
 from stacks.review.render import render
 out = Path(sys.argv[1])
 for name in sys.argv[2:]:

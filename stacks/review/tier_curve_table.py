@@ -1,11 +1,11 @@
 """The summary's "Tier sizes for the workload" section: what each tier catches at each size, what it saves and
-what it writes, and the size `cache.tier.cpu: auto` takes (stacks/planning/workload_sizing.py)."""
+what it writes, and the size `cache.tier.cpu: auto` takes (stacks/planning/workload/workload_sizing.py)."""
 
 from __future__ import annotations
 
 from components.formulas.tier_grid import Floats
 from components.units import ByteSize
-from stacks.planning.workload_sizing import UNBOUNDED, TierCurve
+from stacks.planning.workload.tier_curve import UNBOUNDED, TierCurve
 
 PLOT_FILE = "tier-curve.png"
 

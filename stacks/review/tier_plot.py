@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 
-from stacks.planning.workload_sizing import UNBOUNDED, TierCurve
+from stacks.planning.workload.tier_curve import UNBOUNDED, TierCurve
 
 
 def _workload_name(sized: TierCurve) -> str:

@@ -7,6 +7,7 @@ from typing import Any, Literal, Protocol
 
 from components.catalog import labels, versions
 from components.catalog.accelerators import AcceleratorProfile
+from components.catalog.engines import EngineKey as EngineKey  # named here too, beside Variant and HostType
 from components.catalog.models import ModelSpec
 from components.catalog.platforms import PLATFORMS
 from components.manifest import (
@@ -27,7 +28,6 @@ from components.specs.startup import probe_failure_threshold
 from components.specs.tier_namespace import TierIdentity, identity_text, tier_namespace
 
 # The config's Literals for what a model server runs (stacks/config/cache_section.py types its fields with them).
-EngineKey = Literal["vllm", "sglang"]
 Variant = Literal["cpu", "fs"]
 HostType = Literal["single-host", "multi-host"]
 

@@ -23,15 +23,34 @@ def _always(config: StackConfig) -> bool:
 
 
 @dataclass(frozen=True)
+class Extra:
+    """Something a created cluster pays for by the hour besides its pools, fee and storage, under its own price key
+    (the catalog has no row for it yet, so the cost names it unpriced until `pricing.prices.<item>` prices it)."""
+
+    what: str  # as the cost names it
+    item: str  # its `pricing.prices` key, USD per hour of one
+    count: int  # how many the cluster has (gateways, nodes)
+    why: str  # what the cloud bills it by
+
+
+@dataclass(frozen=True)
 class ClusterBill:
     """What a created cluster costs besides its node pools: where it is priced, its management fee and its
-    system pool (components/catalog/prices.py keys)."""
+    system pool (components/catalog/prices.py keys), what else it pays for by the hour, and what it pays for by use
+    (per GB passed or stored), which the plan does not model and the cost names."""
 
     region: str
     fee: str  # the management fee's price key, per cluster-hour
     system_machine: str
     system_nodes: int
     system_count: str  # how `system_nodes` is counted, for the summary
+    extras: tuple[Extra, ...] = ()
+    usage: tuple[str, ...] = ()  # billed by use: what and by what
+
+
+def cluster_nodes(config: StackConfig, system_nodes: int) -> int:
+    """Every node a created cluster starts with: its pools' (each slice's hosts) and the system pool's."""
+    return system_nodes + sum(pool.node_count * pool.slices for pool in config.node_pools.values())
 
 
 def _unbilled(config: StackConfig) -> ClusterBill | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from components.specs import images
 from stacks.config import StackConfig, formats, provider_kinds
 from stacks.config.cluster_facts import MirrorFacts
-from stacks.config.providers.cluster_provider import ClusterBill, ClusterProvider
+from stacks.config.providers.cluster_provider import ClusterBill, ClusterProvider, Extra, cluster_nodes
 
 
 def mirror(config: StackConfig, registries: set[str]) -> MirrorFacts | None:
@@ -30,7 +30,19 @@ def bill(config: StackConfig) -> ClusterBill | None:
     if eks is None:
         return None
     count = f"{eks.system_node_count} (the system node group)"
-    return ClusterBill(eks.region, "eks-cluster", eks.system_instance_type, eks.system_node_count, count)
+    every = cluster_nodes(config, eks.system_node_count)
+    extras = (
+        Extra("NAT gateway and its Elastic IP", "eks-nat-gateway", 1, "per gateway-hour and per public IPv4 hour"),
+        Extra(
+            f"root volumes of its {every} nodes", "eks-root-volume", every, "per node-hour, the EBS volume its AMI sets"
+        ),
+    )
+    usage = ["NAT gateway data processing: per GB its private nodes send through it"]
+    if config.images.mirror != "off" and eks.account_id:  # its pull-through cache rules
+        usage.append("ECR storage: per GB-month of the images its pull-through cache rules store")
+    return ClusterBill(
+        eks.region, "eks-cluster", eks.system_instance_type, eks.system_node_count, count, extras, tuple(usage)
+    )
 
 
 def unmirrored(config: StackConfig) -> str:

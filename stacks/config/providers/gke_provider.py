@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from stacks.config import StackConfig, formats, provider_kinds
 from stacks.config.cluster_facts import MirrorFacts
-from stacks.config.providers.cluster_provider import ClusterBill, ClusterProvider
+from stacks.config.providers.cluster_provider import ClusterBill, ClusterProvider, Extra, cluster_nodes
 
 # A regional node pool with no node locations runs its node count in each of three zones of the region (GKE's
 # default for regional clusters: https://cloud.google.com/kubernetes-engine/docs/concepts/regional-clusters).
@@ -25,7 +25,22 @@ def bill(config: StackConfig) -> ClusterBill | None:
         return None
     nodes = gke.system_node_count * REGIONAL_POOL_ZONES
     count = f"{gke.system_node_count} per zone x {REGIONAL_POOL_ZONES} zones (a regional pool)"
-    return ClusterBill(gke.region, "gke-cluster", gke.system_machine_type, nodes, count)
+    every = cluster_nodes(config, nodes)
+    extras = [
+        Extra(
+            f"boot disks of its {every} nodes",
+            "gke-boot-disk",
+            every,
+            "per node-hour, GKE's default boot disk (the stack sets no size)",
+        )
+    ]
+    usage = ["Cloud NAT data processing: per GB its nodes pull through it"] if gke.cloud_nat else []
+    if gke.cloud_nat:
+        why = "per VM-hour of the nodes using it and per external address it allocates (AUTO_ONLY)"
+        extras.insert(0, Extra("Cloud NAT gateway and its external addresses", "gke-cloud-nat", 1, why))
+    if config.images.mirror != "off":  # the mirror the cluster stack creates
+        usage.append("Artifact Registry storage: per GB-month of the images its remote repositories cache")
+    return ClusterBill(gke.region, "gke-cluster", gke.system_machine_type, nodes, count, tuple(extras), tuple(usage))
 
 
 def unmirrored(config: StackConfig) -> str:

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 
 from components.units import ByteSize
 from stacks.config.cache_section import MAX_REPLICAS
+from stacks.config.pricing_section import PricingObjective
 from stacks.config.workload_section import SloConfig
-from stacks.planning.cost import SizePrice
-from stacks.planning.workload_sizing import Choice
+from stacks.planning.workload.cost_records import SizePrice
+from stacks.planning.workload.tier_curve import TierChoice
 
 
 @dataclass(frozen=True)
@@ -45,17 +46,17 @@ class SizeCost:
 
 @dataclass(frozen=True)
 class Objective:
-    name: str  # cost | latency
+    name: PricingObjective
     defaulted: bool  # pricing.objective unset
-    latency: Choice  # the latency objective's size (the curve's choice)
-    chosen: Choice
+    latency: TierChoice  # the latency objective's size (the curve's choice)
+    chosen: TierChoice
     sizes: tuple[SizeCost, ...]  # every size weighed, smallest first (the cost objective only)
 
     def cost_of(self, size: ByteSize) -> SizeCost | None:
         return next((s for s in self.sizes if s.size == size), None)
 
 
-def cheapest(sizes: tuple[SizeCost, ...], latency: Choice, slo: SloConfig | None) -> Choice:
+def cheapest(sizes: tuple[SizeCost, ...], latency: TierChoice, slo: SloConfig | None) -> TierChoice:
     """The cheapest size that fits, the smallest on a tie (to the cent per hour). Where none fits, the latency
     objective's size, saying so (the plan's keep-up check refuses a count that does not keep up; `./run size`
     reports it)."""
@@ -66,11 +67,11 @@ def cheapest(sizes: tuple[SizeCost, ...], latency: Choice, slo: SloConfig | None
         on = f"on up to {MAX_REPLICAS} replicas"
         if fixed is not None:
             on = f"on cache.replicas {fixed} (cache.replicas: auto weighs each size at the fewest that keep up)"
-        return Choice(latency.size, f"no CPU-tier size the node holds {target} {on}: the latency objective's size")
+        return TierChoice(latency.size, f"no CPU-tier size the node holds {target} {on}: the latency objective's size")
     best = min(fitting, key=lambda s: (round(s.usd_per_hour or 0.0, 2), s.size.bytes))
     other = next(s for s in sizes if s.size == latency.size)
     other_usd = f"${other.usd_per_hour:,.2f}/hour" if other.usd_per_hour is not None else "does not fit"
-    return Choice(
+    return TierChoice(
         best.size,
         f"the cheapest size that {target}: ${best.usd_per_hour or 0.0:,.2f}/hour at {best.size.readable()}"
         f" ({best.formula()}); the latency objective's {latency.size.readable()}: {other_usd} ({other.formula()})",

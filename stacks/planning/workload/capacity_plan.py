@@ -2,23 +2,23 @@
 (components/formulas/capacity_replay.py) at the configured replicas, and the fewest replicas that keep up (and meet
 `workload.slo`) with no tier, with the CPU tier, and with the CPU and filesystem tiers, each at its configured size.
 
-Keeping up: the workload asks less than the replicas give (`Demand.share` < 1: compute at full batches, and the
-host link's loads), and the replay's last request finishes within `DRAIN_SHARE` of the workload's span after the
-last arrival (a backlog that grows with the span is a stack that does not keep up: at 110% of capacity it is 10%
-of the span). Replica counts are searched from the demand's estimate (the count at which the workload asks all of
+Keeping up (components/formulas/keep_up.py): the workload asks less than the replicas give over its arrivals and
+one request's service time (compute at full batches, and the host link's loads), and no load stage's queue grows:
+the requests arriving at its end wait no longer than those at its start, within a request's service time. Replica
+counts are searched from the demand's estimate (the count at which the workload asks all of
 what they give): up, doubling the step until a count keeps up, halving back to the fewest, and down while a count
 below the estimate still does (`MAX_REPLICAS` at most).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
+from components.formulas import keep_up
 from components.formulas.capacity_replay import Replayed, replay
 from components.formulas.engine_costs import engine_costs
 from components.formulas.requests import Request
@@ -28,72 +28,17 @@ from components.units import ByteSize, GiB
 from stacks.config.cache_section import MAX_REPLICAS
 from stacks.config.errors import ConfigError
 from stacks.config.workload_section import SloConfig
-from stacks.planning.routing_weights import Routing
-from stacks.planning.workload_sizing import StackShape, service_rates, tier_blocks
+from stacks.planning.workload.capacity_records import CapacityPlan, Needed, Run, Scenario
+from stacks.planning.workload.routing_weights import Routing
+from stacks.planning.workload.tier_curve import StackShape
+from stacks.planning.workload.workload_sizing import service_rates, tier_blocks
 
-DRAIN_SHARE = 0.05
 # The time model's work, counted as `check_bounded` counts it (blocks touched, and an engine step per output token
 # and per budget of prompt tokens, an upper bound: decode stretches are jumped). The conversation trace within
 # Qwen3's context counts 4.1 million and one replay took 2.8 s (./run bench, one core): about 0.7 us each. At this
 # bound a replay takes about 35 s and the search runs several: past it, refused before it starts.
 MAX_EVENTS = 50_000_000
 QUANTILES = (0.5, 0.9, 0.99)
-
-
-@dataclass(frozen=True)
-class Scenario:
-    name: str
-    cpu: ByteSize  # 0: no CPU tier
-    fs: ByteSize | None  # None: no filesystem tier
-
-
-@dataclass(frozen=True)
-class Run:
-    """One replay's figures."""
-
-    scenario: Scenario
-    replicas: int
-    ttft_s: tuple[float, float, float]  # p50, p90, p99
-    tpot_s: tuple[float, float]  # p50, p90
-    output_tokens_per_s: float
-    requests_per_s: float
-    utilisation: tuple[float, ...]  # per replica: the compute it was sent (at full batches) / the workload's span
-    load_share: float  # mean share of the span a replica's host link spends loading
-    asks: float  # what the workload asks of these replicas / what they give
-    drain_s: float
-    span_s: float  # the workload's arrivals
-    hbm_share: float
-    cpu_share: float
-    fs_share: float
-    slo_met: bool | None  # None: no target
-    assignment: Sequence[int] = field(compare=False, repr=False)  # each request's replica, the router's way
-
-    @property
-    def keeps_up(self) -> bool:
-        return self.asks < 1 and self.drain_s <= DRAIN_SHARE * self.span_s
-
-    @property
-    def fits(self) -> bool:
-        return self.keeps_up and self.slo_met is not False
-
-
-@dataclass(frozen=True)
-class CapacityPlan:
-    source: str
-    routing: Routing
-    slo: SloConfig | None
-    costs: EngineCosts
-    configured: Run  # at the stack's replicas and tiers (`cache.replicas: auto`: the count it chose)
-    needed: tuple[tuple[Scenario, Run | None], ...]  # the fewest replicas that fit, per scenario (None: > MAX)
-
-    @property
-    def as_configured(self) -> Run | None:
-        """The fewest replicas that fit with the tiers as configured."""
-        return self.needed[-1][1]
-
-    def with_replicas(self, run: Run) -> CapacityPlan:
-        """The plan at the count `cache.replicas: auto` chose (a run of the configured tiers)."""
-        return dataclasses.replace(self, configured=run)
 
 
 @dataclass(frozen=True)
@@ -108,9 +53,12 @@ class _Inputs:
 
 def scenarios(shape: StackShape) -> list[Scenario]:
     """No tier, the CPU tier, and the CPU and filesystem tiers where the stack has one; at the configured sizes."""
-    out = [Scenario("HBM only", ByteSize(0), None), Scenario("CPU tier", shape.configured_cpu, None)]
+    out = [
+        Scenario("HBM only", ByteSize(0), None, "hbm"),
+        Scenario("CPU tier", shape.configured_cpu, None, "cpu"),
+    ]
     if shape.fs_configured is not None:
-        out.append(Scenario("CPU + filesystem", shape.configured_cpu, shape.fs_configured))
+        out.append(Scenario("CPU + filesystem", shape.configured_cpu, shape.fs_configured, "cpu+filesystem"))
     return out
 
 
@@ -159,6 +107,7 @@ def _run(inputs: _Inputs, scenario: Scenario, replicas: int) -> tuple[Run, Repla
     )
     served = out.served
     prompt = max(out.prompt_tokens, 1)
+    kept = keep_up.measure(inputs.requests, served.record, out.alone_s, inputs.costs, out.demand)
     ttft = tuple(served.ttft(q) for q in QUANTILES)
     tpot = (served.tpot(0.5), served.tpot(0.9))
     run = Run(
@@ -170,7 +119,7 @@ def _run(inputs: _Inputs, scenario: Scenario, replicas: int) -> tuple[Run, Repla
         requests_per_s=served.requests_per_s,
         utilisation=out.demand.utilisation(),
         load_share=sum(served.load_share()) / replicas,
-        asks=out.demand.share(replicas),
+        asks=kept.asks,
         drain_s=served.drain_s,
         span_s=served.arrival_span_s,
         hbm_share=out.hbm_tokens / prompt,
@@ -178,6 +127,7 @@ def _run(inputs: _Inputs, scenario: Scenario, replicas: int) -> tuple[Run, Repla
         fs_share=out.fs_tokens / prompt,
         slo_met=_met(ttft[1], tpot[1], inputs.slo),
         assignment=out.assignment,
+        backlog=kept.backlog,
     )
     return run, out
 
@@ -271,7 +221,7 @@ def plan_capacity(
     needed = []
     for scenario in scenarios(shape):
         hint = configured if scenario == configured_scenario else _run(inputs, scenario, shape.replicas)[0]
-        needed.append((scenario, fewest(inputs, scenario, hint)))
+        needed.append(Needed(scenario, fewest(inputs, scenario, hint)))
     return CapacityPlan(source, routing, slo, costs, configured, tuple(needed))
 
 
@@ -292,9 +242,16 @@ def fewest_at(
 def shortfall(run: Run, slo: SloConfig | None) -> str:
     """Why a run does not fit, in a planner's words ('' when it fits)."""
     if not run.keeps_up:
+        grows = [b for b in run.backlog if b.grows]
+        queue = (
+            f"; in stage {grows[0].stage + 1} the wait for a first token grows by {grows[0].growth_s:,.1f} s (more"
+            f" than a request's {grows[0].allowance_s:,.1f} s alone)"
+            if grows
+            else ""
+        )
         return (
             f"the workload asks {run.asks:.0%} of what {run.replicas} replicas give (compute at full batches, the"
-            f" host link's loads) and its last request finishes {run.drain_s:,.0f} s after the last arrival"
+            f" host link's loads) and its last request finishes {run.drain_s:,.0f} s after the last arrival{queue}"
         )
     missed = []
     if slo is not None and slo.ttft_p90 is not None and run.ttft_s[1] > slo.ttft_p90:
@@ -306,8 +263,8 @@ def shortfall(run: Run, slo: SloConfig | None) -> str:
 
 def needs_line(plan: CapacityPlan) -> str:
     return ", ".join(
-        f"{run.replicas} with {scenario.name}" if run else f"none up to {MAX_REPLICAS} with {scenario.name}"
-        for scenario, run in plan.needed
+        f"{n.run.replicas} with {n.scenario.name}" if n.run else f"none up to {MAX_REPLICAS} with {n.scenario.name}"
+        for n in plan.needed
     )
 
 

@@ -10,33 +10,21 @@ how far the curve lies from replaying each size with its own routing.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
-from components.catalog.models import ModelSpec
-from components.formulas.hbm import HbmBudget
-from components.formulas.payoff import Replica
 from components.formulas.replica_routing import ServiceRates
-from components.formulas.requests import Request
-from components.formulas.shared_prefix import shared_prefix_requests
 from components.formulas.shared_tier_capacity import StoreRate
-from components.formulas.tier_replay import (
-    Curve,
-    Relation,
-    RouteFn,
-    Savings,
-    Scope,
-    Tiers,
-    capacity_blocks,
-    curve,
-    route,
-)
-from components.specs.payoff_table import Payoff
+from components.formulas.tier_replay import RouteFn, Savings, Tiers, capacity_blocks, curve, route
 from components.units import ByteSize, GiB
-from stacks.config import StackConfig
-from stacks.config.workload_trace import read_project_trace, read_trace
-from stacks.planning.workload_bounds import check_work
+from stacks.planning.workload.tier_curve import (
+    IN_FLIGHT_ROUTING,
+    UNBOUNDED,
+    UNBOUNDED_BLOCKS,
+    StackShape,
+    TierChoice,
+    TierCurve,
+)
+from stacks.planning.workload.workload_bounds import check_work
+from stacks.planning.workload.workload_source import WorkloadSource
 
 # `cache.tier.cpu: auto` with a workload: the smallest size whose hit share is within this many points of
 # the best any size the node holds reaches (a point of prompt tokens: more memory buys less than that).
@@ -48,110 +36,6 @@ CPU_RANGE = 4
 # Filesystem sizes: a geometric range up to this many times the configured claim, and an unbounded one.
 FS_POINTS = 8
 FS_RANGE = 4
-UNBOUNDED = ByteSize(2**60)  # a size no workload fills: the ceiling of what any cache could serve
-UNBOUNDED_BLOCKS = 2**40  # its blocks: more than any trace references, less than a first touch's distance
-
-
-IN_FLIGHT_ROUTING = (
-    "once as the router's tiered scorers would at the configured sizes, each replica's queue its requests in"
-    " flight (estimated)"
-)
-
-
-@dataclass(frozen=True)
-class WorkloadSource:
-    """Where the requests come from (the summary names it) and how to read them, once per replay."""
-
-    description: str
-    block_tokens: int
-    requests: Callable[[], Iterator[Request]]
-
-    def requests_list(self) -> list[Request]:
-        return list(self.requests())
-
-
-def in_memory(source: WorkloadSource) -> WorkloadSource:
-    """The requests read once and held: the capacity plan and the curve both replay them."""
-    held = source.requests_list()
-    return WorkloadSource(source.description, source.block_tokens, lambda: iter(held))
-
-
-def config_source(config: StackConfig, project_dir: Path) -> WorkloadSource | None:
-    workload = config.workload
-    if workload is None:
-        return None
-    bt = workload.block_tokens
-    if workload.trace is not None:
-        trace = workload.trace
-        return WorkloadSource(
-            f"trace `{trace}` (workload.trace)", bt, lambda: read_project_trace(trace, bt, project_dir)
-        )
-    shared = workload.shared_prefix
-    assert shared is not None, "a workload is a trace or a shared prefix (check_workload)"
-    shape = f"{shared.num_groups} groups x {shared.num_prompts_per_group} prompts, system prompt"
-    shape += f" {shared.system_prompt_len}, question {shared.question_len}, output {shared.output_len} tokens"
-    shape += f", {shared.request_rate:g}/s for {shared.duration} s"
-    return WorkloadSource(
-        f"shared prefix ({shape}; workload.shared_prefix)",
-        bt,
-        lambda: shared_prefix_requests(shared.shape, bt, shared.seed),
-    )
-
-
-def file_source(path: str, block_tokens: int) -> WorkloadSource:
-    """A trace named on the command line: any regular file."""
-    return WorkloadSource(
-        f"trace `{path}` (--trace)", block_tokens, lambda: read_trace(path, block_tokens, source="--trace")
-    )
-
-
-@dataclass(frozen=True)
-class StackShape:
-    """What the replay needs of a plan."""
-
-    model: ModelSpec
-    hbm: HbmBudget
-    replicas: int
-    relation: Relation
-    cpu_scope: Scope
-    configured_cpu: ByteSize  # `cache.tier.cpu` as configured (or defaulted)
-    capacity_of: Callable[[ByteSize], ByteSize]  # a `cache.tier.cpu` value -> what the tier holds
-    cpu_step: ByteSize  # the connector's tier step
-    node_largest: ByteSize | None  # the largest tier the node holds (None: not known)
-    fs_configured: ByteSize | None  # the filesystem tier's claim (None: no filesystem tier)
-    payoff: Payoff
-    replica: Replica
-
-
-@dataclass(frozen=True)
-class Choice:
-    size: ByteSize
-    reason: str
-
-
-@dataclass(frozen=True)
-class TierCurve:
-    source: str
-    shape: StackShape
-    cpu_sizes: tuple[ByteSize, ...]  # `cache.tier.cpu` values; 0: no CPU tier, UNBOUNDED: the ceiling
-    fs_sizes: tuple[ByteSize, ...]  # () when there is no filesystem tier
-    curve: Curve
-    configured: tuple[int, int]  # the indexes of the configured (CPU, filesystem) sizes
-    block_bytes: int  # KV bytes of one workload block
-    choice: Choice | None  # the smallest size within AUTO_MARGIN of the best the node allows
-    routing: str = IN_FLIGHT_ROUTING  # how the requests were routed, for the summary
-    # The same grid routed as at another CPU-tier size (`band_size`, the largest): a row's two figures bound what
-    # routing at its own size would give (None: one routing, every row at the configured size's)
-    band: Curve | None = None
-    band_size: ByteSize | None = None
-
-    @property
-    def duration_s(self) -> float:
-        return max(self.curve.duration_ms, 1) / 1000
-
-    def store_rate(self, blocks: int) -> float:
-        """Bytes/s a tier is written at, over the workload's span."""
-        return blocks * self.block_bytes / self.duration_s
 
 
 def _geometric(low: int, high: int, points: int, step: int) -> list[int]:
@@ -273,7 +157,7 @@ def candidates(sized: TierCurve) -> list[tuple[int, ByteSize]]:
     return [(i, c) for i, c in enumerate(sized.cpu_sizes) if 0 < c.bytes <= largest.bytes]
 
 
-def choose(sized: TierCurve) -> Choice | None:
+def choose(sized: TierCurve) -> TierChoice | None:
     """The smallest CPU tier within AUTO_MARGIN of the best hit share any size the node holds reaches, at the
     configured filesystem size. None where the node's memory is not known."""
     options = candidates(sized)
@@ -284,10 +168,10 @@ def choose(sized: TierCurve) -> Choice | None:
     best_i, best = max(options, key=lambda ic: (float(shares[ic[0]]), -ic[1].bytes))
     for i, size in options:
         if shares[i] >= shares[best_i] - AUTO_MARGIN:
-            return Choice(
+            return TierChoice(
                 size,
                 f"the smallest tier within {AUTO_MARGIN:.0%} of prompt tokens of the best the node holds:"
                 f" {shares[i]:.1%} at {size.readable()} against {shares[best_i]:.1%} at {best.readable()} (margin"
-                f" {AUTO_MARGIN:.0%}, stacks/planning/workload_sizing.py)",
+                f" {AUTO_MARGIN:.0%}, stacks/planning/workload/workload_sizing.py)",
             )
     raise AssertionError("the best size is within the margin of itself")

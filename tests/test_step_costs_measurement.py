@@ -1,0 +1,131 @@
+"""The time model's engine step against the H200 measurement (tests/fixtures/device/, its SOURCE.md), and the
+step costs' arithmetic worked by hand."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.catalog.accelerators import ACCELERATORS
+from components.catalog.models import MODELS
+from components.catalog.rates import NVLINK4, Interconnect
+from components.formulas.engine_costs import engine_costs
+from components.formulas.hbm import HbmBudget
+from components.formulas.payoff import Replica
+from components.formulas.serving_time import EngineCosts
+
+FIXTURE = Path(__file__).parent / "fixtures/device/h200-step-costs-2026-12-04-b.json"
+MEASURED = json.loads(FIXTURE.read_text())
+H200 = ACCELERATORS["h200"]
+SMS = 132  # the H200's multiprocessors: one flash block per sequence x KV head fills them
+# The measured models the catalog holds (the others are checked where the catalog gains them).
+CATALOG_RUNS = ("Qwen/Qwen3-0.6B", "Qwen/Qwen3-8B", "Qwen/Qwen3-32B")
+BAND = (0.8, 1.25)
+
+
+def run_of(model: str, tp: int) -> dict[str, Any]:
+    found: dict[str, Any] = next(r for r in MEASURED["runs"] if r["model"] == model and r["tensor_parallel"] == tp)
+    return found
+
+
+def costs_of(model: str, tp: int = 1) -> EngineCosts:
+    spec = MODELS[model]
+    hbm = HbmBudget(spec, H200, tp, tp, 0.9, "test", 4096, "test")
+    return engine_costs(Replica(spec, H200.rates, tp), hbm, None, None)
+
+
+def attention_fills_gpu(cell: dict[str, Any], kv_heads: int) -> bool:
+    """PyTorch's flash kernel runs one block per sequence and KV head and splits no context: below the SM count
+    a long context's attention runs far under the bandwidth (vLLM's kernel splits it; SOURCE.md)."""
+    return bool(cell["batch"] * kv_heads >= SMS or cell["context"] <= 1024)
+
+
+def test_the_measured_shapes_are_the_catalogs() -> None:
+    for model in CATALOG_RUNS:
+        shard, spec = run_of(model, 1)["shard"], MODELS[model]
+        assert (shard["layers"], shard["hidden"], shard["heads"], shard["kv_heads"], shard["head_dim"]) == (
+            spec.layers,
+            spec.hidden_size,
+            spec.attention_heads,
+            spec.kv_heads,
+            spec.head_dim,
+        )
+        assert (shard["intermediate"], shard["vocab"]) == (spec.intermediate_size, spec.vocab_size)
+    assert MEASURED["machine"]["device"] == "NVIDIA H200"
+    assert MEASURED["checks"]["graph_replay_equals_eager"] is True
+    assert MEASURED["checks"]["decode_attention_rel_error_vs_float64"] < 1e-2  # bf16: 1e-3..1e-2
+
+
+def decode_ratios(model: str) -> list[tuple[int, int, float]]:
+    costs, run = costs_of(model), run_of(model, 1)
+    out = []
+    for cell in run["decode"]:
+        if cell["variant"] != "compiled" or not attention_fills_gpu(cell, run["shard"]["kv_heads"]):
+            continue
+        tokens = cell["batch"] * cell["context"]
+        modelled = costs.step_seconds(cell["batch"], tokens, tokens)
+        out.append((cell["batch"], cell["context"], modelled / cell["step_s"]))
+    return out
+
+
+@pytest.mark.parametrize("model", CATALOG_RUNS)
+def test_the_modelled_decode_step_at_tp1_is_within_the_band_of_the_measured(model: str) -> None:
+    ratios = decode_ratios(model)
+    assert len(ratios) >= 6  # the grid's cells whose attention fills the GPU
+    outside = [(b, c, round(r, 2)) for b, c, r in ratios if not BAND[0] <= r <= BAND[1]]
+    assert not outside, f"{model}: (batch, context, model / measured) outside {BAND}: {outside}"
+
+
+def test_the_excluded_cells_are_the_kernels_not_the_model() -> None:
+    # Qwen3-32B: at 16k context, 8 sequences' steps take what one sequence's takes plus 1.2 ms though they read
+    # 8x the KV (4.3 GB more): one block per sequence and KV head, the context not split.
+    run = run_of("Qwen/Qwen3-32B", 1)
+    step = {(c["batch"], c["context"]): c["step_s"] for c in run["decode"] if c["variant"] == "compiled"}
+    one, eight = step[(1, 16384)] - step[(1, 1024)], step[(8, 16384)] - step[(8, 1024)]
+    assert eight / one < 1.1
+
+
+@pytest.mark.parametrize("model", CATALOG_RUNS[1:])
+def test_the_modelled_prefill_is_within_the_band_of_the_measured(model: str) -> None:
+    costs, run = costs_of(model), run_of(model, 1)
+    rows = [p for p in run["prefill"] if p["variant"] == "compiled" and p["chunk"] >= 512]
+    assert len(rows) >= 4
+    for row in rows:
+        ratio = costs.prefill_seconds(row["chunk"], row["cached"]) / row["step_s"]
+        assert BAND[0] <= ratio <= BAND[1], (model, row["chunk"], row["cached"], round(ratio, 2))
+
+
+def test_an_all_reduce_is_its_latency_and_its_ring_bytes() -> None:
+    link = Interconnect("x", 100e9, 10e-6, "test")
+    assert link.all_reduce_seconds(1e6, 1) == 0.0
+    assert link.all_reduce_seconds(1e6, 2) == pytest.approx(10e-6 + 1e6 / 100e9)  # 2 (n-1)/n = 1
+    assert link.all_reduce_seconds(1e6, 8) == pytest.approx(10e-6 + 1.75 * 1e6 / 100e9)
+
+
+def test_tensor_parallel_step_costs_by_hand() -> None:
+    # Qwen3-32B at TP=2 on H100s: 64 layers x 54 us of small kernels + 128 all-reduces x 8.7 us per step;
+    # per token, 128 all-reduces of one 5,120-wide bf16 vector (10,240 B) over NVLink's 450 GB/s.
+    gpu = ACCELERATORS["gpu"]
+    spec = MODELS["Qwen/Qwen3-32B"]
+    hbm = HbmBudget(spec, gpu, 2, 2, 0.9, "test", 4096, "test")
+    costs = engine_costs(Replica(spec, gpu.rates, 2), hbm, None, None)
+    assert gpu.rates.interconnect == NVLINK4
+    assert costs.step_s == pytest.approx(64 * 54e-6 + 128 * 8.7e-6)
+    assert costs.allreduce_s_per_token == pytest.approx(128 * 10_240 / 450e9)
+    # Weights: 32.8 B parameters x 2 bytes over 2 devices, read at 0.76 of 3.35 TB/s.
+    assert costs.weights_read_s == pytest.approx(32.8e9 / (3.35e12 * 0.76))
+    # TP=1 pays no all-reduce.
+    one = costs_of("Qwen/Qwen3-32B")
+    assert one.allreduce_s_per_token == 0.0
+    assert one.step_s == pytest.approx(64 * 54e-6)
+
+
+def test_a_step_sums_its_gemms_and_its_attention() -> None:
+    costs = EngineCosts(1e-4, 1e-9, 0.01, 1e-6, (0.0, 0.0), 1000, 10, 10**6, step_s=0.002, allreduce_s_per_token=1e-5)
+    # 10 decoding tokens over 5,000 tokens of context: 2 ms + 0.1 ms + max(1 ms, 10 ms) + max(5 us, 5 ms).
+    assert costs.step_seconds(10, 5000, 5000) == pytest.approx(0.002 + 0.0001 + 0.01 + 0.005)
+    # A 1,000-token prefill chunk: its GEMMs are compute (100 ms > 10 ms) and its attention too.
+    assert costs.step_seconds(1000, 500_000, 0) == pytest.approx(0.002 + 0.01 + 0.1 + 0.0005)
