@@ -91,11 +91,13 @@ def plan(
     keep_up: bool = True,
     workload: WorkloadSource | None = None,
     weigh_any_tier: bool = False,
+    compare_routings: bool = False,
 ) -> StackPlan:
     """The stack's plan. With a workload (the stack's, or `workload` given: `./run size --trace`), the workload side
     once (workload_plan.plan_workload: the replicas, the tiers, their cost), and the plan rendered at its figures;
     a configured count that does not keep up stops here, unless `keep_up` is off (`./run size` reports instead).
-    `weigh_any_tier`: weigh `pricing.objective`'s size where `cache.tier.cpu` is set too (what auto would take)."""
+    `weigh_any_tier`: weigh `pricing.objective`'s size where `cache.tier.cpu` is set too (what auto would take);
+    `compare_routings`: replay the rendered figures under the other `router.prefix_routing` too (`./run size`)."""
     stack = resolve(config)
     first = _plan(stack)
     source = workload if workload is not None else config_source(config, PROJECT_DIR)
@@ -106,8 +108,14 @@ def plan(
     def at(replicas: int, cpu_tier: ByteSize | None, store_rate: StoreRate | None) -> StackPlan:
         return _plan(dataclasses.replace(stack, replicas=replicas), cpu_tier, store_rate)
 
+    def other(replicas: int, cpu_tier: ByteSize | None, store_rate: StoreRate | None) -> StackPlan:
+        flipped = resolve(precise_routing.other_routing(config))
+        return _plan(dataclasses.replace(flipped, replicas=replicas), cpu_tier, store_rate)
+
     replan = Replan(first, at)
-    record = plan_workload(first, source, slo, replan, weigh_any_tier=weigh_any_tier)
+    record = plan_workload(
+        first, source, slo, replan, weigh_any_tier=weigh_any_tier, other_routing=other if compare_routings else None
+    )
     if keep_up and config.cache.replicas != "auto":
         capacity_plan.check_fits(record.capacity)
     rendered = replan(record.replicas, record.cpu_tier, record.store_rate)

@@ -11,11 +11,22 @@ from __future__ import annotations
 from components.catalog import labels
 from components.specs.kv_events import MediumWeight, PreciseIndex, Publisher
 from components.specs.payoff_table import Payoff
+from stacks.config import StackConfig
+from stacks.config.cross_checks import check_stack
 from stacks.planning.resolution import Resolved
 
 # A CPU-tier weight where the payoff has no CPU bandwidth to derive one from: llm-d-kv-cache's default
 # (`kvcache/backend.go` DefaultKVCacheBackendConfig: gpu 1.0, cpu 0.8).
 DEFAULT_CPU_WEIGHT = 0.8
+
+
+def other_routing(config: StackConfig) -> StackConfig:
+    """The stack with the other `router.prefix_routing`, checked as a loaded stack is: a connector whose engine
+    leaves a tier unreported is refused for precise routing (ConfigError, its one line)."""
+    other = "approximate" if config.router.prefix_routing == "precise" else "precise"
+    flipped = config.model_copy(update={"router": config.router.model_copy(update={"prefix_routing": other})})
+    check_stack(flipped)
+    return flipped
 
 
 def is_precise(stack: Resolved) -> bool:

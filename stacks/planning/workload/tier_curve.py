@@ -46,6 +46,10 @@ class StackShape:
     fs_configured: ByteSize | None  # the filesystem tier's claim (None: no filesystem tier)
     payoff: Payoff
     replica: Replica
+    # The medium each tier's KV-cache events carry, lower-cased as the precise index keys its weights (the
+    # connector's records); None: the tier publishes none. What a precise router's weights apply to.
+    hbm_medium: str | None = None
+    cpu_medium: str | None = None
 
 
 @dataclass(frozen=True)

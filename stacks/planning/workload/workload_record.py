@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from components.formulas.shared_tier_capacity import StoreRate
 from components.units import ByteSize
-from stacks.planning.workload.capacity_records import CapacityPlan
+from stacks.planning.workload.capacity_records import CapacityPlan, RoutingComparison
 from stacks.planning.workload.cost_records import StackCost
 from stacks.planning.workload.tier_curve import TierCurve
 from stacks.planning.workload.tier_objective import Objective
@@ -26,6 +26,7 @@ class WorkloadPlan:
     cpu_tier: ByteSize | None  # the CPU tier `cache.tier.cpu: auto` took (None: the tier as configured)
     store_rate: StoreRate | None  # the filesystem tier's write rate the replay measured (None: no such tier)
     cost: StackCost  # the stack as rendered, priced
+    routings: RoutingComparison | None = None  # approximate vs precise prefix routing (None: not asked, `plan()`)
 
     @property
     def keeps_up(self) -> bool:
