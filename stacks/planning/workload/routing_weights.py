@@ -83,6 +83,8 @@ def routing_of(values: dict[str, Any]) -> Routing:
             unmodelled.append(kind)
     shown = ", ".join(f"{k} {v:g}" for k, v in weights.items())
     source = f"the EPP's scheduling profile `{name}` as rendered (weights: {shown})"
+    if media is not None:
+        source += "; its prefix scorer on the precise index (" + ", ".join(f"{m} {w:g}" for m, w in media) + ")"
     return Routing(Weights(**weights), source, tuple(unmodelled), media)
 
 
