@@ -12,7 +12,9 @@ sys.path.insert(0, str(ROOT))
 
 from published_runs import published_runs  # noqa: E402  (this script's folder is on sys.path)
 
+from components.formulas.prefill_rate import LLMD_QWEN3_32B_H100_TP2  # noqa: E402
 from stacks.config import loading  # noqa: E402
+from stacks.planning.autoscaling import prefill_rate  # noqa: E402
 from stacks.planning.plan import plan  # noqa: E402
 from stacks.planning.workload.capacity_plan import replay_scenario  # noqa: E402
 from stacks.planning.workload.capacity_records import Scenario  # noqa: E402
@@ -57,6 +59,17 @@ def conversation_cost() -> None:
     print()
 
 
+def peak_prefill_rate() -> None:
+    """The token-aware trigger's divisor as the time model derives it, beside llm-d's hand-measured figure."""
+    rate = prefill_rate(plan(loading.load_named("gpu-vllm-native-cpu", [])).model_server)
+    print("## The peak prefill rate (llm-d's `peakPrefillThroughput`): Qwen3-32B TP=2 H100")
+    print(f"derived: {rate.tokens_per_s:,.0f} tok/s ({rate.formula})")
+    print(f"llm-d:   {LLMD_QWEN3_32B_H100_TP2:,} tok/s (calibrate.sh, one unloaded 8,192-token chunk, vLLM 0.19)")
+    print(f"ratio:   {rate.tokens_per_s / LLMD_QWEN3_32B_H100_TP2:.3f} (derived / llm-d)")
+    print()
+
+
 if __name__ == "__main__":
+    peak_prefill_rate()
     conversation_cost()
     published_runs()

@@ -26,6 +26,7 @@ DEFAULT = (
     "gpu-vllm-lmcache-server-pd",
     "existing-mi300",
     "gpu-vllm-native-fs-autoscale",
+    "gpu-vllm-native-cpu-precise",
 )
 # The presets whose config changes are compared with the change plan when none is named (the others run
 # the lifecycle without them, to keep CI short): no pool, a filesystem tier, a described pool.

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from components.specs import tier_evictor
-from e2e import deletion_cost, ownership
+from e2e import deletion_cost, ownership, pickers
 from e2e.changes import CHANGES, Change, apply_change
 from e2e.engine import Engine
 from e2e.kwok import Cluster, ClusterError
@@ -64,6 +64,9 @@ def run_preset(
 
         timed(report, "pulumi up", up)
         timed(report, "live objects match the render", lambda: check_live_matches(cluster, state["render"]["objects"]))
+        precise = pickers.precise_router(state["render"]["resources"])
+        if precise is not None:  # the precise presets: active-active pickers, each with its tokenizer sidecar
+            timed(report, "endpoint pickers as rendered", lambda: pickers.check_pickers(cluster, *precise))
         evictor = _evictor(state["render"]["objects"])
         if evictor is not None:  # every filesystem-tier preset: the shared tier's evictor runs beside its claim
             timed(report, "the shared tier's evictor is ready", lambda: _check_ready(cluster, evictor))

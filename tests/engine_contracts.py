@@ -20,18 +20,35 @@ from typing import Any
 
 import yaml
 
+from components.catalog import versions
 from tests.helpers import UPSTREAM
 
 ENGINES = UPSTREAM / "engines"
 Obj = dict[str, Any]
+# Where an engine has contracts of several versions, the one a render is checked against unless its image names
+# another: the version the catalog pins (vLLM 0.26.0; 0.27.1 is what llm-d's precise path moves to).
+PINNED = {"vllm": versions.VLLM_VERSION.removeprefix("v")}
+
+
+def versions_of(engine: str) -> list[str]:
+    """The versions whose contract the fixtures hold for an engine (engine metrics files aside)."""
+    return sorted(p.stem.removeprefix(f"{engine}-") for p in ENGINES.glob(f"{engine}-[0-9]*.json"))
 
 
 @functools.cache
-def contract(engine: str) -> Obj:
-    """The contract file of an engine (one version per engine is kept)."""
-    [path] = ENGINES.glob(f"{engine}-[0-9]*.json")
-    data: Obj = json.loads(path.read_text())
+def contract(engine: str, version: str | None = None) -> Obj:
+    """The contract file of an engine at `version`, or at the pinned version (the only one where one is kept)."""
+    held = versions_of(engine)
+    chosen = version if version in held else PINNED.get(engine, held[0] if len(held) == 1 else None)
+    assert chosen in held, f"no {engine} contract for {version or 'the pinned version'} (held: {held})"
+    data: Obj = json.loads((ENGINES / f"{engine}-{chosen}.json").read_text())
     return data
+
+
+def image_version(image: str | None) -> str | None:
+    """The version an image's tag names (`docker.io/vllm/vllm-openai:v0.27.1` -> 0.27.1), or None."""
+    tag = (image or "").rpartition(":")[2]
+    return tag.removeprefix("v") if re.fullmatch(r"v?\d+\.\d+\.\d+", tag) else None
 
 
 @dataclass
@@ -42,6 +59,7 @@ class Invocation:
     env: dict[str, str | None]  # None: from a field or a Secret, not known at render time
     files: dict[str, str] = field(default_factory=dict)  # mounted path -> content
     carriers: set[str] = field(default_factory=set)  # env names used only to expand $(VAR) in args
+    version: str | None = None  # the engine version its image's tag names, where the fixtures hold its contract
 
 
 # ---- finding the invocations ----
@@ -145,7 +163,9 @@ def invocations(objects: list[Obj], pods: Iterator[tuple[str, dict[str, str], Ob
                     engine, args = found
                     name = f"{where}/{container['name']}"
                     files = _files(pod, container, maps)
-                    out.append(Invocation(name, engine, args, {**env, **inline}, files, used))
+                    tagged = image_version(container.get("image"))
+                    version = tagged if tagged in versions_of(engine) else None
+                    out.append(Invocation(name, engine, args, {**env, **inline}, files, used, version))
     return out
 
 
@@ -249,8 +269,8 @@ def typed(description: str, value: Any) -> bool:
     return check is None or bool(check(value))
 
 
-def kv_transfer_problems(config: Obj) -> list[str]:
-    vllm, tpu = contract("vllm"), contract("tpu-inference")
+def kv_transfer_problems(config: Obj, version: str | None = None) -> list[str]:
+    vllm, tpu = contract("vllm", version), contract("tpu-inference")
     problems, stack = [], [config]
     while stack:
         connector = stack.pop()
@@ -280,14 +300,14 @@ def kv_transfer_problems(config: Obj) -> list[str]:
             elif known is not None and not typed(known[key], value):
                 problems.append(f"{name}.kv_connector_extra_config.{key}={value!r}: not {known[key].split(';')[0]}")
         if name == "OffloadingConnector":
-            problems += _tier_problems(extra.get("secondary_tiers", []))
+            problems += _tier_problems(extra.get("secondary_tiers", []), version)
         if name == "MultiConnector":
             stack.extend(extra.get("connectors", []))
     return problems
 
 
-def _tier_problems(tiers: list[Obj]) -> list[str]:
-    known, problems = contract("vllm")["offloading_secondary_tiers"], []
+def _tier_problems(tiers: list[Obj], version: str | None = None) -> list[str]:
+    known, problems = contract("vllm", version)["offloading_secondary_tiers"], []
     for tier in tiers:
         spec = known.get(tier.get("type"))
         if spec is None:
@@ -371,15 +391,15 @@ def file_problems(invocation: Invocation) -> list[str]:
 
 def problems(invocation: Invocation) -> list[str]:
     """Everything the engine would refuse or ignore in this invocation."""
-    engine, args = invocation.engine, invocation.args
+    engine, args, version = invocation.engine, invocation.args, invocation.version
     if engine == "vllm":
-        found = argv_problems(contract("vllm")["serve_flags"], args, positionals=1)
+        found = argv_problems(contract("vllm", version)["serve_flags"], args, positionals=1)
         for flag in ("--kv-transfer-config",):
             for i, token in enumerate(args):
                 if token == flag and i + 1 < len(args) and "$(" not in args[i + 1]:
-                    found += kv_transfer_problems(json.loads(args[i + 1]))
+                    found += kv_transfer_problems(json.loads(args[i + 1]), version)
                 elif token.startswith(f"{flag}=") and "$(" not in token:
-                    found += kv_transfer_problems(json.loads(token.split("=", 1)[1]))
+                    found += kv_transfer_problems(json.loads(token.split("=", 1)[1]), version)
     elif engine == "sglang":
         found = argv_problems(contract("sglang")["serve_flags"], args, positionals=0)
     elif engine == "lmcache-server":

@@ -95,3 +95,17 @@ def test_a_metric_vllm_does_not_define_is_reported() -> None:
     assert _defined("vllm:kv_offload_load_bytes_total", metrics)
     assert not _defined("vllm:kv_offload_load_byte_total", metrics)
     assert not _defined("vllm:kv_offload_load_bytes_bytes", metrics)
+
+
+def test_an_image_is_checked_against_its_own_version_s_parser() -> None:
+    """The precise path runs vLLM v0.27.1 (versions.VLLM_PRECISE_VERSION): its invocations are read with that
+    version's own contract, the others with the pinned v0.26.0's; a flag v0.27.1 dropped is an error there only."""
+    [precise] = [i for i in _invocations("gpu-vllm-native-cpu-precise") if i.engine == "vllm"]
+    [pinned] = [i for i in _invocations("gpu-vllm-native-cpu") if i.engine == "vllm"]
+    assert (precise.version, pinned.version) == ("0.27.1", "0.26.0")
+    assert "--kv-events-config" in precise.args and engine_contracts.problems(precise) == []
+    gone = ["--max-num-partial-prefills=2"]  # in v0.26.0's parser, not in v0.27.1's
+    assert engine_contracts.argv_problems(engine_contracts.contract("vllm")["serve_flags"], gone, 0) == []
+    assert engine_contracts.argv_problems(engine_contracts.contract("vllm", "0.27.1")["serve_flags"], gone, 0) == [
+        "--max-num-partial-prefills: not an exact flag"
+    ]

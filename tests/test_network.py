@@ -130,7 +130,12 @@ def test_the_router_and_the_verification_reach_every_serving_pod_and_strangers_d
             assert stack.admits(verify, server, port)
             assert not stack.admits(OUTSIDE, server, port)
             assert not stack.admits(Pod(server.namespace, {"app": "neighbour"}), server, port)
+        events = stack.plan.model_server.publisher.ports if stack.plan.model_server.publisher else []
         for port in network.container_ports(roles[server.labels[labels.ROLE_LABEL]].manifests[-1]):
+            if port in events:  # precise routing: the KV-event port, for the router's pickers alone
+                assert stack.admits(stack.router, server, port) and not stack.admits(PROMETHEUS, server, port)
+                assert not stack.admits(verify, server, port) and not stack.admits(OUTSIDE, server, port)
+                continue
             assert stack.admits(PROMETHEUS, server, port), port  # metrics, on the ports the pod declares
     assert stack.admits(OUTSIDE, stack.router, labels.ENVOY_LISTENER_PORT)  # clients come from anywhere
     assert stack.admits(PROMETHEUS, stack.router, labels.EPP_METRICS_PORT)

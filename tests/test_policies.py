@@ -276,6 +276,9 @@ def test_every_rule_has_a_test_above() -> None:
         "monthly-budget", "monthly-budget-default",  # tests/test_budget.py
         "filesystem-tier-within-limits",  # tests/test_tier_throughput.py
         "annotator-least-privilege",  # tests/test_scale_in.py
+        # tests/test_precise_routing.py
+        "kv-events-block-size", "kv-events-hash-seed", "kv-events-port-per-rank", "precise-scorer-publishers",
+        "prefill-rate-agrees",
     }  # fmt: skip
     assert tested == set(RULE)
 

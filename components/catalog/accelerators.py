@@ -69,6 +69,8 @@ class AcceleratorProfile:
     # The LMCache connector: the guide's image where it differs from `vllm_image`, and its sub-guide label.
     lmcache_image: str | None = None
     lmcache_subguide: str | None = None
+    # Precise prefix routing: the vLLM image its precise guide pins, where it differs from `vllm_image`.
+    precise_vllm_image: str | None = None
     # Its cold start: weights from disk into device memory and the compile/warm-up (stacks/planning/cold_starts.py),
     # and the share of that compile a warm compile cache leaves.
     load: LoadProfile
@@ -179,6 +181,7 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             variant="gpu",
             reference_hardware="NVIDIA H100 80 GB",
             vllm_image=versions.VLLM_CUDA_IMAGE,
+            precise_vllm_image=versions.VLLM_PRECISE_CUDA_IMAGE,
             device_resource="nvidia.com/gpu",
             product=H100_SXM,
             device_memory=ByteSize(81_559 * MiB),

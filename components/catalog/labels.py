@@ -100,6 +100,30 @@ ROUTER_SERVICE_PORT = 80
 # approx-prefix-cache-producer's block size); its lruCapacityPerServer counts these blocks.
 ROUTER_BLOCK_TOKENS = 64
 
+# Precise prefix routing (llm-d/llm-d `guides/precise-prefix-cache-routing`): each engine binds a ZMQ publisher
+# for its KV-cache events on this port of its pod (data-parallel rank r on KV_EVENTS_PORT + r: vLLM 0.26.0
+# `distributed/kv_events.py` `offset_endpoint_port`), which every endpoint picker dials (pod discovery:
+# llm-d-router `preciseprefixcache/extractor.go`, `SocketPort + RankIndex`); the guide's 5556.
+KV_EVENTS_PORT = 5556
+KV_EVENTS_PORT_NAME = "kv-events"
+# Every event topic starts with it (`kv@<pod ip>:<port>@<model>`, the guide's); the router subscribes to it.
+KV_EVENTS_TOPIC_PREFIX = "kv@"
+# The block hashes' seed: the same PYTHONHASHSEED on every engine, and the router's `hashSeed` (the guide's 42,
+# the value the native connector's and HiCache's filesystem tiers already set).
+KV_HASH_SEED = "42"
+HASH_SEED_ENV = "PYTHONHASHSEED"
+# The router plugin that subscribes to the events and indexes them (llm-d-router `preciseprefixcache`; the older
+# `precise-prefix-cache-scorer` is its deprecated wrapper, RELEASE-NOTES 2026-06-02).
+PRECISE_PRODUCER = "precise-prefix-cache-producer"
+
+# Token-aware autoscaling (llm-d/llm-d `guides/workload-autoscaling/keda-epp-token-aware`): the EPP's in-flight
+# uncached prompt tokens (published by its `inflight-load-producer`), over the peak prefill rate, are seconds of
+# prefill backlog; the same rate is the `prefix-cache-affinity-filter`'s `peakPrefillThroughput`.
+INFLIGHT_TOKENS_METRIC = "llm_d_epp_inflight_tokens"
+INFLIGHT_PRODUCER = "inflight-load-producer"
+AFFINITY_FILTER = "prefix-cache-affinity-filter"
+PREFILL_BACKLOG_TRIGGER = "prefill-backlog-seconds"
+
 
 # The router chart (routerlib `_helpers.tpl`, chart v0.10.0 and main) names its objects after the release
 # trimmed, lower-cased and cut to this many characters: `<base>-epp` (Deployment, Service, ConfigMap,

@@ -48,6 +48,13 @@ VLLM_VERSION = "v0.26.0"
 VLLM_CUDA_IMAGE = f"docker.io/vllm/vllm-openai:{VLLM_VERSION}"
 VLLM_ROCM_IMAGE = "ghcr.io/llm-d/llm-d-rocm:v0.9.0"
 VLLM_TPU_IMAGE = f"docker.io/vllm/vllm-tpu:{VLLM_VERSION}"
+# llm-d's precise prefix-cache routing moves to vLLM v0.27.1 (llm-d/llm-d#2324 "bump to vLLM v0.27.1", 2026-08-19,
+# for the path's tests #2318). The events it publishes are v0.26.0's (both wheels read: the block pool's GPU
+# medium, the OffloadingConnector's CPU medium and `self_describing_kv_events`), so approximate stacks stay on
+# VLLM_VERSION and the precise path takes this on the upstream CUDA image (its flags checked against v0.27.1's own
+# parser: tests/fixtures/upstream/engines/vllm-0.27.1.json).
+VLLM_PRECISE_VERSION = "v0.27.1"
+VLLM_PRECISE_CUDA_IMAGE = f"docker.io/vllm/vllm-openai:{VLLM_PRECISE_VERSION}"
 SGLANG_IMAGE = "docker.io/lmsysorg/sglang:v0.5.16.0"
 MOONCAKE_IMAGE = "ghcr.io/llm-d/mooncake-master-store:v0.8.0"
 XPU_NATIVE_IMAGE = "ghcr.io/llm-d/llm-d-xpu-dev:pr-1230"

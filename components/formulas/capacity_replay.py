@@ -1,9 +1,10 @@
 """A workload served by R replicas at one tier size: routed live, its tiers as LRUs, timed by the engine model.
 
 Each request, in arrival order: every replica's engine runs up to its arrival (`serving_time`), the router
-scores the replicas on what they report then (waiting requests, KV usage) and on its own prefix indexes
-(`replica_routing.Router` with the profile's weights), the tiers say what the chosen replica finds where
-(`tier_caches.TierCaches`), and the request joins that replica's engine.
+scores the replicas on what they report then (waiting requests, KV usage) and on its prefix index
+(`replica_routing.Router` with the profile's weights: approximate routing, its own LRUs of what it sent each replica;
+precise, what each replica's tiers hold here, as their KV-cache events tell it), the tiers say what the chosen
+replica finds where (`tier_caches.TierCaches`), and the request joins that replica's engine.
 
 What the workload asks of the replicas, apart from any queueing (`Demand`): the compute of every prompt token
 no tier holds (the payoff's prefill), and of every output token at a full batch (its GEMMs, or its context's
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from components.formulas.replica_routing import Router, ServiceRates, Signals, Weights
+from components.formulas.replica_routing import HeldTiers, Router, ServiceRates, Signals, Weights
 from components.formulas.requests import Request
 from components.formulas.serving_time import EngineCosts, Served, Work, serve
 from components.formulas.tier_caches import TierCaches
@@ -67,11 +68,19 @@ def replay(
     weights: Weights,
     routing_cpu_blocks: int,
     rates: ServiceRates,
+    precise: tuple[float, float | None] | None = None,
 ) -> Replayed:
     """The workload on `tiers.replicas` replicas with a CPU tier of `cpu_blocks` and a filesystem tier of
-    `fs_blocks` (0: none), the router's CPU index at `routing_cpu_blocks` (its `lruCapacityPerServer`)."""
+    `fs_blocks` (0: none), the router's CPU index at `routing_cpu_blocks` (its `lruCapacityPerServer`). `precise`:
+    the router scores on what the replicas' tiers hold, a block on HBM and on the CPU tier counting these weights
+    (None for a tier it is not told of); None: approximate routing on its own LRUs."""
     caches = TierCaches(tiers, cpu_blocks, fs_blocks)
-    router = Router(tiers.replicas, tiers.hbm_blocks, routing_cpu_blocks, rates, weights)
+    held = None
+    if precise is not None:
+        if tiers.cpu_scope == "pooled":
+            raise ValueError("precise routing scores each replica's own CPU tier, not a pool every replica loads")
+        held = HeldTiers(caches.hbm, caches.cpus, *precise)
+    router = Router(tiers.replicas, tiers.hbm_blocks, routing_cpu_blocks, rates, weights, held)
     assignment = assignment_array(tiers.replicas)
     totals = [0, 0, 0, 0]  # prompt, hbm, cpu, fs
     compute = load = 0.0

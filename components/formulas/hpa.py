@@ -42,7 +42,7 @@ MAX_POLICY_PERIOD_S = 1800  # autoscaling/v2 HPAScalingPolicy.periodSeconds: 1..
 PolicyType = Literal["Pods", "Percent"]
 Select = Literal["Max", "Min", "Disabled"]
 MetricType = Literal["AverageValue", "Value"]
-Signal = Literal["queue", "running", "saturation"]
+Signal = Literal["queue", "running", "saturation", "backlog", "kv"]
 
 
 @dataclass(frozen=True)
@@ -219,7 +219,10 @@ class Trigger:
 
     queue: requests waiting in the EPP's flow control (a total, like `sum(llm_d_epp_flow_control_queue_size)`);
     running: requests being served (`sum(llm_d_epp_request_running)`); saturation: the pool's offered load
-    over what its ready replicas serve (`max(llm_d_epp_flow_control_pool_saturation)`, 0.0 to 1.0 and up).
+    over what its ready replicas serve (`max(llm_d_epp_flow_control_pool_saturation)`, 0.0 to 1.0 and up);
+    backlog: seconds to prefill the waiting requests' prompt tokens at the peak prefill rate (the token-aware
+    variant's `sum(llm_d_epp_inflight_tokens) / rate`); kv: pods' worth of KV cache in use, modelled as the
+    replicas' worth of load being served (`sum(vllm:kv_cache_usage_perc)`).
     """
 
     signal: Signal
@@ -255,6 +258,8 @@ class ReplayInputs:
     behavior: Behavior
     load: LoadStep = LoadStep()
     sync_s: int = SYNC_PERIOD_S
+    prompt_tokens: float = 0.0  # uncached prompt tokens per request (the backlog signal's numerator)
+    prefill_rate: float = 0.0  # tokens one replica prefills per second (its divisor); 0: no backlog signal
 
     def __post_init__(self) -> None:
         if not self.triggers:
@@ -311,6 +316,8 @@ def proposal(inputs: ReplayInputs, live: int, serving: int, queue: float, served
         "queue": queue,
         "running": served_rps / inputs.capacity_rps * inputs.concurrency,
         "saturation": arrival / (serving * inputs.capacity_rps) if serving else (math.inf if arrival else 0.0),
+        "backlog": queue * inputs.prompt_tokens / inputs.prefill_rate if inputs.prefill_rate else 0.0,
+        "kv": served_rps / inputs.capacity_rps,
     }
     proposals = []
     for trigger in inputs.triggers:

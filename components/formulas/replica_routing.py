@@ -4,11 +4,18 @@ The profile is the one the chart gets (components/specs/router_values.py; `Weigh
 stacks/planning/workload/routing_weights.py): each scorer's score times its weight, the highest sum wins (ties here: the
 lowest index). Each scorer, in [0, 1]:
 
-- prefix scorers (HBM, CPU tier): the prompt's leading blocks the router's index says the replica
-  holds / its blocks. The index of a replica is an LRU of the prompt blocks the router sent it, of
+- prefix scorers (HBM, CPU tier), approximate routing: the prompt's leading blocks the router's index says the
+  replica holds / its blocks. The index of a replica is an LRU of the prompt blocks the router sent it, of
   the tier's configured capacity (HBM: its KV capacity; CPU: `lruCapacityPerServer`); it never sees
   decode blocks, so it overstates what the replica holds. A pooled CPU tier is still scored per replica
   (the producer indexes per server what it sent there), though any replica can load from the pool.
+- the precise prefix scorer (`router.prefix_routing: precise`, `HeldTiers`): the router indexes what each
+  replica's KV-cache events say its tiers hold, so it reads the replay's own tiers (`tier_caches.TierCaches`).
+  llm-d-kv-cache's LongestPrefixScorer: the prompt's leading blocks the replica holds on any medium, each
+  counting the highest weight of a medium it is held on (`indexerConfig.backendConfigs`); the generic
+  prefix-cache-scorer divides that by the prompt's blocks. The index is taken as current when a request is
+  routed (the events' delay is left out) and the producer's truncation of the sum to whole engine blocks is not
+  modelled (a trace block is 32 of vLLM's 16-token blocks at 512 tokens).
 - queue scorer: (max q - q) / (max q - min q), 1 when all equal. With live signals (the time model,
   components/formulas/serving_time.py), q is the replica's waiting requests as vLLM reports them, as the EPP
   reads them. Without (the tier curve, decided before any timing), q is the replica's requests in flight: a
@@ -70,6 +77,33 @@ class Pick(NamedTuple):
     cold: bool  # no index matched anything anywhere
 
 
+@dataclass(frozen=True)
+class HeldTiers:
+    """What the precise scorer reads: each replica's HBM and CPU tier as the replay holds them, and the weight a
+    block counts on each (a tier whose engine publishes no events is absent from the index: weight None)."""
+
+    hbm: Sequence[LRU]
+    cpu: Sequence[LRU]  # one per replica: a pooled tier's events name only the replica that stored a block
+    hbm_weight: float
+    cpu_weight: float | None
+
+    def prefix(self, ids: Sequence[int], replica: int) -> tuple[int, float]:
+        """The prompt's leading blocks `replica` holds on either tier, and their weights summed (each block its
+        highest: LongestPrefixScorer's getMaxWeight)."""
+        hbm, cpu = self.hbm[replica].blocks, self.cpu[replica].blocks
+        cpu_weight = self.cpu_weight
+        matched, score = 0, 0.0
+        for block in ids:
+            weights = [self.hbm_weight] if block in hbm else []
+            if cpu_weight is not None and block in cpu:
+                weights.append(cpu_weight)
+            if not weights:
+                break
+            matched += 1
+            score += max(weights)
+        return matched, score
+
+
 def prefix_tokens(request: Request, blocks: int, block_tokens: int) -> int:
     """The tokens of a prompt's first `blocks` blocks (the last may be partial)."""
     return request.input_length if blocks >= len(request.hash_ids) else blocks * block_tokens
@@ -80,13 +114,25 @@ class Router:
     end times of its requests in flight, and the order replicas last received a no-hit request."""
 
     def __init__(
-        self, replicas: int, hbm_blocks: int, cpu_blocks: int, rates: ServiceRates, weights: Weights = Weights()
+        self,
+        replicas: int,
+        hbm_blocks: int,
+        cpu_blocks: int,
+        rates: ServiceRates,
+        weights: Weights = Weights(),
+        held: HeldTiers | None = None,
     ) -> None:
+        """`held`: precise routing, the prefix scorer reading the replicas' tiers (weighted as `hbm_prefix`); the
+        router then keeps no index of its own."""
+        if held is not None and not len(held.hbm) == len(held.cpu) == replicas:
+            raise ValueError(f"precise routing reads each of the {replicas} replicas' own HBM and CPU tier")
         self.replicas = replicas
         self.rates = rates
         self.weights = weights
-        self.hbm = [LRU(hbm_blocks) for _ in range(replicas)]
-        self.cpu = [LRU(cpu_blocks) for _ in range(replicas)]
+        self.held = held
+        own = held is None
+        self.hbm = [LRU(hbm_blocks) for _ in range(replicas)] if own else []
+        self.cpu = [LRU(cpu_blocks) for _ in range(replicas)] if own else []
         self.in_flight: list[list[float]] = [[] for _ in range(replicas)]
         self.no_hit_order = list(range(replicas))  # least recently sent a no-hit request first
 
@@ -108,9 +154,16 @@ class Router:
         low, high = min(queue[r] for r in pool), max(queue[r] for r in pool)
         ids = request.hash_ids
         blocks = max(len(ids), 1)
-        hbm = [index.prefix(ids) for index in self.hbm]
-        cpu = [index.prefix(ids) for index in self.cpu]
-        cold = not any(hbm[r] for r in pool) and not any(cpu[r] for r in pool)
+        if self.held is None:
+            hbm = [index.prefix(ids) for index in self.hbm]
+            cpu = [index.prefix(ids) for index in self.cpu]
+            matched = [max(h, c) for h, c in zip(hbm, cpu, strict=True)]
+            prefix = [(w.hbm_prefix * h + w.cpu_prefix * c) / blocks for h, c in zip(hbm, cpu, strict=True)]
+        else:
+            held = [self.held.prefix(ids, r) for r in range(self.replicas)]
+            matched = [m for m, _ in held]
+            prefix = [w.hbm_prefix * weighted / blocks for _, weighted in held]
+        cold = not any(matched[r] for r in pool)
         order = self.no_hit_order if among is None else [r for r in self.no_hit_order if r in pool]
         last = max(len(order) - 1, 1)
         no_hit = {r: 1 - rank / last for rank, r in enumerate(order)} if cold else {}
@@ -119,32 +172,37 @@ class Router:
             score = w.queue * (1.0 if high == low else (high - queue[r]) / (high - low))
             if usage is not None:
                 score += w.kv_utilization * (1 - usage[r])
-            score += (w.hbm_prefix * hbm[r] + w.cpu_prefix * cpu[r]) / blocks
+            score += prefix[r]
             score += w.no_hit_lru * no_hit.get(r, 0.0)
             if score > best_score:
                 best, best_score = r, score
-        return Pick(best, max(hbm[best], cpu[best]), cold)
+        return Pick(best, matched[best], cold)
 
     def send(self, request: Request, pick: Pick, uncached_tokens: int) -> None:
         """Record the request at its replica: its prompt in the indexes, its time in flight."""
-        self.hbm[pick.replica].touch_all(request.hash_ids)
-        self.cpu[pick.replica].touch_all(request.hash_ids)
+        self._index(request, pick)
         end = request.timestamp_ms / 1000 + self.rates.seconds(uncached_tokens, request.output_length)
         heapq.heappush(self.in_flight[pick.replica], end)
         self._sent(pick)
 
     def sent_live(self, request: Request, pick: Pick) -> None:
         """Record the request at its replica (live signals: no in-flight estimate)."""
-        self.hbm[pick.replica].touch_all(request.hash_ids)
-        self.cpu[pick.replica].touch_all(request.hash_ids)
+        self._index(request, pick)
         self._sent(pick)
 
     def forget(self, replica: int) -> None:
         """A replica removed (a scale-in) or added in its place: the router's indexes of it start empty, as the EPP's
-        do for a new endpoint."""
-        self.hbm[replica] = LRU(self.hbm[replica].capacity)
-        self.cpu[replica] = LRU(self.cpu[replica].capacity)
+        do for a new endpoint (precise routing: the replay empties the replica's tiers, which the router reads)."""
+        if self.held is None:
+            self.hbm[replica] = LRU(self.hbm[replica].capacity)
+            self.cpu[replica] = LRU(self.cpu[replica].capacity)
         self.in_flight[replica] = []
+
+    def _index(self, request: Request, pick: Pick) -> None:
+        """The router's own indexes learn the prompt (precise routing: the replay's tiers do, as it serves it)."""
+        if self.held is None:
+            self.hbm[pick.replica].touch_all(request.hash_ids)
+            self.cpu[pick.replica].touch_all(request.hash_ids)
 
     def _sent(self, pick: Pick) -> None:
         if pick.cold:

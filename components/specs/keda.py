@@ -172,7 +172,7 @@ def hpa_triggers(mode: Mode, thresholds: Thresholds) -> tuple[hpa.Trigger, ...]:
     return tuple(hpa.Trigger(s, targets[s], "Value" if s == "saturation" else "AverageValue") for s in signals(mode))
 
 
-def _number(value: float) -> str:
+def number(value: float) -> str:
     """A threshold as KEDA's metadata takes it (a string): 1, 16, 0.7."""
     return f"{value:g}"
 
@@ -191,7 +191,7 @@ def triggers(
             "metadata": {
                 "serverAddress": source.server_address,
                 "query": query[trigger.signal],
-                "threshold": _number(trigger.target),
+                "threshold": number(trigger.target),
             },
         }
         if source.auth is not None:

@@ -13,7 +13,7 @@ every port, and only where the stack has such traffic.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from components.catalog import labels
 from components.manifest import Manifest, NetworkPolicy, plain
@@ -151,6 +151,9 @@ class StackTraffic:
     # A cluster stack's Gateway in front: its data plane calls the EPP's ext-proc and then the chosen server.
     gateway: tuple[Peer, ...] = ()
     annotator: dict[str, str] | None = None  # the cache annotator's pod labels: it reads the servers' /metrics
+    # Precise routing: the KV-event ports the model servers publish on, which the router's pickers dial (and
+    # nobody else: the scraper's rule leaves them out).
+    event_ports: list[int] = field(default_factory=list)
 
     @property
     def model_servers(self) -> Peer:
@@ -169,7 +172,10 @@ def model_server_policy(traffic: StackTraffic, role: ServingRole, name: str) -> 
     clients = [Peer(traffic.router_pods)]
     if traffic.verification is not None:
         clients.append(Peer(traffic.verification))
-    rules = [Rule(clients, traffic.router_target_ports), Rule([traffic.scraper], role.ports)]
+    scraped = [p for p in role.ports if p not in traffic.event_ports]
+    rules = [Rule(clients, traffic.router_target_ports), Rule([traffic.scraper], scraped)]
+    if traffic.event_ports:  # the router's pickers subscribe to every pod's KV-cache events
+        rules.append(Rule([Peer(traffic.router_pods)], traffic.event_ports))
     if traffic.gateway:
         rules.append(Rule(list(traffic.gateway), traffic.router_target_ports))
     if traffic.annotator is not None:  # its /metrics only: the serving port, where the engines serve it

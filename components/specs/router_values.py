@@ -14,6 +14,8 @@ import yaml
 
 from components.catalog import labels
 from components.specs import keda
+from components.specs.kv_events import PreciseIndex
+from components.specs.precise_picker import METRICS_SOURCE, TOKENIZER_PORT, precise_config, with_token_awareness
 from components.specs.servers.base import hf_token_env
 from components.units import ByteSize
 
@@ -47,7 +49,7 @@ def chart_layout(version: str) -> ChartLayout:
     return ChartLayout(inline_map=False, config_api_version="llm-d.ai/v1alpha1")
 
 
-Profile = str  # "tiered" | "default" | "token-routing" | "pd"
+Profile = str  # "tiered" | "default" | "token-routing" | "pd" | "precise"
 
 
 @dataclass(frozen=True)
@@ -65,8 +67,12 @@ class RouterInputs:
     # tiered: the guide's HBM + CPU-tier producers; default: the chart's plugins; token-routing: the
     # chart's tokenizer sidecar and token-based prefix scoring; pd: prefill/decode disaggregation.
     profile: Profile = "tiered"
-    model_name: str = ""  # what the tokenizer loads (token-routing)
+    model_name: str = ""  # what the tokenizer loads (token-routing, precise)
     flow_control: bool = False  # the EPP's flowControl feature gate: the queue and saturation KEDA scales on
+    precise: PreciseIndex | None = None  # the precise profile's index (the engines' block size, seed and port)
+    # Token-aware autoscaling: the peak prefill rate (tokens/s) the prefix-cache-affinity-filter prices a
+    # recompute with; the ScaledObject's PromQL divides by the same value.
+    peak_prefill_rate: int | None = None
 
 
 def endpoint_picker_config(api_version: str, cpu_lru_capacity_per_server: int) -> Values:
@@ -111,13 +117,6 @@ def endpoint_picker_config(api_version: str, cpu_lru_capacity_per_server: int) -
             }
         ],
     }
-
-
-METRICS_SOURCE = {
-    "type": "metrics-data-source",
-    "parameters": {"scheme": "http", "path": "/metrics", "insecureSkipVerify": True},
-}
-TOKENIZER_PORT = 8000  # the tokenizer sidecar's loopback port in the EPP pod
 
 
 def token_routing_config(api_version: str, model_name: str) -> Values:
@@ -181,7 +180,17 @@ def pd_config(api_version: str) -> Values:
     }
 
 
-PLUGIN_FILES = {"tiered": PLUGINS_FILE, "token-routing": "lmcache-plugins.yaml", "pd": "pd-plugins.yaml"}
+# The producer whose prefix matches the token-aware filter and the in-flight counter read, per profile: the
+# precise index, or the tiered profile's HBM producer (the chart's own elsewhere, which they default to).
+_PREFIX_PRODUCERS = {"precise": labels.PRECISE_PRODUCER, "tiered": GPU_PRODUCER}
+
+
+PLUGIN_FILES = {
+    "tiered": PLUGINS_FILE,
+    "token-routing": "lmcache-plugins.yaml",
+    "pd": "pd-plugins.yaml",
+    "precise": "precise-prefix-cache-plugins.yaml",
+}
 
 
 def _resources(cpu: str, memory: ByteSize) -> Values:
@@ -224,6 +233,9 @@ def router_values(inputs: RouterInputs) -> Values:
         "token-routing": lambda: token_routing_config(api, inputs.model_name),
         "pd": lambda: pd_config(api),
     }
+    if inputs.precise is not None:
+        index = inputs.precise
+        pickers["precise"] = lambda: precise_config(api, inputs.model_name, index)
     epp: Values = {
         "replicas": inputs.epp_replicas,
         "flags": {"v": 2},
@@ -235,6 +247,8 @@ def router_values(inputs: RouterInputs) -> Values:
         picker = pickers[inputs.profile]()
         if inputs.flow_control:
             picker = keda.with_flow_control(picker)
+        if inputs.peak_prefill_rate is not None:
+            picker = with_token_awareness(picker, inputs.peak_prefill_rate, _PREFIX_PRODUCERS.get(inputs.profile))
         if layout.inline_map:
             epp["pluginsConfig"] = picker
         else:
@@ -264,8 +278,13 @@ def router_values(inputs: RouterInputs) -> Values:
             }
         ],
     }
-    if inputs.profile == "token-routing":
+    if inputs.profile in ("token-routing", "precise"):
         router["tokenizer"] = _tokenizer(layout, inputs.model_name)
+    if inputs.profile == "precise" and inputs.epp_replicas > 1:
+        # Active-active: the chart adds `--ha-enable-leader-election` past one replica, which lets only the leader
+        # pass readiness; each precise EPP indexes every pod's events itself, so all of them route. The chart
+        # renders a flag as `--k=v` after its own, and the last one wins (the guide's router values).
+        epp["flags"] = {**epp["flags"], "ha-enable-leader-election": False}
     if inputs.monitoring:
         router["monitoring"] = _monitoring(inputs.monitoring)
     return {"router": router}

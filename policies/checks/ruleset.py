@@ -26,6 +26,13 @@ from policies.checks.cache_tiers import (
     prefix_caching_only_in_test_mode,
 )
 from policies.checks.cluster_isolation import NetworkPoliciesConfig, cluster_hardening, network_policy_per_pod
+from policies.checks.event_routing import (
+    kv_events_block_size,
+    kv_events_hash_seed,
+    kv_events_port_per_rank,
+    precise_scorer_over_publishers,
+    prefill_rate_agrees,
+)
 from policies.checks.identity import identity_labels
 from policies.checks.pod_security import (
     HostPathsConfig,
@@ -131,6 +138,41 @@ RULES: list[Rule[Any]] = [
         "mandatory",
         prefix_caching_only_in_test_mode,
         PrefixCachingConfig,
+    ),
+    Rule(
+        "kv-events-block-size",
+        "Engines publishing KV events state one block size, the precise router's",
+        "mandatory",
+        kv_events_block_size,
+        NoConfig,
+    ),
+    Rule(
+        "kv-events-hash-seed",
+        "Engines publishing KV events set one PYTHONHASHSEED, the precise router's hashSeed",
+        "mandatory",
+        kv_events_hash_seed,
+        NoConfig,
+    ),
+    Rule(
+        "kv-events-port-per-rank",
+        "Each rank publishes KV events on its own declared port, the one the precise router dials",
+        "mandatory",
+        kv_events_port_per_rank,
+        NoConfig,
+    ),
+    Rule(
+        "precise-scorer-publishers",
+        "A precise prefix index routes only over engines that publish every tier's KV events",
+        "mandatory",
+        precise_scorer_over_publishers,
+        NoConfig,
+    ),
+    Rule(
+        "prefill-rate-agrees",
+        "The token-aware trigger divides by the router filter's peak prefill rate",
+        "mandatory",
+        prefill_rate_agrees,
+        NoConfig,
     ),
     Rule(
         "router-selects-servers",

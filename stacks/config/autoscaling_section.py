@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, ValidationInfo, field_validator
 
 from components.formulas.victims import ScaleIn
-from components.specs import keda
+from components.specs import keda, keda_tokens
 from stacks.config import formats
 from stacks.config.fields import Section, check_with
 
@@ -23,15 +23,25 @@ class AutoscalingConfig(Section):
 
     enabled: bool = False
     """true: KEDA scales the model servers between min_replicas and max_replicas; default false"""
+    signal: keda_tokens.Signal = "requests"
+    """requests: the EPP's request counts (`trigger`); tokens: llm-d's token-aware variant, the prefill backlog in
+    seconds (the EPP's in-flight uncached prompt tokens over the peak prefill rate the time model derives for the
+    stack's model, accelerator and parallelism, the same figure the router's prefix-cache-affinity-filter reads)
+    beside the KV cache's occupancy; needs one endpoint picker (it counts the tokens it routed)"""
     trigger: keda.Mode = "queue"
-    """queue (upstream's recommendation: the EPP's flow-control queue), saturation (the pool's saturation)
-    or both; the running-requests trigger comes with each, as upstream's recipes set it"""
+    """with signal requests: queue (upstream's recommendation: the EPP's flow-control queue), saturation (the
+    pool's saturation) or both; the running-requests trigger comes with each, as upstream's recipes set it"""
     queue_threshold: float = Field(default=keda.Thresholds.queue, ge=MIN_TARGET, le=1_000_000)
     """queued requests per replica the HPA holds (upstream: 1)"""
     running_threshold: float = Field(default=keda.Thresholds.running, ge=MIN_TARGET, le=1_000_000)
     """running requests per replica the HPA holds (upstream: 16)"""
     saturation_threshold: float = Field(default=keda.Thresholds.saturation, ge=MIN_TARGET, le=1)
     """the pool saturation the HPA holds, 0..1 (upstream: 0.7, 'recommended 0.7-0.8')"""
+    backlog_threshold: float = Field(default=keda_tokens.TokenThresholds.backlog_s, ge=MIN_TARGET, le=3600)
+    """with signal tokens: seconds of prefill backlog per replica the HPA holds, a share of the TTFT budget
+    (upstream: 1.5, 'interactive / short-context traffic')"""
+    kv_usage_threshold: float = Field(default=keda_tokens.TokenThresholds.kv_usage, ge=MIN_TARGET, le=1)
+    """with signal tokens: pods' worth of full KV cache per replica the HPA holds (upstream: 0.8)"""
     min_replicas: int = Field(default=1, ge=1, le=10_000)
     """fewest replicas (at least 1: scaling to zero drops every warm tier)"""
     max_replicas: int | None = Field(default=None, ge=1, le=10_000)
@@ -76,3 +86,7 @@ class AutoscalingConfig(Section):
     @property
     def thresholds(self) -> keda.Thresholds:
         return keda.Thresholds(self.queue_threshold, self.running_threshold, self.saturation_threshold)
+
+    @property
+    def token_thresholds(self) -> keda_tokens.TokenThresholds:
+        return keda_tokens.TokenThresholds(self.backlog_threshold, self.kv_usage_threshold)

@@ -18,6 +18,7 @@ def choice(config: StackConfig) -> Choice:
         variant=cache.tier.variant,
         host_type=cache.host_type,
         lmcache=LMCacheSettings(**config.lmcache.model_dump()),
+        precise=config.router.prefix_routing == "precise",
     )
 
 

@@ -72,6 +72,10 @@ def check_stack(config: StackConfig, *, trace_given: bool = False) -> None:
     problem = connector.settings_problem(choice(config))
     if problem is not None:
         raise ConfigError(*problem)
+    if config.router.prefix_routing == "precise":
+        refused = connector.precise_refusal(choice(config).filesystem_tier)
+        if refused is not None:
+            raise ConfigError("router.prefix_routing", "precise", refused)
     if not connector.reads_lmcache_section and config.lmcache.model_fields_set:
         raise ConfigError(
             "lmcache",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -49,7 +49,13 @@ class RouterConfig(Section):
     """the Gateway API Inference Extension CRD manifests on the machine running Pulumi, applied instead of
     the `gaie_version` release asset; default: none, the asset is downloaded"""
     epp_replicas: int = Field(default=1, ge=1, le=8)
-    """endpoint picker (EPP) replicas; default 1, the chart's"""
+    """endpoint picker (EPP) replicas; default 1, the chart's. Approximate routing: more run active-passive (the
+    chart's leader election); precise: active-active, each indexing every pod's events (llm-d's guide runs 2)"""
+    prefix_routing: Literal["approximate", "precise"] = "approximate"
+    """approximate: the router's own LRU indexes of the prefixes it routed (HBM, and the CPU tier at a capacity
+    derived from its size); precise: every engine publishes its KV-cache events, the router indexes what each pod
+    holds on every tier (llm-d's precise-prefix-cache-routing guide: a tokenizer sidecar, the event port open to
+    the router only); refused for a connector whose engine leaves a tier unreported"""
     match_labels: Labels | None = Field(
         default=None,
         min_length=1,

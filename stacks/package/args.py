@@ -17,6 +17,7 @@ class Preset(Enum):
     AMD_VLLM_LMCACHE_CONNECTOR_CPU = "amd-vllm-lmcache-connector-cpu"
     AMD_VLLM_LMCACHE_CONNECTOR_FS = "amd-vllm-lmcache-connector-fs"
     AMD_VLLM_NATIVE_CPU = "amd-vllm-native-cpu"
+    AMD_VLLM_NATIVE_CPU_PRECISE = "amd-vllm-native-cpu-precise"
     AMD_VLLM_NATIVE_FS = "amd-vllm-native-fs"
     DEV = "dev"
     EXISTING_B60 = "existing-b60"
@@ -36,6 +37,7 @@ class Preset(Enum):
     GPU_VLLM_MOONCAKE_STORE_FS = "gpu-vllm-mooncake-store-fs"
     GPU_VLLM_NATIVE_CPU = "gpu-vllm-native-cpu"
     GPU_VLLM_NATIVE_CPU_GKE = "gpu-vllm-native-cpu-gke"
+    GPU_VLLM_NATIVE_CPU_PRECISE = "gpu-vllm-native-cpu-precise"
     GPU_VLLM_NATIVE_FS = "gpu-vllm-native-fs"
     GPU_VLLM_NATIVE_FS_AUTOSCALE = "gpu-vllm-native-fs-autoscale"
     GPU_VLLM_NATIVE_FS_GKE = "gpu-vllm-native-fs-gke"
@@ -349,6 +351,13 @@ class LMCacheArgs(TypedDict, total=False):
     """run the server privileged where NVML cannot see the GPUs"""
 
 
+class RouterPrefixRouting(Enum):
+    """approximate: the router's own LRU indexes of the prefixes it routed (HBM, and the CPU tier at a capacity derived from its size); precise: every engine publishes its KV-cache events, the router indexes what each pod holds on every tier (llm-d's precise-prefix-cache-routing guide: a tokenizer sidecar, the event port open to the router only); refused for a connector whose engine leaves a tier unreported"""
+
+    APPROXIMATE = "approximate"
+    PRECISE = "precise"
+
+
 class ResourceSizeArgs(TypedDict, total=False):
     """Requests and limits of a router container; each field overridable on its own."""
 
@@ -374,7 +383,9 @@ class RouterArgs(TypedDict, total=False):
     gaie_crds_file: str
     """the Gateway API Inference Extension CRD manifests on the machine running Pulumi, applied instead of the `gaie_version` release asset; default: none, the asset is downloaded"""
     epp_replicas: int
-    """endpoint picker (EPP) replicas; default 1, the chart's"""
+    """endpoint picker (EPP) replicas; default 1, the chart's. Approximate routing: more run active-passive (the chart's leader election); precise: active-active, each indexing every pod's events (llm-d's guide runs 2)"""
+    prefix_routing: RouterPrefixRouting
+    """approximate: the router's own LRU indexes of the prefixes it routed (HBM, and the CPU tier at a capacity derived from its size); precise: every engine publishes its KV-cache events, the router indexes what each pod holds on every tier (llm-d's precise-prefix-cache-routing guide: a tokenizer sidecar, the event port open to the router only); refused for a connector whose engine leaves a tier unreported"""
     match_labels: dict[str, str]
     """labels the router selects model servers by; default: derived from the pods"""
     epp_resources: ResourceSizeArgs
@@ -497,8 +508,15 @@ class NetworkPoliciesArgs(TypedDict, total=False):
     """the metrics scraper admitted to the metrics ports; unset fields follow monitoring.provider"""
 
 
+class AutoscalingSignal(Enum):
+    """requests: the EPP's request counts (`trigger`); tokens: llm-d's token-aware variant, the prefill backlog in seconds (the EPP's in-flight uncached prompt tokens over the peak prefill rate the time model derives for the stack's model, accelerator and parallelism, the same figure the router's prefix-cache-affinity-filter reads) beside the KV cache's occupancy; needs one endpoint picker (it counts the tokens it routed)"""
+
+    REQUESTS = "requests"
+    TOKENS = "tokens"
+
+
 class AutoscalingTrigger(Enum):
-    """queue (upstream's recommendation: the EPP's flow-control queue), saturation (the pool's saturation) or both; the running-requests trigger comes with each, as upstream's recipes set it"""
+    """with signal requests: queue (upstream's recommendation: the EPP's flow-control queue), saturation (the pool's saturation) or both; the running-requests trigger comes with each, as upstream's recipes set it"""
 
     QUEUE = "queue"
     SATURATION = "saturation"
@@ -524,14 +542,20 @@ class AutoscalingArgs(TypedDict, total=False):
 
     enabled: bool
     """true: KEDA scales the model servers between min_replicas and max_replicas; default false"""
+    signal: AutoscalingSignal
+    """requests: the EPP's request counts (`trigger`); tokens: llm-d's token-aware variant, the prefill backlog in seconds (the EPP's in-flight uncached prompt tokens over the peak prefill rate the time model derives for the stack's model, accelerator and parallelism, the same figure the router's prefix-cache-affinity-filter reads) beside the KV cache's occupancy; needs one endpoint picker (it counts the tokens it routed)"""
     trigger: AutoscalingTrigger
-    """queue (upstream's recommendation: the EPP's flow-control queue), saturation (the pool's saturation) or both; the running-requests trigger comes with each, as upstream's recipes set it"""
+    """with signal requests: queue (upstream's recommendation: the EPP's flow-control queue), saturation (the pool's saturation) or both; the running-requests trigger comes with each, as upstream's recipes set it"""
     queue_threshold: float
     """queued requests per replica the HPA holds (upstream: 1)"""
     running_threshold: float
     """running requests per replica the HPA holds (upstream: 16)"""
     saturation_threshold: float
     """the pool saturation the HPA holds, 0..1 (upstream: 0.7, 'recommended 0.7-0.8')"""
+    backlog_threshold: float
+    """with signal tokens: seconds of prefill backlog per replica the HPA holds, a share of the TTFT budget (upstream: 1.5, 'interactive / short-context traffic')"""
+    kv_usage_threshold: float
+    """with signal tokens: pods' worth of full KV cache per replica the HPA holds (upstream: 0.8)"""
     min_replicas: int
     """fewest replicas (at least 1: scaling to zero drops every warm tier)"""
     max_replicas: int

@@ -15,7 +15,10 @@ from dataclasses import dataclass
 
 from components.catalog import versions
 from components.formulas import hpa, scale_down
-from components.specs import keda, node_autoscaling, payoff_table
+from components.formulas.engine_costs import engine_costs
+from components.formulas.payoff import Replica
+from components.formulas.prefill_rate import PrefillRate, peak_prefill_rate
+from components.specs import keda, keda_tokens, node_autoscaling, payoff_table
 from components.specs.clusters import PoolSpec
 from components.specs.servers import ServerSpec
 from components.specs.workloads import CLUSTER, ROUTER, Workload
@@ -23,7 +26,7 @@ from components.units import ByteSize
 from stacks.config import StackConfig
 from stacks.config.errors import ConfigError
 from stacks.config.providers import provider_of
-from stacks.planning import cold_starts, hardware
+from stacks.planning import cold_starts, hardware, hbm_fit
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,10 @@ class Autoscaling:
     capacity_rps: float  # one replica's serving capacity, prefill-bound
     replay: hpa.Replay
     room: Room | None = None  # the serving pool's, where one is described
+    signal: keda_tokens.Signal = "requests"
+    token_thresholds: keda_tokens.TokenThresholds = dataclasses.field(default_factory=keda_tokens.TokenThresholds)
+    prefill_rate: PrefillRate | None = None  # the token-aware variant's divisor (and the router filter's)
+    kv_usage_metric: str = ""  # the token-aware variant's decode trigger: the engine's KV pool in use
     inputs: hpa.ReplayInputs | None = None  # what the replay above ran on (the day's replay runs on them too)
 
 
@@ -76,10 +83,20 @@ def resolve(
     roles: int,
     fit: hardware.Fit | None,
     stack_payoff: payoff_table.Payoff,
+    kv_usage_metric: str,
 ) -> Autoscaling | None:
+    """`kv_usage_metric`: the engine's gauge of its KV pool in use (the connector's), the token-aware variant's
+    decode trigger."""
     settings = config.autoscaling
     if not settings.enabled:
         return None
+    if settings.signal == "tokens" and config.router.epp_replicas > 1:
+        raise ConfigError(
+            "router.epp_replicas",
+            config.router.epp_replicas,
+            "autoscaling.signal tokens reads the in-flight tokens one endpoint picker counts of what it routed: with"
+            f" {config.router.epp_replicas} each sees a share of them (llm-d's token-aware guide keeps one); set 1",
+        )
     room = pool_room(config, server, fit, roles)
     if settings.max_replicas is None and room is None:
         raise ConfigError(
@@ -129,6 +146,9 @@ def resolve(
     capacity = 1 / per_request if per_request > 0 else 1.0
     tier = server.sizing.cpu_tier_per_pod * server.group_size
     source = _metrics_source(config)
+    tokens = settings.signal == "tokens"
+    rate = prefill_rate(server) if tokens else None
+    triggers = keda_tokens.token_hpa_triggers(settings.token_thresholds) if tokens else None
     inputs = hpa.ReplayInputs(
         initial_replicas=server.replicas,
         capacity_rps=capacity,
@@ -139,8 +159,10 @@ def resolve(
         min_replicas=settings.min_replicas,
         max_replicas=maximum,
         cpu_tier=tier,
-        triggers=keda.hpa_triggers(settings.trigger, settings.thresholds),
+        triggers=triggers or keda.hpa_triggers(settings.trigger, settings.thresholds),
         behavior=behavior,
+        prompt_tokens=stack_payoff.prefix_tokens,
+        prefill_rate=rate.tokens_per_s if rate else 0.0,
     )
     replay = hpa.replay(inputs)
     return Autoscaling(
@@ -157,8 +179,31 @@ def resolve(
         capacity,
         replay,
         room,
+        settings.signal,
+        settings.token_thresholds,
+        rate,
+        kv_usage_metric,
         inputs,
     )
+
+
+def check_signal(auto: Autoscaling | None, profile: str) -> None:
+    """The token-aware filter goes in the router's default scheduling profile: P/D routes in two."""
+    if auto is not None and auto.prefill_rate is not None and profile == "pd":
+        raise ConfigError(
+            "autoscaling.signal",
+            "tokens",
+            "scales on the prefill backlog the router's default scheduling profile filters on; the P/D profile"
+            " routes in two (prefill, decode) and is not built for it here: use requests",
+        )
+
+
+def prefill_rate(server: ServerSpec) -> PrefillRate:
+    """The peak prefill rate of one replica of the stack's model, accelerator and parallelism: the time model's
+    step costs (components/formulas/engine_costs.py) at its HBM budget's batch limits, read through
+    `peak_prefill_rate` so it follows them."""
+    replica = Replica(server.model, server.accelerator.rates, server.devices, server.group_size)
+    return peak_prefill_rate(engine_costs(replica, hbm_fit.hbm_budget(server), None, None))
 
 
 def tier_held_by_daemon(auto: Autoscaling) -> Autoscaling:
@@ -210,9 +255,18 @@ def scalers(config: StackConfig, auto: Autoscaling, servers: list[Workload], poo
     for server in servers:
         assert server.server is not None
         workload = server.manifests[-1]
-        triggers = keda.triggers(
-            auto.mode, auto.thresholds, auto.source, config.namespace, pool, server.server.model.name
-        )
+        if auto.prefill_rate is not None:
+            triggers = keda_tokens.token_triggers(
+                auto.token_thresholds,
+                auto.source,
+                config.namespace,
+                auto.prefill_rate.whole,
+                auto.kv_usage_metric,
+            )
+        else:
+            triggers = keda.triggers(
+                auto.mode, auto.thresholds, auto.source, config.namespace, pool, server.server.model.name
+            )
         scaled = keda.scaled_object(
             workload["kind"],
             workload["metadata"]["name"],

@@ -163,6 +163,7 @@ def _traffic(stack_plan: StackPlan) -> network.StackTraffic:
         server_peers=connector.server_peers(),
         gateway=gateway_peers(config),
         annotator=dict(cache_annotator.LABELS) if cache_annotator.WORKLOAD.key in keys else None,
+        event_ports=server.publisher.ports if server.publisher is not None else [],
     )
 
 

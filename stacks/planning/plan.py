@@ -12,6 +12,7 @@ from typing import Any
 from components.catalog import labels, versions
 from components.formulas.shared_tier_capacity import StoreRate
 from components.specs import alerts, payoff_table, sizing
+from components.specs.kv_events import PreciseIndex
 from components.specs.router_values import RouterInputs, inference_pool, router_values
 from components.specs.servers import ServerSpec
 from components.specs.servers.base import router_selector
@@ -24,7 +25,7 @@ from stacks.config.cross_checks import check_epp_index
 from stacks.config.errors import ConfigError
 from stacks.config.loading import PROJECT_DIR
 from stacks.config.providers import provider_of
-from stacks.planning import autoscaling, cold_starts, hardware, hbm_fit, scale_in
+from stacks.planning import autoscaling, cold_starts, hardware, hbm_fit, precise_routing, scale_in
 from stacks.planning.cluster_plan import ClusterPlan, plan_cluster
 from stacks.planning.gateway_route import route_workload
 from stacks.planning.gpu_product_affinity import with_product
@@ -95,12 +96,14 @@ def plan(
     workload: WorkloadSource | None = None,
     weigh_any_tier: bool = False,
     replay_day: bool = False,
+    compare_routings: bool = False,
 ) -> StackPlan:
     """The stack's plan. With a workload (the stack's, or `workload` given: `./run size --trace`), the workload side
     once (workload_plan.plan_workload: the replicas, the tiers, their cost), and the plan rendered at its figures;
     a configured count that does not keep up stops here, unless `keep_up` is off (`./run size` reports instead).
     `weigh_any_tier`: weigh `pricing.objective`'s size where `cache.tier.cpu` is set too (what auto would take);
-    `replay_day`: an autoscaled stack's day replayed per scale-in victim choice (`./run size`)."""
+    `replay_day`: an autoscaled stack's day replayed per scale-in victim choice (`./run size`);
+    `compare_routings`: replay the rendered figures under the other `router.prefix_routing` too (`./run size`)."""
     stack = resolve(config)
     first = _plan(stack)
     source = workload if workload is not None else config_source(config, PROJECT_DIR)
@@ -111,8 +114,20 @@ def plan(
     def at(replicas: int, cpu_tier: ByteSize | None, store_rate: StoreRate | None) -> StackPlan:
         return _plan(dataclasses.replace(stack, replicas=replicas), cpu_tier, store_rate)
 
+    def other(replicas: int, cpu_tier: ByteSize | None, store_rate: StoreRate | None) -> StackPlan:
+        flipped = resolve(precise_routing.other_routing(config))
+        return _plan(dataclasses.replace(flipped, replicas=replicas), cpu_tier, store_rate)
+
     replan = Replan(first, at)
-    record = plan_workload(first, source, slo, replan, weigh_any_tier=weigh_any_tier, replay_day=replay_day)
+    record = plan_workload(
+        first,
+        source,
+        slo,
+        replan,
+        weigh_any_tier=weigh_any_tier,
+        replay_day=replay_day,
+        other_routing=other if compare_routings else None,
+    )
     if keep_up and config.cache.replicas != "auto":
         capacity_plan.check_fits(record.capacity)
     rendered = replan(record.replicas, record.cpu_tier, record.store_rate)
@@ -141,9 +156,20 @@ def _plan(stack: Resolved, chosen_tier: ByteSize | None = None, store_rate: Stor
     hbm_fit.check_model_fits(stack, hbm)
     servers = [dataclasses.replace(decode, role="prefill"), decode] if decode.disaggregated else [decode]
     stack_payoff = payoff_table.derive(_payoff_inputs(stack))
-    auto = autoscaling.resolve(config, decode, len(servers), fit, stack_payoff)
+    auto = autoscaling.resolve(config, decode, len(servers), fit, stack_payoff, connector.kv_usage_metric)
     profile = connector.router_profile(stack.choice, auto.max_replicas if auto else stack.replicas)
-    values = _router_values(config, decode, tier_sizing, profile, flow_control=auto is not None)
+    if precise_routing.is_precise(stack):  # the connectors it applies to route `tiered` otherwise
+        profile = "precise"
+    autoscaling.check_signal(auto, profile)
+    values = _router_values(
+        config,
+        decode,
+        tier_sizing,
+        profile,
+        flow_control=auto is not None,
+        precise=precise_routing.precise_index(stack, stack_payoff),
+        peak_prefill_rate=auto.prefill_rate.whole if auto and auto.prefill_rate else None,
+    )
     check_router_reaches_model_servers(values, servers)
     if auto is not None and profile == "default":
         raise ConfigError(
@@ -232,12 +258,19 @@ def _decode_server(stack: Resolved, tier_sizing: sizing.TierSizing) -> ServerSpe
         model_cache=cached,
         memory_fraction=cache.memory_fraction,
         max_model_len=cache.max_model_len or stack.defaults.max_model_len,
+        publisher=precise_routing.publisher(stack),
     )
     return dataclasses.replace(spec, tier_identity=tier_identity(config, spec))
 
 
 def _router_values(
-    config: StackConfig, decode: ServerSpec, tier_sizing: sizing.TierSizing, profile: str, flow_control: bool
+    config: StackConfig,
+    decode: ServerSpec,
+    tier_sizing: sizing.TierSizing,
+    profile: str,
+    flow_control: bool,
+    precise: PreciseIndex | None = None,
+    peak_prefill_rate: int | None = None,
 ) -> dict[str, Any]:
     router = config.router
     check_epp_index(config, tier_sizing.lru_capacity_per_server, decode.replicas * decode.group_size)
@@ -256,6 +289,8 @@ def _router_values(
             profile=profile,
             model_name=tier_sizing.model.name,
             flow_control=flow_control,
+            precise=precise,
+            peak_prefill_rate=peak_prefill_rate,
         )
     )
 

@@ -23,7 +23,15 @@ from stacks.planning.stack_plan import StackPlan
 from stacks.planning.tier_capacity import budget as tier_budget
 from stacks.planning.tier_fit import node_largest_tier, tier_capacity
 from stacks.planning.workload import capacity_plan, replay_progress, tier_objective, workload_sizing
-from stacks.planning.workload.capacity_records import CapacityPlan, Scenario, TierSet
+from stacks.planning.workload.capacity_records import (
+    ROUTINGS,
+    CapacityPlan,
+    RoutingComparison,
+    RoutingRun,
+    Scenario,
+    TierSet,
+    other_of,
+)
 from stacks.planning.workload.cost import size_price, stack_cost
 from stacks.planning.workload.cost_records import ServingUse, StackCost
 from stacks.planning.workload.routing_weights import routing_of
@@ -58,6 +66,11 @@ class Replan:
         return self._made[key]
 
 
+# The stack's plan with the other prefix routing, at a replica count, CPU tier and store rate (a ConfigError where
+# that routing is refused for the stack).
+OtherRouting = Callable[[int, ByteSize | None, StoreRate | None], StackPlan]
+
+
 def plan_workload(
     first: StackPlan,
     source: WorkloadSource,
@@ -66,9 +79,11 @@ def plan_workload(
     *,
     weigh_any_tier: bool = False,
     replay_day: bool = False,
+    other_routing: OtherRouting | None = None,
 ) -> WorkloadPlan:
     """The workload through the stack, once. `first`: the plan at the configured figures; `weigh_any_tier`: weigh
-    `pricing.objective`'s size even where `cache.tier.cpu` is set (what auto would take, as `./run size` shows).
+    `pricing.objective`'s size even where `cache.tier.cpu` is set (what auto would take, as `./run size` shows);
+    `other_routing`: replay the rendered figures again under the other prefix routing, side by side (`./run size`).
     `cache.replicas: auto` takes the capacity plan's fewest (and, under `pricing.objective: cost`, the count of the
     size it took); the capacity plan is replayed again at the rendered figures where they moved. The keep-up check
     of a configured count is the caller's (`capacity_plan.check_fits` on the record's capacity). `replay_day`: an
@@ -98,7 +113,13 @@ def plan_workload(
         capacity = plan_capacity_of(rendered, source, slo, capacity)
     cost = priced(rendered, sized, capacity, chosen)
     day = day_of(rendered, source) if replay_day else None
-    return WorkloadPlan(source.description, capacity, sized, objective, replicas, chosen, measured, cost, day)
+
+    routings = None
+    if other_routing is not None:
+        routings = routings_of(
+            rendered, source, capacity, lambda: other_routing(rendered.stack.replicas, chosen, measured)
+        )
+    return WorkloadPlan(source.description, capacity, sized, objective, replicas, chosen, measured, cost, day, routings)
 
 
 def day_of(stack_plan: StackPlan, source: WorkloadSource) -> ScaleInDay | None:
@@ -122,6 +143,25 @@ def day_of(stack_plan: StackPlan, source: WorkloadSource) -> ScaleInDay | None:
         routing_of(stack_plan.router_values).weights,
         scale_in.annotator_window(auto),
     )
+
+
+def routings_of(
+    rendered: StackPlan, source: WorkloadSource, capacity: CapacityPlan, other: Callable[[], StackPlan]
+) -> RoutingComparison:
+    """The rendered routing's capacity-plan run beside the other routing's replay of the same figures, one replay
+    more at the configured run's count and tiers (or the line that refuses the other routing for this stack)."""
+    configured, prefix = capacity.configured, rendered.config.router.prefix_routing
+    runs = {prefix: RoutingRun(prefix, configured, capacity.routing.source)}
+    try:
+        routing = routing_of(other().router_values)
+    except ConfigError as error:
+        return RoutingComparison(prefix, (runs[prefix],), f"{error.field}: {error.allowed}")
+    shape, requests = stack_shape(rendered), source.requests_list()
+    run, _ = capacity_plan.replay_scenario(
+        shape, requests, source.block_tokens, routing, configured.scenario, configured.replicas, capacity.slo
+    )
+    runs[other_of(prefix)] = RoutingRun(other_of(prefix), run, routing.source)
+    return RoutingComparison(prefix, tuple(runs[r] for r in ROUTINGS if r in runs))
 
 
 def priced(
@@ -149,6 +189,7 @@ def stack_shape(stack_plan: StackPlan) -> StackShape:
     """What the tier replay needs of a plan."""
     stack, decode = stack_plan.stack, stack_plan.model_server
     connector, config = stack.connector, stack.config
+    media = {t.tier: t.medium.lower() for t in connector.kv_events(stack.choice.filesystem_tier) if t.medium}
     return StackShape(
         model=decode.model,
         hbm=stack_plan.hbm,
@@ -165,6 +206,8 @@ def stack_shape(stack_plan: StackPlan) -> StackShape:
         ttft_band=ttft_band(config.cache.accelerator, config.cache.server, decode.model.experts > 0),
         band_scope=f"{config.cache.server} on {decode.accelerator.reference_hardware}, a"
         f" {'mixture-of-experts' if decode.model.experts else 'dense'} model",
+        hbm_medium=media.get("hbm"),
+        cpu_medium=media.get("cpu"),
     )
 
 

@@ -58,7 +58,15 @@ def autoscaling_lines(stack_plan: StackPlan) -> list[str]:
         if auto.tier_per_pod is not None
         else "no CPU tier: the per-node daemon keeps it when a model-server pod goes"
     )
-    signals = ", ".join(f"`{keda.SIGNAL_METRICS[s]}` {t.target:g} ({t.metric_type})" for s, t in _targets(auto))
+    if auto.prefill_rate is not None:
+        rate = auto.prefill_rate
+        trigger = (
+            f"tokens: the prefill backlog, in-flight tokens / {rate.whole} tok/s, {auto.token_thresholds.backlog_s:g} s"
+            f" per replica; KV cache in use {auto.token_thresholds.kv_usage:g} pods' worth per replica (AverageValue)"
+        )
+    else:
+        signals = ", ".join(f"`{keda.SIGNAL_METRICS[s]}` {t.target:g} ({t.metric_type})" for s, t in _targets(auto))
+        trigger = f"{auto.mode}: {signals}"
     keda_row = (
         f"installed by the stack (kedacore/keda {versions.KEDA_VERSION}, namespace `keda`)"
         if provider_of(stack_plan.config).creates
@@ -66,7 +74,18 @@ def autoscaling_lines(stack_plan: StackPlan) -> list[str]:
     )
     rows = [
         ("KEDA", keda_row),
-        ("trigger", f"{auto.mode}: {signals}"),
+        ("trigger", trigger),
+        *(
+            [
+                (
+                    "peak prefill rate",
+                    f"{auto.prefill_rate.whole} tok/s: {auto.prefill_rate.formula}, the router's"
+                    " prefix-cache-affinity-filter's and the trigger's divisor",
+                )
+            ]
+            if auto.prefill_rate is not None
+            else []
+        ),
         ("metrics from", auto.source.server_address),
         (
             "replicas",

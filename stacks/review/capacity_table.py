@@ -8,11 +8,11 @@ from stacks.planning.workload.capacity_plan import needs_line, shortfall
 from stacks.planning.workload.capacity_records import CapacityPlan, Run
 
 
-def _ms(seconds: float) -> str:
+def duration(seconds: float) -> str:
     return f"{seconds * 1000:,.0f} ms" if seconds < 10 else f"{seconds:,.0f} s"
 
 
-def _tiers(run: Run) -> str:
+def tiers_of(run: Run) -> str:
     scenario = run.scenario
     parts = ["HBM only"] if not scenario.cpu.bytes else [f"CPU tier {scenario.cpu.readable()}"]
     if scenario.fs is not None:
@@ -21,8 +21,8 @@ def _tiers(run: Run) -> str:
 
 
 def _row(label: str, run: Run) -> str:
-    ttft = " / ".join(_ms(t) for t in run.ttft_s)
-    tpot = " / ".join(_ms(t) for t in run.tpot_s)
+    ttft = " / ".join(duration(t) for t in run.ttft_s)
+    tpot = " / ".join(duration(t) for t in run.tpot_s)
     busy = max(run.utilisation)
     hits = run.hbm_share + run.cpu_share + run.fs_share
     verdict = "yes" if run.fits else "no"
@@ -51,12 +51,12 @@ def capacity_lines(plan: CapacityPlan, auto: bool) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     label = "as configured" + (" (`cache.replicas: auto`)" if auto else "")
-    lines.append(_row(f"{_tiers(run)}, {label}", run))
+    lines.append(_row(f"{tiers_of(run)}, {label}", run))
     for needed in plan.needed:
         if needed.run is None:
             lines.append(f"| {needed.scenario.name} | more than 256 | no | | | | | | | |")
         else:
-            lines.append(_row(f"{_tiers(needed.run)}: the fewest", needed.run))
+            lines.append(_row(f"{tiers_of(needed.run)}: the fewest", needed.run))
     lines.append("")
     if run.fits:
         lines.append(f"The {run.replicas} configured replicas {target}. Fewest per tiers: {needs_line(plan)}.")
@@ -100,6 +100,6 @@ def ttft_sizing_line(plan: CapacityPlan) -> str:
     return (
         f"TTFT is sized at the time model's error band's pessimistic edge: on {band.runs} ({band.stages} stage rows,"
         f" `./run bench`) the modelled TTFT p90 is {band.low:.2f} to {band.high:.2f} of published, so a count meets"
-        f" workload.slo.ttft_p90 when its modelled p90 / {band.low:.2f} does: {_ms(run.ttft_s[1])} modelled,"
-        f" {_ms(band.edge(run.ttft_s[1]))} at the edge, on the {run.replicas} replicas as configured."
+        f" workload.slo.ttft_p90 when its modelled p90 / {band.low:.2f} does: {duration(run.ttft_s[1])} modelled,"
+        f" {duration(band.edge(run.ttft_s[1]))} at the edge, on the {run.replicas} replicas as configured."
     )

@@ -20,6 +20,7 @@ from stacks.review.capacity_table import capacity_lines
 from stacks.review.cost_summary import cost_lines, objective_lines
 from stacks.review.layer_rows import cluster_row, gateway_rows
 from stacks.review.offline import Recording
+from stacks.review.routing_summary import prefix_routing_rows, sizing_rows
 from stacks.review.throughput_summary import throughput_lines
 from stacks.review.tier_capacity_summary import tier_capacity_lines
 from stacks.review.tier_curve_table import tier_curve_lines
@@ -122,7 +123,7 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
         rows.append(("filesystem tier backend", config.storage.backend))
     rows.append(("monitoring", config.monitoring.provider if config.monitoring.enabled else "off"))
     rows.append(_network_row(stack_plan, recording))
-    derivations = [*stack_plan.hbm.rows(), *((d.name, d.value, d.formula) for d in stack_plan.sizing.derivations)]
+    derivations = [*stack_plan.hbm.rows(), *sizing_rows(stack_plan)]
     lines = [
         f"# {stack}: llm-d tiered prefix cache",
         "",
@@ -267,6 +268,7 @@ def _optional_rows(stack_plan: StackPlan) -> list[tuple[str, str]]:
     router_values = stack_plan.router_values["router"]
     if "tokenizer" in router_values:
         rows.append(("router tokenizer", f"sidecar for {router_values['tokenizer']['modelName']} (token-producer)"))
+    rows += prefix_routing_rows(stack_plan)
     return rows
 
 

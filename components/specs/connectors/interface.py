@@ -22,6 +22,7 @@ from components.catalog.models import ModelSpec
 from components.catalog.startup_figures import SizedImage
 from components.formulas.tier_shape import Relation, Scope
 from components.manifest import Manifest
+from components.specs.kv_events import TierEvents, refusal
 from components.specs.lmcache import LMCacheSettings
 from components.specs.metric_family import MetricFamily
 from components.specs.network import Peer
@@ -36,7 +37,7 @@ from components.units import ByteSize, GiB
 
 FILES_STORAGE = labels.FILES_STORAGE_MOUNT
 
-RouterProfile = Literal["tiered", "pd", "token-routing", "default"]
+RouterProfile = Literal["tiered", "pd", "token-routing", "default", "precise"]
 Problem = tuple[str, object, str]  # a config field, its value and what is wrong (stacks raises it)
 
 
@@ -49,6 +50,7 @@ class Choice:
     variant: Variant
     host_type: HostType
     lmcache: LMCacheSettings
+    precise: bool = False  # router.prefix_routing precise: the engines publish their KV-cache events
 
     @property
     def filesystem_tier(self) -> bool:
@@ -98,6 +100,12 @@ class Connector:
     # kv-transfer config), the engine flag that turns it on.
     kv_connector_class: ClassVar[str | None] = None
     engine_flag: ClassVar[str | None] = None
+    # Its engine's gauge of the HBM KV pool in use, 0..1 per pod (the token-aware variant's decode trigger).
+    kv_usage_metric: ClassVar[str] = "vllm:kv_cache_usage_perc"
+    # How its engine is told the KV block size, and the `--kv-events-config` field that turns its events on (vLLM's
+    # KVEventsConfig `enable_kv_cache_events`; None: the config's presence, SGLang's): what the policy pack reads.
+    block_flag: ClassVar[str] = "--block-size"
+    kv_events_switch: ClassVar[str | None] = "enable_kv_cache_events"
     # How the tier replay (components/formulas/tier_replay.py) models its CPU tier: `inclusive` when it
     # stores every block as it is computed (a copy of what HBM holds: vLLM's OffloadingConnector, LMCache,
     # HiCache under the write_through policy the guide sets, the TPU offload connector), `exclusive` when it
@@ -142,6 +150,20 @@ class Connector:
         """Tokens per block the CPU tier moves to the accelerator, and what sets it."""
         return choice.accelerator.kv_block_tokens, "vLLM KV block"
 
+    def engine_block(self, choice: Choice) -> int:
+        """Tokens per KV block of the engine's HBM cache (vLLM's `--block-size`): what precise routing hashes in."""
+        return choice.accelerator.kv_block_tokens
+
+    def kv_events(self, filesystem_tier: bool) -> tuple[TierEvents, ...]:
+        """What its engine publishes about each tier the stack has (HBM, CPU, and the filesystem tier with the
+        `fs` variant), read from the engines' sources at their pinned versions; precise routing needs every
+        tier's stores and evictions (`precise_refusal`). Empty: none recorded, which refuses it too."""
+        return ()
+
+    def precise_refusal(self, filesystem_tier: bool) -> str | None:
+        """The one line refusing precise routing over it (None: every tier's stores and evictions are reported)."""
+        return refusal(self.key, self.kv_events(filesystem_tier))
+
     # -- the model servers -----------------------------------------------------------------------------
     def roles(self, choice: Choice) -> int:
         """Model-server roles (2: prefill and decode)."""
@@ -155,7 +177,9 @@ class Connector:
         return labels.GUIDE
 
     def image(self, choice: Choice) -> str:
-        return choice.accelerator.vllm_image
+        """The accelerator's vLLM image; under precise routing, the one its precise guide pins where it differs."""
+        precise = choice.accelerator.precise_vllm_image
+        return precise if choice.precise and precise is not None else choice.accelerator.vllm_image
 
     def router_profile(self, choice: Choice, replicas: int) -> RouterProfile:
         return "tiered"

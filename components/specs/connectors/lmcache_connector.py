@@ -13,12 +13,14 @@ from components.formulas.payoff import LMCACHE_CHUNK_TOKENS
 from components.manifest import Manifest
 from components.specs.connectors.interface import Choice, SizingInputs
 from components.specs.connectors.vllm_family import (
+    VLLM_HBM_EVENTS,
     XPU_LOG_ARGS,
     XPU_TAIL_ARGS,
     VllmConnector,
     shared_tier_volumes,
     xpu_dtype_args,
 )
+from components.specs.kv_events import TierEvents
 from components.specs.metric_family import Alert, MetricFamily, Panel, Thresholds
 from components.specs.servers.base import empty_dir, env_var, tier_dir
 from components.specs.servers.limits import GuideLimits, limit_args, limits
@@ -120,6 +122,25 @@ LMCACHE_METRICS = MetricFamily(
 )
 
 
+# LMCache's CPU tier through vLLM's LMCacheConnectorV1: stores only, and nothing from its local-disk tier.
+LMCACHE_CPU_EVENTS = TierEvents(
+    "cpu",
+    "cpu",
+    stores=True,
+    evictions=False,
+    source="vLLM 0.26.0 lmcache_connector.py get_kv_connector_kv_cache_events builds BlockStored only, from"
+    " LMCache 0.5.6 v1/cache_engine.py get_kv_events (store events, medium cpu)",
+)
+LMCACHE_DISK_EVENTS = TierEvents(
+    "fs",
+    None,
+    stores=False,
+    evictions=False,
+    source="LMCache 0.5.6 v1/cache_engine.py: its events are the CPU tier's stores; its local-disk backend reports"
+    " none",
+)
+
+
 class LMCacheInProcess(VllmConnector):
     key = "lmcache-connector"
     kv_connector_class = "LMCacheConnectorV1"
@@ -129,6 +150,9 @@ class LMCacheInProcess(VllmConnector):
         i = inputs
         disk = i.disk if i.variant == "fs" else None
         return size_tiers(i.model, i.accelerator, i.tensor_parallelism, i.tier, disk)
+
+    def kv_events(self, filesystem_tier: bool) -> tuple[TierEvents, ...]:
+        return (VLLM_HBM_EVENTS, LMCACHE_CPU_EVENTS, *((LMCACHE_DISK_EVENTS,) if filesystem_tier else ()))
 
     def pod_cpu_tier(self, sizing: TierSizing, hosts: int) -> ByteSize:
         """`LMCACHE_MAX_LOCAL_CPU_SIZE` in each of the pod's ranks."""

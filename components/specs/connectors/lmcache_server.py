@@ -14,7 +14,8 @@ from components.manifest import Manifest
 from components.specs import lmcache, monitoring
 from components.specs.connectors.interface import Choice, DaemonInputs, Problem, RouterProfile, SizingInputs
 from components.specs.connectors.lmcache_connector import LMCACHE_METRICS
-from components.specs.connectors.vllm_family import VllmConnector
+from components.specs.connectors.vllm_family import VLLM_HBM_EVENTS, VllmConnector
+from components.specs.kv_events import TierEvents
 from components.specs.network import Rule, StackTraffic, policy
 from components.specs.servers.lmcache_mp import lmcache_mp_manifests
 from components.specs.sizing import SHM_HEADROOM, Derivation, Sizes, TierSizing, sized
@@ -59,6 +60,19 @@ def size_client_pods(
     return dataclasses.replace(pods, router_counts_tier=False)
 
 
+# The node's LMCache server: LMCache's own LMCacheMPConnector reports the L1's stores and evictions, but the L1 is
+# the node's, shared by its pods: an event names the pod whose request stored a block, not every pod that loads it.
+LMCACHE_SERVER_EVENTS = TierEvents(
+    "cpu",
+    "CPU",
+    stores=True,
+    evictions=True,
+    pooled=True,
+    source="LMCache 0.5.6 integration/vllm/lmcache_mp_connector.py get_kv_connector_kv_cache_events (BlockStored,"
+    " BlockRemoved) over the node server's shared L1; vLLM 0.26.0's own LMCacheMPConnector.take_events yields none",
+)
+
+
 class LMCacheServer(VllmConnector):
     key = "lmcache-server"
     kv_connector_class = lmcache.MP_CONNECTOR_CLASS
@@ -79,6 +93,9 @@ class LMCacheServer(VllmConnector):
 
     def transfer_block(self, choice: Choice) -> tuple[int, str]:
         return choice.lmcache.chunk_size, "LMCache chunk, `lmcache.chunk_size`"
+
+    def kv_events(self, filesystem_tier: bool) -> tuple[TierEvents, ...]:
+        return (VLLM_HBM_EVENTS, LMCACHE_SERVER_EVENTS)
 
     def roles(self, choice: Choice) -> int:
         return 2 if choice.lmcache.mode == "pd" else 1

@@ -14,7 +14,8 @@ from components.catalog.models import ModelSpec
 from components.manifest import Manifest
 from components.specs import monitoring, mooncake
 from components.specs.connectors.interface import Choice, DaemonInputs, SizingInputs, Variant
-from components.specs.connectors.vllm_family import VllmConnector
+from components.specs.connectors.vllm_family import VLLM_HBM_EVENTS, VllmConnector
+from components.specs.kv_events import TierEvents
 from components.specs.mooncake import MOONCAKE_CLIENT_SHM, MooncakeClientSizing, mooncake_client, mooncake_text
 from components.specs.network import NAMESPACE_NAME_LABEL, Peer, Rule, StackTraffic, policy
 from components.specs.servers.base import empty_dir, env_var
@@ -125,6 +126,18 @@ def size_standalone(
     )
 
 
+# MooncakeStore's pool: the storing pod reports what it put (stores only), and any pod loads from the pool.
+MOONCAKE_EVENTS = TierEvents(
+    "cpu",
+    "cpu",
+    stores=True,
+    evictions=False,
+    pooled=True,
+    source="vLLM 0.26.0 and 0.27.1 mooncake/store/worker.py: BlockStored (medium cpu) from the storing pod, no"
+    " BlockRemoved for what the master evicts",
+)
+
+
 class MooncakeStore(VllmConnector):
     key = "mooncake-store"
     kv_connector_class = "MooncakeStoreConnector"
@@ -153,6 +166,10 @@ class MooncakeStore(VllmConnector):
 
     def uses_tier_claim(self, variant: Variant) -> bool:
         return False  # its filesystem tier is node-local SSD
+
+    def kv_events(self, filesystem_tier: bool) -> tuple[TierEvents, ...]:
+        """One record for the pool (its SSD tier, with the fs variant, sits behind the same store)."""
+        return (VLLM_HBM_EVENTS, MOONCAKE_EVENTS)
 
     def kv_transfer_config(self, spec: ServerSpec) -> dict[str, Any]:
         return mooncake_store_connector(standalone=spec.filesystem_tier)

@@ -7,11 +7,13 @@ import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from components.catalog import labels
 from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
 from components.manifest import Manifest
 from components.specs.connectors.interface import Choice, SizingInputs
-from components.specs.connectors.vllm_family import VllmConnector, shared_tier_volumes, vllm_layout
+from components.specs.connectors.vllm_family import VLLM_HBM_EVENTS, VllmConnector, shared_tier_volumes, vllm_layout
+from components.specs.kv_events import TierEvents
 from components.specs.metric_family import Alert, MetricFamily, Panel, Thresholds
 from components.specs.promql import rate, ratio
 from components.specs.servers.base import empty_dir, env_var, tier_dir
@@ -63,9 +65,11 @@ def size_cpu_tier(
     )
 
 
-def offloading_connector(tier: TierSizing, root_dir: str | None) -> dict[str, Any]:
+def offloading_connector(tier: TierSizing, root_dir: str | None, self_describing: bool = False) -> dict[str, Any]:
     """vLLM's native OffloadingConnector; with a filesystem tier (its `root_dir`: the stack's namespace on the
-    shared claim), through TieringOffloadingSpec."""
+    shared claim), through TieringOffloadingSpec. `self_describing`: its CPU-tier events carry their token ids
+    and parent hash (`self_describing_kv_events`, vLLM 0.26.0 offloading/events.py), so a router indexes them
+    without the HBM event it would otherwise resolve them through (precise routing)."""
     cpu_bytes = sizes_of(NativeSizes, tier).cpu_bytes_to_use.bytes
     extra: dict[str, Any] = {"cpu_bytes_to_use": cpu_bytes}
     if root_dir is not None:
@@ -82,6 +86,8 @@ def offloading_connector(tier: TierSizing, root_dir: str | None) -> dict[str, An
                 }
             ],
         }
+    if self_describing:
+        extra["self_describing_kv_events"] = True
     return {"kv_connector": Native.kv_connector_class, "kv_role": "kv_both", "kv_connector_extra_config": extra}
 
 
@@ -164,6 +170,26 @@ OFFLOAD_METRICS = MetricFamily(
 )
 
 
+# What the OffloadingConnector publishes (vLLM 0.26.0 and 0.27.1, read in both wheels): the CPU tier's stores
+# and evictions; the filesystem tier's stores only.
+NATIVE_CPU_EVENTS = TierEvents(
+    "cpu",
+    "CPU",
+    stores=True,
+    evictions=True,
+    source="vLLM 0.26.0 and 0.27.1 v1/kv_offload/cpu/manager.py: complete_store stores, prepare_store evictions,"
+    " published by OffloadingConnector.take_events (offloading/events.py), medium CPU",
+)
+NATIVE_FS_EVENTS = TierEvents(
+    "fs",
+    "FS",
+    stores=True,
+    evictions=False,
+    source="vLLM 0.26.0 v1/kv_offload/tiering/fs/manager.py get_finished_jobs: stores only, medium FS (STORAGE in"
+    " 0.27.1); the files the tier evictor deletes are never reported",
+)
+
+
 class Native(VllmConnector):
     key = "native"
     kv_connector_class = "OffloadingConnector"
@@ -185,8 +211,13 @@ class Native(VllmConnector):
     def verifies_shared_tier(self, choice: Choice) -> bool:
         return choice.filesystem_tier
 
+    def kv_events(self, filesystem_tier: bool) -> tuple[TierEvents, ...]:
+        return (VLLM_HBM_EVENTS, NATIVE_CPU_EVENTS, *((NATIVE_FS_EVENTS,) if filesystem_tier else ()))
+
     def kv_transfer_config(self, spec: ServerSpec) -> dict[str, Any]:
-        return offloading_connector(spec.sizing, tier_dir(spec) if spec.filesystem_tier else None)
+        return offloading_connector(
+            spec.sizing, tier_dir(spec) if spec.filesystem_tier else None, self_describing=spec.publisher is not None
+        )
 
     def vllm_args(self, spec: ServerSpec, model: list[str], tp: str, kv: list[str]) -> list[str]:
         extra = ["--disable-hybrid-kv-cache-manager"] if spec.model.hybrid_attention else []
@@ -205,7 +236,7 @@ class Native(VllmConnector):
 
     def env(self, spec: ServerSpec) -> list[Manifest]:
         if spec.filesystem_tier:  # every pod must hash blocks alike to share the filesystem tier
-            return [env_var("PYTHONHASHSEED", "42")]
+            return [env_var(labels.HASH_SEED_ENV, labels.KV_HASH_SEED)]
         return []
 
     def volumes(self, spec: ServerSpec) -> tuple[list[Manifest], list[Manifest]]:

@@ -11,6 +11,7 @@ from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
 from components.manifest import Manifest
 from components.specs.connectors.interface import Choice, Connector, SizingInputs
+from components.specs.kv_events import TierEvents
 from components.specs.metric_family import Alert, CacheValue, MetricFamily, Panel, Thresholds
 from components.specs.promql import rate
 from components.specs.servers.base import env_var, tier_dir
@@ -117,10 +118,38 @@ HICACHE_METRICS = MetricFamily(
 )
 
 
+# SGLang 0.5.16's HiRadixCache reports both tiers it keeps (mem_cache/events.py KVCacheEventMixin); its L3 (the
+# file storage backend of the fs variant) reports nothing.
+HICACHE_HBM_EVENTS = TierEvents(
+    "hbm",
+    "GPU",
+    stores=True,
+    evictions=True,
+    source="SGLang 0.5.16 mem_cache/hiradix_cache.py: _record_store_event / _record_remove_event, medium GPU",
+)
+HICACHE_HOST_EVENTS = TierEvents(
+    "cpu",
+    "CPU_PINNED",
+    stores=True,
+    evictions=True,
+    source="SGLang 0.5.16 mem_cache/hiradix_cache.py: the host tier's stores and evictions, medium CPU_PINNED",
+)
+HICACHE_STORAGE_EVENTS = TierEvents(
+    "fs",
+    None,
+    stores=False,
+    evictions=False,
+    source="SGLang 0.5.16 mem_cache/hiradix_cache.py: no event names the storage backend (StorageMedium.DISK unused)",
+)
+
+
 class HiCache(Connector):
     key = "sglang-hicache"
     engine_flag = "--enable-hierarchical-cache"
     engine = "sglang"
+    kv_usage_metric = "sglang:token_usage"
+    block_flag = "--page-size"
+    kv_events_switch = None
     metric_families = (HICACHE_METRICS,)
     verification_check = "sglang"
 
@@ -134,6 +163,12 @@ class HiCache(Connector):
 
     def transfer_block(self, choice: Choice) -> tuple[int, str]:
         return PAGE_TOKENS, "HiCache page"
+
+    def engine_block(self, choice: Choice) -> int:
+        return PAGE_TOKENS  # `--page-size`
+
+    def kv_events(self, filesystem_tier: bool) -> tuple[TierEvents, ...]:
+        return (HICACHE_HBM_EVENTS, HICACHE_HOST_EVENTS, *((HICACHE_STORAGE_EVENTS,) if filesystem_tier else ()))
 
     def image(self, choice: Choice) -> str:
         return versions.SGLANG_IMAGE
@@ -159,7 +194,7 @@ class HiCache(Connector):
             env_var("SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR", tier_dir(spec)),
             env_var("SGLANG_HICACHE_FILE_BACKEND_ENABLE_METADATA_CACHE", "true"),
             env_var("SGLANG_HICACHE_FILE_BACKEND_METADATA_TTL", "5.0"),
-            env_var("PYTHONHASHSEED", "42"),
+            env_var(labels.HASH_SEED_ENV, labels.KV_HASH_SEED),
         ]
 
     def pod_labels(self, accelerator: AcceleratorProfile) -> dict[str, str]:

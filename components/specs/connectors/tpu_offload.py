@@ -10,7 +10,8 @@ from components.catalog.accelerators import AcceleratorProfile
 from components.catalog.models import ModelSpec
 from components.manifest import Manifest
 from components.specs.connectors.interface import Choice, SizingInputs
-from components.specs.connectors.vllm_family import VllmConnector
+from components.specs.connectors.vllm_family import VLLM_HBM_EVENTS, VllmConnector
+from components.specs.kv_events import TierEvents
 from components.specs.servers.base import env_var
 from components.specs.servers.limits import GuideLimits
 from components.specs.servers.tpu import (
@@ -79,6 +80,16 @@ def size_chunks(
     )  # fmt: skip
 
 
+# The TPU offload connector defines no take_events: KVConnectorBase_V1's default yields none for its CPU tier.
+TPU_OFFLOAD_EVENTS = TierEvents(
+    "cpu",
+    None,
+    stores=False,
+    evictions=False,
+    source="tpu-inference 0.26.0 and 0.27.0 offload/tpu_offload_connector.py: no take_events (vLLM's base yields none)",
+)
+
+
 class TPUOffload(VllmConnector):
     key = "tpu-offload"
     kv_connector_class = "TPUOffloadConnector"
@@ -94,6 +105,9 @@ class TPUOffload(VllmConnector):
 
     def transfer_block(self, choice: Choice) -> tuple[int, str]:
         return choice.accelerator.kv_block_tokens, "TPU offload KV block"
+
+    def kv_events(self, filesystem_tier: bool) -> tuple[TierEvents, ...]:
+        return (VLLM_HBM_EVENTS, TPU_OFFLOAD_EVENTS)
 
     def env(self, spec: ServerSpec) -> list[Manifest]:
         """Its CPU tier in KV blocks, and the HBM blocks it stages for the copies (the guide's per host type)."""

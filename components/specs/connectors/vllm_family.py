@@ -7,6 +7,7 @@ from __future__ import annotations
 from components.catalog import labels
 from components.manifest import Manifest
 from components.specs.connectors.interface import Choice, Connector, RouterProfile
+from components.specs.kv_events import TierEvents
 from components.specs.metric_family import Alert, CacheValue, MetricFamily, Panel, Thresholds, in_order
 from components.specs.promql import rate, ratio
 from components.specs.servers.base import GuideLimits, ServerSpec, files_storage_mount, files_storage_volume
@@ -132,6 +133,17 @@ VLLM_METRICS = MetricFamily(
 # The tiered router values' cpu-prefix-cache-producer index, held against what vLLM's counters say the
 # servers hit.
 ROUTER_CPU_INDEX = MetricFamily("router-cpu-index", 30, router_cpu_index_alerts)
+
+
+# vLLM's own HBM cache: its block pool reports every block it caches and frees (the scheduler's KV cache manager,
+# on every platform vLLM runs, the TPU's too).
+VLLM_HBM_EVENTS = TierEvents(
+    "hbm",
+    "GPU",
+    stores=True,
+    evictions=True,
+    source="vLLM 0.26.0 and 0.27.1 v1/core/block_pool.py: BlockStored and BlockRemoved, medium GPU",
+)
 
 
 class VllmConnector(Connector):

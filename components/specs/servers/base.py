@@ -22,7 +22,7 @@ from components.manifest import (
     Probes,
     plain,
 )
-from components.specs import model_cache
+from components.specs import kv_events, model_cache
 from components.specs.model_cache import TIER_SUBPATH, ModelCache
 from components.specs.security import LUSTRE_PERMISSIONS_CONTAINER
 from components.specs.servers.scheduling import Scheduling, scheduled
@@ -115,6 +115,7 @@ class ServerSpec:
     # What the KV its servers persist depends on (None: no persistent tier); the plan sets it from the spec.
     tier_identity: TierIdentity | None = None
     drain: Drain | None = None  # its drain before it stops (servers/shutdown.py); None: the family's own grace
+    publisher: kv_events.Publisher | None = None  # its KV-cache events for the precise index (None: approximate)
 
     @property
     def filesystem_tier(self) -> bool:

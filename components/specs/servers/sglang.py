@@ -21,6 +21,7 @@ from components.specs.servers.base import (
     service_account,
     serving_container,
 )
+from components.specs.servers.kv_event_env import kv_events_env, with_kv_event_ports
 from components.specs.servers.limits import fraction_text, limit_args, limits
 from components.specs.servers.shutdown import drained
 from components.units import ByteSize, GiB
@@ -44,11 +45,12 @@ def sglang_args(spec: ServerSpec) -> list[str]:
         f"--mem-fraction-static={fraction_text(limits(spec).memory_fraction)}",
         "--enable-metrics",
     ]
-    return spec.connector.sglang_args(spec, head, limit_args(spec, context_flag="--context-length"))
+    args = spec.connector.sglang_args(spec, head, limit_args(spec, context_flag="--context-length"))
+    return args if spec.publisher is None else [*args, "--kv-events-config", spec.publisher.sglang_config()]
 
 
 def _env(spec: ServerSpec) -> list[Manifest]:
-    return [
+    env = [
         *spec.connector.env(spec),
         field_env("NAMESPACE", "metadata.namespace"),
         field_env("POD_IP", "status.podIP"),
@@ -56,6 +58,7 @@ def _env(spec: ServerSpec) -> list[Manifest]:
         *platform_env(spec),
         *(model_cache.server_env(spec.model_cache, "sglang") if spec.model_cache else []),
     ]
+    return [*env, *kv_events_env(spec, env)]
 
 
 def _devices(spec: ServerSpec) -> Manifest:
@@ -77,6 +80,7 @@ def sglang_manifests(spec: ServerSpec) -> list[Manifest]:
     mounts += cache_mounts
     command, resources = ["python3", "-m", "sglang.launch_server"], memory_resources(spec, _devices(spec))
     container = serving_container(spec, command, sglang_args(spec), _env(spec), resources, mounts)
+    with_kv_event_ports(spec, container)
     pod: PodSpec = {"serviceAccountName": spec.service_account_name, "containers": [container], "volumes": volumes}
     drained(spec, pod, container)  # SGLang drains on SIGTERM itself (SGLANG_FORCE_SHUTDOWN unset): no flag
     init = lustre_permissions_init(spec)

@@ -22,6 +22,7 @@ from components.specs.servers.base import (
     service_account,
     serving_container,
 )
+from components.specs.servers.kv_event_env import kv_events_env, with_kv_event_ports
 from components.specs.servers.shutdown import TERMINATION_GRACE_SECONDS, drained, vllm_drain_args
 
 XPU_CLAIM = "intel-decode-claim"
@@ -29,8 +30,9 @@ XPU_CLAIM = "intel-decode-claim"
 
 def vllm_args(spec: ServerSpec) -> list[str]:
     model, tp = model_load_args(spec), f"--tensor-parallel-size={spec.tensor_parallelism}"
-    kv = ["--kv-transfer-config", spec.connector.kv_transfer_flag(spec)]
-    return [*spec.connector.vllm_args(spec, model, tp, kv), *vllm_drain_args(spec)]
+    args = spec.connector.vllm_args(spec, model, tp, ["--kv-transfer-config", spec.connector.kv_transfer_flag(spec)])
+    args = args if spec.publisher is None else [*args, *spec.publisher.vllm_args(args)]
+    return [*args, *vllm_drain_args(spec)]
 
 
 def _env(spec: ServerSpec) -> list[Manifest]:
@@ -39,7 +41,7 @@ def _env(spec: ServerSpec) -> list[Manifest]:
     user = [env_var("USER", "llm-d")] if spec.accelerator.sets_user_env else []
     accelerator = [env_var(k, v) for k, v in spec.accelerator.extra_env]
     cache = model_cache.server_env(spec.model_cache, "vllm") if spec.model_cache else []
-    return [
+    env = [
         *spec.connector.env(spec),
         hf_token_env(optional=spec.accelerator.hf_token_optional),
         *accelerator,
@@ -47,6 +49,7 @@ def _env(spec: ServerSpec) -> list[Manifest]:
         *platform_env(spec),
         *cache,
     ]
+    return [*env, *kv_events_env(spec, env)]
 
 
 def _volumes(spec: ServerSpec) -> tuple[list[Manifest], list[Manifest]]:
@@ -78,6 +81,7 @@ def vllm_manifests(spec: ServerSpec) -> list[Manifest]:
     volumes, mounts = _volumes(spec)
     resources = memory_resources(spec, _devices(spec))
     container = serving_container(spec, command, args, _env(spec), resources, mounts)
+    with_kv_event_ports(spec, container)
     pod: PodSpec = {
         "serviceAccountName": spec.service_account_name,
         "restartPolicy": "Always",

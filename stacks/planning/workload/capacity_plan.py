@@ -159,6 +159,7 @@ def _replayed(inputs: _Inputs, scenario: Scenario, replicas: int) -> tuple[Run, 
         weights=inputs.routing.weights,
         routing_cpu_blocks=cpu,
         rates=service_rates(shape),
+        precise=precise_weights(inputs.routing, shape),
     )
     served = out.served
     prompt = max(out.prompt_tokens, 1)
@@ -185,6 +186,16 @@ def _replayed(inputs: _Inputs, scenario: Scenario, replicas: int) -> tuple[Run, 
         backlog=kept.backlog,
     )
     return run, out
+
+
+def precise_weights(routing: Routing, shape: StackShape) -> tuple[float, float | None] | None:
+    """What a block on HBM and on the CPU tier counts in a precise router's score (None: approximate routing)."""
+    if not routing.precise:
+        return None
+    hbm = routing.medium_weight(shape.hbm_medium)
+    if hbm is None:
+        raise ValueError("precise routing needs the HBM tier's KV-cache events; the connector records none")
+    return hbm, routing.medium_weight(shape.cpu_medium)
 
 
 def fewest(inputs: _Inputs, scenario: Scenario, hint: Run) -> Run | None:

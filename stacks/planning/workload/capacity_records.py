@@ -1,5 +1,7 @@
-"""The capacity plan's records: a scenario (which tiers), a replay's figures at a count (`Run`) and the plan
-(`CapacityPlan`: the configured run and the fewest replicas per scenario). `capacity_plan.py` computes them."""
+"""The capacity plan's records: a scenario (which tiers), a replay's figures at a count (`Run`), the plan
+(`CapacityPlan`: the configured run and the fewest replicas per scenario), and the configured run beside the same
+replay under the other prefix routing (`RoutingComparison`). `capacity_plan.py` and `workload_plan.routings_of`
+compute them."""
 
 from __future__ import annotations
 
@@ -91,3 +93,37 @@ class CapacityPlan:
     def with_replicas(self, run: Run) -> CapacityPlan:
         """The plan at the count `cache.replicas: auto` chose (a run of the configured tiers)."""
         return dataclasses.replace(self, configured=run)
+
+
+# -- approximate and precise prefix routing side by side (`./run size`) -------------------------------------------
+# Approximate routing scores the router's own LRUs of the prompts it sent each replica, at the derived capacities
+# (they can hold what the server evicted, and never see decode blocks); precise, what each replica's tiers hold in
+# the replay, as their KV-cache events tell it (components/formulas/replica_routing.py). Both run through the same
+# time model at the same replicas and tiers, so the difference is what the routing is worth for the traffic.
+
+PrefixRouting = Literal["approximate", "precise"]
+ROUTINGS: tuple[PrefixRouting, ...] = ("approximate", "precise")
+
+
+@dataclass(frozen=True)
+class RoutingRun:
+    routing: PrefixRouting
+    run: Run
+    source: str  # the router it replayed (its profile's weights, as rendered)
+
+
+@dataclass(frozen=True)
+class RoutingComparison:
+    """Both routings' runs at the rendered replicas and tiers (approximate first); `refused`: why the other routing
+    does not render for this stack (its run is then absent)."""
+
+    rendered: PrefixRouting
+    runs: tuple[RoutingRun, ...]
+    refused: str | None = None
+
+    def run(self, routing: PrefixRouting) -> Run | None:
+        return next((r.run for r in self.runs if r.routing == routing), None)
+
+
+def other_of(routing: PrefixRouting) -> PrefixRouting:
+    return "approximate" if routing == "precise" else "precise"

@@ -51,6 +51,10 @@ class StackShape:
     # stack's engine, accelerator and model kind in words (components/catalog/time_model_band.py).
     ttft_band: TtftBand | None = None
     band_scope: str = ""
+    # The medium each tier's KV-cache events carry, lower-cased as the precise index keys its weights (the
+    # connector's records); None: the tier publishes none. What a precise router's weights apply to.
+    hbm_medium: str | None = None
+    cpu_medium: str | None = None
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from components.formulas.shared_tier_capacity import StoreRate
 from components.units import ByteSize
-from stacks.planning.workload.capacity_records import CapacityPlan
+from stacks.planning.workload.capacity_records import CapacityPlan, RoutingComparison
 from stacks.planning.workload.cost_records import StackCost
 from stacks.planning.workload.scale_in_day import ScaleInDay
 from stacks.planning.workload.tier_curve import TierCurve
@@ -28,6 +28,7 @@ class WorkloadPlan:
     store_rate: StoreRate | None  # the filesystem tier's write rate the replay measured (None: no such tier)
     cost: StackCost  # the stack as rendered, priced
     scale_in_day: ScaleInDay | None = None  # the day replayed per victim choice (autoscaled stacks, when asked)
+    routings: RoutingComparison | None = None  # approximate vs precise prefix routing (None: not asked, `plan()`)
 
     @property
     def keeps_up(self) -> bool:
