@@ -67,6 +67,9 @@ class RouterInputs:
     profile: Profile = "tiered"
     model_name: str = ""  # what the tokenizer loads (token-routing)
     flow_control: bool = False  # the EPP's flowControl feature gate: the queue and saturation KEDA scales on
+    # pd-tiered: the engines' block, which the prefix producers hash in (`blockSizeTokens`, equal to vLLM's
+    # `--block-size`); None elsewhere (the producers' default).
+    block_tokens: int | None = None
 
 
 def endpoint_picker_config(api_version: str, cpu_lru_capacity_per_server: int) -> Values:
@@ -181,7 +184,73 @@ def pd_config(api_version: str) -> Values:
     }
 
 
-PLUGIN_FILES = {"tiered": PLUGINS_FILE, "token-routing": "lmcache-plugins.yaml", "pd": "pd-plugins.yaml"}
+def prefill_prefix_plugins(cpu_lru_capacity_per_server: int, block_tokens: int) -> tuple[list[Values], list[Values]]:
+    """The prefill profile's prefix scoring, both tiers (approximate: the router's own index of where it sent each
+    prefix, in the engines' blocks; the CPU index sized to the prefill pod's tier, engines x `cpu_bytes_to_use`).
+    The producers and the scorers' references: where precise KV-event routing lands (`router.prefix_routing:
+    precise`), it replaces these two lists."""
+    block = {"blockSizeTokens": block_tokens}
+    producers: list[Values] = [
+        {"type": "approx-prefix-cache-producer", "name": GPU_PRODUCER, "parameters": {**block}},
+        {
+            "type": "approx-prefix-cache-producer",
+            "name": CPU_PRODUCER,
+            "parameters": {**block, "autoTune": False, "lruCapacityPerServer": cpu_lru_capacity_per_server},
+        },
+        {
+            "type": "prefix-cache-scorer",
+            "name": GPU_SCORER,
+            "parameters": {"prefixMatchInfoProducerName": GPU_PRODUCER},
+        },
+        {
+            "type": "prefix-cache-scorer",
+            "name": CPU_SCORER,
+            "parameters": {"prefixMatchInfoProducerName": CPU_PRODUCER},
+        },
+    ]
+    return producers, [{"pluginRef": GPU_SCORER}, {"pluginRef": CPU_SCORER}]
+
+
+def pd_tiered_config(api_version: str, cpu_lru_capacity_per_server: int, block_tokens: int) -> Values:
+    """P/D with the tier on the prefill pods: every request disaggregated; the prefill pod chosen by queue, KV
+    utilisation and both tiers' prefix hits, the decode pod by queue (llm-d pd-disaggregation multi-tier guide)."""
+    producers, prefix_refs = prefill_prefix_plugins(cpu_lru_capacity_per_server, block_tokens)
+    decode = [{"pluginRef": "decode-filter"}, {"pluginRef": "queue-scorer"}, {"pluginRef": "max-score-picker"}]
+    return {
+        "apiVersion": api_version,
+        "kind": "EndpointPickerConfig",
+        "plugins": [
+            {"type": "always-disagg-pd-decider"},
+            {"type": "disagg-profile-handler", "parameters": {"deciders": {"prefill": "always-disagg-pd-decider"}}},
+            {"type": "prefill-filter"},
+            {"type": "decode-filter"},
+            {"type": "queue-scorer"},
+            {"type": "kv-cache-utilization-scorer"},
+            *producers,
+            {"type": "max-score-picker"},
+            METRICS_SOURCE,
+            {"type": "core-metrics-extractor"},
+        ],
+        "schedulingProfiles": [
+            {
+                "name": "prefill",
+                "plugins": [
+                    {"pluginRef": "prefill-filter"},
+                    {"pluginRef": "queue-scorer"},
+                    {"pluginRef": "kv-cache-utilization-scorer"},
+                    *prefix_refs,
+                    {"pluginRef": "max-score-picker"},
+                ],
+            },
+            {"name": "decode", "plugins": decode},
+        ],
+    }
+
+
+PD_PROFILES = ("pd", "pd-tiered")  # the EPP selects prefill and decode pods by label: no InferencePool
+PLUGIN_FILES = {"tiered": PLUGINS_FILE, "token-routing": "lmcache-plugins.yaml"} | {
+    p: f"{p}-plugins.yaml" for p in PD_PROFILES
+}
 
 
 def _resources(cpu: str, memory: ByteSize) -> Values:
@@ -223,6 +292,9 @@ def router_values(inputs: RouterInputs) -> Values:
         "tiered": lambda: endpoint_picker_config(api, inputs.cpu_lru_capacity_per_server),
         "token-routing": lambda: token_routing_config(api, inputs.model_name),
         "pd": lambda: pd_config(api),
+        "pd-tiered": lambda: pd_tiered_config(
+            api, inputs.cpu_lru_capacity_per_server, inputs.block_tokens or labels.ROUTER_BLOCK_TOKENS
+        ),
     }
     epp: Values = {
         "replicas": inputs.epp_replicas,
@@ -240,7 +312,7 @@ def router_values(inputs: RouterInputs) -> Values:
         else:
             epp["pluginsCustomConfig"] = {epp["pluginsConfigFile"]: yaml.safe_dump(picker, sort_keys=False)}
     pool: Values = {"failureMode": "FailOpen"}
-    if inputs.profile == "pd":
+    if inputs.profile in PD_PROFILES:
         pool["create"] = False  # the EPP selects prefill and decode pods by label; no InferencePool
     router: Values = {
         "epp": epp,

@@ -17,6 +17,7 @@ from components.units import ByteSize, GiB, MiB
 from stacks.config import StackConfig, formats
 from stacks.config.capacity_checks import check_replicas_auto
 from stacks.config.connector_choice import choice, connector_of
+from stacks.config.disaggregation_checks import check_disaggregation
 from stacks.config.errors import HIDDEN, ConfigError
 from stacks.config.evictor_checks import check_evictor_applies
 from stacks.config.layer_checks import check_layer
@@ -64,6 +65,7 @@ def check_stack(config: StackConfig) -> None:
             f"not supported for {'/'.join(combo[:4])}; allowed: {', '.join(defaults.platforms)}",
         )
 
+    check_disaggregation(config)
     _check_sizes(config, defaults)
     check_router_floors(config)
 

@@ -27,6 +27,7 @@ from stacks.planning.cluster_plan import ClusterPlan, plan_cluster
 from stacks.planning.gateway_route import route_workload
 from stacks.planning.node_pools import pool_specs
 from stacks.planning.passes import hardened, through_mirror, with_await_budgets, with_network_policies, with_rollouts
+from stacks.planning.pd_roles import engine_shape, pd_servers, prefill_of
 from stacks.planning.resolution import Resolved, resolve
 from stacks.planning.stack_plan import Role as Role  # the records, named here too
 from stacks.planning.stack_plan import StackPlan as StackPlan
@@ -39,12 +40,14 @@ from stacks.planning.workload_builders import Serving, resolve_model_cache, work
 from stacks.planning.workload_plan import Replan, plan_workload, priced
 
 
-def _scheduling(config: StackConfig) -> Scheduling:
-    if config.cache.node_pool is None:
+def _scheduling(config: StackConfig, node_pool: str | None = None) -> Scheduling:
+    """Placement on `node_pool` (default: `cache.node_pool`)."""
+    key = node_pool or config.cache.node_pool
+    if key is None:
         return Scheduling()
-    pool = config.node_pools[config.cache.node_pool]
+    pool = config.node_pools[key]
     if provider_of(config).creates:  # created pools label their nodes with their key
-        return Scheduling(node_selector={hardware.POOL_LABEL: config.cache.node_pool})
+        return Scheduling(node_selector={hardware.POOL_LABEL: key})
     tolerations = [
         {
             k: v
@@ -127,10 +130,16 @@ def _plan(stack: Resolved, chosen_tier: ByteSize | None = None, store_rate: Stor
     hbm = hbm_fit.hbm_budget(decode)
     hbm_fit.check_fits(stack, hbm)
     servers = [dataclasses.replace(decode, role="prefill"), decode] if decode.disaggregated else [decode]
+    if stack.choice.disaggregation is not None:  # each pool its own shape, sizes and placement
+        servers = pd_servers(stack, decode, lambda pool: _scheduling(config, pool))
+        for server in servers:
+            hbm_fit.check_fits(stack, hbm_fit.hbm_budget(engine_shape(server)))
+        decode, hbm = servers[-1], hbm_fit.hbm_budget(engine_shape(servers[-1]))
     stack_payoff = payoff_table.derive(_payoff_inputs(stack))
     auto = autoscaling.resolve(config, decode, len(servers), fit, stack_payoff)
     profile = connector.router_profile(stack.choice, auto.max_replicas if auto else stack.replicas)
-    values = _router_values(config, decode, tier_sizing, profile, flow_control=auto is not None)
+    indexed = prefill_of(servers, stack.choice.disaggregation)
+    values = _router_values(config, indexed, indexed.sizing, profile, flow_control=auto is not None)
     check_router_reaches_model_servers(values, servers)
     if auto is not None and profile == "default":
         raise ConfigError(
@@ -158,7 +167,7 @@ def _plan(stack: Resolved, chosen_tier: ByteSize | None = None, store_rate: Stor
         planned = ordered([*planned.values(), route])
     stack_plan = StackPlan(
         stack=stack,
-        sizing=tier_sizing,
+        sizing=indexed.sizing,  # P/D: the prefill pod's, which holds the tier (else the one server's)
         workloads=planned,
         model_cache=decode.model_cache,
         router_values=values,
@@ -236,6 +245,7 @@ def _router_values(
             profile=profile,
             model_name=tier_sizing.model.name,
             flow_control=flow_control,
+            block_tokens=tier_sizing.router_block_tokens if profile == "pd-tiered" else None,
         )
     )
 

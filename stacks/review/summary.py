@@ -8,6 +8,7 @@ from components.formulas.payoff import SUFFIX_TOKENS
 from components.specs import images, model_cache, prepull, storage
 from components.specs.clusters import PoolSpec
 from components.specs.payoff_table import gbps, seconds
+from components.specs.servers import ServerSpec
 from components.units import ByteSize, GiB, MiB
 from stacks.config.providers import provider_of
 from stacks.planning.hardware import Fit
@@ -198,6 +199,16 @@ def _startup(stack_plan: StackPlan) -> list[str]:
     ]
 
 
+def _pool_shape(stack_plan: StackPlan, spec: ServerSpec) -> str:
+    """A `cache.disaggregation` pool's shape: pods, engines a pod, devices, the CPU tier a pod holds."""
+    if stack_plan.stack.choice.disaggregation is None:
+        return ""
+    return (
+        f": {spec.replicas} pods x {spec.data_parallelism} engines x TP={spec.tensor_parallelism} on"
+        f" {spec.accelerator.key}, CPU tier {spec.sizing.cpu_tier_per_pod.human()} a pod"
+    )
+
+
 def _core_rows(stack_plan: StackPlan, recording: Recording) -> list[tuple[str, str]]:
     """What every stack has: cluster, model server, router."""
     config, server = stack_plan.config, stack_plan.model_server
@@ -256,7 +267,10 @@ def _optional_rows(stack_plan: StackPlan) -> list[tuple[str, str]]:
         rows.append(
             (
                 "P/D roles",
-                ", ".join(f"`{r.manifests[-1]['metadata']['name']}` ({r.spec.role})" for r in stack_plan.roles),
+                ", ".join(
+                    f"`{r.manifests[-1]['metadata']['name']}` ({r.spec.role}{_pool_shape(stack_plan, r.spec)})"
+                    for r in stack_plan.roles
+                ),
             )
         )
     stack = stack_plan.stack

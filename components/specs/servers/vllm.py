@@ -3,7 +3,7 @@ kv-transfer config, arguments, env, volumes, devices and objects."""
 
 from __future__ import annotations
 
-from components.manifest import Manifest, PodSpec
+from components.manifest import Container, Manifest, PodSpec
 from components.specs import model_cache
 from components.specs.servers.base import (
     CACHE_MOUNTS,
@@ -23,6 +23,7 @@ from components.specs.servers.base import (
     service_account,
     serving_container,
 )
+from components.specs.servers.pd import behind_sidecar, engine_port, engine_port_name, nixl_ports, routing_sidecar
 
 XPU_CLAIM = "intel-decode-claim"
 
@@ -77,6 +78,8 @@ def vllm_manifests(spec: ServerSpec) -> list[Manifest]:
     volumes, mounts = _volumes(spec)
     resources = memory_resources(spec, _devices(spec))
     container = serving_container(spec, command, args, _env(spec), resources, mounts)
+    if spec.disaggregated:
+        _disaggregated(spec, container)
     pod: PodSpec = {
         "serviceAccountName": spec.service_account_name,
         "restartPolicy": "Always",
@@ -86,9 +89,14 @@ def vllm_manifests(spec: ServerSpec) -> list[Manifest]:
         "volumes": volumes,
     }
     init = lustre_permissions_init(spec)
+    if behind_sidecar(spec):
+        transport = spec.accelerator.kv_transport
+        assert transport is not None, "a P/D pool's accelerator carries its transport (the config's checks)"
+        init = [*init, routing_sidecar(spec, transport.sidecar_connector)]
     if init:
         pod["initContainers"] = init
-    out: list[Manifest] = [service_account(spec)]
+    # One ServiceAccount for both P/D roles, with the decode role (the last; the only role otherwise).
+    out: list[Manifest] = [service_account(spec)] if spec.role == "decode" else []
     if spec.accelerator.dra_device_class:
         container["imagePullPolicy"] = "IfNotPresent"
         resources["claims"] = [{"name": XPU_CLAIM}]
@@ -98,6 +106,16 @@ def vllm_manifests(spec: ServerSpec) -> list[Manifest]:
     out += spec.connector.extra_manifests(spec)
     out.append(deployment(spec, pod))
     return out
+
+
+def _disaggregated(spec: ServerSpec, container: Container) -> None:
+    """A P/D engine: its API port (behind the routing sidecar on decode, and probed there), and one NIXL handshake
+    port per local engine."""
+    name = engine_port_name(spec)
+    port = {"name": name, "containerPort": engine_port(spec), "protocol": "TCP"}
+    container["ports"] = [port, *nixl_ports(spec.data_parallelism)]
+    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+        container[probe]["httpGet"]["port"] = name
 
 
 def _claim_template(spec: ServerSpec) -> Manifest:
