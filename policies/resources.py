@@ -177,11 +177,32 @@ def tensor_parallelism(container: Props) -> int:
     return int(value) if value and _digits(value) else 1
 
 
+def local_engines(container: Props) -> int:
+    """Engines one pod runs (vLLM's data-parallel ranks on it), each with connectors of its own."""
+    argv = _argv(container)
+    value = flag(argv, "--data-parallel-size-local") or flag(argv, "--data-parallel-size")
+    return int(value) if value and _digits(value) else 1
+
+
+def offload_bytes(container: Props) -> int | None:
+    """The OffloadingConnector's `cpu_bytes_to_use` x the pod's engines (alone or inside a MultiConnector): what
+    its CPU tier reserves in the pod (None: it runs none; not a whole number: 0, which no limit fails)."""
+    for config in connectors(kv_transfer_config(container)):
+        value = (config.get("kv_connector_extra_config") or {}).get("cpu_bytes_to_use")
+        if value is not None:
+            whole = isinstance(value, int) and not isinstance(value, bool)
+            return value * local_engines(container) if whole else 0
+    return None
+
+
 def cpu_tier_bytes(container: Props, kv_bytes_per_token: int) -> int | None:
     """The CPU tier one pod holds, read the way its connector reads its settings (None: not a tiered server)."""
     extra = (kv_transfer_config(container) or {}).get("kv_connector_extra_config") or {}
     if "cpu_bytes_to_use" in extra:
         return int(extra["cpu_bytes_to_use"])
+    offloaded = offload_bytes(container)
+    if offloaded is not None:  # a MultiConnector's, times the pod's engines
+        return offloaded
     variables = {k: str(v.get("value", "")) for k, v in env(container).items()}
     tp = tensor_parallelism(container)
     if variables.get("LMCACHE_MAX_LOCAL_CPU_SIZE"):

@@ -169,7 +169,7 @@ def test_imports_are_read_from_the_syntax_tree(tmp_path: Path) -> None:
 
 POLICY_CHECKS = {
     "rule_types", "inventory", "identity", "routing", "cache_tiers", "tier_payoff", "artifacts", "pod_security",
-    "cluster_isolation", "ruleset", "budget",
+    "cluster_isolation", "ruleset", "budget", "pd_invariants",
 }  # fmt: skip
 
 

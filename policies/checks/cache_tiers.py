@@ -25,7 +25,9 @@ from policies.resources import (
     env,
     image_tag,
     kv_transfer_config,
+    local_engines,
     memory_volumes,
+    offload_bytes,
     pods,
     quantity,
     rwx_claims,
@@ -33,9 +35,12 @@ from policies.resources import (
 
 
 def _native_tier(container: dict[str, Any]) -> int | None:
-    """The native connector's own `cpu_bytes_to_use`, where its kv-transfer config says it (a whole number)."""
+    """The native connector's own `cpu_bytes_to_use` (a whole number), where its kv-transfer config says it, alone
+    or inside a MultiConnector, times the engines the pod runs (each engine has its own connector)."""
     value = ((kv_transfer_config(container) or {}).get("kv_connector_extra_config") or {}).get("cpu_bytes_to_use")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value * local_engines(container)
+    return offload_bytes(container) or None
 
 
 def memory_limit_covers_tier(resources: list[Resource], _: NoConfig) -> list[Violation]:

@@ -23,11 +23,12 @@ from policies.resources import (
 )
 
 
-def _cpu_producer_capacity(values: dict[str, Any]) -> int | None:
+def _cpu_producer_capacity(values: dict[str, Any]) -> tuple[int, int] | None:
+    """The CPU producer's capacity and the tokens a block of its counts (`blockSizeTokens`, else 64)."""
     for plugin in endpoint_picker_config(values).get("plugins") or []:
         params = plugin.get("parameters") or {}
         if plugin.get("type") == "approx-prefix-cache-producer" and "lruCapacityPerServer" in params:
-            return int(params["lruCapacityPerServer"])
+            return int(params["lruCapacityPerServer"]), int(params.get("blockSizeTokens", ROUTER_BLOCK_TOKENS))
     return None
 
 
@@ -39,10 +40,11 @@ def router_capacity_within_tier(resources: list[Resource], _: NoConfig) -> list[
     out = []
     for chart in router_charts(resources):
         values = chart_values(chart)
-        capacity = _cpu_producer_capacity(values)
+        producer = _cpu_producer_capacity(values)
         selector = ((values["router"].get("modelServers") or {}).get("matchLabels")) or {}
-        if capacity is None:
+        if producer is None:
             continue
+        capacity, block = producer
         for pod in pods(resources):
             if not selects(selector, pod.labels):
                 continue
@@ -52,14 +54,14 @@ def router_capacity_within_tier(resources: list[Resource], _: NoConfig) -> list[
                     continue
                 kv = model.kv_bytes_per_token.bytes
                 tier = cpu_tier_bytes(container, kv)
-                believed = capacity * ROUTER_BLOCK_TOKENS * kv
+                believed = capacity * block * kv
                 if tier is not None and believed > tier:
                     out.append(
                         Violation(
                             chart,
                             f"router lruCapacityPerServer {capacity} tracks {believed} bytes per pod, more than the"
                             f" {tier}-byte CPU tier of {pod.owner.name}: the router would steer requests to"
-                            f" evicted blocks (at most {tier // (ROUTER_BLOCK_TOKENS * kv)})",
+                            f" evicted blocks (at most {tier // (block * kv)})",
                         )
                     )
     return out

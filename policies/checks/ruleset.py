@@ -27,6 +27,7 @@ from policies.checks.cache_tiers import (
 )
 from policies.checks.cluster_isolation import NetworkPoliciesConfig, cluster_hardening, network_policy_per_pod
 from policies.checks.identity import identity_labels
+from policies.checks.pd_invariants import pd_block_size, pd_handoff_both_sides, pd_hash_seed, pd_rank_ports
 from policies.checks.pod_security import (
     HostPathsConfig,
     PrivilegedConfig,
@@ -83,6 +84,28 @@ RULES: list[Rule[Any]] = [
         "The filesystem tier's claim has an evictor that can work (or says off)",
         "mandatory",
         filesystem_tier_capacity,
+        NoConfig,
+    ),
+    Rule(
+        "pd-block-size",
+        "P/D engines' --block-size equals the router's blockSizeTokens",
+        "mandatory",
+        pd_block_size,
+        NoConfig,
+    ),
+    Rule("pd-hash-seed", "P/D engines share one PYTHONHASHSEED", "mandatory", pd_hash_seed, NoConfig),
+    Rule(
+        "pd-rank-ports",
+        "Each local P/D engine has its own declared NIXL handshake port",
+        "mandatory",
+        pd_rank_ports,
+        NoConfig,
+    ),
+    Rule(
+        "pd-handoff-both-sides",
+        "The P/D handoff runs on both prefill and decode pods",
+        "mandatory",
+        pd_handoff_both_sides,
         NoConfig,
     ),
     Rule("mooncake-rdma", "MooncakeStore pods request rdma/ib", "mandatory", mooncake_requests_rdma, NoConfig),
