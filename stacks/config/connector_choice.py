@@ -29,7 +29,8 @@ def _pool(config: StackConfig, pool: PoolConfig) -> PoolShape:
     cache = config.cache
     combo = SUPPORTED.get((cache.accelerator, cache.server, cache.connector, cache.tier.variant, cache.host_type))
     tp = pool.tensor_parallelism or cache.tensor_parallelism or (combo.tensor_parallelism if combo else 1)
-    return PoolShape(pool.replicas, tp, pool.data_parallelism, ACCELERATORS[pool.accelerator or cache.accelerator])
+    replicas = pool.replicas if isinstance(pool.replicas, int) else 1  # auto: the plan's first render, then its count
+    return PoolShape(replicas, tp, pool.data_parallelism, ACCELERATORS[pool.accelerator or cache.accelerator])
 
 
 def disaggregation(config: StackConfig) -> Disaggregation | None:

@@ -39,6 +39,12 @@ def check_disaggregation(config: StackConfig) -> None:
         raise ConfigError("autoscaling.enabled", True, f"not with {FIELD}: the pools' counts are planned, not scaled")
     if cache.tier.cpu == "auto":
         raise ConfigError("cache.tier.cpu", "auto", f"a size with {FIELD} (the CPU tier of one prefill engine)")
+    slo = config.workload.slo if config.workload is not None else None
+    for role, pool, target in (("prefill", pd.prefill, "ttft_p90"), ("decode", pd.decode, "tpot_p90")):
+        if pool.replicas == "auto" and (slo is None or getattr(slo, target) is None):
+            raise ConfigError(
+                f"{FIELD}.{role}.replicas", "auto", f"needs a workload and workload.slo.{target} to choose the count"
+            )
     transports = set()
     for role, pool in (("prefill", pd.prefill), ("decode", pd.decode)):
         transports.add(_check_pool(config, f"{FIELD}.{role}", pool))

@@ -17,8 +17,9 @@ MAX_POOL_REPLICAS = 256  # pods one pool runs (as cache.replicas)
 class PoolConfig(Section):
     """One role's pool: how many pods, and what each runs."""
 
-    replicas: int = Field(default=1, ge=1, le=MAX_POOL_REPLICAS)
-    """pods of this role; default 1"""
+    replicas: int | Literal["auto"] = 1
+    """pods of this role; auto: the fewest that meet `workload.slo` by the P/D replay (prefill: its TTFT target,
+    decode: its time-per-output-token target); default 1"""
     tensor_parallelism: int | None = Field(default=None, ge=1, le=64)
     """devices one engine shards the model over (--tensor-parallel-size); default: `cache.tensor_parallelism`, else
     the combination's"""
@@ -33,6 +34,13 @@ class PoolConfig(Section):
     node_pool: str | None = Field(
         default=None, description="key of `node_pools` this pool runs on; default: `cache.node_pool`"
     )
+
+    @field_validator("replicas")
+    @classmethod
+    def _count(cls, value: int | str) -> int | str:
+        if isinstance(value, int) and not 1 <= value <= MAX_POOL_REPLICAS:
+            raise ValueError(f"must be from 1 to {MAX_POOL_REPLICAS}, or auto")
+        return value
 
     @field_validator("accelerator")
     @classmethod

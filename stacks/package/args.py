@@ -194,8 +194,8 @@ class DisaggregationTransport(Enum):
 class PoolArgs(TypedDict, total=False):
     """One role's pool: how many pods, and what each runs."""
 
-    replicas: int
-    """pods of this role; default 1"""
+    replicas: Any
+    """pods of this role; auto: the fewest that meet `workload.slo` by the P/D replay (prefill: its TTFT target, decode: its time-per-output-token target); default 1"""
     tensor_parallelism: int
     """devices one engine shards the model over (--tensor-parallel-size); default: `cache.tensor_parallelism`, else the combination's"""
     data_parallelism: int

@@ -52,6 +52,18 @@ def pd_servers(stack: Resolved, base: ServerSpec, scheduling: Callable[[str | No
     return out
 
 
+def with_pool_counts(stack: Resolved, prefill: int, decode: int) -> Resolved:
+    """The stack with its pools at the counts the P/D plan took (`cache.disaggregation.*.replicas: auto`)."""
+    pd = stack.choice.disaggregation
+    assert pd is not None
+    pools = dataclasses.replace(
+        pd,
+        prefill=dataclasses.replace(pd.prefill, replicas=prefill),
+        decode=dataclasses.replace(pd.decode, replicas=decode),
+    )
+    return dataclasses.replace(stack, choice=dataclasses.replace(stack.choice, disaggregation=pools))
+
+
 def engine_shape(spec: ServerSpec) -> ServerSpec:
     """One engine of a pod (its tensor-parallel devices): what the HBM budget is checked for."""
     return dataclasses.replace(spec, devices=spec.tensor_parallelism, data_parallelism=1)

@@ -27,7 +27,7 @@ from stacks.planning.cluster_plan import ClusterPlan, plan_cluster
 from stacks.planning.gateway_route import route_workload
 from stacks.planning.node_pools import pool_specs
 from stacks.planning.passes import hardened, through_mirror, with_await_budgets, with_network_policies, with_rollouts
-from stacks.planning.pd_roles import engine_shape, pd_servers, prefill_of
+from stacks.planning.pd_roles import engine_shape, pd_servers, prefill_of, with_pool_counts
 from stacks.planning.resolution import Resolved, resolve
 from stacks.planning.stack_plan import Role as Role  # the records, named here too
 from stacks.planning.stack_plan import StackPlan as StackPlan
@@ -113,6 +113,12 @@ def plan(
     if keep_up and config.cache.replicas != "auto":
         capacity_plan.check_fits(record.capacity)
     rendered = replan(record.replicas, record.cpu_tier, record.store_rate)
+    if record.disaggregated is not None and any(record.disaggregated.auto):  # the pools at the counts auto took
+        run = record.disaggregated.run
+        counted = with_pool_counts(
+            dataclasses.replace(stack, replicas=record.replicas), run.prefill_pods, run.decode_pods
+        )
+        rendered = _plan(counted, record.cpu_tier)
     return dataclasses.replace(rendered, workload=record, cost=record.cost)
 
 
@@ -132,9 +138,8 @@ def _plan(stack: Resolved, chosen_tier: ByteSize | None = None, store_rate: Stor
     servers = [dataclasses.replace(decode, role="prefill"), decode] if decode.disaggregated else [decode]
     if stack.choice.disaggregation is not None:  # each pool its own shape, sizes and placement
         servers = pd_servers(stack, decode, lambda pool: _scheduling(config, pool))
-        for server in servers:
+        for server in servers:  # the plan's own HBM budget stays the aggregated shape's (what P/D is weighed against)
             hbm_fit.check_fits(stack, hbm_fit.hbm_budget(engine_shape(server)))
-        decode, hbm = servers[-1], hbm_fit.hbm_budget(engine_shape(servers[-1]))
     stack_payoff = payoff_table.derive(_payoff_inputs(stack))
     auto = autoscaling.resolve(config, decode, len(servers), fit, stack_payoff)
     profile = connector.router_profile(stack.choice, auto.max_replicas if auto else stack.replicas)

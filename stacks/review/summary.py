@@ -20,6 +20,7 @@ from stacks.review.capacity_table import capacity_lines
 from stacks.review.cost_summary import cost_lines, objective_lines
 from stacks.review.layer_rows import cluster_row, gateway_rows
 from stacks.review.offline import Recording
+from stacks.review.pd_table import pd_lines_of
 from stacks.review.tier_capacity_summary import tier_capacity_lines
 from stacks.review.tier_curve_table import tier_curve_lines
 
@@ -141,6 +142,7 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
         "",
         *_payoff(stack_plan),
         "",
+        *pd_lines_of(stack_plan),
         *(
             capacity_lines(stack_plan.capacity, config.cache.replicas == "auto")
             if stack_plan.capacity is not None

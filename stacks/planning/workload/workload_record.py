@@ -10,6 +10,7 @@ from components.formulas.shared_tier_capacity import StoreRate
 from components.units import ByteSize
 from stacks.planning.workload.capacity_records import CapacityPlan
 from stacks.planning.workload.cost_records import StackCost
+from stacks.planning.workload.pd_records import PdPlan
 from stacks.planning.workload.tier_curve import TierCurve
 from stacks.planning.workload.tier_objective import Objective
 
@@ -26,6 +27,9 @@ class WorkloadPlan:
     cpu_tier: ByteSize | None  # the CPU tier `cache.tier.cpu: auto` took (None: the tier as configured)
     store_rate: StoreRate | None  # the filesystem tier's write rate the replay measured (None: no such tier)
     cost: StackCost  # the stack as rendered, priced
+    # `cache.disaggregation`: the workload through the prefill pool, the handoff and the decode pool (the aggregated
+    # plan above is the stack's shape without it, what P/D is weighed against); None: aggregated
+    disaggregated: PdPlan | None = None
 
     @property
     def keeps_up(self) -> bool:
