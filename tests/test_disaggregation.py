@@ -134,3 +134,15 @@ def test_aggregated_stack_is_untouched() -> None:
     p = _plan(preset="gpu-vllm-native-cpu")
     assert [r.spec.role for r in p.roles] == ["decode"]
     assert _kv(_container(p, "decode"))["kv_connector"] == "OffloadingConnector"
+
+
+def test_filesystem_tier_sits_under_the_prefill_cpu_tier() -> None:
+    """`cache.tier.variant: fs`: the prefill pods' OffloadingConnector tiers to the shared claim (TieringOffloadingSpec,
+    256-token offload blocks over the engines' 128), in a namespace named for the prefill pool's own shape."""
+    p = _plan("cache.tier.variant=fs", "cache.disaggregation.prefill.tensor_parallelism=4")
+    offload = _kv(_container(p, "prefill"))["kv_connector_extra_config"]["connectors"][1]
+    assert offload["kv_connector_extra_config"]["spec_name"] == "TieringOffloadingSpec"
+    assert offload["kv_connector_extra_config"]["block_size"] == 256
+    prefill = next(r.spec for r in p.roles if r.spec.role == "prefill")
+    assert prefill.tier_identity is not None and prefill.tier_identity.tensor_parallelism == 4
+    assert _kv(_container(p, "decode"))["kv_connector"] == "NixlConnector"

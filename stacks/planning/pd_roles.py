@@ -13,6 +13,7 @@ from components.specs.servers import ServerSpec
 from components.specs.servers.base import Scheduling
 from components.units import ByteSize
 from stacks.planning.resolution import Resolved
+from stacks.planning.tier_identity import tier_identity
 
 
 def pd_servers(stack: Resolved, base: ServerSpec, scheduling: Callable[[str | None], Scheduling]) -> list[ServerSpec]:
@@ -24,7 +25,7 @@ def pd_servers(stack: Resolved, base: ServerSpec, scheduling: Callable[[str | No
     pools = stack.config.cache.disaggregation
     assert pools is not None
     out = []
-    for role in PD_ROLES:
+    for role in PD_ROLES:  # each pool's own engines; a persistent tier's identity from each pool's shape
         pool, configured = pd.pool(role), getattr(pools, role)
         sizing = size_pd_pod(
             base.model,
@@ -49,7 +50,9 @@ def pd_servers(stack: Resolved, base: ServerSpec, scheduling: Callable[[str | No
                 scheduling=scheduling(configured.node_pool or stack.config.cache.node_pool),
             )
         )
-    return out
+    if base.tier_identity is None:
+        return out
+    return [dataclasses.replace(s, tier_identity=tier_identity(stack.config, s)) for s in out]
 
 
 def with_pool_counts(stack: Resolved, prefill: int, decode: int) -> Resolved:
