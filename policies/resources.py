@@ -166,6 +166,29 @@ def served_model(container: Props) -> str | None:
     return flag(_argv(container), "--served-model-name") or model_source(container)
 
 
+def _digits(text: str) -> bool:
+    """ASCII digits only: str.isdigit also takes superscript and fullwidth digits, which int() rejects or reads."""
+    return text.isascii() and text.isdigit()
+
+
+def local_engines(container: Props) -> int:
+    """Engines one pod runs (vLLM's data-parallel ranks on it), each with connectors of its own."""
+    argv = _argv(container)
+    value = flag(argv, "--data-parallel-size-local") or flag(argv, "--data-parallel-size")
+    return int(value) if value and _digits(value) else 1
+
+
+def offload_bytes(container: Props) -> int | None:
+    """The OffloadingConnector's `cpu_bytes_to_use` x the pod's engines (alone or inside a MultiConnector): what
+    its CPU tier reserves in the pod (None: it runs none; not a whole number: 0, which no limit fails)."""
+    for config in connectors(kv_transfer_config(container)):
+        value = (config.get("kv_connector_extra_config") or {}).get("cpu_bytes_to_use")
+        if value is not None:
+            whole = isinstance(value, int) and not isinstance(value, bool)
+            return value * local_engines(container) if whole else 0
+    return None
+
+
 def rwx_claims(resources: list[Resource]) -> set[str]:
     """The names of the stack's ReadWriteMany PersistentVolumeClaims (the claims every pod can share)."""
     return {

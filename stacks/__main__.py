@@ -25,6 +25,7 @@ from stacks.review.capacity_table import capacity_lines
 from stacks.review.check import check, stack_policy_config
 from stacks.review.cost_summary import cost_lines, objective_lines
 from stacks.review.diff import diff_revisions
+from stacks.review.pd_table import pd_lines
 from stacks.review.render import render
 from stacks.review.routing_table import routing_lines
 from stacks.review.scale_in_day_table import scale_in_day_lines
@@ -204,13 +205,14 @@ def size_lines(name: str, overrides: list[str], trace: str | None, block_tokens:
         raise ConfigError("--block-tokens", block_tokens, "applies with --trace; the stack sets workload.block_tokens")
     else:
         source = None
-    workload = plan(
-        config, keep_up=False, workload=source, weigh_any_tier=True, replay_day=True, compare_routings=True
-    ).workload
+    planned = plan(config, keep_up=False, workload=source, weigh_any_tier=True, replay_day=True, compare_routings=True)
+    workload = planned.workload
     assert workload is not None and workload.routings is not None, "a workload is replayed under both routings"
+    pd = workload.disaggregated
     return [
         f"# {name}: replicas, tier sizes and cost",
         "",
+        *(pd_lines(workload.capacity, pd, planned.stack.devices) if pd is not None else []),
         *capacity_lines(workload.capacity, config.cache.replicas == "auto"),
         *routing_lines(workload.routings),
         *tier_curve_lines(workload.curve, chosen_by_auto=False, plotted=False),

@@ -169,7 +169,7 @@ def test_imports_are_read_from_the_syntax_tree(tmp_path: Path) -> None:
 
 POLICY_CHECKS = {
     "rule_types", "inventory", "identity", "routing", "cache_tiers", "tier_payoff", "artifacts", "pod_security",
-    "cluster_isolation", "ruleset", "budget", "storage_limits", "event_routing",
+    "cluster_isolation", "ruleset", "budget", "storage_limits", "event_routing", "pd_invariants",
 }  # fmt: skip
 
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from components.catalog import labels
+from components.catalog.kv_transport import NIXL_SIDE_CHANNEL_PORT as NIXL_PORT
 from components.specs import lmcache, mooncake, network
 from components.specs.router_values import router_pod_labels
-from components.specs.servers.lmcache_mp import NIXL_PORT
 from components.specs.servers.tpu import RAY_GCS_PORT
 from policies.checks.cluster_isolation import NETWORK_POLICY_TYPE, selector_matches
 from policies.resources import Resource, pods

@@ -273,6 +273,7 @@ def test_every_rule_has_a_test_above() -> None:
         "chart-registries", "network-policies",
         "tiers-beat-recompute",  # tests/test_payoff.py
         "identity-labels",  # tests/test_identity.py
+        "pd-block-size", "pd-hash-seed", "pd-rank-ports", "pd-handoff-both-sides",  # tests/test_disaggregation_rules.py
         "monthly-budget", "monthly-budget-default",  # tests/test_budget.py
         "filesystem-tier-within-limits",  # tests/test_tier_throughput.py
         "annotator-least-privilege",  # tests/test_scale_in.py

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from components.catalog import labels, versions
 from components.catalog.device_runtimes import CUDA, ROCM, XLA, XPU, DeviceRuntime
 from components.catalog.gpu_product import A100_SXM4_80GB, H100_SXM, H200_SXM, GpuProduct
+from components.catalog.kv_transport import CONNECTX6_200G, CONNECTX7_400G, ROCE_400G, KvTransport, nixl
 from components.catalog.rates import (
     H200_DECODE,
     H200_GEMM_SHARE,
@@ -82,6 +83,7 @@ class AcceleratorProfile:
     device_memory_from: str
     # What the engine's runtime keeps out of the KV pool beside the weights (components/catalog/device_runtimes.py).
     runtime: DeviceRuntime = CUDA
+    kv_transport: KvTransport | None = None  # the P/D handoff its image carries (kv_transport.py); None: no P/D
     # One device's memory bandwidth (bytes/s, the data sheet's): a decode step reads every weight once, so
     # a sequence's time per output token is about weights per device / this (the tier replay's queue model).
     memory_bandwidth: float
@@ -189,6 +191,7 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             " (huggingface/text-embeddings-inference#350)",
             load=_H100_LOAD,
             warm_compile_ratio=_GPU_WARM_COMPILE,
+            kv_transport=nixl(CONNECTX7_400G),
         ),
         AcceleratorProfile(
             key="h200",
@@ -211,6 +214,7 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             " sheet says 141 GB HBM3e",
             load=_H100_LOAD,
             warm_compile_ratio=_GPU_WARM_COMPILE,
+            kv_transport=nixl(CONNECTX7_400G),
         ),
         AcceleratorProfile(
             key="a100",
@@ -242,6 +246,7 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             " the data sheet says 80 GB HBM2e",
             load=_H100_LOAD,
             warm_compile_ratio=_GPU_WARM_COMPILE,
+            kv_transport=nixl(CONNECTX6_200G),
         ),
         AcceleratorProfile(
             key="amd",
@@ -282,6 +287,7 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             " /dev/kfd and /dev/dri belong to the host's render group",
             load=LoadProfile(750 * MB, 180, "as H100, with ROCm's longer graph capture (x2)"),
             warm_compile_ratio=_GPU_WARM_COMPILE,
+            kv_transport=nixl(ROCE_400G),
         ),
         AcceleratorProfile(
             key="xpu",

@@ -73,6 +73,9 @@ class RouterInputs:
     # Token-aware autoscaling: the peak prefill rate (tokens/s) the prefix-cache-affinity-filter prices a
     # recompute with; the ScaledObject's PromQL divides by the same value.
     peak_prefill_rate: int | None = None
+    # pd-tiered: the engines' block, which the prefix producers hash in (`blockSizeTokens`, equal to vLLM's
+    # `--block-size`); None elsewhere (the producers' default).
+    block_tokens: int | None = None
 
 
 def endpoint_picker_config(api_version: str, cpu_lru_capacity_per_server: int) -> Values:
@@ -185,12 +188,75 @@ def pd_config(api_version: str) -> Values:
 _PREFIX_PRODUCERS = {"precise": labels.PRECISE_PRODUCER, "tiered": GPU_PRODUCER}
 
 
+def prefill_prefix_plugins(cpu_lru_capacity_per_server: int, block_tokens: int) -> tuple[list[Values], list[Values]]:
+    """The prefill profile's prefix scoring, both tiers (approximate: the router's own index of where it sent each
+    prefix, in the engines' blocks; the CPU index sized to the prefill pod's tier, engines x `cpu_bytes_to_use`).
+    The producers and the scorers' references: where precise KV-event routing lands (`router.prefix_routing:
+    precise`), it replaces these two lists."""
+    block = {"blockSizeTokens": block_tokens}
+    producers: list[Values] = [
+        {"type": "approx-prefix-cache-producer", "name": GPU_PRODUCER, "parameters": {**block}},
+        {
+            "type": "approx-prefix-cache-producer",
+            "name": CPU_PRODUCER,
+            "parameters": {**block, "autoTune": False, "lruCapacityPerServer": cpu_lru_capacity_per_server},
+        },
+        {
+            "type": "prefix-cache-scorer",
+            "name": GPU_SCORER,
+            "parameters": {"prefixMatchInfoProducerName": GPU_PRODUCER},
+        },
+        {
+            "type": "prefix-cache-scorer",
+            "name": CPU_SCORER,
+            "parameters": {"prefixMatchInfoProducerName": CPU_PRODUCER},
+        },
+    ]
+    return producers, [{"pluginRef": GPU_SCORER}, {"pluginRef": CPU_SCORER}]
+
+
+def pd_tiered_config(api_version: str, cpu_lru_capacity_per_server: int, block_tokens: int) -> Values:
+    """P/D with the tier on the prefill pods: every request disaggregated; the prefill pod chosen by queue, KV
+    utilisation and both tiers' prefix hits, the decode pod by queue (llm-d pd-disaggregation multi-tier guide)."""
+    producers, prefix_refs = prefill_prefix_plugins(cpu_lru_capacity_per_server, block_tokens)
+    decode = [{"pluginRef": "decode-filter"}, {"pluginRef": "queue-scorer"}, {"pluginRef": "max-score-picker"}]
+    return {
+        "apiVersion": api_version,
+        "kind": "EndpointPickerConfig",
+        "plugins": [
+            {"type": "always-disagg-pd-decider"},
+            {"type": "disagg-profile-handler", "parameters": {"deciders": {"prefill": "always-disagg-pd-decider"}}},
+            {"type": "prefill-filter"},
+            {"type": "decode-filter"},
+            {"type": "queue-scorer"},
+            {"type": "kv-cache-utilization-scorer"},
+            *producers,
+            {"type": "max-score-picker"},
+            METRICS_SOURCE,
+            {"type": "core-metrics-extractor"},
+        ],
+        "schedulingProfiles": [
+            {
+                "name": "prefill",
+                "plugins": [
+                    {"pluginRef": "prefill-filter"},
+                    {"pluginRef": "queue-scorer"},
+                    {"pluginRef": "kv-cache-utilization-scorer"},
+                    *prefix_refs,
+                    {"pluginRef": "max-score-picker"},
+                ],
+            },
+            {"name": "decode", "plugins": decode},
+        ],
+    }
+
+
+PD_PROFILES = ("pd", "pd-tiered")  # the EPP selects prefill and decode pods by label: no InferencePool
 PLUGIN_FILES = {
     "tiered": PLUGINS_FILE,
     "token-routing": "lmcache-plugins.yaml",
-    "pd": "pd-plugins.yaml",
     "precise": "precise-prefix-cache-plugins.yaml",
-}
+} | {p: f"{p}-plugins.yaml" for p in PD_PROFILES}
 
 
 def _resources(cpu: str, memory: ByteSize) -> Values:
@@ -232,6 +298,9 @@ def router_values(inputs: RouterInputs) -> Values:
         "tiered": lambda: endpoint_picker_config(api, inputs.cpu_lru_capacity_per_server),
         "token-routing": lambda: token_routing_config(api, inputs.model_name),
         "pd": lambda: pd_config(api),
+        "pd-tiered": lambda: pd_tiered_config(
+            api, inputs.cpu_lru_capacity_per_server, inputs.block_tokens or labels.ROUTER_BLOCK_TOKENS
+        ),
     }
     if inputs.precise is not None:
         index = inputs.precise
@@ -254,7 +323,7 @@ def router_values(inputs: RouterInputs) -> Values:
         else:
             epp["pluginsCustomConfig"] = {epp["pluginsConfigFile"]: yaml.safe_dump(picker, sort_keys=False)}
     pool: Values = {"failureMode": "FailOpen"}
-    if inputs.profile == "pd":
+    if inputs.profile in PD_PROFILES:
         pool["create"] = False  # the EPP selects prefill and decode pods by label; no InferencePool
     router: Values = {
         "epp": epp,

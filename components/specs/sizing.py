@@ -70,11 +70,13 @@ class TierSizing:
     steps: tuple[Derivation, ...] = ()
     # False where the router keeps no CPU-tier index (the LMCache server: it scores token blocks).
     router_counts_tier: bool = True
+    # Tokens per block of the router's index (its `blockSizeTokens`; P/D: the engine's block, one for both).
+    router_block_tokens: int = ROUTER_BLOCK_TOKENS
 
     @property
     def derivations(self) -> list[Derivation]:
         kv = self.model.kv_bytes_per_token
-        block = router_block_bytes(kv)
+        block = kv * self.router_block_tokens
         head = [
             Derivation(
                 "KV bytes per token",
@@ -89,7 +91,9 @@ class TierSizing:
                 ),
             ),
             Derivation(
-                "router block", f"{block.bytes} B ({block.human()})", f"{ROUTER_BLOCK_TOKENS} tokens x {kv.human()}"
+                "router block",
+                f"{block.bytes} B ({block.human()})",
+                f"{self.router_block_tokens} tokens x {kv.human()}",
             ),
         ]
         capacity = (

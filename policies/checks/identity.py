@@ -21,6 +21,7 @@ from components.catalog.labels import (
     KV_CONNECTOR_LABEL,
     KV_TRANSFER_BLOCK_ANNOTATION,
     NODE_POOL_LABEL,
+    ROLE_LABEL,
 )
 from components.catalog.node_pins import device_peers, node_pins, product_labels, values_pinning
 from components.formulas.payoff import MAX_TRANSFER_BLOCK_TOKENS
@@ -36,7 +37,11 @@ from policies.checks.inventory import (
     transfer_block_of,
 )
 from policies.checks.rule_types import NoConfig, Violation
-from policies.resources import Pod, Resource, kv_transfer_config, pods
+from policies.resources import Pod, Resource, connectors, kv_transfer_config, pods
+
+# The P/D handoffs the catalog's accelerators carry (`kv_transport`): a decode pod of a connector that
+# disaggregates runs its handoff alone, its tier being on the prefill pods.
+HANDOFF_CLASSES = {a.kv_transport.connector_class for a in ACCELERATORS.values() if a.kv_transport is not None}
 
 
 def identity_labels(resources: list[Resource], _: NoConfig) -> list[Violation]:
@@ -57,7 +62,7 @@ def identity_labels(resources: list[Resource], _: NoConfig) -> list[Violation]:
         profile_problems = _profile_problems(resources, pod, pools)
         problems = [
             *profile_problems,
-            *_connector_problems(pod, run),
+            *_connector_problems(pod, run if not _handoff_only(pod) else run | {pod.labels[KV_CONNECTOR_LABEL]}),
             *_stamp_messages(pod, profile_trusted=not profile_problems),
         ]
         for message in problems:
@@ -213,6 +218,17 @@ def _connector_problems(pod: Pod, run: set[str]) -> list[str]:
     others = sorted(k for k in run - {key} if _mark(k) != _mark(key))
     out += [f"{said} but run {other} ({_mark(other)})" for other in others]
     return out
+
+
+def _handoff_only(pod: Pod) -> bool:
+    """A P/D decode pod of a connector that puts its tier on the prefill pods: every config it runs is a handoff."""
+    connector = CONNECTORS.get(pod.labels.get(KV_CONNECTOR_LABEL, ""))
+    if connector is None or not connector.disaggregates or pod.labels.get(ROLE_LABEL) != "decode":
+        return False
+    classes = [
+        inner.get("kv_connector") for c in pod.containers(init=False) for inner in connectors(kv_transfer_config(c))
+    ]
+    return bool(classes) and all(k in HANDOFF_CLASSES for k in classes)
 
 
 def _mark(key: str) -> str:

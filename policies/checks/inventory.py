@@ -31,6 +31,8 @@ from policies.resources import (
     connectors,
     env,
     kv_transfer_config,
+    local_engines,
+    offload_bytes,
     pods,
 )
 
@@ -186,9 +188,12 @@ def model_of(pod: Pod, served: str) -> ModelSpec | str:
 
 
 def native_cpu_tier(container: dict[str, Any]) -> int | None:
-    """The native connector's own `cpu_bytes_to_use`, where its kv-transfer config says it (a whole number)."""
+    """The native connector's own `cpu_bytes_to_use` (a whole number), where its kv-transfer config says it, alone
+    or inside a MultiConnector, times the engines the pod runs (each engine has its own connector)."""
     value = ((kv_transfer_config(container) or {}).get("kv_connector_extra_config") or {}).get("cpu_bytes_to_use")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value * local_engines(container)
+    return offload_bytes(container) or None
 
 
 def stamp_problems(pod: Pod) -> list[tuple[str, object, str, str]]:

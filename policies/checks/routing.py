@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.catalog.labels import KV_CONNECTOR_LABEL, ROUTER_BLOCK_TOKENS
+from components.catalog.labels import KV_CONNECTOR_LABEL, ROLE_LABEL, ROUTER_BLOCK_TOKENS
 from policies.checks.inventory import (
     CONNECTORS,
     cpu_tier_of,
@@ -27,11 +27,12 @@ from policies.resources import (
 )
 
 
-def _cpu_producer_capacity(values: dict[str, Any]) -> int | None:
+def _cpu_producer_capacity(values: dict[str, Any]) -> tuple[int, int] | None:
+    """The CPU producer's capacity and the tokens a block of its counts (`blockSizeTokens`, else 64)."""
     for plugin in endpoint_picker_config(values).get("plugins") or []:
         params = plugin.get("parameters") or {}
         if plugin.get("type") == "approx-prefix-cache-producer" and "lruCapacityPerServer" in params:
-            return int(params["lruCapacityPerServer"])
+            return int(params["lruCapacityPerServer"]), int(params.get("blockSizeTokens", ROUTER_BLOCK_TOKENS))
     return None
 
 
@@ -81,20 +82,23 @@ def _kv_bytes_per_token(pod: Pod) -> int | str | None:
 
 
 def router_capacity_within_tier(resources: list[Resource], _: NoConfig) -> list[Violation]:
-    """CPU producer capacity x 64 tokens x KV bytes per token must fit the CPU tier each server reaches, as its
-    workload is stamped (`llm-d.ai/cpu-tier-bytes`), never read from a connector's own settings: a connector
-    that writes its tier under a name of its own is checked like every other one. The KV bytes come from the
-    model geometry the workload is stamped with (`llm-d.ai/model-geometry`), so a `cache.model_file` model is
-    checked too."""
+    """CPU producer capacity x its block (`blockSizeTokens`, else 64) tokens x KV bytes per token must fit the CPU
+    tier each server reaches, as its workload is stamped (`llm-d.ai/cpu-tier-bytes`), never read from a
+    connector's own settings: a connector that writes its tier under a name of its own is checked like every other
+    one. The KV bytes come from the model geometry the workload is stamped with (`llm-d.ai/model-geometry`), so a
+    `cache.model_file` model is checked too."""
     out = []
     for chart in router_charts(resources):
         values = chart_values(chart)
-        capacity = _cpu_producer_capacity(values)
+        producer = _cpu_producer_capacity(values)
         selector = ((values["router"].get("modelServers") or {}).get("matchLabels")) or {}
-        if capacity is None:
+        if producer is None:
             continue
+        capacity, block = producer
         servers = [pod for pod in pods(resources) if selects(selector, pod.labels)]
-        for pod in servers:
+        # P/D: the prefix scorers are the prefill profile's, and the tier is on the prefill pods alone
+        prefill = [pod for pod in servers if pod.labels.get(ROLE_LABEL) == "prefill"]
+        for pod in prefill or servers:
             kv = _kv_bytes_per_token(pod)
             tier = _server_tier(resources, servers, pod)
             if kv is None or tier is None:
@@ -108,14 +112,14 @@ def router_capacity_within_tier(resources: list[Resource], _: NoConfig) -> list[
                     )
                 )
                 continue
-            believed = capacity * ROUTER_BLOCK_TOKENS * kv
+            believed = capacity * block * kv
             if believed > tier:
                 out.append(
                     Violation(
                         chart,
                         f"router lruCapacityPerServer {capacity} tracks {believed} bytes per server, more than the"
                         f" {tier}-byte CPU tier a server of {pod.owner.name} reaches: the router would steer"
-                        f" requests to evicted blocks (at most {tier // (ROUTER_BLOCK_TOKENS * kv)})",
+                        f" requests to evicted blocks (at most {tier // (block * kv)})",
                     )
                 )
     return out

@@ -34,6 +34,7 @@ from policies.checks.event_routing import (
     prefill_rate_agrees,
 )
 from policies.checks.identity import identity_labels
+from policies.checks.pd_invariants import pd_block_size, pd_handoff_both_sides, pd_hash_seed, pd_rank_ports
 from policies.checks.pod_security import (
     HostPathsConfig,
     PrivilegedConfig,
@@ -101,6 +102,28 @@ RULES: list[Rule[Any]] = [
         "mandatory",
         filesystem_tier_within_limits,
         StorageLimitsConfig,
+    ),
+    Rule(
+        "pd-block-size",
+        "P/D engines' --block-size equals the router's blockSizeTokens",
+        "mandatory",
+        pd_block_size,
+        NoConfig,
+    ),
+    Rule("pd-hash-seed", "P/D engines share one PYTHONHASHSEED", "mandatory", pd_hash_seed, NoConfig),
+    Rule(
+        "pd-rank-ports",
+        "Each local P/D engine has its own declared NIXL handshake port",
+        "mandatory",
+        pd_rank_ports,
+        NoConfig,
+    ),
+    Rule(
+        "pd-handoff-both-sides",
+        "The P/D handoff runs on both prefill and decode pods",
+        "mandatory",
+        pd_handoff_both_sides,
+        NoConfig,
     ),
     Rule("mooncake-rdma", "MooncakeStore pods request rdma/ib", "mandatory", mooncake_requests_rdma, NoConfig),
     Rule("lmcache-hash-seed", "LMCache clients set PYTHONHASHSEED", "mandatory", lmcache_hash_seed, NoConfig),

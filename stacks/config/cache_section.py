@@ -15,6 +15,7 @@ from components.specs.connectors import ConnectorKey
 from components.specs.connectors.interface import EngineKey, HostType, Variant
 from components.units import ByteSize, GiB, TiB
 from stacks.config import formats
+from stacks.config.disaggregation_section import DisaggregationConfig
 from stacks.config.errors import ConfigError
 from stacks.config.fields import (
     MAX_NODE_MEMORY,
@@ -91,6 +92,9 @@ class CacheConfig(Section):
         description="key of `node_pools` the model servers run on; default: none (required on a created cluster)",
     )
     image: ImageReference | None = Field(default=None, description="model-server image; default: the pinned one")
+    disaggregation: DisaggregationConfig | None = None
+    """prefill and decode on separate pools (P/D over NIXL, the CPU tier on the prefill pods); vLLM with the native
+    connector; `cache.replicas` then counts nothing (each pool has its own); default: none, one aggregated pool"""
 
     @field_validator("replicas", mode="wrap")
     @classmethod

@@ -17,6 +17,7 @@ from components.units import ByteSize, GiB, MiB
 from stacks.config import StackConfig, formats
 from stacks.config.capacity_checks import check_replicas_auto
 from stacks.config.connector_choice import choice, connector_of
+from stacks.config.disaggregation_checks import check_disaggregation
 from stacks.config.errors import HIDDEN, ConfigError
 from stacks.config.evictor_checks import check_evictor_applies
 from stacks.config.layer_checks import check_layer
@@ -65,6 +66,7 @@ def check_stack(config: StackConfig, *, trace_given: bool = False) -> None:
             f"not supported for {'/'.join(combo[:4])}; allowed: {', '.join(defaults.platforms)}",
         )
 
+    check_disaggregation(config)
     _check_sizes(config, defaults)
     check_router_floors(config)
 
@@ -72,6 +74,13 @@ def check_stack(config: StackConfig, *, trace_given: bool = False) -> None:
     problem = connector.settings_problem(choice(config))
     if problem is not None:
         raise ConfigError(*problem)
+    if config.router.prefix_routing == "precise" and config.cache.disaggregation is not None:
+        raise ConfigError(
+            "router.prefix_routing",
+            "precise",
+            "not with cache.disaggregation: its prefill profile scores the router's own HBM and CPU-tier indexes"
+            " (approximate); allowed there: approximate",
+        )
     if config.router.prefix_routing == "precise":
         refused = connector.precise_refusal(choice(config).filesystem_tier)
         if refused is not None:

@@ -19,6 +19,7 @@ class Preset(Enum):
     AMD_VLLM_NATIVE_CPU = "amd-vllm-native-cpu"
     AMD_VLLM_NATIVE_CPU_PRECISE = "amd-vllm-native-cpu-precise"
     AMD_VLLM_NATIVE_FS = "amd-vllm-native-fs"
+    AMD_VLLM_NATIVE_PD = "amd-vllm-native-pd"
     DEV = "dev"
     EXISTING_B60 = "existing-b60"
     EXISTING_MI300 = "existing-mi300"
@@ -41,6 +42,7 @@ class Preset(Enum):
     GPU_VLLM_NATIVE_FS = "gpu-vllm-native-fs"
     GPU_VLLM_NATIVE_FS_AUTOSCALE = "gpu-vllm-native-fs-autoscale"
     GPU_VLLM_NATIVE_FS_GKE = "gpu-vllm-native-fs-gke"
+    GPU_VLLM_NATIVE_PD = "gpu-vllm-native-pd"
     TPU_V5P_VLLM_NATIVE_CPU = "tpu-v5p-vllm-native-cpu"
     TPU_V6_VLLM_NATIVE_CPU = "tpu-v6-vllm-native-cpu"
     TPU_V7_VLLM_NATIVE_CPU = "tpu-v7-vllm-native-cpu"
@@ -185,6 +187,38 @@ class TierArgs(TypedDict, total=False):
     """LMCache local disk / Mooncake Client SSD budget of the filesystem tier, per pod / per node; default: the combination's from the seed"""
 
 
+class DisaggregationTransport(Enum):
+    """the prefill -> decode KV handoff: nixl (vLLM's NixlConnector); default nixl, the llm-d P/D guide's"""
+
+    NIXL = "nixl"
+
+
+class PoolArgs(TypedDict, total=False):
+    """One role's pool: how many pods, and what each runs."""
+
+    replicas: Any
+    """pods of this role; auto: the fewest that meet `workload.slo` by the P/D replay (prefill: its TTFT target, decode: its time-per-output-token target); default 1"""
+    tensor_parallelism: int
+    """devices one engine shards the model over (--tensor-parallel-size); default: `cache.tensor_parallelism`, else the combination's"""
+    data_parallelism: int
+    """engines in one pod (--data-parallel-size), each with its own connectors: a prefill pod's CPU tier is `cache.tier.cpu` x this; default 1"""
+    accelerator: str
+    """this pool's accelerator where it differs from `cache.accelerator` (gpu, h200, a100, amd, xpu, tpu-v5p, tpu-v6, tpu-v7); default: `cache.accelerator`"""
+    node_pool: str
+    """key of `node_pools` this pool runs on; default: `cache.node_pool`"""
+
+
+class DisaggregationArgs(TypedDict, total=False):
+    """Prefill and decode on separate pods: the prefill pods compute prompts into their HBM and CPU tier and hand the KV to a decode pod over the transport; the router picks one of each per request."""
+
+    transport: DisaggregationTransport
+    """the prefill -> decode KV handoff: nixl (vLLM's NixlConnector); default nixl, the llm-d P/D guide's"""
+    prefill: PoolArgs
+    """the prefill pool: it holds the CPU tier (`cache.tier.cpu` per engine)"""
+    decode: PoolArgs
+    """the decode pool: the handoff only, behind the router's P/D sidecar"""
+
+
 class CacheArgs(TypedDict, total=False):
     """What serves and how it caches. Unset sizes and counts take the combination's defaults."""
 
@@ -214,6 +248,8 @@ class CacheArgs(TypedDict, total=False):
     """key of `node_pools` the model servers run on; default: none (required on a created cluster)"""
     image: str
     """model-server image; default: the pinned one"""
+    disaggregation: DisaggregationArgs
+    """prefill and decode on separate pools (P/D over NIXL, the CPU tier on the prefill pods); vLLM with the native connector; `cache.replicas` then counts nothing (each pool has its own); default: none, one aggregated pool"""
 
 
 class StorageBackend(Enum):

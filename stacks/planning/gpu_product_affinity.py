@@ -19,13 +19,13 @@ from stacks.config.errors import ConfigError
 from stacks.config.providers import provider_of
 
 
-def with_product(config: StackConfig, scheduling: Scheduling) -> Scheduling:
+def with_product(config: StackConfig, scheduling: Scheduling, accelerator: str | None = None) -> Scheduling:
     """`scheduling` (a described pool's labels, or nothing) with the profile's GPU product required where its
     selector does not pin the device; a created pool's key pins its machine type, which the plan holds to the
-    accelerator (tier_fit.py)."""
+    accelerator (tier_fit.py). `accelerator`: a P/D pool's own profile (default: `cache.accelerator`)."""
     if provider_of(config).creates:
         return scheduling
-    profile = ACCELERATORS[config.cache.accelerator]
+    profile = ACCELERATORS[accelerator or config.cache.accelerator]
     pins, named = node_pins(), product_labels()
     for label, value in scheduling.node_selector.items():
         own = values_pinning(profile.key, label)

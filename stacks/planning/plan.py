@@ -31,6 +31,7 @@ from stacks.planning.gateway_route import route_workload
 from stacks.planning.gpu_product_affinity import with_product
 from stacks.planning.node_pools import pool_specs
 from stacks.planning.passes import hardened, through_mirror, with_await_budgets, with_network_policies, with_rollouts
+from stacks.planning.pd_roles import engine_shape, pd_servers, prefill_of, with_pool_counts
 from stacks.planning.resolution import Resolved, resolve
 from stacks.planning.stack_plan import Role as Role  # the records, named here too
 from stacks.planning.stack_plan import StackPlan as StackPlan
@@ -44,12 +45,14 @@ from stacks.planning.workload_builders import Serving, resolve_model_cache, work
 from stacks.planning.workload_plan import Replan, plan_workload, priced
 
 
-def _scheduling(config: StackConfig) -> Scheduling:
-    if config.cache.node_pool is None:
+def _scheduling(config: StackConfig, node_pool: str | None = None) -> Scheduling:
+    """Placement on `node_pool` (default: `cache.node_pool`)."""
+    key = node_pool or config.cache.node_pool
+    if key is None:
         return Scheduling()
-    pool = config.node_pools[config.cache.node_pool]
+    pool = config.node_pools[key]
     if provider_of(config).creates:  # created pools label their nodes with their key
-        return Scheduling(node_selector={hardware.POOL_LABEL: config.cache.node_pool})
+        return Scheduling(node_selector={hardware.POOL_LABEL: key})
     tolerations = [
         {
             k: v
@@ -131,6 +134,12 @@ def plan(
     if keep_up and config.cache.replicas != "auto":
         capacity_plan.check_fits(record.capacity)
     rendered = replan(record.replicas, record.cpu_tier, record.store_rate)
+    if record.disaggregated is not None and any(record.disaggregated.auto):  # the pools at the counts auto took
+        run = record.disaggregated.run
+        counted = with_pool_counts(
+            dataclasses.replace(stack, replicas=record.replicas), run.prefill_pods, run.decode_pods
+        )
+        rendered = _plan(counted, record.cpu_tier, record.store_rate)
     return _rendered(dataclasses.replace(rendered, workload=record, cost=record.cost), keep_up)
 
 
@@ -155,16 +164,21 @@ def _plan(stack: Resolved, chosen_tier: ByteSize | None = None, store_rate: Stor
     hbm = hbm_fit.hbm_budget(decode)
     hbm_fit.check_model_fits(stack, hbm)
     servers = [dataclasses.replace(decode, role="prefill"), decode] if decode.disaggregated else [decode]
+    if stack.choice.disaggregation is not None:  # each pool its own shape, sizes and placement
+        servers = pd_servers(stack, decode, lambda pool: _scheduling(config, pool))
+        for server in servers:  # the plan's own HBM budget stays the aggregated shape's (what P/D is weighed against)
+            hbm_fit.check_model_fits(stack, hbm_fit.hbm_budget(engine_shape(server)))
     stack_payoff = payoff_table.derive(_payoff_inputs(stack))
     auto = autoscaling.resolve(config, decode, len(servers), fit, stack_payoff, connector.kv_usage_metric)
     profile = connector.router_profile(stack.choice, auto.max_replicas if auto else stack.replicas)
     if precise_routing.is_precise(stack):  # the connectors it applies to route `tiered` otherwise
         profile = "precise"
     autoscaling.check_signal(auto, profile)
+    indexed = prefill_of(servers, stack.choice.disaggregation)
     values = _router_values(
         config,
-        decode,
-        tier_sizing,
+        indexed,
+        indexed.sizing,
         profile,
         flow_control=auto is not None,
         precise=precise_routing.precise_index(stack, stack_payoff),
@@ -201,7 +215,7 @@ def _plan(stack: Resolved, chosen_tier: ByteSize | None = None, store_rate: Stor
         planned = ordered([*planned.values(), route])
     stack_plan = StackPlan(
         stack=stack,
-        sizing=tier_sizing,
+        sizing=indexed.sizing,  # P/D: the prefill pod's, which holds the tier (else the one server's)
         workloads=planned,
         model_cache=decode.model_cache,
         router_values=values,
@@ -291,6 +305,7 @@ def _router_values(
             flow_control=flow_control,
             precise=precise,
             peak_prefill_rate=peak_prefill_rate,
+            block_tokens=tier_sizing.router_block_tokens if profile == "pd-tiered" else None,
         )
     )
 

@@ -33,7 +33,10 @@ class Resolved:
 
     @property
     def pods(self) -> int:
-        """The stack's model-server pods: replicas x pods per replica x roles."""
+        """The stack's model-server pods: replicas x pods per replica x roles (P/D: each pool's replicas)."""
+        pd = self.choice.disaggregation
+        if pd is not None:
+            return pd.prefill.replicas + pd.decode.replicas
         return self.replicas * self.group_size * self.connector.roles(self.choice)
 
     @property

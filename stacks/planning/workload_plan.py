@@ -12,13 +12,18 @@ from collections.abc import Callable
 
 from components.catalog.time_model_band import ttft_band
 from components.formulas import replay_work
+from components.formulas.engine_costs import engine_costs
 from components.formulas.payoff import Replica
+from components.formulas.pd_replay import handoff
 from components.formulas.shared_tier_capacity import StoreRate
-from components.formulas.tier_replay import Tiers, assigned
+from components.formulas.tier_replay import assigned, capacity_blocks
+from components.formulas.tier_shape import Tiers
+from components.specs.servers import ServerSpec
 from components.units import ByteSize
 from stacks.config.errors import ConfigError
 from stacks.config.workload_section import SloConfig
-from stacks.planning import hardware, scale_in
+from stacks.planning import hardware, hbm_fit, scale_in
+from stacks.planning.pd_roles import engine_shape
 from stacks.planning.stack_plan import StackPlan
 from stacks.planning.tier_capacity import budget as tier_budget
 from stacks.planning.tier_fit import node_largest_tier, tier_capacity
@@ -32,13 +37,15 @@ from stacks.planning.workload.capacity_records import (
     TierSet,
     other_of,
 )
-from stacks.planning.workload.cost import size_price, stack_cost
+from stacks.planning.workload.cost import device_usd_per_hour, size_price, stack_cost
 from stacks.planning.workload.cost_records import ServingUse, StackCost
+from stacks.planning.workload.pd_plan import PdInputs, PdPool, plan_pd
 from stacks.planning.workload.routing_weights import routing_of
 from stacks.planning.workload.scale_in_day import ScaleInDay, replay_scale_in
 from stacks.planning.workload.tier_curve import UNBOUNDED, StackShape, TierCurve
 from stacks.planning.workload.workload_bounds import check_work
 from stacks.planning.workload.workload_record import WorkloadPlan
+from stacks.planning.workload.workload_sizing import service_rates
 from stacks.planning.workload.workload_source import WorkloadSource, in_memory
 
 ROUTED_BY_TIME_MODEL = (
@@ -119,7 +126,12 @@ def plan_workload(
         routings = routings_of(
             rendered, source, capacity, lambda: other_routing(rendered.stack.replicas, chosen, measured)
         )
-    return WorkloadPlan(source.description, capacity, sized, objective, replicas, chosen, measured, cost, day, routings)
+    device_usd = device_usd_per_hour(rendered.config, rendered.pools)
+    pd_in = pd_inputs(rendered, stack_shape(rendered), source.block_tokens, device_usd)
+    pd = plan_pd(pd_in, source.requests_list(), slo) if pd_in is not None else None
+    return WorkloadPlan(
+        source.description, capacity, sized, objective, replicas, chosen, measured, cost, day, routings, pd
+    )
 
 
 def day_of(stack_plan: StackPlan, source: WorkloadSource) -> ScaleInDay | None:
@@ -312,3 +324,44 @@ def _weigh(
             run = run if run.fits else None
         out.append(tier_objective.SizeCost(size, run.replicas if run is not None else None, price, fixed))
     return tuple(out)
+
+
+def _pd_pool(stack_plan: StackPlan, spec: ServerSpec, pods: int | None) -> PdPool:
+    """An engine of the pool: its devices' figures, its HBM budget, its CPU tier's loads at the aggregated pod's
+    bandwidth per device (the payoff's, over the host link at the transfer block) times its own devices."""
+    stack = stack_plan.stack
+    tiers = stack_plan.payoff.tiers
+    per_device = tiers[0].bandwidth / stack.devices if tiers and tiers[0].bandwidth else None
+    cpu = per_device * spec.tensor_parallelism if per_device and spec.cpu_tier_bytes else None
+    replica = Replica(spec.model, spec.accelerator.rates, spec.tensor_parallelism)
+    costs = engine_costs(replica, hbm_fit.hbm_budget(engine_shape(spec)), cpu, None)
+    return PdPool(pods, spec.data_parallelism, spec.tensor_parallelism, costs)
+
+
+def pd_inputs(
+    stack_plan: StackPlan, shape: StackShape, block_tokens: int, device_usd_per_hour: float | None
+) -> PdInputs | None:
+    """None: the stack is aggregated. `device_usd_per_hour`: one device of the serving pool (None: unpriced)."""
+    pd = stack_plan.stack.choice.disaggregation
+    pools = stack_plan.config.cache.disaggregation
+    if pd is None or pools is None:
+        return None
+    prefill, decode = (r.spec for r in stack_plan.roles)
+    kv = prefill.model.kv_bytes_per_token.bytes
+    hbm_blocks = hbm_fit.hbm_budget(engine_shape(prefill)).kv_tokens // block_tokens
+    per_engine = prefill.sizing.cpu_tier_per_pod.bytes // prefill.data_parallelism
+    fabric = pd.transport.fabric
+    same = prefill.accelerator.key == decode.accelerator.key == stack_plan.config.cache.accelerator
+    return PdInputs(
+        prefill=_pd_pool(stack_plan, prefill, pools.prefill.replicas if pools.prefill.replicas != "auto" else None),
+        decode=_pd_pool(stack_plan, decode, pools.decode.replicas if pools.decode.replicas != "auto" else None),
+        handoff=handoff(kv, prefill.tensor_parallelism, decode.tensor_parallelism, fabric.bandwidth),
+        handoff_from=f"{pd.transport.key} over {fabric.name}, {fabric.bandwidth / 1e9:g} GB/s a device: {fabric.cited}",
+        block_tokens=block_tokens,
+        hbm_blocks=hbm_blocks,
+        cpu_blocks=capacity_blocks(per_engine, block_tokens, kv) if per_engine else 0,
+        tiers=lambda engines: Tiers(block_tokens, engines, hbm_blocks, shape.relation, shape.cpu_scope),
+        routing=routing_of(stack_plan.router_values, "prefill"),
+        rates=service_rates(shape),
+        device_usd_per_hour=device_usd_per_hour if same else None,
+    )

@@ -8,6 +8,7 @@ from components.formulas.payoff import SUFFIX_TOKENS
 from components.specs import images, model_cache, prepull, storage
 from components.specs.clusters import PoolSpec
 from components.specs.payoff_table import gbps, seconds
+from components.specs.servers import ServerSpec
 from components.units import ByteSize, GiB, MiB
 from stacks.config.backend_choice import backend_of
 from stacks.config.providers import provider_of
@@ -20,6 +21,7 @@ from stacks.review.capacity_table import capacity_lines
 from stacks.review.cost_summary import cost_lines, objective_lines
 from stacks.review.layer_rows import cluster_row, gateway_rows
 from stacks.review.offline import Recording
+from stacks.review.pd_table import pd_lines_of
 from stacks.review.routing_summary import prefix_routing_rows, sizing_rows
 from stacks.review.throughput_summary import throughput_lines
 from stacks.review.tier_capacity_summary import tier_capacity_lines
@@ -143,6 +145,7 @@ def summary(stack_plan: StackPlan, stack: str, recording: Recording) -> str:
         "",
         *_payoff(stack_plan),
         "",
+        *pd_lines_of(stack_plan),
         *(
             capacity_lines(stack_plan.capacity, config.cache.replicas == "auto")
             if stack_plan.capacity is not None
@@ -200,6 +203,16 @@ def _startup(stack_plan: StackPlan) -> list[str]:
         *_table(("workload", "budget"), budgets),
         "",
     ]
+
+
+def _pool_shape(stack_plan: StackPlan, spec: ServerSpec) -> str:
+    """A `cache.disaggregation` pool's shape: pods, engines a pod, devices, the CPU tier a pod holds."""
+    if stack_plan.stack.choice.disaggregation is None:
+        return ""
+    return (
+        f": {spec.replicas} pods x {spec.data_parallelism} engines x TP={spec.tensor_parallelism} on"
+        f" {spec.accelerator.key}, CPU tier {spec.sizing.cpu_tier_per_pod.human()} a pod"
+    )
 
 
 def _core_rows(stack_plan: StackPlan, recording: Recording) -> list[tuple[str, str]]:
@@ -260,7 +273,10 @@ def _optional_rows(stack_plan: StackPlan) -> list[tuple[str, str]]:
         rows.append(
             (
                 "P/D roles",
-                ", ".join(f"`{r.manifests[-1]['metadata']['name']}` ({r.spec.role})" for r in stack_plan.roles),
+                ", ".join(
+                    f"`{r.manifests[-1]['metadata']['name']}` ({r.spec.role}{_pool_shape(stack_plan, r.spec)})"
+                    for r in stack_plan.roles
+                ),
             )
         )
     stack = stack_plan.stack

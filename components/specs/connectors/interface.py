@@ -22,6 +22,7 @@ from components.catalog.models import ModelSpec
 from components.catalog.startup_figures import SizedImage
 from components.formulas.tier_shape import Relation, Scope
 from components.manifest import Manifest
+from components.specs.disaggregation import Disaggregation
 from components.specs.kv_events import TierEvents, refusal
 from components.specs.lmcache import LMCacheSettings
 from components.specs.metric_family import MetricFamily
@@ -37,7 +38,7 @@ from components.units import ByteSize, GiB
 
 FILES_STORAGE = labels.FILES_STORAGE_MOUNT
 
-RouterProfile = Literal["tiered", "pd", "token-routing", "default", "precise"]
+RouterProfile = Literal["tiered", "pd", "pd-tiered", "token-routing", "default", "precise"]
 Problem = tuple[str, object, str]  # a config field, its value and what is wrong (stacks raises it)
 
 
@@ -51,6 +52,7 @@ class Choice:
     host_type: HostType
     lmcache: LMCacheSettings
     precise: bool = False  # router.prefix_routing precise: the engines publish their KV-cache events
+    disaggregation: Disaggregation | None = None  # P/D: the two pools and the handoff (None: one pool)
 
     @property
     def filesystem_tier(self) -> bool:
@@ -95,6 +97,7 @@ class Connector:
     verification_check: ClassVar[str] = "external"
     peer_traffic: ClassVar[bool] = False  # model-server pods talk to each other (besides P/D and multi-host)
     reads_lmcache_section: ClassVar[bool] = False  # the config's `lmcache` section applies
+    disaggregates: ClassVar[bool] = False  # runs `cache.disaggregation` (P/D with its tier on the prefill pods)
     # What a pod that runs it shows (the policy rule `identity-labels` holds a pod's `llm-d.ai/kv-connector` label
     # to it): the `kv_connector` class its kv-transfer config names, or, for an engine's own cache (no
     # kv-transfer config), the engine flag that turns it on.

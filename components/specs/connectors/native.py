@@ -3,20 +3,24 @@ TieringOffloadingSpec (on the shared claim)."""
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from components.catalog import labels
 from components.catalog.accelerators import AcceleratorProfile
+from components.catalog.kv_transport import PD_BLOCK_TOKENS, PD_HASH_SEED
 from components.catalog.models import ModelSpec
 from components.manifest import Manifest
-from components.specs.connectors.interface import Choice, SizingInputs
+from components.specs.connectors.interface import Choice, RouterProfile, SizingInputs
 from components.specs.connectors.vllm_family import VLLM_HBM_EVENTS, VllmConnector, shared_tier_volumes, vllm_layout
 from components.specs.kv_events import TierEvents
 from components.specs.metric_family import Alert, MetricFamily, Panel, Thresholds
 from components.specs.promql import rate, ratio
 from components.specs.servers.base import empty_dir, env_var, tier_dir
+from components.specs.servers.limits import limit_args
+from components.specs.servers.pd import engine_port, nixl_env
 from components.specs.sizing import SHM_HEADROOM, Derivation, Sizes, TierSizing, sized, sizes_of
 from components.units import ByteSize, GiB
 
@@ -63,6 +67,89 @@ def size_cpu_tier(
             ),
         ],
     )
+
+
+def size_pd_pod(
+    model: ModelSpec,
+    accelerator: AcceleratorProfile,
+    tensor_parallelism: int,
+    engines: int,
+    cpu_per_engine: ByteSize,
+    block_tokens: int,
+) -> TierSizing:
+    """A P/D pod of `engines` data-parallel engines: each engine's OffloadingConnector holds `cpu_per_engine` in
+    /dev/shm (prefill; none on decode), so the pod holds that times its engines, and the router's index of the pod
+    counts that in its own (the engine's) blocks (llm-d pd-disaggregation README.multi-tier.md, "CPU sizing")."""
+    pod_tier = cpu_per_engine * engines
+    shm = (pod_tier + SHM_HEADROOM).ceil_to(GiB)
+    steps = [
+        Derivation(
+            "CPU tier per engine (`cpu_bytes_to_use`)",
+            f"{cpu_per_engine.bytes} ({cpu_per_engine.human()})",
+            "stack config `cache.tier.cpu` (prefill pods; the decode pods hold none)",
+        ),
+        Derivation(
+            "CPU tier per pod",
+            pod_tier.human(),
+            f"{cpu_per_engine.human()} x {engines} engines (`--data-parallel-size`): each engine has its own connector",
+        ),
+        Derivation(
+            "`/dev/shm` sizeLimit", shm.quantity(), f"CPU tier {pod_tier.human()} + headroom, rounded up to GiB"
+        ),
+    ]
+    pod = sized(
+        model,
+        accelerator,
+        tensor_parallelism,
+        pod_tier,
+        [("/dev/shm", shm)],
+        shm,
+        NativeSizes(cpu_per_engine),
+        steps,
+        ranks_on_pod=tensor_parallelism * engines,
+    )
+    block = model.kv_bytes_per_token * block_tokens
+    return dataclasses.replace(
+        pod, lru_capacity_per_server=pod_tier.bytes // block.bytes, router_block_tokens=block_tokens
+    )
+
+
+def handoff_connector(spec: ServerSpec) -> dict[str, Any]:
+    """The P/D handoff on both roles; a failed load recomputes rather than failing the request (the overlays')."""
+    transport = spec.accelerator.kv_transport
+    assert transport is not None, "a P/D pool's accelerator carries its transport (the config's checks)"
+    return {"kv_connector": transport.connector_class, "kv_role": "kv_both", "kv_load_failure_policy": "recompute"}
+
+
+def pd_connector(spec: ServerSpec) -> dict[str, Any]:
+    """Prefill: a MultiConnector of the handoff and the CPU tier (and the filesystem tier under it, where the stack
+    has one); decode: the handoff alone (llm-d pd-disaggregation multi-tier overlays)."""
+    if spec.role != "prefill":
+        return handoff_connector(spec)
+    offload = offloading_connector(spec.sizing, tier_dir(spec) if spec.filesystem_tier else None)
+    return {
+        "kv_connector": "MultiConnector",
+        "kv_role": "kv_both",
+        "kv_load_failure_policy": "recompute",
+        "kv_connector_extra_config": {"connectors": [handoff_connector(spec), offload]},
+    }
+
+
+def pd_args(spec: ServerSpec, model: list[str], tp: str, kv: list[str], block_tokens: int) -> list[str]:
+    """A P/D engine: its port (behind the sidecar on decode), its engines, the one block size engine and router
+    share, and the handoff's kv-transfer config."""
+    dp = [f"--data-parallel-size={spec.data_parallelism}"] if spec.data_parallelism > 1 else []
+    hybrid = ["--disable-hybrid-kv-cache-manager"] if spec.model.hybrid_attention else []
+    return [
+        *model,
+        f"--port={engine_port(spec)}",
+        tp,
+        *dp,
+        f"--block-size={block_tokens}",
+        *kv,
+        *hybrid,
+        *limit_args(spec),
+    ]
 
 
 def offloading_connector(tier: TierSizing, root_dir: str | None, self_describing: bool = False) -> dict[str, Any]:
@@ -195,6 +282,7 @@ class Native(VllmConnector):
     kv_connector_class = "OffloadingConnector"
     metric_families = (OFFLOAD_METRICS,)
     verification_check = "native"
+    disaggregates = True
 
     def size(self, inputs: SizingInputs) -> TierSizing:
         i = inputs
@@ -206,7 +294,15 @@ class Native(VllmConnector):
     def transfer_block(self, choice: Choice) -> tuple[int, str]:
         if choice.filesystem_tier:
             return TIERING_BLOCK_TOKENS, "TieringOffloadingSpec `block_size`"
+        if choice.disaggregation is not None:
+            return PD_BLOCK_TOKENS, "P/D engine `--block-size` (= the router's `blockSizeTokens`)"
         return super().transfer_block(choice)
+
+    def roles(self, choice: Choice) -> int:
+        return 2 if choice.disaggregation is not None else 1
+
+    def router_profile(self, choice: Choice, replicas: int) -> RouterProfile:
+        return "pd-tiered" if choice.disaggregation is not None else super().router_profile(choice, replicas)
 
     def verifies_shared_tier(self, choice: Choice) -> bool:
         return choice.filesystem_tier
@@ -215,16 +311,20 @@ class Native(VllmConnector):
         return (VLLM_HBM_EVENTS, NATIVE_CPU_EVENTS, *((NATIVE_FS_EVENTS,) if filesystem_tier else ()))
 
     def kv_transfer_config(self, spec: ServerSpec) -> dict[str, Any]:
+        if spec.disaggregated:
+            return pd_connector(spec)
         return offloading_connector(
             spec.sizing, tier_dir(spec) if spec.filesystem_tier else None, self_describing=spec.publisher is not None
         )
 
     def vllm_args(self, spec: ServerSpec, model: list[str], tp: str, kv: list[str]) -> list[str]:
+        if spec.disaggregated:
+            return pd_args(spec, model, tp, kv, PD_BLOCK_TOKENS)
         extra = ["--disable-hybrid-kv-cache-manager"] if spec.model.hybrid_attention else []
         return vllm_layout(spec, model, tp, kv, extra)
 
     def command(self, spec: ServerSpec, args: list[str]) -> tuple[list[str], list[str]]:
-        if spec.accelerator.rocm_swap_patch and not spec.filesystem_tier:
+        if spec.accelerator.rocm_swap_patch and not spec.filesystem_tier and spec.cpu_tier_bytes:  # loads from CPU
             old, new = ROCM_SWAP_THRESHOLD
             pattern = old.replace("*", "\\*")  # a literal `*` in the sed pattern
             patch = (
@@ -235,6 +335,8 @@ class Native(VllmConnector):
         return super().command(spec, args)
 
     def env(self, spec: ServerSpec) -> list[Manifest]:
+        if spec.disaggregated:  # one hash seed on every engine of both pools (and on the shared tier)
+            return [env_var("PYTHONHASHSEED", PD_HASH_SEED), *nixl_env()]
         if spec.filesystem_tier:  # every pod must hash blocks alike to share the filesystem tier
             return [env_var(labels.HASH_SEED_ENV, labels.KV_HASH_SEED)]
         return []

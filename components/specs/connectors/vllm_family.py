@@ -171,5 +171,5 @@ class VllmConnector(Connector):
 
     def exports(self, choice: Choice, profile: RouterProfile) -> tuple[MetricFamily, ...]:
         """vLLM's counters, the connector's own and, under the tiered router values, the router's CPU index."""
-        index = (ROUTER_CPU_INDEX,) if profile == "tiered" else ()
+        index = (ROUTER_CPU_INDEX,) if profile in ("tiered", "pd-tiered") else ()
         return in_order((VLLM_METRICS, *self.metric_families, *index))

@@ -105,6 +105,7 @@ class ServerSpec:
     role: str = "decode"
     guide: str = labels.GUIDE  # the `llm-d.ai/guide` value the router selects
     disaggregated: bool = False  # P/D: a prefill and a decode role
+    data_parallelism: int = 1  # engines in one pod (P/D pools: --data-parallel-size), `devices` = TP x this
     test_mode: bool = False  # LMCache: `--no-enable-prefix-caching`, so a repeat goes to LMCache
     sidecar_image: str | None = None  # P/D decode: the router's routing sidecar
     startup_seconds: int = 0  # what the startup probe must allow (the plan's cold-start budget of one pod)

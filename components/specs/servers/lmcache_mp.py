@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from components.catalog import labels
 from components.manifest import Container, Manifest, PodSpec
 from components.specs import lmcache, model_cache
 from components.specs.servers.base import (
@@ -13,14 +12,18 @@ from components.specs.servers.base import (
     model_load_args,
     service_account,
 )
+from components.specs.servers.pd import (
+    behind_sidecar,
+    engine_port,
+    engine_port_name,
+    nixl_env,
+    nixl_ports,
+    routing_sidecar,
+)
 from components.specs.servers.shutdown import drained, vllm_drain_args
 
-VLLM_BEHIND_SIDECAR_PORT = 8200  # P/D decode: the routing sidecar takes :8000 and forwards here
-NIXL_PORT = 5600
 # vLLM unregisters its KV cache from the LMCache server before it stops.
 GRACE_SECONDS = 120
-# The sidecar keeps idle connections for 90 s; a shorter vLLM keep-alive resets them.
-KEEP_ALIVE_SECONDS = "120"
 READINESS = {"initialDelaySeconds": 60, "periodSeconds": 15, "failureThreshold": 60}
 
 
@@ -35,22 +38,17 @@ def _env(spec: ServerSpec, key: str) -> list[Manifest]:
     if spec.model_cache is not None:
         env += model_cache.server_env(spec.model_cache, "vllm")
     if spec.disaggregated:
-        env += [
-            {"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
-            {"name": "VLLM_HTTP_TIMEOUT_KEEP_ALIVE", "value": KEEP_ALIVE_SECONDS},
-        ]
+        env += nixl_env()
     return env
 
 
 def lmcache_mp_args(spec: ServerSpec) -> list[str]:
     """`--no-enable-prefix-caching` only in test mode: it sends a repeated prompt to LMCache so the
     server log shows the retrieve; production keeps both cache layers."""
-    behind_sidecar = spec.disaggregated and spec.role == "decode"
-    port = VLLM_BEHIND_SIDECAR_PORT if behind_sidecar else labels.MODEL_SERVER_PORT
-    args = [*model_load_args(spec), f"--port={port}"]
+    args = [*model_load_args(spec), f"--port={engine_port(spec)}"]
     if spec.test_mode and (spec.role == "prefill" or not spec.disaggregated):
         args.append("--no-enable-prefix-caching")
-    if behind_sidecar:
+    if behind_sidecar(spec):
         args.append("--enable-prompt-tokens-details")  # responses show cached_tokens
     if spec.disaggregated:
         args.append("--disable-hybrid-kv-cache-manager")  # needed by LMCacheMPConnector beside NIXL
@@ -66,17 +64,10 @@ def _config_key(spec: ServerSpec) -> str:
 
 
 def lmcache_mp_manifests(spec: ServerSpec) -> list[Manifest]:
-    behind_sidecar = spec.disaggregated and spec.role == "decode"
-    vllm_port = VLLM_BEHIND_SIDECAR_PORT if behind_sidecar else labels.MODEL_SERVER_PORT
-    ports: list[Manifest] = [
-        {
-            "name": "vllm" if behind_sidecar else labels.MODEL_SERVER_PORT_NAME,
-            "containerPort": vllm_port,
-            "protocol": "TCP",
-        }
-    ]
+    vllm_port = engine_port(spec)
+    ports: list[Manifest] = [{"name": engine_port_name(spec), "containerPort": vllm_port, "protocol": "TCP"}]
     if spec.disaggregated:
-        ports.append({"name": "nixl", "containerPort": NIXL_PORT, "protocol": "TCP"})
+        ports += nixl_ports(1)
     memory = spec.sizing.pod_memory.quantity()
     devices = {str(spec.accelerator.device_resource): spec.devices}
     shm = spec.sizing.shm_size_limit
@@ -103,22 +94,8 @@ def lmcache_mp_manifests(spec: ServerSpec) -> list[Manifest]:
         "volumes": volumes + cache_volumes,
     }
     drained(spec, pod, container)  # its grace (GRACE_SECONDS) becomes the drain's
-    if behind_sidecar:
-        pod["initContainers"] = [
-            {
-                "name": "routing-proxy",
-                "image": str(spec.sidecar_image),
-                "restartPolicy": "Always",  # a native sidecar: runs for the life of the pod
-                "args": [
-                    f"--port={labels.MODEL_SERVER_PORT}",
-                    f"--model-server-port={VLLM_BEHIND_SIDECAR_PORT}",
-                    "--kv-connector=nixlv2",
-                    "--secure-serving=false",
-                ],
-                "ports": [{"name": "sidecar", "containerPort": labels.MODEL_SERVER_PORT, "protocol": "TCP"}],
-                "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "2Gi"}},
-            }
-        ]
+    if behind_sidecar(spec):
+        pod["initContainers"] = [routing_sidecar(spec, "nixlv2")]
     out = [deployment(spec, pod)]
     if spec.role == "decode":  # one ServiceAccount for both roles
         out.insert(0, service_account(spec))

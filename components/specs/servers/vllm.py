@@ -3,7 +3,7 @@ kv-transfer config, arguments, env, volumes, devices and objects."""
 
 from __future__ import annotations
 
-from components.manifest import Manifest, PodSpec
+from components.manifest import Container, Manifest, PodSpec
 from components.specs import model_cache
 from components.specs.servers.base import (
     CACHE_MOUNTS,
@@ -23,6 +23,7 @@ from components.specs.servers.base import (
     serving_container,
 )
 from components.specs.servers.kv_event_env import kv_events_env, with_kv_event_ports
+from components.specs.servers.pd import behind_sidecar, engine_port, engine_port_name, nixl_ports, routing_sidecar
 from components.specs.servers.shutdown import TERMINATION_GRACE_SECONDS, drained, vllm_drain_args
 
 XPU_CLAIM = "intel-decode-claim"
@@ -81,6 +82,8 @@ def vllm_manifests(spec: ServerSpec) -> list[Manifest]:
     volumes, mounts = _volumes(spec)
     resources = memory_resources(spec, _devices(spec))
     container = serving_container(spec, command, args, _env(spec), resources, mounts)
+    if spec.disaggregated:
+        _disaggregated(spec, container)
     with_kv_event_ports(spec, container)
     pod: PodSpec = {
         "serviceAccountName": spec.service_account_name,
@@ -92,9 +95,14 @@ def vllm_manifests(spec: ServerSpec) -> list[Manifest]:
     }
     drained(spec, pod, container)
     init = lustre_permissions_init(spec)
+    if behind_sidecar(spec):
+        transport = spec.accelerator.kv_transport
+        assert transport is not None, "a P/D pool's accelerator carries its transport (the config's checks)"
+        init = [*init, routing_sidecar(spec, transport.sidecar_connector)]
     if init:
         pod["initContainers"] = init
-    out: list[Manifest] = [service_account(spec)]
+    # One ServiceAccount for both P/D roles, with the decode role (the last; the only role otherwise).
+    out: list[Manifest] = [service_account(spec)] if spec.role == "decode" else []
     if spec.accelerator.dra_device_class:
         container["imagePullPolicy"] = "IfNotPresent"
         resources["claims"] = [{"name": XPU_CLAIM}]
@@ -104,6 +112,16 @@ def vllm_manifests(spec: ServerSpec) -> list[Manifest]:
     out += spec.connector.extra_manifests(spec)
     out.append(deployment(spec, pod))
     return out
+
+
+def _disaggregated(spec: ServerSpec, container: Container) -> None:
+    """A P/D engine: its API port (behind the routing sidecar on decode, and probed there), and one NIXL handshake
+    port per local engine."""
+    name = engine_port_name(spec)
+    port = {"name": name, "containerPort": engine_port(spec), "protocol": "TCP"}
+    container["ports"] = [port, *nixl_ports(spec.data_parallelism)]
+    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+        container[probe]["httpGet"]["port"] = name
 
 
 def _claim_template(spec: ServerSpec) -> Manifest:

@@ -198,6 +198,11 @@ def _described_pools(config: StackConfig, ledger: _Ledger) -> None:
         ledger.add("accelerators", what, machine, count, f"{count} x ${{usd:,.4f}}/hour per node ({kind})", kind)
 
 
+def device_usd_per_hour(config: StackConfig, pools: Sequence[PoolSpec]) -> float | None:
+    """One device of the serving pool per hour at the stack's prices (None: unpriced)."""
+    return _device_usd_per_hour(config, pools, book_of(config))
+
+
 def _device_usd_per_hour(config: StackConfig, pools: Sequence[PoolSpec], book: PriceBook) -> float | None:
     """One accelerator device of the serving pool per hour: the machine's price over its devices."""
     key = config.cache.node_pool

@@ -58,13 +58,14 @@ def picker_config(values: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def routing_of(values: dict[str, Any]) -> Routing:
+def routing_of(values: dict[str, Any], profile: str | None = None) -> Routing:
+    """The weights of `profile` (default: the profile a request's serving replica is picked in)."""
     picker = picker_config(values)
     if picker is None:
         return Routing(Weights(), "the chart's default plugins (not in the values): every scorer at weight 1", ())
     plugins = {p.get("name", p["type"]): p for p in picker["plugins"]}
     profiles = {p["name"]: p for p in picker["schedulingProfiles"]}
-    name = next((n for n in ROUTED_PROFILES if n in profiles), next(iter(profiles)))
+    name = profile or next((n for n in ROUTED_PROFILES if n in profiles), next(iter(profiles)))
     weights = {"queue": 0.0, "kv_utilization": 0.0, "hbm_prefix": 0.0, "cpu_prefix": 0.0, "no_hit_lru": 0.0}
     unmodelled: list[str] = []
     media: tuple[tuple[str, float], ...] | None = None

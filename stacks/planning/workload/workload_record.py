@@ -10,6 +10,7 @@ from components.formulas.shared_tier_capacity import StoreRate
 from components.units import ByteSize
 from stacks.planning.workload.capacity_records import CapacityPlan, RoutingComparison
 from stacks.planning.workload.cost_records import StackCost
+from stacks.planning.workload.pd_records import PdPlan
 from stacks.planning.workload.scale_in_day import ScaleInDay
 from stacks.planning.workload.tier_curve import TierCurve
 from stacks.planning.workload.tier_objective import Objective
@@ -29,6 +30,9 @@ class WorkloadPlan:
     cost: StackCost  # the stack as rendered, priced
     scale_in_day: ScaleInDay | None = None  # the day replayed per victim choice (autoscaled stacks, when asked)
     routings: RoutingComparison | None = None  # approximate vs precise prefix routing (None: not asked, `plan()`)
+    # `cache.disaggregation`: the workload through the prefill pool, the handoff and the decode pool (the aggregated
+    # plan above is the stack's shape without it, what P/D is weighed against); None: aggregated
+    disaggregated: PdPlan | None = None
 
     @property
     def keeps_up(self) -> bool:
