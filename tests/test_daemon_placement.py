@@ -4,8 +4,11 @@ on every node, those on the system nodes stayed Pending (no rdma/ib there) and `
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+from components.catalog.accelerators import ACCELERATORS
 from components.specs import lmcache, mooncake
 from components.specs.workloads import WorkloadType
 from stacks.config import loading
@@ -42,10 +45,28 @@ def test_a_tainted_pool_is_tolerated_as_the_model_servers_tolerate_it() -> None:
     ]["spec"]["tolerations"]
 
 
-@pytest.mark.parametrize("preset", ["gpu-vllm-mooncake-store-fs", "gpu-vllm-lmcache-server-pd"])
-def test_unplaced_model_servers_stop_a_per_node_daemon_with_one_line(preset: str) -> None:
+@pytest.mark.parametrize(
+    ("preset", "kind"),
+    [("gpu-vllm-mooncake-store-fs", mooncake.CLIENT_WORKLOAD), ("gpu-vllm-lmcache-server-pd", lmcache.SERVER_WORKLOAD)],
+)
+def test_model_servers_on_no_pool_place_the_daemon_by_their_gpu_product(preset: str, kind: WorkloadType) -> None:
+    """Without `cache.node_pool` the model servers still require their GPU product (gpu_product_affinity.py), and
+    the daemon takes that requirement: it lands on the H100 nodes, on no system node."""
+    stack_plan = plan(loading.load_preset(preset, ["cache.node_pool=null"]))
+    servers = stack_plan.model_server_manifests[-1]["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
+    [daemon] = by_kind(stack_plan.manifests(kind), "DaemonSet")
+    assert daemon["spec"]["template"]["spec"]["affinity"]["nodeAffinity"] == servers
+    [term] = servers["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert term["matchExpressions"] == [
+        {"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-H100-80GB-HBM3"]}
+    ]
+
+
+def test_model_servers_placed_nowhere_stop_a_per_node_daemon_with_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A profile with no product to require (and no pool): the daemon would land on every node."""
+    monkeypatch.setitem(ACCELERATORS, "gpu", dataclasses.replace(ACCELERATORS["gpu"], product=None))
     with pytest.raises(ConfigError) as error:
-        plan(loading.load_preset(preset, ["cache.node_pool=null"]))
+        plan(loading.load_preset("gpu-vllm-mooncake-store-fs", ["cache.node_pool=null"]))
     message = str(error.value)
     assert "\n" not in message and "cache.node_pool = None:" in message and "lands on every node" in message
 

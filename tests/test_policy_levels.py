@@ -55,14 +55,14 @@ def test_check_exits_zero_on_advisory_findings_only(capsys: pytest.CaptureFixtur
     assert main(["check", "eks-h100-efs"]) == 0  # its EFS tier cannot beat recompute: advisory
     out = capsys.readouterr().out
     assert out.startswith("advisory tiers-beat-recompute [")
-    assert out.rstrip().endswith("eks-h100-efs: 40 rules, 0 mandatory and 1 advisory violations")
+    assert out.rstrip().endswith("eks-h100-efs: 41 rules, 0 mandatory and 1 advisory violations")
 
 
 def test_check_exits_one_on_a_mandatory_finding(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "gpu-vllm-native-cpu", "--set", "cache.image=vllm/vllm-openai:latest"]) == 1
     out = capsys.readouterr().out
     assert out.startswith("mandatory images-pinned [")
-    assert out.rstrip().endswith("gpu-vllm-native-cpu: 40 rules, 1 mandatory and 0 advisory violations")
+    assert out.rstrip().endswith("gpu-vllm-native-cpu: 41 rules, 1 mandatory and 0 advisory violations")
 
 
 # Each rule's config keys (what `--policy-pack-config` sets) and defaults, written out: a renamed key fails here.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from components.catalog import labels, versions
+from components.catalog import labels, startup_figures, versions
 from components.catalog.device_runtimes import CUDA, ROCM, XLA, XPU, DeviceRuntime
 from components.catalog.gpu_product import A100_SXM4_80GB, H100_SXM, H200_SXM, GpuProduct
 from components.catalog.kv_transport import CONNECTX6_200G, CONNECTX7_400G, ROCE_400G, KvTransport, nixl
@@ -24,7 +24,7 @@ from components.catalog.rates import (
     Interconnect,
     pcie5_scaled,
 )
-from components.catalog.startup_figures import LoadProfile, SizedImage
+from components.catalog.startup_figures import GPU_WARM_COMPILE, H100_LOAD, LoadProfile, SizedImage
 from components.units import MB, ByteSize, GiB, MiB
 
 
@@ -96,20 +96,6 @@ class AcceleratorProfile:
         return self.tpu_accelerator is not None
 
 
-# NVIDIA: calibrated to the upstream measurement of about 3 minutes from container start
-# to serving for Qwen3-32B on H100, excluding pull and download: 65.6 GB / 0.75 GB/s = 87 s of
-# load + 90 s of torch.compile and CUDA graph capture.
-_H100_LOAD = LoadProfile(750 * MB, 90, "Qwen3-32B on H100: ~3 min from start to serving (upstream)")
-# JAX/XLA precompiles every shape bucket at start (SKIP_JAX_PRECOMPILE=0 in the guide).
-_TPU_LOAD = LoadProfile(500 * MB, 900, "XLA precompilation of every bucket (SKIP_JAX_PRECOMPILE=0)")
-# A warm compile cache skips compilation but not what is not cached. vLLM on GPUs: torch.compile's
-# artifacts load from VLLM_CACHE_ROOT, CUDA graphs are still captured at every start (~30 s of the 90 s
-# the lifecycle model calibrates for Qwen3-32B on H100; estimate). TPU: the XLA executables load
-# from VLLM_XLA_CACHE_PATH instead of compiling every bucket ("vLLM can load these graphs directly
-# from the cache", vLLM docs/configuration/tpu.md): a tenth of the precompile (estimate).
-_GPU_WARM_COMPILE = 1 / 3
-_TPU_WARM_COMPILE = 0.1
-
 TPU_DECODE = H200_DECODE.assumed_for("the H200's measured shares and per-layer cost: no TPU decode measurement")
 
 
@@ -158,8 +144,8 @@ def _tpu(
         variant="tpu",
         vllm_image=versions.VLLM_TPU_IMAGE,
         device_resource="google.com/tpu",
-        load=_TPU_LOAD,
-        warm_compile_ratio=_TPU_WARM_COMPILE,
+        load=startup_figures.TPU_LOAD,
+        warm_compile_ratio=startup_figures.TPU_WARM_COMPILE,
     )
 
 
@@ -189,8 +175,8 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             device_memory=ByteSize(81_559 * MiB),
             device_memory_from="nvidia-smi on an H100 80GB HBM3: 81,559 MiB"
             " (huggingface/text-embeddings-inference#350)",
-            load=_H100_LOAD,
-            warm_compile_ratio=_GPU_WARM_COMPILE,
+            load=H100_LOAD,
+            warm_compile_ratio=GPU_WARM_COMPILE,
             kv_transport=nixl(CONNECTX7_400G),
         ),
         AcceleratorProfile(
@@ -212,8 +198,8 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             device_memory=ByteSize(143_771 * MiB),
             device_memory_from=f"nvidia-smi on an NVIDIA H200: 143,771 MiB ({H200_STEP_COSTS}, `machine`); the data"
             " sheet says 141 GB HBM3e",
-            load=_H100_LOAD,
-            warm_compile_ratio=_GPU_WARM_COMPILE,
+            load=H100_LOAD,
+            warm_compile_ratio=GPU_WARM_COMPILE,
             kv_transport=nixl(CONNECTX7_400G),
         ),
         AcceleratorProfile(
@@ -244,8 +230,8 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             device_memory=ByteSize(81_920 * MiB),
             device_memory_from="nvidia-smi on an A100-SXM4-80GB: 81,920 MiB (as public nvidia-smi logs print it);"
             " the data sheet says 80 GB HBM2e",
-            load=_H100_LOAD,
-            warm_compile_ratio=_GPU_WARM_COMPILE,
+            load=H100_LOAD,
+            warm_compile_ratio=GPU_WARM_COMPILE,
             kv_transport=nixl(CONNECTX6_200G),
         ),
         AcceleratorProfile(
@@ -286,7 +272,7 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             root_reason="the guide's ROCm overlay runs as root (runAsUser 0, it patches vLLM in site-packages);"
             " /dev/kfd and /dev/dri belong to the host's render group",
             load=LoadProfile(750 * MB, 180, "as H100, with ROCm's longer graph capture (x2)"),
-            warm_compile_ratio=_GPU_WARM_COMPILE,
+            warm_compile_ratio=GPU_WARM_COMPILE,
             kv_transport=nixl(ROCE_400G),
         ),
         AcceleratorProfile(
@@ -331,7 +317,7 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
             lmcache_image=versions.XPU_LMCACHE_IMAGE,
             lmcache_subguide=f"{labels.GUIDE}-xpu-lmcache",
             load=LoadProfile(500 * MB, 180, "slower host-to-device path, x2 compile (estimate)"),
-            warm_compile_ratio=_GPU_WARM_COMPILE,
+            warm_compile_ratio=GPU_WARM_COMPILE,
         ),
         _tpu(
             key="tpu-v5p",

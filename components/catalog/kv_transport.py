@@ -2,7 +2,8 @@
 sides must agree on, and the fabric each accelerator's KV crosses, with its bandwidth per device.
 
 Sources: llm-d/llm-d `guides/pd-disaggregation/README.multi-tier.md` and its overlays
-`modelserver/gpu/vllm/multi-tier/patch-{prefill,decode}.yaml` (commit 3cfabd6a, 2026; llm-d issue 2297, PR 2298):
+`modelserver/gpu/vllm/multi-tier/patch-{prefill,decode}.yaml` (commit 3cfabd6a, 2026;
+github.com/llm-d/llm-d/issues/2297 and pull/2298):
 NIXL is the handoff on both roles, the prefillers compose it with the OffloadingConnector in a MultiConnector,
 engine and router block sizes are equal (128 tokens), every engine pod sets one `PYTHONHASHSEED` (0). vLLM's
 NixlConnector listens for handshakes on `VLLM_NIXL_SIDE_CHANNEL_PORT` + the engine's local data-parallel index

@@ -115,6 +115,9 @@ HASH_SEED_ENV = "PYTHONHASHSEED"
 # The router plugin that subscribes to the events and indexes them (llm-d-router `preciseprefixcache`; the older
 # `precise-prefix-cache-scorer` is its deprecated wrapper, RELEASE-NOTES 2026-06-02).
 PRECISE_PRODUCER = "precise-prefix-cache-producer"
+# The tiered profiles' approximate prefix producers and their scorers (HBM and the CPU tier), by name.
+GPU_PRODUCER, CPU_PRODUCER = "gpu-prefix-cache-producer", "cpu-prefix-cache-producer"
+GPU_SCORER, CPU_SCORER = "gpu-prefix-cache-scorer", "cpu-prefix-cache-scorer"
 
 # Token-aware autoscaling (llm-d/llm-d `guides/workload-autoscaling/keda-epp-token-aware`): the EPP's in-flight
 # uncached prompt tokens (published by its `inflight-load-producer`), over the peak prefill rate, are seconds of

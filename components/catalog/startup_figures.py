@@ -97,3 +97,18 @@ PIN_BYTES_PER_SECOND = 2 * GB
 # Cloud resources: each create timeout exceeds the documented worst case of the creation (each type's
 # `create_worst_seconds`, components/catalog/cloud_resources.py) by half.
 CLOUD_TIMEOUT_RATIO = 1.5
+
+
+# NVIDIA: calibrated to the upstream measurement of about 3 minutes from container start
+# to serving for Qwen3-32B on H100, excluding pull and download: 65.6 GB / 0.75 GB/s = 87 s of
+# load + 90 s of torch.compile and CUDA graph capture.
+H100_LOAD = LoadProfile(750 * MB, 90, "Qwen3-32B on H100: ~3 min from start to serving (upstream)")
+# JAX/XLA precompiles every shape bucket at start (SKIP_JAX_PRECOMPILE=0 in the guide).
+TPU_LOAD = LoadProfile(500 * MB, 900, "XLA precompilation of every bucket (SKIP_JAX_PRECOMPILE=0)")
+# A warm compile cache skips compilation but not what is not cached. vLLM on GPUs: torch.compile's
+# artifacts load from VLLM_CACHE_ROOT, CUDA graphs are still captured at every start (~30 s of the 90 s
+# the lifecycle model calibrates for Qwen3-32B on H100; estimate). TPU: the XLA executables load
+# from VLLM_XLA_CACHE_PATH instead of compiling every bucket ("vLLM can load these graphs directly
+# from the cache", vLLM docs/configuration/tpu.md): a tenth of the precompile (estimate).
+GPU_WARM_COMPILE = 1 / 3
+TPU_WARM_COMPILE = 0.1

@@ -13,8 +13,10 @@ from typing import Any
 import yaml
 
 from components.catalog import labels
+from components.catalog.labels import CPU_PRODUCER, CPU_SCORER, GPU_PRODUCER, GPU_SCORER
 from components.specs import keda
 from components.specs.kv_events import PreciseIndex
+from components.specs.pd_picker import pd_config, pd_tiered_config
 from components.specs.precise_picker import METRICS_SOURCE, TOKENIZER_PORT, precise_config, with_token_awareness
 from components.specs.servers.base import hf_token_env
 from components.units import ByteSize
@@ -22,8 +24,6 @@ from components.units import ByteSize
 Values = dict[str, Any]
 
 PLUGINS_FILE = f"{labels.GUIDE}-plugins.yaml"
-GPU_PRODUCER, CPU_PRODUCER = "gpu-prefix-cache-producer", "cpu-prefix-cache-producer"
-GPU_SCORER, CPU_SCORER = "gpu-prefix-cache-scorer", "cpu-prefix-cache-scorer"
 ENVOY_ARGS = [
     "--service-node", "envoy-sidecar",
     "--log-level", "warn",
@@ -154,101 +154,9 @@ def token_routing_config(api_version: str, model_name: str) -> Values:
     }
 
 
-def pd_config(api_version: str) -> Values:
-    """Every request disaggregated: a prefill pod and a decode pod, chosen by their `llm-d.ai/role`."""
-    return {
-        "apiVersion": api_version,
-        "kind": "EndpointPickerConfig",
-        "plugins": [
-            {"type": "always-disagg-pd-decider"},
-            {"type": "disagg-profile-handler", "parameters": {"deciders": {"prefill": "always-disagg-pd-decider"}}},
-            {"type": "prefill-filter"},
-            {"type": "decode-filter"},
-            {"type": "queue-scorer"},
-            {"type": "max-score-picker"},
-            METRICS_SOURCE,
-            {"type": "core-metrics-extractor"},
-        ],
-        "schedulingProfiles": [
-            {
-                "name": role,
-                "plugins": [
-                    {"pluginRef": f"{role}-filter"},
-                    {"pluginRef": "queue-scorer"},
-                    {"pluginRef": "max-score-picker"},
-                ],
-            }
-            for role in ("prefill", "decode")
-        ],
-    }
-
-
 # The producer whose prefix matches the token-aware filter and the in-flight counter read, per profile: the
 # precise index, or the tiered profile's HBM producer (the chart's own elsewhere, which they default to).
 _PREFIX_PRODUCERS = {"precise": labels.PRECISE_PRODUCER, "tiered": GPU_PRODUCER}
-
-
-def prefill_prefix_plugins(cpu_lru_capacity_per_server: int, block_tokens: int) -> tuple[list[Values], list[Values]]:
-    """The prefill profile's prefix scoring, both tiers (approximate: the router's own index of where it sent each
-    prefix, in the engines' blocks; the CPU index sized to the prefill pod's tier, engines x `cpu_bytes_to_use`).
-    The producers and the scorers' references: where precise KV-event routing lands (`router.prefix_routing:
-    precise`), it replaces these two lists."""
-    block = {"blockSizeTokens": block_tokens}
-    producers: list[Values] = [
-        {"type": "approx-prefix-cache-producer", "name": GPU_PRODUCER, "parameters": {**block}},
-        {
-            "type": "approx-prefix-cache-producer",
-            "name": CPU_PRODUCER,
-            "parameters": {**block, "autoTune": False, "lruCapacityPerServer": cpu_lru_capacity_per_server},
-        },
-        {
-            "type": "prefix-cache-scorer",
-            "name": GPU_SCORER,
-            "parameters": {"prefixMatchInfoProducerName": GPU_PRODUCER},
-        },
-        {
-            "type": "prefix-cache-scorer",
-            "name": CPU_SCORER,
-            "parameters": {"prefixMatchInfoProducerName": CPU_PRODUCER},
-        },
-    ]
-    return producers, [{"pluginRef": GPU_SCORER}, {"pluginRef": CPU_SCORER}]
-
-
-def pd_tiered_config(api_version: str, cpu_lru_capacity_per_server: int, block_tokens: int) -> Values:
-    """P/D with the tier on the prefill pods: every request disaggregated; the prefill pod chosen by queue, KV
-    utilisation and both tiers' prefix hits, the decode pod by queue (llm-d pd-disaggregation multi-tier guide)."""
-    producers, prefix_refs = prefill_prefix_plugins(cpu_lru_capacity_per_server, block_tokens)
-    decode = [{"pluginRef": "decode-filter"}, {"pluginRef": "queue-scorer"}, {"pluginRef": "max-score-picker"}]
-    return {
-        "apiVersion": api_version,
-        "kind": "EndpointPickerConfig",
-        "plugins": [
-            {"type": "always-disagg-pd-decider"},
-            {"type": "disagg-profile-handler", "parameters": {"deciders": {"prefill": "always-disagg-pd-decider"}}},
-            {"type": "prefill-filter"},
-            {"type": "decode-filter"},
-            {"type": "queue-scorer"},
-            {"type": "kv-cache-utilization-scorer"},
-            *producers,
-            {"type": "max-score-picker"},
-            METRICS_SOURCE,
-            {"type": "core-metrics-extractor"},
-        ],
-        "schedulingProfiles": [
-            {
-                "name": "prefill",
-                "plugins": [
-                    {"pluginRef": "prefill-filter"},
-                    {"pluginRef": "queue-scorer"},
-                    {"pluginRef": "kv-cache-utilization-scorer"},
-                    *prefix_refs,
-                    {"pluginRef": "max-score-picker"},
-                ],
-            },
-            {"name": "decode", "plugins": decode},
-        ],
-    }
 
 
 PD_PROFILES = ("pd", "pd-tiered")  # the EPP selects prefill and decode pods by label: no InferencePool

@@ -5,11 +5,9 @@ it stops (components/formulas/drain.py), each setting derived; with `newest` (th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from components.catalog import labels, versions
 from components.formulas import hpa
-from components.formulas.drain import Drain, drain
+from components.formulas.drain import drain
 from components.formulas.engine_costs import engine_costs
 from components.formulas.hbm import HbmBudget
 from components.formulas.payoff import Replica
@@ -23,6 +21,7 @@ from stacks.config.errors import ConfigError
 from stacks.planning import cold_starts
 from stacks.planning.autoscaling import Autoscaling
 from stacks.planning.resolution import Resolved
+from stacks.planning.scale_in_record import ScaleIn
 
 # What an operator watches of it (the stack's metricsToWatch).
 ANNOTATOR_METRICS = [
@@ -31,23 +30,6 @@ ANNOTATOR_METRICS = [
 ]
 # A rollout's surge at most doubles the pods a workload runs (maxSurge is at most 100%).
 SURGE = 2
-
-
-@dataclass(frozen=True)
-class ScaleIn:
-    """`autoscaling.scale_in: cache-value` resolved: what the annotator reads, how often, over what, and the drain."""
-
-    counters: metric_family.CacheValue
-    tier_counted: bool  # the connector's tier dies with the pod (its hits are part of the value)
-    interval_s: int
-    window_s: int
-    scrape_timeout_s: int
-    max_pods: int
-    drain: Drain
-
-    @property
-    def tier_counter(self) -> str | None:
-        return self.counters.tier if self.tier_counted else None
 
 
 def annotator_window(auto: Autoscaling) -> int:

@@ -19,7 +19,7 @@ from stacks.config import StackConfig
 from stacks.planning import autoscaling, hardware, rollout_choice
 from stacks.planning.mirror import Mirror
 from stacks.planning.resolution import Resolved
-from stacks.planning.scale_in import ScaleIn
+from stacks.planning.scale_in_record import ScaleIn
 from stacks.planning.workload.capacity_records import CapacityPlan
 from stacks.planning.workload.cost_records import StackCost
 from stacks.planning.workload.shared_tier import SharedTier

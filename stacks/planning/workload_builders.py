@@ -29,7 +29,8 @@ from stacks.config.errors import ConfigError
 from stacks.planning import cold_starts, hardware, tier_capacity
 from stacks.planning.prepull_placement import prepull_manifests, serving_placement
 from stacks.planning.resolution import Resolved
-from stacks.planning.scale_in import ScaleIn, annotator_workload
+from stacks.planning.scale_in import annotator_workload
+from stacks.planning.scale_in_record import ScaleIn
 from stacks.planning.workload.shared_tier import SharedTier
 
 SERVING = (NAMESPACE, HF_TOKEN, CLUSTER)  # what every model server needs from the stack itself

@@ -11,7 +11,7 @@ from components.units import GiB
 from stacks.config.providers import provider_of
 from stacks.planning.autoscaling import Autoscaling
 from stacks.planning.plan import StackPlan
-from stacks.planning.scale_in import ScaleIn
+from stacks.planning.scale_in_record import ScaleIn
 
 
 def _rules(rules: hpa.Rules) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from components.formulas.payoff import SUFFIX_TOKENS
-from components.specs import images, model_cache, prepull, storage
+from components.specs import storage
 from components.specs.clusters import PoolSpec
 from components.specs.payoff_table import gbps, seconds
 from components.specs.servers import ServerSpec
@@ -14,8 +14,8 @@ from stacks.config.backend_choice import backend_of
 from stacks.config.providers import provider_of
 from stacks.planning.hardware import Fit
 from stacks.planning.plan import StackPlan
-from stacks.planning.prepull_placement import serving_placement
 from stacks.review import cold_start_table
+from stacks.review.artifact_rows import images_row, model_cache_row
 from stacks.review.autoscaling_summary import autoscaling_lines
 from stacks.review.capacity_table import capacity_lines
 from stacks.review.cost_summary import cost_lines, objective_lines
@@ -267,8 +267,8 @@ def _optional_rows(stack_plan: StackPlan) -> list[tuple[str, str]]:
                 f" {claim['spec']['resources']['requests']['storage']}, StorageClass {storage_class}",
             )
         )
-    rows.append(("model cache", _model_cache_row(stack_plan)))
-    rows.append(("images", _images_row(stack_plan)))
+    rows.append(("model cache", model_cache_row(stack_plan)))
+    rows.append(("images", images_row(stack_plan)))
     if len(stack_plan.roles) > 1:
         rows.append(
             (
@@ -286,50 +286,6 @@ def _optional_rows(stack_plan: StackPlan) -> list[tuple[str, str]]:
         rows.append(("router tokenizer", f"sidecar for {router_values['tokenizer']['modelName']} (token-producer)"))
     rows += prefix_routing_rows(stack_plan)
     return rows
-
-
-def _model_cache_row(stack_plan: StackPlan) -> str:
-    cache, model = stack_plan.model_cache, stack_plan.model_server.model.name
-    if cache is None:
-        return f"off: every model-server pod downloads {model} from Hugging Face"
-    job = next(m for m in stack_plan.manifests(model_cache.WORKLOAD) if m["kind"] == "Job")
-    claim = f"the tier's claim `{cache.claim}`" if cache.shared_with_tier else f"claim `{cache.claim}`"
-    loading = f", loaded with `--load-format={cache.load_format}`" if cache.load_format else ""
-    compiled = f"; compile caches in `{cache.compile_subpath}`" if cache.compile_cache else ""
-    return f"`models/{model}` on {claim}, fetched once by Job `{job['metadata']['name']}`{loading}{compiled}"
-
-
-def _images_row(stack_plan: StackPlan) -> str:
-    how = _images_source(stack_plan)
-    pulled = prepull.pulled_images(stack_plan.manifests(prepull.WORKLOAD))
-    if pulled:
-        return (
-            f"{how}; {', '.join(f'`{i}`' for i in pulled)} pre-pulled onto every node of the serving pool at once"
-            f" by DaemonSet `{prepull.NAME}`, which the model servers start after"
-        )
-    if stack_plan.mirror is not None:
-        return how
-    server = stack_plan.model_server
-    if serving_placement(server.accelerator, stack_plan.model_server_manifests[-1]).constrained:
-        return f"{how}; `images.prepull: true` pulls them onto the serving pool's nodes ahead of the model servers"
-    return f"{how}; `images.prepull` (with `cache.node_pool`) would pull them onto the serving pool ahead of time"
-
-
-def _images_source(stack_plan: StackPlan) -> str:
-    mirror, config = stack_plan.mirror, stack_plan.config
-    if mirror is not None and not mirror.artifact_registry:
-        rules = ", ".join(f"`{images.ECR_UPSTREAMS[r][0]}/` ({r})" for r in mirror.registries)
-        none = "no ECR pull-through cache rule"
-        cached = f"through ECR pull-through cache rules {rules} in {mirror.region}" if rules else none
-        direct = "; ".join(f"{r} pulled directly: {why}" for r, why in mirror.direct.items())
-        return cached + (f"; {direct}" if direct else "")
-    if mirror is not None:
-        repos = ", ".join(f"`{images.repository_id(r)}` ({r})" for r in mirror.registries)
-        return (
-            f"through Artifact Registry remote repositories {repos} in {mirror.region}, streamed on the"
-            " accelerator pools (GKE image streaming serves only Artifact Registry images)"
-        )
-    return provider_of(config).unmirrored(config)
 
 
 def _pool_rows(pools: list[PoolSpec]) -> list[tuple[str, str]]:

@@ -9,8 +9,8 @@ from typing import Any
 import yaml
 
 from components.catalog import labels
+from components.catalog.labels import CPU_PRODUCER
 from components.formulas.replica_routing import Weights
-from components.specs.router_values import CPU_PRODUCER
 
 # The scorer types the replay models, by the field of `Weights` each sets.
 MODELLED = {
