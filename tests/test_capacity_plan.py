@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from components.formulas.requests import Request
-from components.formulas.serving_time import EngineCosts
+from components.formulas.serving_time import EngineCosts, LoadCosts
 from stacks.__main__ import main, size_lines
 from stacks.config import loading
 from stacks.config.errors import ConfigError
@@ -121,7 +121,7 @@ def test_size_says_how_many_replicas_keep_up(capsys: pytest.CaptureFixture[str])
 
 
 def test_a_workload_past_the_time_models_bound_is_refused_before_it_runs() -> None:
-    costs = EngineCosts(1e-4, 0.0, 0.01, 0.0, (0.0, 0.0), 8192, 256, 10**6)
+    costs = EngineCosts(1e-4, 0.0, 0.01, 0.0, LoadCosts(0.0, 0.0), 8192, 256, 10**6)
     huge = [Request(0, 1000, MAX_EVENTS, (0, 1))]
     with pytest.raises(ConfigError, match=r"the time model would take .* at most 50,000,000"):
         check_bounded(huge, costs, 512, "workload.trace")

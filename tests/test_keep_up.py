@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from components.formulas import keep_up
-from components.formulas.serving_time import EngineCosts
+from components.formulas.serving_time import EngineCosts, LoadCosts
 from stacks.__main__ import size_lines
 from stacks.config import loading
 from stacks.planning.plan import plan
@@ -73,7 +73,7 @@ def test_the_fluid_bound_counts_the_span_and_one_service_time() -> None:
 
 
 def test_a_requests_service_alone_is_its_first_token_and_its_decode_at_a_batch_of_one() -> None:
-    costs = EngineCosts(1e-4, 1e-9, 0.02, 1e-7, (0.0, 0.0), 8192, 256, 10**6)
+    costs = EngineCosts(1e-4, 1e-9, 0.02, 1e-7, LoadCosts(0.0, 0.0), 8192, 256, 10**6)
     # 257 output tokens: 256 steps, each max(1e-4 + 1128.5 x 1e-9, 0.02 + 1128 x 1e-7) at the mean context 1,128.5
     assert keep_up.service_alone_s(costs, 1000, 257, 0.5) == pytest.approx(0.5 + 256 * (0.02 + 1128 * 1e-7))
     assert keep_up.service_alone_s(costs, 1000, 1, 0.5) == 0.5

@@ -7,12 +7,12 @@ import math
 import pytest
 
 from components.formulas.pd_replay import Handoff, decode_after, handoff
-from components.formulas.serving_time import EngineCosts, Work, fixed, serve
+from components.formulas.serving_time import EngineCosts, LoadCosts, Work, fixed, serve
 
 # Engines with round figures: a prefill token costs 0.1 ms of GEMMs; a decode step reads the weights in 20 ms
 # whatever its size (GEMMs of a few tokens never bind); no attention, no fixed step cost, room for everything.
-PREFILL = EngineCosts(1e-4, 0.0, 0.02, 0.0, (0.0, 0.0), 8192, 256, 10**7)
-DECODE = EngineCosts(0.0, 0.0, 0.02, 0.0, (0.0, 0.0), 8192, 256, 10**7)
+PREFILL = EngineCosts(1e-4, 0.0, 0.02, 0.0, LoadCosts(0.0, 0.0), 8192, 256, 10**7)
+DECODE = EngineCosts(0.0, 0.0, 0.02, 0.0, LoadCosts(0.0, 0.0), 8192, 256, 10**7)
 LINK = Handoff(kv_bytes_per_token=1000, bandwidth=1e6)  # 1 ms a prompt token
 
 

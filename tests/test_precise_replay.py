@@ -11,7 +11,7 @@ import pytest
 from components.formulas.capacity_replay import replay
 from components.formulas.replica_routing import HeldTiers, Router, ServiceRates, Weights
 from components.formulas.requests import Request
-from components.formulas.serving_time import EngineCosts
+from components.formulas.serving_time import EngineCosts, LoadCosts
 from components.formulas.stack_distance import LRU
 from components.formulas.tier_caches import TierCaches
 from components.formulas.tier_shape import Tiers
@@ -64,7 +64,7 @@ def _costs() -> EngineCosts:
         attention_s_per_pair=0.0,
         weights_read_s=1e-3,
         kv_read_s_per_token=0.0,
-        load_s_per_token=(1e-6, 1e-6),
+        load=LoadCosts(1e-6, 1e-6),
         max_batched_tokens=64,
         max_seqs=8,
         kv_tokens=1_000,

@@ -14,7 +14,7 @@ import yaml
 from components.catalog import labels
 from components.formulas import hpa
 from components.formulas.prefill_rate import peak_prefill_rate
-from components.formulas.serving_time import EngineCosts
+from components.formulas.serving_time import EngineCosts, LoadCosts
 from components.specs import keda_tokens
 from components.specs.connectors import BY_KEY, IMPLEMENTATIONS
 from components.specs.payoff_table import Payoff
@@ -334,7 +334,7 @@ def _costs(weights_read_s: float) -> EngineCosts:
         attention_s_per_pair=1e-9,
         weights_read_s=weights_read_s,
         kv_read_s_per_token=0.0,
-        load_s_per_token=(0.0, 0.0),
+        load=LoadCosts(0.0, 0.0),
         max_batched_tokens=8192,
         max_seqs=256,
         kv_tokens=1_000_000,

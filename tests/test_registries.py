@@ -193,3 +193,14 @@ def test_the_literals_built_from_the_registries_allow_their_keys_in_their_order(
         ClusterConfig.model_validate({"provider": "banana"})
     with pytest.raises(ValidationError, match="Input should be 'base', 'gke' or 'amd-ci'"):
         ClusterConfig.model_validate({"platform": "aks"})
+
+
+def test_the_machine_clouds_are_the_providers_that_create_pools() -> None:
+    """A machine type's cloud (components/catalog/machines.py) is a provider that creates its cluster, one whose
+    mirror cloud the cluster stack exports; every catalog machine is of one."""
+    from components.catalog.machines import MACHINE_CLOUDS, MACHINES, SYSTEM_MACHINES
+    from stacks.config.provider_kinds import MIRROR_CLOUDS
+
+    assert set(MACHINE_CLOUDS) == set(MIRROR_CLOUDS) == {"gke", "eks"}
+    clouds = {m.cloud for m in MACHINES.values()} | {m.cloud for m in SYSTEM_MACHINES.values()}
+    assert clouds <= set(MACHINE_CLOUDS)

@@ -13,7 +13,7 @@ import pytest
 
 from components.catalog import labels
 from components.formulas.drain import PRE_STOP_SECONDS, TEARDOWN_SECONDS, drain
-from components.formulas.serving_time import EngineCosts
+from components.formulas.serving_time import EngineCosts, LoadCosts
 from components.manifest import Manifest
 from components.specs import cache_annotator, metric_family
 from policies.resources import Resource
@@ -118,7 +118,7 @@ COSTS = EngineCosts(
     attention_s_per_pair=1e-9,
     weights_read_s=0.01,
     kv_read_s_per_token=1e-7,
-    load_s_per_token=(0.0, 0.0),
+    load=LoadCosts(0.0, 0.0),
     max_batched_tokens=8192,
     max_seqs=256,
     kv_tokens=100_000,

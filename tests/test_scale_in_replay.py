@@ -11,7 +11,7 @@ from components.formulas import hpa
 from components.formulas.replica_routing import ServiceRates, Weights
 from components.formulas.requests import Request
 from components.formulas.scale_in_replay import Day, DayInputs, replay_day, scaled, stepped
-from components.formulas.serving_time import EngineCosts
+from components.formulas.serving_time import EngineCosts, LoadCosts
 from components.formulas.tier_shape import Tiers
 from components.units import ByteSize
 from stacks.planning.workload.scale_in_day import ScaleInDay, day_shape, descent_s
@@ -35,7 +35,7 @@ def _inputs(fs_blocks: int = 0) -> DayInputs:
         triggers=(hpa.Trigger("saturation", 1.0, "Value"),),
         behavior=hpa.Behavior(ONE_PER_PERIOD, ONE_PER_PERIOD),
     )
-    costs = EngineCosts(0.001, 0.0, 0.0, 0.0, (0.0, 0.0), 8192, 256, 1_000_000)
+    costs = EngineCosts(0.001, 0.0, 0.0, 0.0, LoadCosts(0.0, 0.0), 8192, 256, 1_000_000)
     return DayInputs(
         auto, Tiers(4, 2, 2), 0, fs_blocks, costs, ServiceRates(1000.0, 0.0), Weights(), window_s=60, seed=0
     )

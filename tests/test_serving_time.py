@@ -10,7 +10,7 @@ import pytest
 from components.formulas.capacity_replay import replay
 from components.formulas.replica_routing import ServiceRates, Weights
 from components.formulas.requests import Request
-from components.formulas.serving_time import EngineCosts, Work, fixed, serve
+from components.formulas.serving_time import EngineCosts, LoadCosts, Work, fixed, serve
 from components.formulas.tier_replay import Tiers
 
 # Round figures, so every expectation below is arithmetic on these.
@@ -25,7 +25,7 @@ def costs(kv_read: float = 0.0, attention: float = 0.0, kv_tokens: int = 10**9, 
         attention_s_per_pair=attention,
         weights_read_s=WEIGHTS,
         kv_read_s_per_token=kv_read,
-        load_s_per_token=(1e-5, 1e-4),
+        load=LoadCosts(1e-5, 1e-4),
         max_batched_tokens=BUDGET,
         max_seqs=seqs,
         kv_tokens=kv_tokens,
@@ -173,7 +173,9 @@ def test_tier_hits_of_one_prefix_are_reserved_once() -> None:
 def test_a_mixture_of_experts_step_reads_the_experts_its_tokens_route_to() -> None:
     # Dense weights 10 ms, every routed expert 100 ms; 4 of 128 experts a token. One token: 4/128 of the experts,
     # 10 + 3.125 ms. Five: 1 - (124/128)^5 = 1 - 0.853215 of them, 10 + 14.68 ms. A thousand: all, 110 ms.
-    moe = EngineCosts(GEMM * 0, 0.0, 0.01, 0.0, (0.0, 0.0), BUDGET, 256, 10**9, expert_read_s=0.1, routing=(4, 128))
+    moe = EngineCosts(
+        GEMM * 0, 0.0, 0.01, 0.0, LoadCosts(0.0, 0.0), BUDGET, 256, 10**9, expert_read_s=0.1, routing=(4, 128)
+    )
     assert moe.weights_seconds(1) == pytest.approx(0.013125)
     assert moe.weights_seconds(5) == pytest.approx(0.0246785, abs=1e-7)
     assert moe.weights_seconds(1000) == pytest.approx(0.11, rel=1e-6)

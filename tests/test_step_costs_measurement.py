@@ -15,7 +15,7 @@ from components.catalog.rates import NVLINK4, Interconnect
 from components.formulas.engine_costs import engine_costs
 from components.formulas.hbm import HbmBudget
 from components.formulas.payoff import Replica
-from components.formulas.serving_time import EngineCosts
+from components.formulas.serving_time import EngineCosts, LoadCosts
 
 FIXTURE = Path(__file__).parent / "fixtures/device/h200-step-costs-2026-12-04-b.json"
 MEASURED = json.loads(FIXTURE.read_text())
@@ -124,7 +124,9 @@ def test_tensor_parallel_step_costs_by_hand() -> None:
 
 
 def test_a_step_sums_its_gemms_and_its_attention() -> None:
-    costs = EngineCosts(1e-4, 1e-9, 0.01, 1e-6, (0.0, 0.0), 1000, 10, 10**6, step_s=0.002, allreduce_s_per_token=1e-5)
+    costs = EngineCosts(
+        1e-4, 1e-9, 0.01, 1e-6, LoadCosts(0.0, 0.0), 1000, 10, 10**6, step_s=0.002, allreduce_s_per_token=1e-5
+    )
     # 10 decoding tokens over 5,000 tokens of context: 2 ms + 0.1 ms + max(1 ms, 10 ms) + max(5 us, 5 ms).
     assert costs.step_seconds(10, 5000, 5000) == pytest.approx(0.002 + 0.0001 + 0.01 + 0.005)
     # A 1,000-token prefill chunk: its GEMMs are compute (100 ms > 10 ms) and its attention too.

@@ -7,15 +7,25 @@ way GKE reserves memory for the kubelet and system daemons (see `sizing.allocata
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from components.catalog.accelerators import ACCELERATORS
+from components.catalog.key_lists import literal_of
 from components.units import GB, ByteSize, GiB
+
+# The providers whose cluster stacks create node pools of a machine type (stacks/config/provider_kinds.py: those
+# with a mirror cloud; tests/test_registries.py holds the two equal). An existing cluster's pools are described.
+MACHINE_CLOUDS = ("gke", "eks")
+if TYPE_CHECKING:  # mypy cannot evaluate a Literal built from a registry (key_lists.literal_of)
+    MachineCloud = str
+else:
+    MachineCloud = literal_of(MACHINE_CLOUDS)
 
 
 @dataclass(frozen=True)
 class MachineType:
     key: str
-    cloud: str  # gke | eks | existing
+    cloud: MachineCloud
     accelerator: str  # the AcceleratorProfile key it serves
     devices_per_node: int
     host_memory: ByteSize
@@ -47,7 +57,7 @@ class SystemMachineType:
     """A machine type of a created cluster's system pool (router, monitoring, system pods)."""
 
     key: str
-    cloud: str  # gke | eks
+    cloud: MachineCloud
     vcpus: int
     memory: ByteSize
 

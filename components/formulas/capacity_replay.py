@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from components.formulas.replica_routing import HeldTiers, Router, ServiceRates, Signals, Weights
 from components.formulas.requests import Request
 from components.formulas.serving_time import EngineCosts, Served, Work, serve
-from components.formulas.tier_caches import TierCaches
+from components.formulas.tier_caches import Tally, TierCaches
 from components.formulas.tier_replay import assignment_array, output_blocks
 from components.formulas.tier_shape import Tiers
 
@@ -82,7 +82,7 @@ def replay(
         held = HeldTiers(caches.hbm, caches.cpus, *precise)
     router = Router(tiers.replicas, tiers.hbm_blocks, routing_cpu_blocks, rates, weights, held)
     assignment = assignment_array(tiers.replicas)
-    totals = [0, 0, 0, 0]  # prompt, hbm, cpu, fs
+    tally = Tally()
     compute = load = 0.0
     alone: list[float] = []
     per_replica = [0.0] * tiers.replicas
@@ -105,12 +105,9 @@ def replay(
             request.output_length,
             request.hash_ids[0] if request.hash_ids else -1,
         )
-        totals[0] += request.input_length
-        totals[1] += found.hbm
-        totals[2] += found.cpu
-        totals[3] += found.fs
+        tally.add(request.input_length, found)
         prefill = costs.prefill_seconds(work.computed, work.prompt - work.computed)
-        loads = found.cpu * costs.load_s_per_token[0] + found.fs * costs.load_s_per_token[1]
+        loads = costs.load.seconds(found.cpu, found.fs)
         asked = prefill + decode_seconds(costs, request.input_length, request.output_length)
         compute += asked
         per_replica[r] += asked
@@ -121,5 +118,13 @@ def replay(
     arrivals = [r.timestamp_ms / 1000 - first for r in requests]
     served = serve(arrivals, costs, tiers.replicas, pick)
     span = arrivals[-1] - arrivals[0] if arrivals else 0.0
-    prompt, hbm, cpu, fs = totals
-    return Replayed(served, prompt, hbm, cpu, fs, Demand(compute, load, span, tuple(per_replica)), assignment, alone)
+    return Replayed(
+        served=served,
+        prompt_tokens=tally.prompt,
+        hbm_tokens=tally.hbm,
+        cpu_tokens=tally.cpu,
+        fs_tokens=tally.fs,
+        demand=Demand(compute, load, span, tuple(per_replica)),
+        assignment=assignment,
+        alone_s=alone,
+    )

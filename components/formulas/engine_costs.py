@@ -20,7 +20,7 @@ from components.formulas.payoff import (
     gemm_flops_per_token,
     window_attention_flops_per_token,
 )
-from components.formulas.serving_time import EngineCosts
+from components.formulas.serving_time import EngineCosts, LoadCosts
 
 ALL_REDUCES_PER_LAYER = 2  # Megatron-style tensor parallelism: after attention's output and the MLP's down projection
 ACTIVATION_BYTES = 2  # bf16 hidden states
@@ -49,7 +49,7 @@ def engine_costs(
         attention_s_per_pair=pair_flops / replica.rates.prefill_efficiency.attention / peak,
         weights_read_s=(hbm.weights_per_device - experts_per_device) / (bandwidth * decode.weights),
         kv_read_s_per_token=hbm.kv_bytes_per_token / hbm.devices / (bandwidth * decode.kv),
-        load_s_per_token=(
+        load=LoadCosts(
             per_pod / cpu_bandwidth if cpu_bandwidth else 0.0,
             per_pod / fs_bandwidth if fs_bandwidth else 0.0,
         ),

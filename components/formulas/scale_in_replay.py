@@ -38,7 +38,7 @@ from components.formulas import hpa
 from components.formulas.replica_routing import Router, ServiceRates, Weights
 from components.formulas.requests import Request
 from components.formulas.serving_time import EngineCosts
-from components.formulas.tier_caches import TierCaches
+from components.formulas.tier_caches import Tally, TierCaches
 from components.formulas.tier_replay import output_blocks
 from components.formulas.tier_shape import Tiers
 from components.formulas.victims import Candidate, Victims, victims
@@ -162,7 +162,7 @@ def replay_day(requests: Sequence[Request], inputs: DayInputs, choice: Victims) 
     first = requests[0].timestamp_ms / 1000 if requests else 0.0
     end = requests[-1].timestamp_ms / 1000 - first if requests else 0.0
     queue, served_rps = 0.0, 0.0
-    totals = [0, 0, 0, 0, 0, 0]  # prompt, hbm, cpu, fs, lost, moved
+    tally = _DayTally()
     ttfts: list[float] = []
     samples: list[hpa.Sample] = []
     i, t = 0, 0
@@ -183,28 +183,36 @@ def replay_day(requests: Sequence[Request], inputs: DayInputs, choice: Victims) 
         samples.append(hpa.Sample(t, len(pool.live), serving, queue))
         wait = queue / (serving * auto.capacity_rps) if serving else 0.0
         for request in batch:
-            ttfts.append(wait + _serve(pool, request, request.timestamp_ms / 1000 - first, totals, bt))
+            ttfts.append(wait + _serve(pool, request, request.timestamp_ms / 1000 - first, tally, bt))
         fractions = sum(max(0.0, dt - max(0.0, p.ready_s - t)) / dt for p in pool.live.values())
         served = min(auto.capacity_rps * dt * fractions, queue + arrival * dt)
         queue, served_rps = queue + arrival * dt - served, served / dt
         t += dt
     ttfts.sort()
-    prompt, hbm, cpu, fs, lost, moved = totals
     return Day(
-        choice,
-        tuple(samples),
-        prompt,
-        hbm,
-        cpu,
-        fs,
-        lost,
-        moved,
-        tuple(pool.victims),
-        (_quantile(ttfts, 0.5), _quantile(ttfts, 0.9)),
+        choice=choice,
+        samples=tuple(samples),
+        prompt_tokens=tally.prompt,
+        hbm_tokens=tally.hbm,
+        cpu_tokens=tally.cpu,
+        fs_tokens=tally.fs,
+        lost_tokens=tally.lost,
+        moved_tokens=tally.moved,
+        victims=tuple(pool.victims),
+        ttft_s=(_quantile(ttfts, 0.5), _quantile(ttfts, 0.9)),
     )
 
 
-def _serve(pool: _Pool, request: Request, at: float, totals: list[int], block_tokens: int) -> float:
+@dataclass
+class _DayTally(Tally):
+    """The day's prompt tokens by tier, and those a scale-in cost: recomputed (`lost`) or loaded from a shared tier
+    (`moved`) because it removed the only pod holding them."""
+
+    lost: int = 0
+    moved: int = 0
+
+
+def _serve(pool: _Pool, request: Request, at: float, tally: _DayTally, block_tokens: int) -> float:
     """One request at the pod the router picks among those serving at `at` (all live ones where none is yet):
     its tokens counted, its lost blocks recomputed, its moved ones loaded; the seconds to its first token past the
     queue."""
@@ -216,22 +224,19 @@ def _serve(pool: _Pool, request: Request, at: float, totals: list[int], block_to
     pool.router.send(request, pick, request.input_length - found.hit)
     pod = pool.live[pick.replica]
     pod.hits.append((at, found.hbm + (found.cpu if pool.inputs.tiers.cpu_scope == "replica" else 0)))
-    totals[0] += request.input_length
-    totals[1] += found.hbm
-    totals[2] += found.cpu
-    totals[3] += found.fs
+    tally.add(request.input_length, found)
     served_blocks = math.ceil(found.hit / block_tokens)
     for k, block in enumerate(ids):  # each block is in the pod's HBM now: counted once
         tokens = block_tokens if k < len(ids) - 1 else request.input_length - block_tokens * k
         if block in pool.lost:
             pool.lost.discard(block)
-            totals[4] += tokens if k >= served_blocks else 0
+            tally.lost += tokens if k >= served_blocks else 0
         elif block in pool.moved:
             pool.moved.discard(block)
-            totals[5] += tokens if k < served_blocks and block not in own else 0
+            tally.moved += tokens if k < served_blocks and block not in own else 0
     costs = pool.inputs.costs
     computed = max(request.input_length - found.hit, 1)
-    loads = found.cpu * costs.load_s_per_token[0] + found.fs * costs.load_s_per_token[1]
+    loads = costs.load.seconds(found.cpu, found.fs)
     return max(0.0, pod.ready_s - at) + loads + costs.prefill_seconds(computed, request.input_length - computed)
 
 

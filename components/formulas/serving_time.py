@@ -44,6 +44,17 @@ from components.formulas.step_sums import steps_to_reach, stretch_seconds
 
 
 @dataclass(frozen=True)
+class LoadCosts:
+    """Seconds one token's KV takes to load from each offload tier into HBM (the pod's link to the tier)."""
+
+    cpu_s_per_token: float
+    fs_s_per_token: float
+
+    def seconds(self, cpu_tokens: int, fs_tokens: int) -> float:
+        return cpu_tokens * self.cpu_s_per_token + fs_tokens * self.fs_s_per_token
+
+
+@dataclass(frozen=True)
 class EngineCosts:
     """What one replica's engine costs, all its devices together."""
 
@@ -51,7 +62,7 @@ class EngineCosts:
     attention_s_per_pair: float  # QK^T and AV of one (query, key) pair over every layer
     weights_read_s: float  # one step reads every weight of a device once (a mixture of experts: but its experts)
     kv_read_s_per_token: float  # a decoding request reads its context's KV (a device's share)
-    load_s_per_token: tuple[float, float]  # one token's KV loaded from the CPU tier, from the filesystem tier
+    load: LoadCosts  # one token's KV loaded from the CPU tier, from the filesystem tier
     max_batched_tokens: int
     max_seqs: int
     kv_tokens: int  # the HBM KV pool
@@ -187,7 +198,7 @@ class Engine:
         """A request joins: its tiers' hits load over the link first, unless a running request holds its prefix in
         HBM (vLLM never evicts a block a running request references: the prefix is an HBM hit however long ago the
         tier caches' LRU last saw it there)."""
-        loaded = work.cpu * self.costs.load_s_per_token[0] + work.fs * self.costs.load_s_per_token[1]
+        loaded = self.costs.load.seconds(work.cpu, work.fs)
         if loaded > 0 and work.prefix >= 0 and work.prefix in self.holding:
             loaded = 0.0
         if loaded > 0:

@@ -11,6 +11,7 @@ decided live.
 from __future__ import annotations
 
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from components.formulas.requests import Request
@@ -28,6 +29,22 @@ class Found(NamedTuple):
     @property
     def hit(self) -> int:
         return self.hbm + self.cpu + self.fs
+
+
+@dataclass
+class Tally:
+    """Prompt tokens a replay has served so far, and by which tier each was found."""
+
+    prompt: int = 0
+    hbm: int = 0
+    cpu: int = 0
+    fs: int = 0
+
+    def add(self, prompt: int, found: Found) -> None:
+        self.prompt += prompt
+        self.hbm += found.hbm
+        self.cpu += found.cpu
+        self.fs += found.fs
 
 
 class TierCaches:

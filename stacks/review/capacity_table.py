@@ -75,8 +75,8 @@ def capacity_lines(plan: CapacityPlan, auto: bool) -> list[str]:
         f" {costs.gemm_s_per_token * 1e6:.1f} us + attention pairs x {costs.attention_s_per_pair * 1e12:.2f} ps,"
         f" {costs.weights_read_s * 1000:.2f} ms of weights + context tokens x {costs.kv_read_s_per_token * 1e9:.1f} ns"
         " of KV): the payoff model's prefill rates (the Payoff section) and the accelerator's memory bandwidth."
-        f" A tier's hit loads at {costs.load_s_per_token[0] * 1e6:.2f} us a token from the CPU tier"
-        + (f", {costs.load_s_per_token[1] * 1e6:.2f} us from the filesystem" if costs.load_s_per_token[1] else "")
+        f" A tier's hit loads at {costs.load.cpu_s_per_token * 1e6:.2f} us a token from the CPU tier"
+        + (f", {costs.load.fs_s_per_token * 1e6:.2f} us from the filesystem" if costs.load.fs_s_per_token else "")
         + " (the payoff's bandwidths), over one host link per replica. Asks: the workload's compute at full batches"
         " (and its loads) over what the replicas give in its span and one request's service time after it; keeping"
         " up: asks below 100% and in no load stage a queue that grows (the wait for a first token at the stage's"
