@@ -27,6 +27,7 @@ DEFAULT = (
     "existing-mi300",
     "gpu-vllm-native-fs-autoscale",
     "gpu-vllm-native-cpu-precise",
+    "gpu-vllm-native-pd",
 )
 # The presets whose config changes are compared with the change plan when none is named (the others run
 # the lifecycle without them, to keep CI short): no pool, a filesystem tier, a described pool.
