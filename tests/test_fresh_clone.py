@@ -29,7 +29,12 @@ COMMANDS = {
     "keys": [["-m", "stacks", "keys"]],
     "docs": [["-m", "stacks", "docs"]],
     "golden": [["-m", "tests.golden"]],
-    "bench": [["benchmarks/render.py"], ["benchmarks/tier_replay.py"], ["benchmarks/capacity.py"]],
+    "bench": [
+        ["benchmarks/render.py"],
+        ["benchmarks/tier_replay.py"],
+        ["benchmarks/pd_offload.py"],
+        ["benchmarks/capacity.py"],
+    ],
 }
 ARGS = {
     "test": ["-q"],

@@ -38,15 +38,19 @@ def _planned(*overrides: str):  # type: ignore[no-untyped-def]
 
 
 def test_auto_takes_the_fewest_prefill_pods_that_meet_ttft() -> None:
-    """Prefill auto under a 0.6 s TTFT p90 target: 1 prefill pod misses it (queued prompts, p90 above 1 s), 2 meet it
-    (about 0.5 s): auto takes 2, and the plan renders 2 prefill pods."""
+    """Prefill auto under a 1.2 s TTFT p90 target, met at the time model's error band's pessimistic edge (modelled
+    / its lowest ratio, as the aggregated plan meets it): 1 prefill pod misses it (queued prompts, its modelled p90
+    alone above 1.2 x that ratio), 2 meet it: auto takes 2, and the plan renders 2 prefill pods."""
     one = _planned("cache.disaggregation.prefill.replicas=1").workload
-    assert one is not None and one.disaggregated is not None and one.disaggregated.run.ttft_s[1] > 0.6
-    p = _planned("cache.disaggregation.prefill.replicas=auto", "workload.slo.ttft_p90=0.6", "workload.slo.tpot_p90=1")
+    assert one is not None and one.disaggregated is not None
+    p = _planned("cache.disaggregation.prefill.replicas=auto", "workload.slo.ttft_p90=1.2", "workload.slo.tpot_p90=1")
+    band = p.workload.capacity.band if p.workload is not None else None
+    assert band is not None and 0.4 < band.low < 0.7
+    assert one.disaggregated.run.ttft_s[1] / band.low > 1.2
     assert p.workload is not None and p.workload.disaggregated is not None
     run = p.workload.disaggregated.run
     assert (run.prefill_pods, run.decode_pods) == (2, 1)
-    assert run.ttft_s[1] <= 0.6 and run.slo_met is True
+    assert run.ttft_s[1] / band.low <= 1.2 and run.slo_met is True
     assert p.workload.disaggregated.auto == (True, False)
     prefill = next(r for r in p.roles if r.spec.role == "prefill")
     assert prefill.manifests[-1]["spec"]["replicas"] == 2

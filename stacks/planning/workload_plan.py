@@ -364,4 +364,5 @@ def pd_inputs(
         routing=routing_of(stack_plan.router_values, "prefill"),
         rates=service_rates(shape),
         device_usd_per_hour=device_usd_per_hour if same else None,
+        ttft_band=shape.ttft_band,
     )

@@ -1,8 +1,8 @@
 """The workload through a P/D stack (components/formulas/pd_replay.py): the prefill pool's engines with their HBM and
 CPU tier, the handoff over the fabric, the decode pool's engines; each pool's count as configured, or under
 `workload.slo` the fewest that meet it (`cache.disaggregation.*.replicas: auto`): the prefill pool's from the TTFT
-target, the decode pool's from the time-per-output-token target. The records the summary and `./run size` print
-beside the aggregated plan."""
+target (at the time model's error band's pessimistic edge, as the aggregated plan), the decode pool's from the
+time-per-output-token target. The records the summary and `./run size` print beside the aggregated plan."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from components.catalog.time_model_band import TtftBand
 from components.formulas.capacity_replay import Replayed
 from components.formulas.pd_replay import Handoff, PdServed, replay_pd
 from components.formulas.replica_routing import ServiceRates
@@ -55,6 +56,12 @@ class PdInputs:
     routing: Routing  # the prefill profile's weights
     rates: ServiceRates
     device_usd_per_hour: float | None  # one device of the serving pool (None: unpriced)
+    # The time model's TTFT error band (components/catalog/time_model_band.py): a TTFT target is met at its
+    # pessimistic edge, as the aggregated plan meets it (None: at the central estimate).
+    ttft_band: TtftBand | None = None
+
+    def ttft_at_edge(self, modelled_s: float) -> float:
+        return self.ttft_band.edge(modelled_s) if self.ttft_band is not None else modelled_s
 
 
 def _run(inputs: PdInputs, requests: Sequence[Request], prefill: int, decode: int, slo: SloConfig | None) -> PdRun:
@@ -74,7 +81,7 @@ def _run(inputs: PdInputs, requests: Sequence[Request], prefill: int, decode: in
         prefilled.cpu_tokens / prompt,
         prefilled.hbm_tokens / prompt,
         usd,
-        _met(ttft[1], tpot[1], slo),
+        _met(inputs.ttft_at_edge(ttft[1]), tpot[1], slo),
     )
 
 
@@ -130,5 +137,9 @@ def plan_pd(inputs: PdInputs, requests: Sequence[Request], slo: SloConfig | None
     if prefill is None:
         assert slo is not None and slo.ttft_p90 is not None, "auto prefill counts need workload.slo.ttft_p90 (checked)"
         target, at_decode = slo.ttft_p90, decode
-        prefill = fewest(lambda p: _run(inputs, requests, p, at_decode, None).ttft_s[1] <= target) or MAX_POOL_PODS
+
+        def meets(pods: int) -> bool:
+            return inputs.ttft_at_edge(_run(inputs, requests, pods, at_decode, None).ttft_s[1]) <= target
+
+        prefill = fewest(meets) or MAX_POOL_PODS
     return PdPlan(_run(inputs, requests, prefill, decode, slo), auto, inputs.handoff_from, inputs.routing.source)
