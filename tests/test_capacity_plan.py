@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from components.formulas.load_costs import LoadCosts
 from components.formulas.requests import Request
-from components.formulas.serving_time import EngineCosts, LoadCosts
+from components.formulas.serving_time import EngineCosts
 from stacks.__main__ import main, size_lines
 from stacks.config import loading
 from stacks.config.errors import ConfigError

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from components.formulas import keep_up
-from components.formulas.serving_time import EngineCosts, LoadCosts
+from components.formulas.load_costs import LoadCosts
+from components.formulas.serving_time import EngineCosts
 from stacks.__main__ import size_lines
 from stacks.config import loading
 from stacks.planning.plan import plan

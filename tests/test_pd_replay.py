@@ -6,8 +6,9 @@ import math
 
 import pytest
 
+from components.formulas.load_costs import LoadCosts
 from components.formulas.pd_replay import Handoff, decode_after, handoff
-from components.formulas.serving_time import EngineCosts, LoadCosts, Work, fixed, serve
+from components.formulas.serving_time import EngineCosts, Work, fixed, serve
 
 # Engines with round figures: a prefill token costs 0.1 ms of GEMMs; a decode step reads the weights in 20 ms
 # whatever its size (GEMMs of a few tokens never bind); no attention, no fixed step cost, room for everything.

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from components.formulas.capacity_replay import replay
+from components.formulas.load_costs import LoadCosts
 from components.formulas.replica_routing import HeldTiers, Router, ServiceRates, Weights
 from components.formulas.requests import Request
-from components.formulas.serving_time import EngineCosts, LoadCosts
+from components.formulas.serving_time import EngineCosts
 from components.formulas.stack_distance import LRU
 from components.formulas.tier_caches import TierCaches
 from components.formulas.tier_shape import Tiers

@@ -13,8 +13,9 @@ import yaml
 
 from components.catalog import labels
 from components.formulas import hpa
+from components.formulas.load_costs import LoadCosts
 from components.formulas.prefill_rate import peak_prefill_rate
-from components.formulas.serving_time import EngineCosts, LoadCosts
+from components.formulas.serving_time import EngineCosts
 from components.specs import keda_tokens
 from components.specs.connectors import BY_KEY, IMPLEMENTATIONS
 from components.specs.payoff_table import Payoff

@@ -13,7 +13,8 @@ import pytest
 
 from components.catalog import labels
 from components.formulas.drain import PRE_STOP_SECONDS, TEARDOWN_SECONDS, drain
-from components.formulas.serving_time import EngineCosts, LoadCosts
+from components.formulas.load_costs import LoadCosts
+from components.formulas.serving_time import EngineCosts
 from components.manifest import Manifest
 from components.specs import cache_annotator, metric_family
 from policies.resources import Resource

@@ -8,10 +8,11 @@ import dataclasses
 import pytest
 
 from components.formulas import hpa
+from components.formulas.load_costs import LoadCosts
 from components.formulas.replica_routing import ServiceRates, Weights
 from components.formulas.requests import Request
 from components.formulas.scale_in_replay import Day, DayInputs, replay_day, scaled, stepped
-from components.formulas.serving_time import EngineCosts, LoadCosts
+from components.formulas.serving_time import EngineCosts
 from components.formulas.tier_shape import Tiers
 from components.units import ByteSize
 from stacks.planning.workload.scale_in_day import ScaleInDay, day_shape, descent_s

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from components.formulas.capacity_replay import replay
+from components.formulas.load_costs import LoadCosts
 from components.formulas.replica_routing import ServiceRates, Weights
 from components.formulas.requests import Request
-from components.formulas.serving_time import EngineCosts, LoadCosts, Work, fixed, serve
+from components.formulas.serving_time import EngineCosts, Work, fixed, serve
 from components.formulas.tier_replay import Tiers
 
 # Round figures, so every expectation below is arithmetic on these.

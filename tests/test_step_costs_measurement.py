@@ -14,8 +14,9 @@ from components.catalog.models import MODELS
 from components.catalog.rates import NVLINK4, Interconnect
 from components.formulas.engine_costs import engine_costs
 from components.formulas.hbm import HbmBudget
+from components.formulas.load_costs import LoadCosts
 from components.formulas.payoff import Replica
-from components.formulas.serving_time import EngineCosts, LoadCosts
+from components.formulas.serving_time import EngineCosts
 
 FIXTURE = Path(__file__).parent / "fixtures/device/h200-step-costs-2026-12-04-b.json"
 MEASURED = json.loads(FIXTURE.read_text())

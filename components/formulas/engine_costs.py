@@ -14,13 +14,14 @@ replica loads its share at once).
 from __future__ import annotations
 
 from components.formulas.hbm import HbmBudget
+from components.formulas.load_costs import LoadCosts
 from components.formulas.payoff import (
     ATTENTION_FLOPS_PER_PAIR,
     Replica,
     gemm_flops_per_token,
     window_attention_flops_per_token,
 )
-from components.formulas.serving_time import EngineCosts, LoadCosts
+from components.formulas.serving_time import EngineCosts
 
 ALL_REDUCES_PER_LAYER = 2  # Megatron-style tensor parallelism: after attention's output and the MLP's down projection
 ACTIVATION_BYTES = 2  # bf16 hidden states

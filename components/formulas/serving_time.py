@@ -40,18 +40,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from components.formulas.load_costs import LoadCosts
 from components.formulas.step_sums import steps_to_reach, stretch_seconds
-
-
-@dataclass(frozen=True)
-class LoadCosts:
-    """Seconds one token's KV takes to load from each offload tier into HBM (the pod's link to the tier)."""
-
-    cpu_s_per_token: float
-    fs_s_per_token: float
-
-    def seconds(self, cpu_tokens: int, fs_tokens: int) -> float:
-        return cpu_tokens * self.cpu_s_per_token + fs_tokens * self.fs_s_per_token
 
 
 @dataclass(frozen=True)
