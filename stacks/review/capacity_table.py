@@ -71,10 +71,13 @@ def capacity_lines(plan: CapacityPlan, auto: bool) -> list[str]:
         lines.append(f"Scorers the replay leaves out: {', '.join(plan.routing.unmodelled)}.")
     lines += [
         "",
-        "A step takes max(tokens x"
-        f" {costs.gemm_s_per_token * 1e6:.1f} us + attention pairs x {costs.attention_s_per_pair * 1e12:.2f} ps,"
-        f" {costs.weights_read_s * 1000:.2f} ms of weights + context tokens x {costs.kv_read_s_per_token * 1e9:.1f} ns"
-        " of KV): the payoff model's prefill rates (the Payoff section) and the accelerator's memory bandwidth."
+        f"A step takes {costs.step_s * 1000:.2f} ms (the layers' small kernels) + tokens x"
+        f" {costs.allreduce_s_per_token * 1e6:.2f} us of tensor-parallel all-reduces + max(tokens x"
+        f" {costs.gemm_s_per_token * 1e6:.1f} us, {costs.weights_read_s * 1000:.2f} ms of weights) + max(attention"
+        f" pairs x {costs.attention_s_per_pair * 1e12:.2f} ps, context tokens x"
+        f" {costs.kv_read_s_per_token * 1e9:.1f} ns of KV) (components/formulas/engine_costs.py): the payoff"
+        " model's prefill rates (the Payoff section), the accelerator's memory bandwidth and interconnect, and the"
+        " measured shares of their peaks."
         f" A tier's hit loads at {costs.load.cpu_s_per_token * 1e6:.2f} us a token from the CPU tier"
         + (f", {costs.load.fs_s_per_token * 1e6:.2f} us from the filesystem" if costs.load.fs_s_per_token else "")
         + " (the payoff's bandwidths), over one host link per replica. Asks: the workload's compute at full batches"
@@ -82,8 +85,8 @@ def capacity_lines(plan: CapacityPlan, auto: bool) -> list[str]:
         " up: asks below 100% and in no load stage a queue that grows (the wait for a first token at the stage's"
         " end no longer than at its start, within a request's service time alone). The replica count is searched"
         " from the asks' estimate. Approximations (serving_time.py): KV reserved whole at admission (no"
-        " preemption), no per-step overhead, loads and stores on one link. Sizes of the rows are the configured"
-        " ones.",
+        " preemption), loads and stores on one link, no router or tokenizer time. Sizes of the rows are the"
+        " configured ones.",
         "",
     ]
     return lines
