@@ -88,7 +88,7 @@ def _record(text: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--shelf", type=Path, default=ROOT.parent / "shared", help="the shelf (default ../shared)")
+    parser.add_argument("--shelf", type=Path, help="a folder with a copy of every listed file (the maintainers' shelf)")
     parser.add_argument("--upstream", action="store_true", help="download from GitHub instead of the shelf")
     parser.add_argument("--check", action="store_true", help="only compare the files with their recorded sha256")
     args = parser.parse_args(argv)
@@ -99,8 +99,9 @@ def main(argv: list[str] | None = None) -> int:
         for name in stale:
             print(f"differs from SOURCES.md: {name}", file=sys.stderr)
         return 1 if stale else 0
-    if not args.upstream and not args.shelf.is_dir():
-        parser.error(f"no shelf at {args.shelf} (pass --shelf DIR or --upstream)")
+    if not args.upstream and (args.shelf is None or not args.shelf.is_dir()):
+        where = "no --shelf given" if args.shelf is None else f"no shelf at {args.shelf}"
+        parser.error(f"{where}: pass --shelf DIR (a folder with every listed file) or --upstream")
     for row in listed:
         _fetch(row, None if args.upstream else args.shelf)
     SOURCES.write_text(_record(text))

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from scripts import refresh_fixtures
 from tests.helpers import UPSTREAM
 
@@ -18,3 +22,17 @@ def test_a_row_of_a_github_file_is_fetchable_at_its_commit() -> None:
     listed = refresh_fixtures.rows((UPSTREAM / "SOURCES.md").read_text())
     row = next(r for r in listed if r.file == "schemas/router-chart/values.yaml")
     assert row.url is not None and row.url.startswith("https://raw.githubusercontent.com/llm-d/")
+
+
+def test_a_refresh_names_its_shelf_or_upstream_and_writes_nothing_without(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """No default reaches outside the checkout: without `--shelf DIR` (or with one that is no folder) the refresh
+    stops in one line before it copies or records anything."""
+    before = (UPSTREAM / "SOURCES.md").read_bytes()
+    for argv in ([], ["--shelf", str(tmp_path / "missing")]):
+        with pytest.raises(SystemExit) as stopped:
+            refresh_fixtures.main(argv)
+        assert stopped.value.code == 2
+        assert "pass --shelf DIR" in capsys.readouterr().err.strip().splitlines()[-1]
+    assert (UPSTREAM / "SOURCES.md").read_bytes() == before
