@@ -131,3 +131,19 @@ class NetworkPolicy(TypedDict):
 def plain(record: Deployment | Service | NetworkPolicy | PodTemplateSpec | Container | ObjectMeta) -> Manifest:
     """A typed record as the `Manifest` it is at run time (the same dict, not a copy)."""
     return cast(Manifest, record)
+
+
+def recreated_deployment(namespace: str, name: str, labels: dict[str, str], pod: PodSpec) -> Deployment:
+    """One replica, replaced whole on a change (`Recreate`: never two at once): the project's own in-cluster loops
+    (the tier evictor, the cache annotator), each the only writer of what it manages."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"namespace": namespace, "labels": dict(labels), "name": name},
+        "spec": {
+            "replicas": 1,
+            "strategy": {"type": "Recreate"},
+            "selector": {"matchLabels": dict(labels)},
+            "template": {"metadata": {"labels": dict(labels)}, "spec": pod},
+        },
+    }

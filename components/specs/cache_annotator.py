@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from components.catalog import labels
-from components.manifest import Container, Deployment, Manifest, PodSpec, plain
+from components.manifest import Container, Manifest, PodSpec, plain, recreated_deployment
 from components.specs import network
 from components.specs.workload_type import WorkloadType
 
@@ -129,17 +129,7 @@ def annotator_manifests(spec: AnnotatorSpec) -> list[Manifest]:
             }
         ],
     }
-    deployment: Deployment = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"namespace": spec.namespace, "labels": dict(LABELS), "name": NAME},
-        "spec": {
-            "replicas": 1,
-            "strategy": {"type": "Recreate"},
-            "selector": {"matchLabels": dict(LABELS)},
-            "template": {"metadata": {"labels": dict(LABELS)}, "spec": pod},
-        },
-    }
+    deployment = recreated_deployment(spec.namespace, NAME, LABELS, pod)
     return [
         {
             "apiVersion": "v1",
