@@ -31,6 +31,12 @@ class TtftBand:
         return modelled_s / self.low
 
 
+def judged_ttft(band: TtftBand | None, modelled_s: float) -> float:
+    """The TTFT a target is held to: at the band's pessimistic edge where published runs comparable to the stack
+    band the model, else the model's central estimate (no band)."""
+    return band.edge(modelled_s) if band is not None else modelled_s
+
+
 # accelerator profile key, engine -> the band over the published runs of that engine on that profile (dense models)
 TTFT_BANDS: dict[tuple[str, EngineKey], TtftBand] = {
     ("gpu", "vllm"): TtftBand(0.5191, 2.6067, "llm-d's vLLM Qwen3-32B TP=2 H100 run", 16),

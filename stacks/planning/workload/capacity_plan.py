@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from components.catalog import time_model_band
 from components.catalog.time_model_band import TtftBand
 from components.formulas import keep_up
 from components.formulas.capacity_replay import Replayed, replay
@@ -94,7 +95,7 @@ def scenarios(shape: StackShape) -> list[Scenario]:
 def judged_ttft(shape: StackShape, modelled_s: float) -> float:
     """The TTFT a target is held to: at the time model's error band's pessimistic edge where published runs
     comparable to the stack band it (components/catalog/time_model_band.py), else the model's central estimate."""
-    return shape.ttft_band.edge(modelled_s) if shape.ttft_band is not None else modelled_s
+    return time_model_band.judged_ttft(shape.ttft_band, modelled_s)
 
 
 def _met(shape: StackShape, served_ttft: float, served_tpot: float, slo: SloConfig | None) -> bool | None:
@@ -347,7 +348,7 @@ def shortfall(run: Run, slo: SloConfig | None, band: TtftBand | None = None) -> 
             f" host link's loads) and its last request finishes {run.drain_s:,.0f} s after the last arrival{queue}"
         )
     missed = []
-    judged = band.edge(run.ttft_s[1]) if band is not None else run.ttft_s[1]
+    judged = time_model_band.judged_ttft(band, run.ttft_s[1])
     if slo is not None and slo.ttft_p90 is not None and judged > slo.ttft_p90:
         edge = f" ({judged:.3g} s at the time model's error band's pessimistic edge)" if band is not None else ""
         missed.append(f"TTFT p90 {run.ttft_s[1]:.3g} s{edge} against workload.slo.ttft_p90 {slo.ttft_p90:g} s")

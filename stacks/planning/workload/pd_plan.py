@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from components.catalog.time_model_band import TtftBand
+from components.catalog.time_model_band import TtftBand, judged_ttft
 from components.formulas.capacity_replay import Replayed
 from components.formulas.pd_replay import Handoff, PdServed, replay_pd
 from components.formulas.replica_routing import ServiceRates
@@ -60,9 +60,6 @@ class PdInputs:
     # pessimistic edge, as the aggregated plan meets it (None: at the central estimate).
     ttft_band: TtftBand | None = None
 
-    def ttft_at_edge(self, modelled_s: float) -> float:
-        return self.ttft_band.edge(modelled_s) if self.ttft_band is not None else modelled_s
-
 
 def _run(inputs: PdInputs, requests: Sequence[Request], prefill: int, decode: int, slo: SloConfig | None) -> PdRun:
     served, prefilled = _replay(inputs, requests, prefill, decode)
@@ -81,7 +78,7 @@ def _run(inputs: PdInputs, requests: Sequence[Request], prefill: int, decode: in
         prefilled.cpu_tokens / prompt,
         prefilled.hbm_tokens / prompt,
         usd,
-        _met(inputs.ttft_at_edge(ttft[1]), tpot[1], slo),
+        _met(judged_ttft(inputs.ttft_band, ttft[1]), tpot[1], slo),
     )
 
 
@@ -139,7 +136,7 @@ def plan_pd(inputs: PdInputs, requests: Sequence[Request], slo: SloConfig | None
         target, at_decode = slo.ttft_p90, decode
 
         def meets(pods: int) -> bool:
-            return inputs.ttft_at_edge(_run(inputs, requests, pods, at_decode, None).ttft_s[1]) <= target
+            return judged_ttft(inputs.ttft_band, _run(inputs, requests, pods, at_decode, None).ttft_s[1]) <= target
 
         prefill = fewest(meets) or MAX_POOL_PODS
     return PdPlan(_run(inputs, requests, prefill, decode, slo), auto, inputs.handoff_from, inputs.routing.source)
