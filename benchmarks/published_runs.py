@@ -2,14 +2,16 @@
 its SOURCE.md), stage by stage: throughput, TTFT mean and p90, time per output token, the CPU tier's gain, each as
 model / published, and each column's worst ratio against its target (`TARGETS`).
 
-Each run's workload is its inference-perf config (`workload.shared_prefix` with its `load`: Poisson stages, one
-draw, arrival seed `ARRIVAL_SEED`), with the prompts asked in inference-perf's order (`prompt_order:
-inference-perf`, components/formulas/shared_prefix.py: one shuffle, seed `PROMPT_SEED`, each stage from its first
-prompt). inference-perf waits for a stage's requests to finish before the next: here each stage starts
-`DRAIN_GAP_S` after the last one's (long enough for the slowest to drain: checked), on the caches it left. The
-HBM-only row is the run's own baseline deployment (`Baseline`). A stage's throughput is its tokens over its first
-arrival to its last finish (inference-perf's max end - min start); its time per output token is (E2E mean - TTFT
-mean) / (output - 1), the only form the per-stage tables allow.
+Each run's workload is its inference-perf config (`workload.shared_prefix` with its `load`: Poisson stages), with
+the prompts asked in inference-perf's order (`prompt_order: inference-perf`, components/formulas/shared_prefix.py:
+one shuffle, each stage from its first prompt), drawn once per seed of `SEEDS` (the arrivals' and the shuffle's):
+a stage's figures pool its requests over the draws (TTFT mean and p90 over all of them, throughput the mean of
+the draws'), since one draw's light stages turn on a handful of requests (which group arrives first, where).
+inference-perf waits for a stage's requests to finish before the next: here each stage starts `DRAIN_GAP_S` after
+the last one's (long enough for the slowest to drain: checked), on the caches it left. The HBM-only row is the
+run's own baseline deployment (`Baseline`). A stage's throughput is its tokens over its first arrival to its last
+finish (inference-perf's max end - min start); its time per output token is (E2E mean - TTFT mean) / (output - 1),
+the only form the per-stage tables allow.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import numpy as np
 
 from components.formulas.replica_routing import Weights
 from components.formulas.requests import Request
-from components.formulas.serving_time import Served
+from components.formulas.served import Served
 from components.formulas.shared_prefix import SharedPrefixShape, Stage, shared_prefix_requests
 from components.units import ByteSize
 from stacks.config import loading
@@ -41,7 +43,7 @@ FIXTURES = ROOT / "tests/fixtures/llm-d-benchmark"
 RATIOS = ROOT / "tests/fixtures/time-model/published-ratios.json"
 DRAIN_GAP_S = 3600
 BLOCK_TOKENS = 128  # divides both prompts' shared parts (16,768 and 16,384 tokens)
-ARRIVAL_SEED, PROMPT_SEED = 47, 47
+SEEDS = (47, 48, 49, 50, 51)
 TARGETS = {"tok/s": (0.8, 1.25), "gain": (0.8, 1.25), "TTFT": (0.67, 1.5), "TTFT p90": (0.67, 1.5), "TPOT": (0.8, 1.25)}
 Tier = Literal["hbm_only", "hbm_plus_cpu"]
 
@@ -134,9 +136,9 @@ PUBLISHED_RUNS = (
 )
 
 
-def run_workload(data: dict[str, Any], prompt: EnginePrompt) -> tuple[list[Request], list[float]]:
-    """The run's requests through `workload.shared_prefix` and its `load`, each stage `DRAIN_GAP_S` after the
-    last one's end: (requests, each stage's rate)."""
+def run_workload(data: dict[str, Any], prompt: EnginePrompt, seed: int) -> tuple[list[Request], list[float]]:
+    """The run's requests through `workload.shared_prefix` and its `load` (arrivals and prompt order drawn with
+    `seed`), each stage `DRAIN_GAP_S` after the last one's end: (requests, each stage's rate)."""
     load, shared = data["workload"]["load"], data["workload"]["shared_prefix"]
     shape = SharedPrefixShape(
         num_groups=shared["num_groups"],
@@ -146,12 +148,12 @@ def run_workload(data: dict[str, Any], prompt: EnginePrompt) -> tuple[list[Reque
         output_len=shared["output_len"],
         stages=tuple(Stage(s["rate_qps"], int(s["duration_s"])) for s in load["stages"]),
         arrivals=load["type"],
-        arrival_seed=ARRIVAL_SEED,
+        arrival_seed=seed,
         prompt_order="inference-perf",
     )
     requests = [
         replace(r, timestamp_ms=r.timestamp_ms + r.stage * DRAIN_GAP_S * 1000)
-        for r in shared_prefix_requests(shape, BLOCK_TOKENS, PROMPT_SEED)
+        for r in shared_prefix_requests(shape, BLOCK_TOKENS, seed)
     ]
     return requests, [float(s["rate_qps"]) for s in load["stages"]]
 
@@ -164,22 +166,26 @@ class StageFigures:
     tpot: float
 
 
-def stage_figures(requests: list[Request], served: Served, throughput: str, counted: float) -> list[StageFigures]:
-    """Per stage, in order; `counted`: output tokens a request as the run counts them."""
-    record = served.record
-    stage_of = np.array([r.stage for r in requests])
+def stage_figures(draws: list[tuple[list[Request], Served]], throughput: str, counted: float) -> list[StageFigures]:
+    """Per stage, in order, pooled over the draws; `counted`: output tokens a request as the run counts them."""
+    stages = max(r.stage for r in draws[0][0]) + 1
     out = []
-    for stage in range(int(stage_of.max()) + 1):
-        picked = np.flatnonzero(stage_of == stage)
-        first = requests[picked[0]]
-        per_request = counted if throughput == "output" else first.input_length + first.output_length
-        start, finish = record.arrival[picked].min(), record.finish[picked].max()
-        assert finish < record.arrival[picked].max() + DRAIN_GAP_S, f"stage {stage} did not drain"
-        ttft = record.ttft[picked]
-        e2e = record.finish[picked] - record.arrival[picked]
+    for stage in range(stages):
+        rates, ttfts, e2es = [], [], []
+        for requests, served in draws:
+            record = served.record
+            picked = np.flatnonzero(np.array([r.stage for r in requests]) == stage)
+            first = requests[picked[0]]
+            per_request = counted if throughput == "output" else first.input_length + first.output_length
+            start, finish = record.arrival[picked].min(), record.finish[picked].max()
+            assert finish < record.arrival[picked].max() + DRAIN_GAP_S, f"stage {stage} did not drain"
+            rates.append(len(picked) * per_request / float(finish - start))
+            ttfts.append(record.ttft[picked])
+            e2es.append(record.finish[picked] - record.arrival[picked])
+        ttft, e2e = np.concatenate(ttfts), np.concatenate(e2es)
         out.append(
             StageFigures(
-                len(picked) * per_request / float(finish - start),
+                float(np.mean(rates)),
                 float(ttft.mean()),
                 float(np.quantile(ttft, 0.9)),
                 float(e2e.mean() - ttft.mean()) / max(first.output_length - 1, 1),
@@ -210,7 +216,8 @@ def replay_published(run: PublishedRun) -> tuple[dict[str, list[float]], list[di
     """Replays one run, prints its per-stage table; returns each column's ratios and the per-stage rows."""
     data = json.loads((FIXTURES / run.fixture).read_text())
     replicas = data["hardware"]["model_servers"]
-    requests, rates = run_workload(data, run.prompt)
+    draws = [run_workload(data, run.prompt, seed) for seed in SEEDS]
+    requests, rates = draws[0]
     output = data["workload"]["shared_prefix"]["output_len"]
     cpu = ByteSize.parse(f"{data['cache']['cpu_per_replica_GiB']:g}GiB")
     tiered = plan(loading.load_named(run.preset, list(run.settings)))
@@ -225,13 +232,17 @@ def replay_published(run: PublishedRun) -> tuple[dict[str, list[float]], list[di
         routing = routing_of(stack_plan.router_values)
         if weights is not None:
             routing = Routing(weights, run.baseline.source, ())
-        _, replayed = replay_scenario(stack_shape(stack_plan), requests, BLOCK_TOKENS, routing, scenario, replicas)
-        ours[tier] = stage_figures(requests, replayed.served, run.throughput, counted_output(data, tier))
+        shape = stack_shape(stack_plan)
+        served = [
+            (asked, replay_scenario(shape, asked, BLOCK_TOKENS, routing, scenario, replicas)[1].served)
+            for asked, _ in draws
+        ]
+        ours[tier] = stage_figures(served, run.throughput, counted_output(data, tier))
     print(f"### {run.name}{'' if run.calibrated else ' (held out: the step costs were not read against it)'}")
     print(
-        f"{len(requests):,} requests in {len(rates)} stages (Poisson, arrival seed {ARRIVAL_SEED}, prompt seed"
-        f" {PROMPT_SEED}, inference-perf's prompt order; {run.prompt.system + run.prompt.question:,}-token prompts:"
-        f" {run.prompt.source}); HBM only: {run.baseline.source}; two replays,"
+        f"{len(requests):,} requests in {len(rates)} stages (Poisson; {len(SEEDS)} draws, seeds"
+        f" {SEEDS[0]}-{SEEDS[-1]}, pooled; inference-perf's prompt order; {run.prompt.system + run.prompt.question:,}"
+        f"-token prompts: {run.prompt.source}); HBM only: {run.baseline.source}; {2 * len(SEEDS)} replays,"
         f" {time.perf_counter() - start:.1f} s; model / published per cell"
     )
     print()
@@ -297,32 +308,40 @@ def published_runs(write: bool = True) -> None:
 
 
 MISSES = """Where a column misses, and why (read with the tables above):
-- TTFT of the HBM-only rows at 5 QPS (vLLM 0.62, p90 0.52; SGLang 0.52, p90 0.38): the first stage, caches cold,
-  where the model's two rows agree (1.00 and 0.98 s) and match the published CPU-tier rows (vLLM 0.84, p90 0.77;
-  SGLang 1.03, p90 0.99). The published HBM-only rows of that same cold stage take 1.4x (vLLM) and 2.2x (SGLang)
+- Every TTFT includes the server tokenising the prompt (one tokenizer thread a server; 3.0 us a token, measured:
+  51 ms for a 17k-token prompt), and every row pools five Poisson draws: one draw's light stages swing on a
+  handful of requests (seed 47 alone: the CPU tier's 10 QPS TTFT mean 0.35 s without tokenising, 0.60 s with it).
+- TTFT of the HBM-only rows at 5 QPS (vLLM mean 0.67, p90 0.59; SGLang 0.58, p90 0.44): the first stage, caches
+  cold, where the model's two rows agree (1.09 s both) and match the published CPU-tier rows (vLLM 0.93, p90 0.88;
+  SGLang 1.15, p90 1.14). The published HBM-only rows of that same cold stage take 1.4x (vLLM) and 2.2x (SGLang)
   the CPU-tier rows' mean and 1.5-3.1x their p90, with the same time per output token (40.6 / 40.5 ms vLLM): a
   difference between two deployments on the same traffic that no step cost reproduces (a first stage's warm-up, or
   a smaller HBM pool than the model's losing prefixes the CPU tier recovers). Open.
-- TTFT of warm stages at light load (vLLM CPU tier 15 QPS p90 2.45: the model's misses there; gpt-oss 10-35 QPS
-  0.02-0.2): every published run holds a floor the model lacks, 0.32-0.45 s mean with p90 0.48-0.58 s at every rate
-  before saturation (gpt-oss CPU tier 10 to 30 QPS: 0.37, 0.35, 0.32, 0.34, 0.33), while the model's cache hits
-  take 0.01-0.1 s. It is flat in the rate, so not queueing. Tokenising the prompt on the server, which the model
-  does not time, is part of it: 39-170 ms a 17k-token prompt with Qwen3's tokenizer (benchmarks/retokenized.py, on
-  a loaded shared machine; an idle server's figure is still to measure). The rest is open: the bench prints it
-  rather than fitting a constant.
-- The CPU tier at 20-40 QPS (TTFT 1.4-2.7, gain 0.76-0.84, throughput 0.83-0.94, TPOT 1.11-1.19): the model's
-  tiered fleet saturates below the published one (about 16 against 19 requests/s at 40 QPS); its decode steps
-  there, about 20 requests of 17k-token contexts a replica, take 39 ms against 33.6 published.
-- SGLang's HBM-only TPOT (1.24-1.54) and TTFT past 10 QPS (1.44-1.70): the model is vLLM's scheduler, which mixes
+- The CPU tier's warm stages at 10-25 QPS (vLLM TTFT mean 1.21-3.01, p90 up to 2.99 at 15 QPS; time per output
+  token 1.33 at 10 QPS): the model recomputes more prompts than the published run shows. At 10 QPS (seed 47) 68 of
+  the stage's 600 requests recompute their whole 17k-token prompt (about 53 are groups the stage asks first), each
+  stalling its replica's decodes for about 1.3 s: the decode-only steps take 26.4 ms a token there (token-weighted)
+  and the prefills mixed into them add 7.6 ms, where the published run's whole figure is 25.7 ms. From 15 QPS on,
+  32-92 a stage recompute although the fleet's CPU tiers hold the working set: the router sent the request where
+  its prefix is not. The published p90 at 15 QPS (0.48 s) says fewer than a tenth of its requests do.
+- Light load on gpt-oss-120b (10-35 QPS TTFT 0.13-0.32): every published run holds a floor the model lacks,
+  0.32-0.45 s mean with p90 0.48-0.58 s at every rate before saturation (gpt-oss CPU tier 10 to 30 QPS: 0.37,
+  0.35, 0.32, 0.34, 0.33), while the model's cache hits take 0.06-0.12 s with the tokenising; flat in the rate, so
+  not queueing. The rest of it is open: the bench prints it rather than fitting a constant.
+- The CPU tier at 20-40 QPS (gain 0.75-0.80, throughput 0.82-0.89, TPOT 1.13-1.18): the model's tiered fleet
+  saturates below the published one (about 16 against 19 requests/s at 40 QPS); its decode steps there, about 20
+  requests of 17k-token contexts a replica, take 39 ms against 33.6 published.
+- SGLang's HBM-only TPOT (1.23-1.64) and TTFT past 10 QPS (1.48-1.64): the model is vLLM's scheduler, which mixes
   prefill chunks into decode steps; SGLang's decode runs 51.7 ms a token at 20-40 QPS against vLLM's 73-75 ms on
   the same hardware.
-- gpt-oss-120b (held out; a mixture of experts, TP=1): decode within the targets at light load (0.90-0.95), but
+- gpt-oss-120b (held out; a mixture of experts, TP=1): decode within the targets at light load (0.89-0.94), but
   its HBM-only run saturates near 20 QPS in the published table and not in the model, which holds the whole
   working set in HBM (335,028 tokens a replica x 16 against 4.9 million). The deployed pool is far smaller: vLLM
   loads gpt-oss-120b on an H100 in 64.4-66.0 GiB, not the checkpoint's 60.7 (vllm-project/vllm#33155, #23278),
   and at 0.95 has reported 1.71 GiB left for KV (#27508); published TTFT at 5-15 QPS (0.44-0.45 s) is a full
   prefill's, as if nearly every request missed. With the pool at the least vLLM starts with (one 131,072-token
   sequence: 149,436 tokens, cache.memory_fraction 0.87 here) the model's HBM-only TTFT at 5-15 QPS is 0.65-0.73
-  of published and it saturates at 30 QPS. That carries its HBM-only throughput (up to 2.2x), its gain (0.53 at
-  40 QPS), its TTFT (down to 0.00) and its decode under load (0.2-0.7); the light-load floor above does the rest.
+  of published (measured before the tokenising was modelled) and it saturates at 30 QPS. That carries its HBM-only
+  throughput (up to 2.2x), its gain (0.54 at 40 QPS), its TTFT (down to 0.00) and its decode under load (0.2-0.7);
+  the light-load floor above does the rest.
 - The SGLang run's stages are assumed (its report prints no workload config: the vLLM run's eight are used)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -98,6 +99,19 @@ def test_a_tier_hit_waits_for_its_load() -> None:
     served = serve(arrivals, costs(), 1, pick)
     assert served.record.ttft[0] == pytest.approx(0.006 + 0.02)
     assert served.totals[0].load_s == pytest.approx(0.006)
+
+
+def test_the_servers_tokenizer_takes_prompts_one_at_a_time_before_the_engine() -> None:
+    # 10 us a token: two 800-token prompts arriving together are tokenised 8 ms apart (one tokenizer thread); the
+    # first reaches the engine at 8 ms and prefills (80 ms); the second, ready at 16 ms, joins at that step's end.
+    tokenizing = replace(costs(), tokenize_s_per_token=1e-5)
+    arrivals, pick = fixed([(0, work(0.0, 800, 1)), (0, work(0.0, 800, 1))])
+    served = serve(arrivals, tokenizing, 1, pick)
+    assert served.record.ttft[0] == pytest.approx(0.008 + 0.08)
+    assert served.record.ttft[1] == pytest.approx(0.008 + 0.08 + 0.08)
+    # a tier's load starts once its prompt is tokenised: 8 ms, then 600 x 10 us, then 200 tokens (10 ms)
+    arrivals, pick = fixed([(0, work(0.0, 800, 1, cpu=600))])
+    assert serve(arrivals, tokenizing, 1, pick).record.ttft[0] == pytest.approx(0.008 + 0.006 + 0.02)
 
 
 def test_kv_pool_admits_what_fits() -> None:

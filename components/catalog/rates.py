@@ -152,6 +152,15 @@ H200_DECODE = DecodeEfficiency(
     source=f"fitted to decode steps measured on one NVIDIA H200 ({H200_STEP_COSTS}); the H100 has the same memory"
     " system (HBM3 at 3.35 TB/s where the H200's HBM3e runs 4.8) and kernels",
 )
+# The server tokenising a prompt before its engine sees it (one tokenizer thread a server): Qwen3's byte-level BPE
+# (Hugging Face tokenizers 0.23.3) on inference-perf's 17,097-token shared-prefix prompts, 51.2 ms median a prompt
+# on one idle AMD EPYC core (benchmarks/retokenized.py, 2026-12-04). The other catalog models' byte-level BPEs
+# (Llama 3's, gpt-oss's) are taken at the same rate.
+SERVER_TOKENIZE = Figure(
+    3.0e-6,
+    "Qwen3's tokenizer on inference-perf's 17,097-token prompts: 3.00 us a token on one idle AMD EPYC core"
+    " (benchmarks/retokenized.py, 2026-12-04)",
+)
 # An accelerator with no decode measurement of its own (a profile may say which it takes instead).
 ASSUMED_DECODE = H200_DECODE.assumed_for("the H200's measured decode figures")
 # vLLM's custom all-reduce (the one it runs for decode-sized messages over NVLink) on H100 at TP=2, without CUDA

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 from components.formulas.replica_routing import HeldTiers, Router, ServiceRates, Signals, Weights
 from components.formulas.requests import Request
-from components.formulas.serving_time import EngineCosts, Served, Work, serve
+from components.formulas.served import Served
+from components.formulas.serving_time import EngineCosts, Work, serve
 from components.formulas.tier_caches import Tally, TierCaches
 from components.formulas.tier_replay import assignment_array, output_blocks
 from components.formulas.tier_shape import Tiers
@@ -46,7 +47,7 @@ class Replayed:
     fs_tokens: int
     demand: Demand
     assignment: Sequence[int]
-    alone_s: Sequence[float]  # each request's first token with the replica to itself: its loads, then its prefill
+    alone_s: Sequence[float]  # its first token with the replica to itself: tokenised, its loads, its prefill
 
 
 def decode_seconds(costs: EngineCosts, prompt: int, output: int) -> float:
@@ -112,7 +113,7 @@ def replay(
         compute += asked
         per_replica[r] += asked
         load += loads
-        alone.append(loads + prefill)
+        alone.append(costs.tokenize_seconds(request.input_length) + loads + prefill)
         return r, work
 
     arrivals = [r.timestamp_ms / 1000 - first for r in requests]

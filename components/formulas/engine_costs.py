@@ -8,11 +8,12 @@ measured on an H200; a mixture of experts' step reads its dense weights and the 
 `EngineCosts.weights_seconds`), and pays its layers' small kernels; at tensor parallelism n, every layer's two
 all-reduces (after attention and after the MLP: one hidden vector per token, bf16) cross the profile's
 interconnect; a tier's load runs at the payoff's bandwidth for that tier (per pod: each pod of a multi-host
-replica loads its share at once).
+replica loads its share at once); the server tokenises each prompt first (`SERVER_TOKENIZE`, measured).
 """
 
 from __future__ import annotations
 
+from components.catalog.rates import SERVER_TOKENIZE
 from components.formulas.hbm import HbmBudget
 from components.formulas.load_costs import LoadCosts
 from components.formulas.payoff import (
@@ -62,4 +63,5 @@ def engine_costs(
         * (link.all_reduce_seconds(model.hidden_size * ACTIVATION_BYTES, tp) - link.all_reduce_seconds(0, tp)),
         expert_read_s=experts_per_device / (bandwidth * decode.weights),
         routing=(model.experts_per_token, model.experts) if model.experts else (0, 0),
+        tokenize_s_per_token=SERVER_TOKENIZE.value,
     )

@@ -26,7 +26,8 @@ import numpy.typing as npt
 
 from components.formulas.capacity_replay import Demand
 from components.formulas.requests import Request
-from components.formulas.serving_time import EngineCosts, Record
+from components.formulas.served import Record
+from components.formulas.serving_time import EngineCosts
 
 WINDOW_SHARE = 0.1  # the first and last tenth of a stage
 

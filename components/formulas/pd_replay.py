@@ -24,7 +24,8 @@ import numpy as np
 from components.formulas import capacity_replay
 from components.formulas.replica_routing import ServiceRates, Weights
 from components.formulas.requests import Request
-from components.formulas.serving_time import EngineCosts, Served, Work, serve
+from components.formulas.served import Served
+from components.formulas.serving_time import EngineCosts, Work, serve
 from components.formulas.tier_shape import Tiers
 
 

@@ -237,7 +237,8 @@ def _serve(pool: _Pool, request: Request, at: float, tally: _DayTally, block_tok
     costs = pool.inputs.costs
     computed = max(request.input_length - found.hit, 1)
     loads = costs.load.seconds(found.cpu, found.fs)
-    return max(0.0, pod.ready_s - at) + loads + costs.prefill_seconds(computed, request.input_length - computed)
+    first = costs.tokenize_seconds(request.input_length) + loads
+    return max(0.0, pod.ready_s - at) + first + costs.prefill_seconds(computed, request.input_length - computed)
 
 
 def _quantile(sorted_values: Sequence[float], q: float) -> float:

@@ -10,10 +10,12 @@ request's context read from the KV cache, whichever is longer), plus what a step
 small kernels of every layer under CUDA graphs, the tensor-parallel all-reduces' latency) and the all-reduces'
 bytes per token (`EngineCosts`, derived from the accelerator profile and the H200 measurements).
 
-A request's prompt tokens come in three kinds (`Work`): held in HBM (free), held in a tier (loaded over the
-replica's host link before the request can be scheduled, one load at a time: vLLM's connectors load
-asynchronously while other requests run, `WAITING_FOR_REMOTE_KVS`), and the rest, computed. At least one
-prompt token is always computed (the logits of the last one).
+Before the engine sees a request, the server tokenises its prompt: one tokenizer thread a server (vLLM's API
+server runs its tokenizer on a single-thread executor, `AsyncMicrobatchTokenizer`), so prompts queue there
+(`EngineCosts.tokenize_s_per_token`). A request's prompt tokens come in three kinds (`Work`): held in HBM
+(free), held in a tier (loaded over the replica's host link before the request can be scheduled, one load at a
+time: vLLM's connectors load asynchronously while other requests run, `WAITING_FOR_REMOTE_KVS`), and the rest,
+computed. At least one prompt token is always computed (the logits of the last one).
 
 Approximations, each a simplification of vLLM's scheduler:
 - KV is reserved for a request's whole prompt and output when it is admitted (vLLM allocates as it goes and
@@ -41,6 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from components.formulas.load_costs import LoadCosts
+from components.formulas.served import Record, ReplicaTotals, Served
 from components.formulas.step_sums import steps_to_reach, stretch_seconds
 
 
@@ -62,6 +65,10 @@ class EngineCosts:
     # experts a token routes to of all (0, 0: a dense model).
     expert_read_s: float = 0.0
     routing: tuple[int, int] = (0, 0)  # (experts a token activates, routed experts)
+    tokenize_s_per_token: float = 0.0  # the server's tokenizer, before the engine sees the prompt
+
+    def tokenize_seconds(self, prompt: int) -> float:
+        return prompt * self.tokenize_s_per_token
 
     def fixed_seconds(self, tokens: int) -> float:
         """What a step of `tokens` tokens pays besides its GEMMs and attention."""
@@ -133,27 +140,6 @@ class _Job:
         self.first_s = 0.0
 
 
-@dataclass(frozen=True)
-class Record:
-    """Per request, in arrival order: what the engines write as they serve."""
-
-    arrival: np.ndarray
-    ttft: np.ndarray
-    tpot: np.ndarray  # NaN for one-token outputs
-    finish: np.ndarray
-
-    @classmethod
-    def of(cls, arrivals: Sequence[float]) -> Record:
-        n = len(arrivals)
-        return cls(np.asarray(arrivals, dtype=np.float64), np.zeros(n), np.full(n, np.nan), np.zeros(n))
-
-
-@dataclass
-class ReplicaTotals:
-    compute_s: float = 0.0  # time running steps
-    load_s: float = 0.0  # time the link spent loading
-
-
 class Engine:
     """One replica's scheduler and its clock."""
 
@@ -162,7 +148,9 @@ class Engine:
         self.record = record
         self.clock = 0.0
         self.link_free = 0.0
-        self.loading: deque[_Job] = deque()
+        self.tokenizer_free = 0.0
+        # requests the engine cannot schedule yet (being tokenised, or their tiers' KV loading): (ready, index, job)
+        self.pending: list[tuple[float, int, _Job]] = []
         self.waiting: deque[_Job] = deque()
         self.prefilling: deque[_Job] = deque()
         self.finishing: list[tuple[int, int, _Job]] = []  # (the step it finishes at, index, job)
@@ -177,40 +165,44 @@ class Engine:
     # What the router reads.
     @property
     def queued(self) -> int:
-        """vLLM's waiting requests (those waiting for a tier's KV included)."""
-        return len(self.waiting) + len(self.loading)
+        """vLLM's waiting requests (those waiting for a tier's KV, or being tokenised, included)."""
+        return len(self.waiting) + len(self.pending)
 
     @property
     def kv_usage(self) -> float:
         return self.kv_used / max(self.costs.kv_tokens, 1)
 
     def admit(self, index: int, work: Work) -> None:
-        """A request joins: its tiers' hits load over the link first, unless a running request holds its prefix in
-        HBM (vLLM never evicts a block a running request references: the prefix is an HBM hit however long ago the
-        tier caches' LRU last saw it there)."""
+        """A request joins: the server's tokenizer takes its prompt (one at a time), then its tiers' hits load over
+        the link, unless a running request holds its prefix in HBM (vLLM never evicts a block a running request
+        references: the prefix is an HBM hit however long ago the tier caches' LRU last saw it there)."""
+        ready = work.arrival_s
+        tokenize = self.costs.tokenize_seconds(work.prompt)
+        if tokenize > 0:
+            ready = self.tokenizer_free = max(ready, self.tokenizer_free) + tokenize
         loaded = self.costs.load.seconds(work.cpu, work.fs)
         if loaded > 0 and work.prefix >= 0 and work.prefix in self.holding:
             loaded = 0.0
         if loaded > 0:
-            start = max(work.arrival_s, self.link_free)
-            self.link_free = start + loaded
+            ready = self.link_free = max(ready, self.link_free) + loaded
             self.totals.load_s += loaded
-            self.loading.append(_Job(index, work, self.link_free))
+        if ready > work.arrival_s:
+            heapq.heappush(self.pending, (ready, index, _Job(index, work, ready)))
         else:
-            self.waiting.append(_Job(index, work, work.arrival_s))
+            self.waiting.append(_Job(index, work, ready))
 
     def advance(self, until: float) -> None:
         """Run the steps that start before `until` (math.inf: until the work is done)."""
         while self.clock < until:
             now = self.clock
-            while self.loading and self.loading[0].ready_s <= now:
-                self.waiting.append(self.loading.popleft())
+            while self.pending and self.pending[0][0] <= now:
+                self.waiting.append(heapq.heappop(self.pending)[2])
             if self.prefilling or self._admissible():
                 self._step(now)
             elif self.decoding:
-                self._decode_stretch(now, min(until, self.loading[0].ready_s if self.loading else math.inf))
-            elif self.loading:  # idle until a load completes
-                self.clock = min(until, self.loading[0].ready_s)
+                self._decode_stretch(now, min(until, self.pending[0][0] if self.pending else math.inf))
+            elif self.pending:  # idle until a request is ready
+                self.clock = min(until, self.pending[0][0])
             else:  # idle until the next arrival
                 if until < math.inf:
                     self.clock = until
@@ -319,49 +311,6 @@ class Engine:
 
 
 PickFn = Callable[[int, list[int], list[float]], tuple[int, Work]]
-
-
-@dataclass(frozen=True)
-class Served:
-    """The replay's outcome: per request and per replica."""
-
-    replicas: int
-    record: Record
-    output_tokens: np.ndarray
-    totals: tuple[ReplicaTotals, ...]
-
-    @property
-    def span_s(self) -> float:
-        """First arrival to last finish."""
-        return float(self.record.finish.max() - self.record.arrival.min()) if len(self.record.arrival) else 0.0
-
-    @property
-    def arrival_span_s(self) -> float:
-        return float(self.record.arrival.max() - self.record.arrival.min()) if len(self.record.arrival) else 0.0
-
-    @property
-    def drain_s(self) -> float:
-        """How long the replicas run after the last arrival."""
-        return float(self.record.finish.max() - self.record.arrival.max()) if len(self.record.arrival) else 0.0
-
-    def ttft(self, q: float) -> float:
-        return float(np.quantile(self.record.ttft, q))
-
-    def tpot(self, q: float) -> float:
-        decoded = self.record.tpot[~np.isnan(self.record.tpot)]
-        return float(np.quantile(decoded, q)) if len(decoded) else 0.0
-
-    @property
-    def output_tokens_per_s(self) -> float:
-        return float(self.output_tokens.sum()) / max(self.span_s, 1e-9)
-
-    @property
-    def requests_per_s(self) -> float:
-        return len(self.record.arrival) / max(self.span_s, 1e-9)
-
-    def load_share(self) -> list[float]:
-        span = max(self.span_s, 1e-9)
-        return [t.load_s / span for t in self.totals]
 
 
 def serve(

@@ -80,13 +80,14 @@ def capacity_lines(plan: CapacityPlan, auto: bool) -> list[str]:
         " measured shares of their peaks."
         f" A tier's hit loads at {costs.load.cpu_s_per_token * 1e6:.2f} us a token from the CPU tier"
         + (f", {costs.load.fs_s_per_token * 1e6:.2f} us from the filesystem" if costs.load.fs_s_per_token else "")
-        + " (the payoff's bandwidths), over one host link per replica. Asks: the workload's compute at full batches"
-        " (and its loads) over what the replicas give in its span and one request's service time after it; keeping"
-        " up: asks below 100% and in no load stage a queue that grows (the wait for a first token at the stage's"
-        " end no longer than at its start, within a request's service time alone). The replica count is searched"
-        " from the asks' estimate. Approximations (serving_time.py): KV reserved whole at admission (no"
-        " preemption), loads and stores on one link, no router or tokenizer time. Sizes of the rows are the"
-        " configured ones.",
+        + f" (the payoff's bandwidths), over one host link per replica, after the server tokenises the prompt at"
+        f" {costs.tokenize_s_per_token * 1e6:.2f} us a token (one tokenizer thread a server). Asks: the workload's"
+        " compute at full batches (and its loads) over what the replicas give in its span and one request's"
+        " service time after it; keeping up: asks below 100% and in no load stage a queue that grows (the wait for"
+        " a first token at the stage's end no longer than at its start, within a request's service time alone)."
+        " The replica count is searched from the asks' estimate. Approximations (serving_time.py): KV reserved"
+        " whole at admission (no preemption), loads and stores on one link, no router time. Sizes of the rows are"
+        " the configured ones.",
         "",
     ]
     return lines
