@@ -12,7 +12,8 @@ from components.formulas.capacity_replay import replay
 from components.formulas.load_costs import LoadCosts
 from components.formulas.replica_routing import ServiceRates, Weights
 from components.formulas.requests import Request
-from components.formulas.serving_time import EngineCosts, Work, fixed, serve
+from components.formulas.served import Record
+from components.formulas.serving_time import Engine, EngineCosts, Work, fixed, serve
 from components.formulas.tier_replay import Tiers
 
 # Round figures, so every expectation below is arithmetic on these.
@@ -112,6 +113,15 @@ def test_the_servers_tokenizer_takes_prompts_one_at_a_time_before_the_engine() -
     # a tier's load starts once its prompt is tokenised: 8 ms, then 600 x 10 us, then 200 tokens (10 ms)
     arrivals, pick = fixed([(0, work(0.0, 800, 1, cpu=600))])
     assert serve(arrivals, tokenizing, 1, pick).record.ttft[0] == pytest.approx(0.008 + 0.006 + 0.02)
+
+
+def test_the_router_counts_a_request_waiting_once_the_server_has_tokenised_it() -> None:
+    # vLLM's waiting count is the engine's queue: a prompt still in the server's tokenizer is not in it (8 ms here),
+    # one waiting for its tier's KV is (8 ms tokenising, then 6 ms loading).
+    engine = Engine(replace(costs(), tokenize_s_per_token=1e-5), Record.of([0.0]))
+    engine.admit(0, work(0.0, 800, 1, cpu=600))
+    assert engine.queued(0.004) == 0
+    assert engine.queued(0.010) == 1
 
 
 def test_kv_pool_admits_what_fits() -> None:

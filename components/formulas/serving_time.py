@@ -122,9 +122,21 @@ class Work:
 
 
 class _Job:
-    __slots__ = ("done", "first_s", "index", "left", "need", "output", "prefix", "prompt", "ready_s", "shared")
+    __slots__ = (
+        "done",
+        "first_s",
+        "index",
+        "left",
+        "need",
+        "output",
+        "prefix",
+        "prompt",
+        "ready_s",
+        "sent_s",
+        "shared",
+    )
 
-    def __init__(self, index: int, work: Work, ready_s: float) -> None:
+    def __init__(self, index: int, work: Work, ready_s: float, sent_s: float) -> None:
         self.index = index
         self.prompt = work.prompt
         self.output = max(work.output, 1)
@@ -137,6 +149,7 @@ class _Job:
         self.shared = hits if self.prefix >= 0 else 0
         self.need = work.prompt - self.shared + self.output
         self.ready_s = ready_s
+        self.sent_s = sent_s  # when the server hands it to the engine (tokenised)
         self.first_s = 0.0
 
 
@@ -163,10 +176,10 @@ class Engine:
         self.totals = ReplicaTotals()
 
     # What the router reads.
-    @property
-    def queued(self) -> int:
-        """vLLM's waiting requests (those waiting for a tier's KV, or being tokenised, included)."""
-        return len(self.waiting) + len(self.pending)
+    def queued(self, at: float) -> int:
+        """vLLM's waiting requests at `at`: those waiting for a tier's KV included, those the server is still
+        tokenising not (the engine has not got them)."""
+        return len(self.waiting) + sum(1 for _, _, job in self.pending if job.sent_s <= at)
 
     @property
     def kv_usage(self) -> float:
@@ -180,6 +193,7 @@ class Engine:
         tokenize = self.costs.tokenize_seconds(work.prompt)
         if tokenize > 0:
             ready = self.tokenizer_free = max(ready, self.tokenizer_free) + tokenize
+        sent = ready
         loaded = self.costs.load.seconds(work.cpu, work.fs)
         if loaded > 0 and work.prefix >= 0 and work.prefix in self.holding:
             loaded = 0.0
@@ -187,9 +201,9 @@ class Engine:
             ready = self.link_free = max(ready, self.link_free) + loaded
             self.totals.load_s += loaded
         if ready > work.arrival_s:
-            heapq.heappush(self.pending, (ready, index, _Job(index, work, ready)))
+            heapq.heappush(self.pending, (ready, index, _Job(index, work, ready, sent)))
         else:
-            self.waiting.append(_Job(index, work, ready))
+            self.waiting.append(_Job(index, work, ready, sent))
 
     def advance(self, until: float) -> None:
         """Run the steps that start before `until` (math.inf: until the work is done)."""
@@ -328,7 +342,7 @@ def serve(
     for i, t in enumerate(arrivals):
         for engine in engines:
             engine.advance(t)
-        r, work = pick(i, [e.queued for e in engines], [e.kv_usage for e in engines])
+        r, work = pick(i, [e.queued(t) for e in engines], [e.kv_usage for e in engines])
         output[i] = max(work.output, 1)
         engines[r].admit(i, work)
     for engine in engines:
