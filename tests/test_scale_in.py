@@ -81,7 +81,7 @@ def test_cache_value_renders_the_annotator_with_only_its_rights() -> None:
         "vllm:external_prefix_cache_hits_total",
     )
     script = mine[("ConfigMap", "cache-annotator-script")]["data"]
-    assert sorted(script) == ["annotate_pods.py", "cache_value.py", "victims.py"]
+    assert sorted(script) == ["annotate_pods.py", "cache_value.py", "prometheus_text.py", "victims.py"]
 
 
 def test_its_egress_reaches_the_servers_metrics_port_and_the_api_server_only() -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from components.specs import tier_evictor as tier_evictor_spec
 from components.tier_evictor import evict_tier, tier_scan
 from components.tier_evictor.evict_tier import Evictor, Settings
 from components.tier_evictor.tier_scan import scan
@@ -285,12 +286,12 @@ def test_permission_errors_are_counted_and_skipped() -> None:
         locked_dir, sealed_dir = root / "locked", root / "sealed"
         locked_file = block_file(locked_dir / "a.bin", age_seconds=HOUR * 100)  # the oldest of all
         sealed_file = block_file(sealed_dir / "b.bin", age_seconds=HOUR * 99)
-        # The package beside the tree, as its ConfigMap lays it out: the checkout may sit under a directory the
-        # unprivileged user cannot enter.
-        package = base / "components" / "tier_evictor"
-        package.mkdir(parents=True)
-        shutil.copy(tier_scan.__file__, package / "tier_scan.py")
-        script = shutil.copy(evict_tier.__file__, package / "evict_tier.py")
+        # The package beside the tree, as its ConfigMap lays it out (components/specs/tier_evictor.py MODULES): the
+        # checkout may sit under a directory the unprivileged user cannot enter.
+        for path, module in tier_evictor_spec.MODULES.items():
+            (base / "components" / path).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(module, base / "components" / path)
+        script = base / "components" / "tier_evictor" / "evict_tier.py"
         if os.geteuid() == 0:
             for directory, dirs, names in os.walk(base):
                 for name in [*dirs, *names, "."]:

@@ -20,7 +20,6 @@ the loop after the current step.
 from __future__ import annotations
 
 import concurrent.futures
-import http.server
 import json
 import os
 import signal
@@ -36,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from components.cache_annotator.cache_value import Selector, Window, counter_value
+from components.exporters.prometheus_text import Exposition, serve_metrics
 from components.formulas.victims import DELETION_COST_ANNOTATION, deletion_costs
 
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -321,63 +321,29 @@ class Annotator:
             self.sleep(max(0.0, self.settings.interval_s - (self.clock() - started)))
 
 
-class Metrics:
+class Metrics(Exposition):
     """The annotator's Prometheus metrics, in the text exposition format; `..._last_sync_timestamp_seconds` is the
     end of the last loop that left every pod with its cost (its alert: components/specs/cache_annotator.py)."""
 
     COUNTERS = ("loops", "list_failures", "scrape_failures", "writes", "write_retries", "write_failures", "errors")
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.counters = {f"cache_annotator_{name}_total": 0.0 for name in self.COUNTERS}
-        self.gauges: dict[str, float] = {}
-
-    def _add(self, **values: float) -> None:
-        for name, value in values.items():
-            self.counters[f"cache_annotator_{name}_total"] += value
+        super().__init__("cache_annotator", self.COUNTERS)
 
     def record(self, result: LoopResult) -> None:
         with self.lock:
             unanswered = sum(1 for v in result.values.values() if v is None)
             self._add(loops=1, list_failures=0 if result.listed else 1, scrape_failures=unanswered)
             self._add(writes=result.written, write_retries=result.retries, write_failures=len(result.failed))
-            self.gauges["cache_annotator_loop_seconds"] = result.seconds
+            self._gauge(loop_seconds=result.seconds)
             if result.listed:
-                self.gauges["cache_annotator_pods"] = result.pods
-                self.gauges["cache_annotator_unanswered_pods"] = unanswered
+                self._gauge(pods=result.pods, unanswered_pods=unanswered)
             if result.synced:
-                self.gauges["cache_annotator_last_sync_timestamp_seconds"] = time.time()
+                self._gauge(last_sync_timestamp_seconds=time.time())
 
     def crashed(self) -> None:
         with self.lock:
             self._add(errors=1)
-
-    def text(self) -> str:
-        with self.lock:
-            lines = []
-            for name, value in sorted(self.counters.items()):
-                lines += [f"# TYPE {name} counter", f"{name} {value:.17g}"]
-            for name, value in sorted(self.gauges.items()):
-                lines += [f"# TYPE {name} gauge", f"{name} {value:.17g}"]
-        return "\n".join(lines) + "\n"
-
-
-def serve_metrics(metrics: Metrics, port: int) -> http.server.ThreadingHTTPServer:
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = metrics.text().encode() if self.path == "/metrics" else b"ok\n"
-            self.send_response(200 if self.path in ("/metrics", "/healthz") else 404)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:
-            return
-
-    server = http.server.ThreadingHTTPServer(("", port), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
 
 
 def main() -> int:

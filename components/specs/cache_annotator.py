@@ -31,11 +31,12 @@ WORKLOAD = WorkloadType("llmd:cache_annotator:CacheAnnotator", "cache-annotator"
 NAME = labels.CACHE_ANNOTATOR
 PACKAGE = Path(__file__).resolve().parents[1] / "cache_annotator"
 SCRIPT = PACKAGE / "annotate_pods.py"
-# What the ConfigMap carries, by its path under components/ (the script imports the other two).
+# What the ConfigMap carries, by its path under components/ (the script imports the others).
 MODULES = {
     "cache_annotator/annotate_pods.py": SCRIPT,
     "cache_annotator/cache_value.py": PACKAGE / "cache_value.py",
     "formulas/victims.py": PACKAGE.parent / "formulas" / "victims.py",
+    "exporters/prometheus_text.py": PACKAGE.parent / "exporters" / "prometheus_text.py",
 }
 SCRIPT_ROOT = "/annotator"  # the ConfigMap's mount: components/<path> under it
 # Not the guide label: the InferencePool selects on it, and the EPP would route requests to this pod.

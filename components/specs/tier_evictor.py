@@ -36,8 +36,13 @@ WORKLOAD = WorkloadType("llmd:tier_evictor:TierEvictor", "tier-evictor")
 NAME = labels.TIER_EVICTOR
 PACKAGE = Path(__file__).resolve().parents[1] / "tier_evictor"
 SCRIPT = PACKAGE / "evict_tier.py"
-MODULES = (SCRIPT, PACKAGE / "tier_scan.py")  # what the ConfigMap carries
-SCRIPT_ROOT = "/evictor"  # the ConfigMap's mount: components/tier_evictor/<module> under it
+# What the ConfigMap carries, by its path under components/ (the script imports the others).
+MODULES = {
+    "tier_evictor/evict_tier.py": SCRIPT,
+    "tier_evictor/tier_scan.py": PACKAGE / "tier_scan.py",
+    "exporters/prometheus_text.py": PACKAGE.parent / "exporters" / "prometheus_text.py",
+}
+SCRIPT_ROOT = "/evictor"  # the ConfigMap's mount: components/<path> under it
 # Not the guide label: the InferencePool selects on it, and the EPP would route requests to this pod.
 LABELS = {labels.WORKLOAD_LABEL: NAME, "app.kubernetes.io/part-of": labels.GUIDE}
 METRICS_PORT = 9400
@@ -134,7 +139,7 @@ def evictor_manifests(spec: EvictorSpec) -> list[Manifest]:
                 "name": "script",
                 "configMap": {
                     "name": f"{NAME}-script",
-                    "items": [{"key": m.name, "path": f"components/tier_evictor/{m.name}"} for m in MODULES],
+                    "items": [{"key": Path(path).name, "path": f"components/{path}"} for path in MODULES],
                 },
             },
             {"name": "files-storage", "persistentVolumeClaim": {"claimName": spec.claim}},
@@ -146,7 +151,7 @@ def evictor_manifests(spec: EvictorSpec) -> list[Manifest]:
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {"namespace": spec.namespace, "labels": dict(LABELS), "name": f"{NAME}-script"},
-            "data": {m.name: m.read_text(encoding="utf-8") for m in MODULES},
+            "data": {Path(path).name: module.read_text(encoding="utf-8") for path, module in MODULES.items()},
         },
         plain(deployment),
     ]

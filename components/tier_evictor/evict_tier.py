@@ -21,7 +21,6 @@ It runs until stopped (SIGTERM ends the loop after the current file).
 
 from __future__ import annotations
 
-import http.server
 import os
 import signal
 import sys
@@ -30,6 +29,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from components.exporters.prometheus_text import Exposition, serve_metrics
 from components.tier_evictor.tier_scan import OutsideError, Scan, delete_inside, scan
 
 Usage = Callable[[], tuple[int, int]]  # (used bytes, total bytes)
@@ -208,22 +208,13 @@ class Evictor:
             self.stopping.wait(self.settings.poll_seconds)
 
 
-class Metrics:
+class Metrics(Exposition):
     """The evictor's Prometheus metrics, in the text exposition format."""
 
     COUNTERS = ("passes", "scans", "scanned_files", "deleted_files", "deleted_bytes", "vanished_files", "denied")
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.gauges: dict[str, float] = {}
-        self.counters = {f"tier_evictor_{name}_total": 0.0 for name in self.COUNTERS}
-
-    def _add(self, **values: float) -> None:
-        for name, value in values.items():
-            self.counters[f"tier_evictor_{name}_total"] += value
-
-    def _gauge(self, **values: float) -> None:
-        self.gauges.update({f"tier_evictor_{name}": float(value) for name, value in values.items()})
+        super().__init__("tier_evictor", self.COUNTERS)
 
     def usage(self, used: int, total: int, settings: Settings) -> None:
         with self.lock:
@@ -242,33 +233,6 @@ class Metrics:
             self._add(scans=1, scanned_files=s.files, deleted_files=result.deleted_files)
             self._add(deleted_bytes=result.deleted_bytes, vanished_files=s.vanished, denied=s.denied)
             self._gauge(scan_seconds=s.seconds, pass_seconds=result.seconds, files=s.files, stale_bytes=s.stale_bytes)
-
-    def text(self) -> str:
-        with self.lock:
-            lines = []
-            for name, value in sorted(self.counters.items()):
-                lines += [f"# TYPE {name} counter", f"{name} {value:.17g}"]
-            for name, value in sorted(self.gauges.items()):
-                lines += [f"# TYPE {name} gauge", f"{name} {value:.17g}"]
-        return "\n".join(lines) + "\n"
-
-
-def serve_metrics(metrics: Metrics, port: int) -> http.server.ThreadingHTTPServer:
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = metrics.text().encode() if self.path == "/metrics" else b"ok\n"
-            self.send_response(200 if self.path in ("/metrics", "/healthz") else 404)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:
-            return
-
-    server = http.server.ThreadingHTTPServer(("", port), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
 
 
 def main() -> int:

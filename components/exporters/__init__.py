@@ -1,0 +1,1 @@
+"""What the program's own in-cluster exporters share (stdlib only: shipped in their ConfigMaps)."""
