@@ -15,10 +15,10 @@ Run: `pip install tokenizers numpy; pip download dashscope==2.0.2 --no-deps; unz
 'dashscope/resources/*'; python benchmarks/retokenized.py dashscope/resources/qwen.tiktoken`.
 
 Run on 2026-12-04 (this workplace's shared machine, tokenizers 0.23.3, numpy seed 0, 100 prompts: 20 system
-prompts x 5 questions): system prompt 16,826 tokens, question 269, prompt 17,097 (16,000 + 1 + 256 asked); one
-prompt encoded in 103 ms (median; 39 ms at least, 170 at most; the machine's two cores shared and loaded, so the
-times are an upper bound: a clean run on an idle server CPU is still to do). tiktoken on the same ranks gives the
-same counts in 17-63 ms.
+prompts x 5 questions): system prompt 16,826 tokens, question 269, prompt 17,097 (16,000 + 1 + 256 asked). On the
+machine idle (one AMD EPYC core, load 0.1): one prompt encoded in 51.2 ms (median; 35.6 ms at least, 85.6 at most),
+3.00 us a token, the figure the time model takes (components/catalog/rates.py `SERVER_TOKENIZE`); loaded, the same
+run took 103 ms (39-170). tiktoken on the same ranks gives the same counts in 17-63 ms.
 """
 
 from __future__ import annotations
