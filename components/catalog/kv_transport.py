@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from components.catalog.rates import Cited
+
 PD_BLOCK_TOKENS = 128  # engine `--block-size` = router `blockSizeTokens` (the multi-tier guide's 128)
 PD_HASH_SEED = "0"  # one PYTHONHASHSEED on every engine pod (the multi-tier overlays' value)
 NIXL_SIDE_CHANNEL_PORT = 5600  # vLLM's default VLLM_NIXL_SIDE_CHANNEL_PORT; rank i listens on it + i
@@ -21,17 +23,13 @@ MAX_LOCAL_RANKS = 8  # data-parallel engines one pod runs (one per device of an 
 
 
 @dataclass(frozen=True)
-class KvFabric:
+class KvFabric(Cited):
     """The network a prefill's KV crosses to its decode pod: each device's share of it, one direction."""
 
     name: str
     bandwidth: float  # bytes/s one device's KV leaves at
     source: str
     assumed: bool = False
-
-    @property
-    def cited(self) -> str:
-        return f"assumed: {self.source}" if self.assumed else self.source
 
 
 @dataclass(frozen=True)

@@ -22,11 +22,12 @@ from components.units import GB, MB, GiB, KiB, MiB
 TFLOPS = 10**12
 
 
-@dataclass(frozen=True)
-class Figure:
-    value: float
+class Cited:
+    """A catalog figure's source as the summaries print it: `assumed: ...` where no measurement, data sheet or
+    published figure gives it for this case (each subclass is a dataclass with `source` and `assumed` fields)."""
+
     source: str
-    assumed: bool = False
+    assumed: bool
 
     @property
     def cited(self) -> str:
@@ -34,7 +35,14 @@ class Figure:
 
 
 @dataclass(frozen=True)
-class HostLink:
+class Figure(Cited):
+    value: float
+    source: str
+    assumed: bool = False
+
+
+@dataclass(frozen=True)
+class HostLink(Cited):
     """Host memory -> one device: pinned copies of many blocks on one stream, by block size.
 
     `curve` holds (block bytes, bytes per second) measured points, ascending; a block between two
@@ -50,13 +58,9 @@ class HostLink:
         below = [rate for size, rate in self.curve if size <= block_bytes]
         return below[-1] if below else self.curve[0][1]
 
-    @property
-    def cited(self) -> str:
-        return f"assumed: {self.source}" if self.assumed else self.source
-
 
 @dataclass(frozen=True)
-class PrefillEfficiency:
+class PrefillEfficiency(Cited):
     """The share of the dense bf16 peak a prefill's forward pass sustains, in its two parts.
 
     `gemm`: the layers' matrix multiplications (2 FLOPs per non-embedding parameter per token), as
@@ -85,13 +89,9 @@ class PrefillEfficiency:
         gemm = tuple((size, fraction * factor) for size, fraction in self.gemm)
         return PrefillEfficiency(gemm, self.attention * factor, source, assumed=True)
 
-    @property
-    def cited(self) -> str:
-        return f"assumed: {self.source}" if self.assumed else self.source
-
 
 @dataclass(frozen=True)
-class DecodeEfficiency:
+class DecodeEfficiency(Cited):
     """What an engine step reaches of the device's memory bandwidth, and what it pays per layer regardless.
 
     `weights`: the share of the data sheet's bandwidth the layers' GEMMs read their weights at (a decode step's
@@ -110,13 +110,9 @@ class DecodeEfficiency:
         """These figures, taken for another accelerator that has none measured."""
         return DecodeEfficiency(self.weights, self.kv, self.layer_s, source, assumed=True)
 
-    @property
-    def cited(self) -> str:
-        return f"assumed: {self.source}" if self.assumed else self.source
-
 
 @dataclass(frozen=True)
-class Interconnect:
+class Interconnect(Cited):
     """The links between one replica's devices, as a tensor-parallel all-reduce uses them: a fixed latency per
     all-reduce and each device's bandwidth in one direction (a ring all-reduce of S bytes over n devices moves
     2 (n - 1) / n x S per device)."""
@@ -131,10 +127,6 @@ class Interconnect:
         if devices <= 1:
             return 0.0
         return self.latency_s + 2 * (devices - 1) / devices * message_bytes / self.bandwidth
-
-    @property
-    def cited(self) -> str:
-        return f"assumed: {self.source}" if self.assumed else self.source
 
 
 H200_STEP_COSTS = "tests/fixtures/device/h200-step-costs-2026-12-04-b.json"
