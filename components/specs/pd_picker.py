@@ -10,6 +10,18 @@ from components.catalog.labels import CPU_PRODUCER, CPU_SCORER, GPU_PRODUCER, GP
 from components.specs.precise_picker import METRICS_SOURCE
 
 Values = dict[str, Any]
+# Every P/D profile's plugins: each request disaggregated, its prefill and decode pods told apart by their role.
+DISAGGREGATION: tuple[Values, ...] = (
+    {"type": "always-disagg-pd-decider"},
+    {"type": "disagg-profile-handler", "parameters": {"deciders": {"prefill": "always-disagg-pd-decider"}}},
+    {"type": "prefill-filter"},
+    {"type": "decode-filter"},
+)
+
+
+def queue_chosen(role: str) -> list[Values]:
+    """A profile that picks the role's pod by its queue alone."""
+    return [{"pluginRef": f"{role}-filter"}, {"pluginRef": "queue-scorer"}, {"pluginRef": "max-score-picker"}]
 
 
 def pd_config(api_version: str) -> Values:
@@ -18,26 +30,13 @@ def pd_config(api_version: str) -> Values:
         "apiVersion": api_version,
         "kind": "EndpointPickerConfig",
         "plugins": [
-            {"type": "always-disagg-pd-decider"},
-            {"type": "disagg-profile-handler", "parameters": {"deciders": {"prefill": "always-disagg-pd-decider"}}},
-            {"type": "prefill-filter"},
-            {"type": "decode-filter"},
+            *DISAGGREGATION,
             {"type": "queue-scorer"},
             {"type": "max-score-picker"},
             METRICS_SOURCE,
             {"type": "core-metrics-extractor"},
         ],
-        "schedulingProfiles": [
-            {
-                "name": role,
-                "plugins": [
-                    {"pluginRef": f"{role}-filter"},
-                    {"pluginRef": "queue-scorer"},
-                    {"pluginRef": "max-score-picker"},
-                ],
-            }
-            for role in ("prefill", "decode")
-        ],
+        "schedulingProfiles": [{"name": role, "plugins": queue_chosen(role)} for role in ("prefill", "decode")],
     }
 
 
@@ -72,15 +71,11 @@ def pd_tiered_config(api_version: str, cpu_lru_capacity_per_server: int, block_t
     """P/D with the tier on the prefill pods: every request disaggregated; the prefill pod chosen by queue, KV
     utilisation and both tiers' prefix hits, the decode pod by queue (llm-d pd-disaggregation multi-tier guide)."""
     producers, prefix_refs = prefill_prefix_plugins(cpu_lru_capacity_per_server, block_tokens)
-    decode = [{"pluginRef": "decode-filter"}, {"pluginRef": "queue-scorer"}, {"pluginRef": "max-score-picker"}]
     return {
         "apiVersion": api_version,
         "kind": "EndpointPickerConfig",
         "plugins": [
-            {"type": "always-disagg-pd-decider"},
-            {"type": "disagg-profile-handler", "parameters": {"deciders": {"prefill": "always-disagg-pd-decider"}}},
-            {"type": "prefill-filter"},
-            {"type": "decode-filter"},
+            *DISAGGREGATION,
             {"type": "queue-scorer"},
             {"type": "kv-cache-utilization-scorer"},
             *producers,
@@ -99,6 +94,6 @@ def pd_tiered_config(api_version: str, cpu_lru_capacity_per_server: int, block_t
                     {"pluginRef": "max-score-picker"},
                 ],
             },
-            {"name": "decode", "plugins": decode},
+            {"name": "decode", "plugins": queue_chosen("decode")},
         ],
     }
