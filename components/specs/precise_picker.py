@@ -18,6 +18,17 @@ METRICS_SOURCE = {
 TOKENIZER_PORT = 8000  # the tokenizer sidecar's loopback port in the EPP pod
 
 
+def token_producer(model_name: str) -> dict[str, Any]:
+    """The EPP's tokenizing plugin: prompts tokenized by the chart's tokenizer sidecar, for token-block scoring."""
+    return {
+        "type": "token-producer",
+        "parameters": {
+            "modelName": model_name,
+            "vllm": {"url": f"http://localhost:{TOKENIZER_PORT}", "timeout": "10s"},
+        },
+    }
+
+
 def precise_config(api_version: str, model_name: str, index: PreciseIndex) -> Values:
     """llm-d's precise prefix-cache routing (`guides/precise-prefix-cache-routing` router values, llm-d-router
     `deploy/config/epp-precise-prefix-cache-config.yaml`): the tokenizer sidecar tokenizes the prompt, the
@@ -44,13 +55,7 @@ def precise_config(api_version: str, model_name: str, index: PreciseIndex) -> Va
         "apiVersion": api_version,
         "kind": "EndpointPickerConfig",
         "plugins": [
-            {
-                "type": "token-producer",
-                "parameters": {
-                    "modelName": model_name,
-                    "vllm": {"url": f"http://localhost:{TOKENIZER_PORT}", "timeout": "10s"},
-                },
-            },
+            token_producer(model_name),
             {"type": "endpoint-notification-source"},
             METRICS_SOURCE,
             {"type": "core-metrics-extractor"},

@@ -17,7 +17,13 @@ from components.catalog.labels import CPU_PRODUCER, CPU_SCORER, GPU_PRODUCER, GP
 from components.specs import keda
 from components.specs.kv_events import PreciseIndex
 from components.specs.pd_picker import pd_config, pd_tiered_config
-from components.specs.precise_picker import METRICS_SOURCE, TOKENIZER_PORT, precise_config, with_token_awareness
+from components.specs.precise_picker import (
+    METRICS_SOURCE,
+    TOKENIZER_PORT,
+    precise_config,
+    token_producer,
+    with_token_awareness,
+)
 from components.specs.servers.base import hf_token_env
 from components.units import ByteSize
 
@@ -128,13 +134,7 @@ def token_routing_config(api_version: str, model_name: str) -> Values:
         "apiVersion": api_version,
         "kind": "EndpointPickerConfig",
         "plugins": [
-            {
-                "type": "token-producer",
-                "parameters": {
-                    "modelName": model_name,
-                    "vllm": {"url": f"http://localhost:{TOKENIZER_PORT}", "timeout": "10s"},
-                },
-            },
+            token_producer(model_name),
             {"type": "queue-scorer"},
             {"type": "kv-cache-utilization-scorer"},
             {"type": "prefix-cache-scorer"},
