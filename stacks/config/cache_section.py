@@ -22,6 +22,7 @@ from stacks.config.fields import (
     ImageReference,
     Section,
     check_with,
+    key_of,
     size_between,
 )
 
@@ -52,7 +53,7 @@ class TierConfig(Section):
 class CacheConfig(Section):
     """What serves and how it caches. Unset sizes and counts take the combination's defaults."""
 
-    accelerator: str = Field(
+    accelerator: Annotated[str, key_of(ACCELERATORS)] = Field(
         default="gpu",
         description=f"accelerator family of the model servers ({', '.join(ACCELERATORS)}); default gpu (NVIDIA),"
         " the seed's default",
@@ -103,13 +104,6 @@ class CacheConfig(Section):
         if value == "auto" or value is None or isinstance(value, bool):  # a boolean: Section's own one line
             return handler(value)
         return handler(REPLICA_COUNT.validate_python(value))
-
-    @field_validator("accelerator")
-    @classmethod
-    def _known_accelerator(cls, value: str) -> str:
-        if value not in ACCELERATORS:
-            raise ValueError(f"allowed: {', '.join(sorted(ACCELERATORS))}")
-        return value
 
     # The geometry of `model_file`, read at load (stacks/config/model_file.py); None without one.
     _model_file: ModelSpec | None = PrivateAttr(default=None)

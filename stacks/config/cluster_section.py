@@ -18,6 +18,7 @@ from stacks.config.fields import (
     Labels,
     Section,
     check_with,
+    key_of,
     size_between,
     system_machine,
 )
@@ -176,7 +177,7 @@ class NodePoolConfig(Section):
     Its hardware (devices and host memory per node) feeds scheduling and the config-time fit checks.
     """
 
-    machine_type: str | None = Field(
+    machine_type: Annotated[str | None, key_of(MACHINES)] = Field(
         default=None,
         description="created pools: a catalog machine type (a3-highgpu-8g, p5.48xlarge, ...); required on GKE and EKS",
     )
@@ -193,7 +194,7 @@ class NodePoolConfig(Section):
     )
     labels: Labels = Field(default_factory=dict, description="node labels the model servers select")
     taints: list[Taint] = Field(default_factory=list, description="taints the model servers tolerate")
-    accelerator: str | None = Field(
+    accelerator: Annotated[str | None, key_of(ACCELERATORS)] = Field(
         default=None,
         description="existing pools: the accelerator they carry; default: the machine type's, or unchecked",
     )
@@ -203,17 +204,3 @@ class NodePoolConfig(Section):
         default=None,
         description="memory of one node (e.g. 2TiB), for the fit checks and tier auto; default: the machine type's",
     )
-
-    @field_validator("accelerator")
-    @classmethod
-    def _known_accelerator(cls, value: str | None) -> str | None:
-        if value is not None and value not in ACCELERATORS:
-            raise ValueError(f"allowed: {', '.join(sorted(ACCELERATORS))}")
-        return value
-
-    @field_validator("machine_type")
-    @classmethod
-    def _known_machine(cls, value: str | None) -> str | None:
-        if value is not None and value not in MACHINES:
-            raise ValueError(f"allowed: {', '.join(sorted(MACHINES))}")
-        return value

@@ -3,13 +3,13 @@ CPU tier (`cache.tier`), the decode pool only the handoff."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
 from components.catalog.accelerators import ACCELERATORS
 from components.catalog.kv_transport import MAX_LOCAL_RANKS
-from stacks.config.fields import Section
+from stacks.config.fields import Section, key_of
 
 MAX_POOL_REPLICAS = 256  # pods one pool runs (as cache.replicas)
 
@@ -26,7 +26,7 @@ class PoolConfig(Section):
     data_parallelism: int = Field(default=1, ge=1, le=MAX_LOCAL_RANKS)
     """engines in one pod (--data-parallel-size), each with its own connectors: a prefill pod's CPU tier is
     `cache.tier.cpu` x this; default 1"""
-    accelerator: str | None = Field(
+    accelerator: Annotated[str | None, key_of(ACCELERATORS)] = Field(
         default=None,
         description=f"this pool's accelerator where it differs from `cache.accelerator` ({', '.join(ACCELERATORS)});"
         " default: `cache.accelerator`",
@@ -40,13 +40,6 @@ class PoolConfig(Section):
     def _count(cls, value: int | str) -> int | str:
         if isinstance(value, int) and not 1 <= value <= MAX_POOL_REPLICAS:
             raise ValueError(f"must be from 1 to {MAX_POOL_REPLICAS}, or auto")
-        return value
-
-    @field_validator("accelerator")
-    @classmethod
-    def _known_accelerator(cls, value: str | None) -> str | None:
-        if value is not None and value not in ACCELERATORS:
-            raise ValueError(f"allowed: {', '.join(sorted(ACCELERATORS))}")
         return value
 
 

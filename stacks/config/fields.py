@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationInfo, field_validator
@@ -42,6 +42,17 @@ def size_between(low: ByteSize, high: ByteSize) -> AfterValidator:
     def check(value: ByteSize | str | None) -> ByteSize | str | None:
         if isinstance(value, ByteSize) and not low <= value <= high:
             raise ValueError(f"must be between {low.human()} and {high.human()}")
+        return value
+
+    return AfterValidator(check)
+
+
+def key_of(registry: Mapping[str, object]) -> AfterValidator:
+    """A name that must be one of a catalog registry's keys (None passes: the field is unset)."""
+
+    def check(value: str | None) -> str | None:
+        if value is not None and value not in registry:
+            raise ValueError(f"allowed: {', '.join(sorted(registry))}")
         return value
 
     return AfterValidator(check)
