@@ -115,6 +115,7 @@ def test_amd_preset_renders_nixl_on_rocm() -> None:
         (("cache.disaggregation.prefill.data_parallelism=8",), "cache.disaggregation.prefill.data_parallelism", "16"),
         (("cache.replicas=2",), "cache.replicas", "each pool counts its own"),
         (("autoscaling.enabled=true",), "autoscaling.enabled", "not with cache.disaggregation"),
+        (("cache.node_pool=nope",), "cache.node_pool", "allowed: "),  # the pools default to it (was a KeyError)
     ],
 )
 def test_what_cannot_run_it_is_refused_in_one_line(overrides: tuple[str, ...], field: str, says: str) -> None:

@@ -66,6 +66,10 @@ def check_stack(config: StackConfig, *, trace_given: bool = False) -> None:
             f"not supported for {'/'.join(combo[:4])}; allowed: {', '.join(defaults.platforms)}",
         )
 
+    # before anything reads the pool it names (the P/D pools default to it)
+    if cache.node_pool is not None and cache.node_pool not in config.node_pools:
+        allowed = ", ".join(sorted(config.node_pools)) or "none are described in node_pools"
+        raise ConfigError("cache.node_pool", cache.node_pool, f"allowed: {allowed}")
     check_disaggregation(config)
     _check_sizes(config, defaults)
     check_router_floors(config)
@@ -92,9 +96,6 @@ def check_stack(config: StackConfig, *, trace_given: bool = False) -> None:
             f"applies only with cache.connector {spoken(k for k, c in BY_KEY.items() if c.reads_lmcache_section)}",
         )
 
-    if cache.node_pool is not None and cache.node_pool not in config.node_pools:
-        allowed = ", ".join(sorted(config.node_pools)) or "none are described in node_pools"
-        raise ConfigError("cache.node_pool", cache.node_pool, f"allowed: {allowed}")
     check_namespace(config)
     check_router_names(config)
     check_cluster(config)
