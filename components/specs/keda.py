@@ -182,22 +182,22 @@ def triggers(
 ) -> list[Manifest]:
     """The ScaledObject's Prometheus triggers."""
     query = queries(namespace, pool, model)
-    out: list[Manifest] = []
-    for trigger in hpa_triggers(mode, thresholds):
-        entry: Manifest = {
-            "type": "prometheus",
-            "name": _TRIGGER_NAMES[trigger.signal],
-            "metricType": trigger.metric_type,
-            "metadata": {
-                "serverAddress": source.server_address,
-                "query": query[trigger.signal],
-                "threshold": number(trigger.target),
-            },
-        }
-        if source.auth is not None:
-            entry["authenticationRef"] = {"name": source.auth, "kind": "TriggerAuthentication"}
-        out.append(entry)
-    return out
+    return [
+        prometheus_trigger(_TRIGGER_NAMES[t.signal], t, query[t.signal], source) for t in hpa_triggers(mode, thresholds)
+    ]
+
+
+def prometheus_trigger(name: str, trigger: hpa.Trigger, query: str, source: MetricsSource) -> Manifest:
+    """One ScaledObject trigger on a Prometheus query, at the HPA trigger's target and metric type."""
+    entry: Manifest = {
+        "type": "prometheus",
+        "name": name,
+        "metricType": trigger.metric_type,
+        "metadata": {"serverAddress": source.server_address, "query": query, "threshold": number(trigger.target)},
+    }
+    if source.auth is not None:
+        entry["authenticationRef"] = {"name": source.auth, "kind": "TriggerAuthentication"}
+    return entry
 
 
 # The ScaledObject -----------------------------------------------------------------------------------------

@@ -60,19 +60,6 @@ def token_triggers(
     """The token-aware ScaledObject's two Prometheus triggers."""
     query = token_queries(namespace, prefill_rate, kv_usage_metric)
     names = {"backlog": labels.PREFILL_BACKLOG_TRIGGER, "kv": KV_TRIGGER}
-    out: list[Manifest] = []
-    for trigger in token_hpa_triggers(thresholds):
-        entry: Manifest = {
-            "type": "prometheus",
-            "name": names[trigger.signal],
-            "metricType": trigger.metric_type,
-            "metadata": {
-                "serverAddress": source.server_address,
-                "query": query[trigger.signal],
-                "threshold": keda.number(trigger.target),
-            },
-        }
-        if source.auth is not None:
-            entry["authenticationRef"] = {"name": source.auth, "kind": "TriggerAuthentication"}
-        out.append(entry)
-    return out
+    return [
+        keda.prometheus_trigger(names[t.signal], t, query[t.signal], source) for t in token_hpa_triggers(thresholds)
+    ]
