@@ -3,6 +3,8 @@ counts as orphaned, the KWOK stage that keeps a pod with a missing image unready
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 from typing import Any, cast
 
@@ -10,7 +12,7 @@ import pulumi
 import pytest
 
 from components.k8s_objects import PATCH_FORCE_ANNOTATION, force_field_ownership
-from e2e import cluster_faults, kwok, recovery
+from e2e import cluster_faults, kwok, recovery, rollout_state
 from e2e.engine import Engine, Result
 from e2e.steps import StepError
 
@@ -279,3 +281,74 @@ def test_every_object_of_a_render_carries_the_force_annotation() -> None:
     assert manifests and all(
         (m.get("metadata") or {}).get("annotations", {}).get(PATCH_FORCE_ANNOTATION) == "true" for m in manifests
     )
+
+
+class CannedCluster:
+    """Answers `kubectl get KIND ... -o json` with canned objects, by kind."""
+
+    def __init__(self, objects: dict[str, Any]) -> None:
+        self.objects = objects
+
+    def kubectl(self, *args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(list(args), 0, json.dumps(self.objects[args[1]]), "")
+
+
+def _deployment(generation: int, observed: int, counts: dict[str, int], revision: str = "3") -> dict[str, Any]:
+    return {
+        "metadata": {"generation": generation, "annotations": {rollout_state.REVISION: revision}},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "m"}}},
+        "status": {
+            "observedGeneration": observed,
+            "conditions": [{"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"}],
+            **counts,
+        },
+    }
+
+
+def _pod(terminating: bool = False, waiting: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"deletionTimestamp": "2026-12-05T00:00:00Z"} if terminating else {}
+    state = {"waiting": {"reason": waiting}} if waiting else {"running": {}}
+    return {"metadata": meta, "status": {"containerStatuses": [{"state": state}]}}
+
+
+ALL_TWO = {"replicas": 2, "updatedReplicas": 2, "readyReplicas": 2, "availableReplicas": 2}
+
+
+def test_a_rollout_is_read_as_the_awaiter_would_and_settles_only_when_quiet() -> None:
+    """Revision, conditions, the ReplicaSets by revision and the pods' waiting reasons are read off the cluster;
+    settled means the controller saw the change, every replica is new and available, nothing is terminating."""
+    sets = {"items": [{"metadata": {"annotations": {rollout_state.REVISION: "3"}}, "spec": {"replicas": 0}}]}
+    cluster = CannedCluster(
+        {
+            "deployment": _deployment(5, 5, ALL_TWO),
+            "replicasets": sets,
+            "pods": {"items": [_pod(), _pod(waiting="ImagePullBackOff")]},
+        }
+    )
+    state = rollout_state.rollout(cast(kwok.Cluster, cluster), "ns", "m")
+    assert state["revision"] == "3"
+    assert state["conditions"] == {"Progressing": "True/NewReplicaSetAvailable"}
+    assert state["replicaSets"] == {"3": [0, 0]}
+    assert state["waiting"] == ["ImagePullBackOff"]
+    assert rollout_state.settled(state)
+    assert not rollout_state.settled({**state, "observedGeneration": 4})
+    assert not rollout_state.settled({**state, "terminating": 1})
+    assert not rollout_state.settled({**state, "counts": {**ALL_TWO, "updatedReplicas": 1}})
+    assert not rollout_state.settled({**state, "counts": {**ALL_TWO, "availableReplicas": 1}})
+
+
+def test_waiting_for_a_rollout_that_never_settles_is_refused_with_its_state() -> None:
+    cluster = CannedCluster(
+        {"deployment": _deployment(5, 4, ALL_TWO), "replicasets": {"items": []}, "pods": {"items": [_pod(True)]}}
+    )
+    with pytest.raises(StepError, match=r'm did not settle in 0 s: .*"observedGeneration": 4.*"terminating": 1'):
+        rollout_state.wait_settled(cast(kwok.Cluster, cluster), "ns", "m", limit_s=0)
+
+
+def test_the_engine_lines_about_one_resource_are_its_last_few() -> None:
+    output = "\n".join(f"  ~ kubernetes:apps/v1:Deployment llmd-model-server-m updating ({i}s)" for i in range(9))
+    lines = rollout_state.engine_lines(output + "\n  + other created", "llmd-model-server-m", last=2)
+    assert lines == [
+        "~ kubernetes:apps/v1:Deployment llmd-model-server-m updating (7s)",
+        "~ kubernetes:apps/v1:Deployment llmd-model-server-m updating (8s)",
+    ]
