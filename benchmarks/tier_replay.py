@@ -1,5 +1,6 @@
-"""Tier replay timings and memory, printed (not asserted), on the Mooncake conversation fixture: Qwen3-32B on
-two replicas as gpu-vllm-native-cpu plans it, and as gpu-vllm-native-fs (with its filesystem grid).
+"""Tier replay timings and memory, printed (not asserted), on the Mooncake conversation fixture: Qwen3-32B as
+gpu-vllm-native-cpu plans it, and as gpu-vllm-native-fs (with its filesystem grid), each on the replicas its
+capacity plan picks for the trace (`cache.replicas: auto`: the presets' two do not keep up with it).
 
 For each: the one-pass curve's time (reading the trace included) and its peak memory (a fresh process:
 peak RSS less the RSS before the replay, the trace once and three times back to back), then at a few grid
@@ -25,14 +26,14 @@ sys.path.insert(0, str(ROOT))
 
 from components.formulas.lru_replay import replay_at  # noqa: E402
 from components.formulas.requests import Request  # noqa: E402
-from components.formulas.tier_replay import Curve  # noqa: E402
-from stacks.config import loading  # noqa: E402
+from components.formulas.tier_replay import Curve, assigned  # noqa: E402
+from stacks.config import StackConfig, loading  # noqa: E402
 from stacks.config.workload_trace import read_trace  # noqa: E402
 from stacks.planning.plan import plan  # noqa: E402
 from stacks.planning.workload import workload_sizing  # noqa: E402
 from stacks.planning.workload.tier_curve import UNBOUNDED_BLOCKS  # noqa: E402
 from stacks.planning.workload.workload_source import WorkloadSource  # noqa: E402
-from stacks.planning.workload_plan import stack_shape  # noqa: E402
+from stacks.planning.workload_plan import ROUTED_BY_TIME_MODEL, stack_shape  # noqa: E402
 
 TRACE = "tests/fixtures/workloads/mooncake-conversation/conversation_trace_40k.jsonl"
 PRESETS = (("gpu-vllm-native-cpu", 5, 0), ("gpu-vllm-native-fs", 2, 3))  # CPU sizes, fs sizes replayed
@@ -50,6 +51,10 @@ def _requests(copies: int = 1) -> Iterator[Request]:
         shift += last + 1
 
 
+def _config(name: str) -> StackConfig:
+    return loading.load_named(name, [f"workload.trace={TRACE}", "cache.replicas=auto"])
+
+
 def _rss_kib() -> int:
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
@@ -57,7 +62,7 @@ def _rss_kib() -> int:
 
 def memory_child(name: str, copies: int) -> None:
     """In a fresh process: the plan without a workload, then the replay alone; figures as JSON."""
-    shape = stack_shape(plan(loading.load_named(name)))
+    shape = stack_shape(plan(_config(name)))
     source = WorkloadSource("bench", 512, lambda: _requests(copies))
     before = _rss_kib()
     start = time.perf_counter()
@@ -91,15 +96,15 @@ def _spread(indexes: list[int], count: int, keep: int) -> list[int]:
 
 
 def bench(name: str, cpu_points: int, fs_points: int) -> None:
-    config = loading.load_named(name, [f"workload.trace={TRACE}"])
-    sized = plan(config).tier_curve
+    sized = plan(_config(name)).tier_curve
     assert sized is not None, "a preset with a workload is replayed in its plan"
     shape, one = sized.shape, sized.curve
     tiers, rates = one.tiers, workload_sizing.service_rates(shape)
     savings = workload_sizing._savings(shape)
     source = WorkloadSource("bench", 512, _requests)
     start = time.perf_counter()
-    timed = workload_sizing.size_tiers(shape, source).curve
+    # routed as the plan routes it: by the time model's replay of the configured run
+    timed = workload_sizing.size_tiers(shape, source, assigned(one.assignment), ROUTED_BY_TIME_MODEL).curve
     curve_s = time.perf_counter() - start
     assert timed.assignment == one.assignment
 
