@@ -31,7 +31,7 @@ from stacks.config import StackConfig, loading  # noqa: E402
 from stacks.config.workload_trace import read_trace  # noqa: E402
 from stacks.planning.plan import plan  # noqa: E402
 from stacks.planning.workload import workload_sizing  # noqa: E402
-from stacks.planning.workload.tier_curve import UNBOUNDED_BLOCKS  # noqa: E402
+from stacks.planning.workload.tier_curve import UNBOUNDED_BLOCKS, TierCurve  # noqa: E402
 from stacks.planning.workload.workload_source import WorkloadSource  # noqa: E402
 from stacks.planning.workload_plan import ROUTED_BY_TIME_MODEL, stack_shape  # noqa: E402
 
@@ -95,17 +95,24 @@ def _spread(indexes: list[int], count: int, keep: int) -> list[int]:
     return sorted(picked)
 
 
-def bench(name: str, cpu_points: int, fs_points: int) -> None:
+def planned_curve(name: str) -> tuple[TierCurve, Curve, float]:
+    """The preset's plan on the trace (its tier curve), and the one-pass curve replayed again as the plan routes it
+    (by the time model's replay of the configured run), with that replay's seconds."""
     sized = plan(_config(name)).tier_curve
-    assert sized is not None, "a preset with a workload is replayed in its plan"
+    if sized is None:
+        raise ValueError(f"{name}: the plan replayed no workload")
+    source = WorkloadSource("bench", 512, _requests)
+    start = time.perf_counter()
+    router = assigned(sized.curve.assignment)
+    timed = workload_sizing.size_tiers(sized.shape, source, router, ROUTED_BY_TIME_MODEL).curve
+    return sized, timed, time.perf_counter() - start
+
+
+def bench(name: str, cpu_points: int, fs_points: int) -> None:
+    sized, timed, curve_s = planned_curve(name)
     shape, one = sized.shape, sized.curve
     tiers, rates = one.tiers, workload_sizing.service_rates(shape)
     savings = workload_sizing._savings(shape)
-    source = WorkloadSource("bench", 512, _requests)
-    start = time.perf_counter()
-    # routed as the plan routes it: by the time model's replay of the configured run
-    timed = workload_sizing.size_tiers(shape, source, assigned(one.assignment), ROUTED_BY_TIME_MODEL).curve
-    curve_s = time.perf_counter() - start
     assert timed.assignment == one.assignment
 
     refs = sum(len(r.hash_ids) for r in _requests())
