@@ -61,7 +61,8 @@ def _rss_kib() -> int:
 
 
 def memory_child(name: str, copies: int) -> None:
-    """In a fresh process: the plan without a workload, then the replay alone; figures as JSON."""
+    """In a fresh process: the plan (on the trace), then the replay alone, measured from after the plan; figures as
+    JSON."""
     shape = stack_shape(plan(_config(name)))
     source = WorkloadSource("bench", 512, lambda: _requests(copies))
     before = _rss_kib()
