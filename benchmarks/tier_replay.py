@@ -60,10 +60,10 @@ def _rss_kib() -> int:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
 
 
-def memory_child(name: str, copies: int) -> None:
-    """In a fresh process: the plan (on the trace), then the replay alone, measured from after the plan; figures as
-    JSON."""
-    shape = stack_shape(plan(_config(name)))
+def memory_child(name: str, copies: int, replicas: int) -> None:
+    """In a fresh process: the plan without a workload at the bench's replica count (the shape the bench's plan
+    gives, without its capacity search), then the replay alone; figures as JSON."""
+    shape = stack_shape(plan(loading.load_named(name, [f"cache.replicas={replicas}"])))
     source = WorkloadSource("bench", 512, lambda: _requests(copies))
     before = _rss_kib()
     start = time.perf_counter()
@@ -73,9 +73,13 @@ def memory_child(name: str, copies: int) -> None:
     print(json.dumps({"before_kib": before, "peak_kib": peak, "seconds": seconds}))
 
 
-def _memory(name: str, copies: int) -> dict[str, float]:
+def _memory(name: str, copies: int, replicas: int) -> dict[str, float]:
     out = subprocess.run(
-        [sys.executable, __file__, "--memory", name, str(copies)], cwd=ROOT, check=True, capture_output=True, text=True
+        [sys.executable, __file__, "--memory", name, str(copies), str(replicas)],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     figures: dict[str, float] = json.loads(out.splitlines()[-1])
     return figures
@@ -127,7 +131,7 @@ def bench(name: str, cpu_points: int, fs_points: int) -> None:
     )
     print(f"one-pass curve (trace read, routed, every size): {curve_s:.2f} s")
     for copies in (1, 3):
-        m = _memory(name, copies)
+        m = _memory(name, copies, shape.replicas)
         growth = (m["peak_kib"] - m["before_kib"]) / 1024
         print(
             f"  peak memory, trace x{copies} in a fresh process: {growth:.0f} MiB over the"
@@ -176,7 +180,7 @@ def bench(name: str, cpu_points: int, fs_points: int) -> None:
 
 def main() -> None:
     if sys.argv[1:2] == ["--memory"]:
-        memory_child(sys.argv[2], int(sys.argv[3]))
+        memory_child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
         return
     print("tier replay: hit share of prompt tokens, the one-pass curve against brute-force LRU replays\n")
     for name, cpu_points, fs_points in PRESETS:
