@@ -11,7 +11,8 @@ of the small ops, one CUDA graph a configuration, its replays timed with CUDA ev
 tiered benchmark's regime: Qwen3-32B's TP=2 shard (4 KV heads), 4-32 sequences of 8k-16k tokens.
 
 Run on the accelerator machine: python3 benchmarks/device/split_kv_decode.py --out DIR (writes
-DIR/h200-split-kv-decode-<the UTC date of the run>.json; prints a table). --smoke runs tiny shapes on any device.
+DIR/<gpu>-split-kv-decode-<the UTC date of the run>.json, <gpu> from the device's name; prints a table). --smoke
+runs tiny shapes on any device.
 """
 
 from __future__ import annotations
@@ -161,7 +162,7 @@ def main() -> int:
         return 2
     for model, tp in RUNS:
         result["runs"].append(run(model, tp, device, args.smoke, deadline))
-    name = "smoke-split" if args.smoke else f"h200-split-kv-decode-{date}"
+    name = "smoke-split" if args.smoke else f"{sc.gpu_tag()}-split-kv-decode-{date}"
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n")
     for r in result["runs"]:

@@ -18,8 +18,9 @@ the real model). Each configuration is captured once as a CUDA graph and timed o
 
 Also the machine's ceilings (METHOD.md): a device-to-device copy (bytes read + written) and an 8192^3 bf16 GEMM.
 
-Run on the accelerator machine: python3 benchmarks/device/step_costs.py --out DIR [--budget-s 470]
-(writes DIR/h200-step-costs-2026-12-04.json after each model; prints a table). --smoke runs tiny shapes on
+Run on the accelerator machine: python3 benchmarks/device/step_costs.py --out DIR [--budget-s 470] [--runs
+MODEL:TP,...] (writes DIR/<gpu>-step-costs-<the UTC date>.json after each model, <gpu> from the device's name,
+e.g. h200, h100; prints a table). --smoke runs tiny shapes on
 whatever device there is (CPU included) to check the code. Shapes are the models' Hugging Face config.json
 values (tests/test_step_costs_measurement.py holds them to components/catalog/models.py where the catalog has
 the model).
@@ -43,7 +44,6 @@ from typing import Any
 import torch
 import torch.nn.functional as nnf
 
-DATE = "2026-12-04"
 # config.json fields: num_hidden_layers, hidden_size, num_attention_heads, num_key_value_heads, head_dim,
 # intermediate_size, vocab_size; qk_norm: Qwen3's q_norm/k_norm.
 SHAPES: dict[str, dict[str, int | bool]] = {
@@ -515,6 +515,25 @@ def run(model: str, tp: int, device: str, deadline: float, smoke: bool, variants
     return result
 
 
+def parse_runs(text: str, parser: argparse.ArgumentParser) -> list[tuple[str, int]]:
+    """`--runs`: MODEL:TP pairs of `SHAPES`' models, checked before anything runs."""
+    runs = []
+    for item in text.split(","):
+        model, _, tp = item.strip().rpartition(":")
+        if model not in SHAPES or not tp.isdigit() or int(tp) < 1:
+            parser.error(f"--runs: {item!r} is not MODEL:TP with MODEL one of {sorted(SHAPES)} and TP >= 1")
+        runs.append((model, int(tp)))
+    return runs
+
+
+def gpu_tag() -> str:
+    """The output's prefix: the GPU's model as its name gives it (NVIDIA H100 80GB HBM3 -> h100), else cpu."""
+    if not torch.cuda.is_available():
+        return "cpu"
+    words = [w for w in torch.cuda.get_device_name(0).split() if w.upper() not in ("NVIDIA", "AMD", "INTEL")]
+    return words[0].lower() if words else "gpu"
+
+
 def machine() -> dict[str, str]:
     out = {"torch": torch.__version__}
     if torch.cuda.is_available():
@@ -543,18 +562,25 @@ def main() -> int:
     parser.add_argument("--variants", default="compiled,bare,eager", help=f"of {sorted(GRIDS)}")
     parser.add_argument("--suffix", default="", help="appended to the output's name")
     parser.add_argument("--smoke", action="store_true", help="tiny shapes: check the code, on any device")
+    parser.add_argument(
+        "--runs",
+        default=",".join(f"{model}:{tp}" for model, tp in RUNS),
+        help="MODEL:TP,... of the shapes above (a GPU with less memory than the H200 skips the shards it cannot hold)",
+    )
     args = parser.parse_args()
+    runs = parse_runs(args.runs, parser)
     device = "cuda" if torch.cuda.is_available() else "cpu"
+    date = time.strftime("%Y-%m-%d", time.gmtime())
     deadline = time.monotonic() + args.budget_s
     torch.manual_seed(0)
     if device == "cuda":
         from torch.nn.attention import SDPBackend, sdpa_kernel
 
         sdpa_kernel([SDPBackend.FLASH_ATTENTION]).__enter__()  # fail loudly rather than fall back
-    name = "smoke" if args.smoke else f"h200-step-costs-{DATE}{args.suffix}"
+    name = "smoke" if args.smoke else f"{gpu_tag()}-step-costs-{date}{args.suffix}"
     path = args.out / f"{name}.json"
     result: dict[str, Any] = {
-        "date": DATE,
+        "date": date,
         "machine": machine(),
         "script": "benchmarks/device/step_costs.py",
         "method": __doc__.split("\n\n")[1].replace("\n", " ") + " " + __doc__.split("\n\n")[2].replace("\n", " "),
@@ -568,7 +594,7 @@ def main() -> int:
     if device == "cuda" and not args.smoke:
         result["ceilings"] = ceilings()
         print(f"ceilings: {result['ceilings']}", file=sys.stderr, flush=True)
-    for model, tp in RUNS:
+    for model, tp in runs:
         print(f"{model} TP={tp}", file=sys.stderr, flush=True)
         try:
             result["runs"].append(run(model, tp, device, deadline, args.smoke, args.variants.split(",")))
