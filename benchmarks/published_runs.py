@@ -312,36 +312,29 @@ MISSES = """Where a column misses, and why (read with the tables above):
   51 ms for a 17k-token prompt), and every row pools five Poisson draws: one draw's light stages swing on a
   handful of requests (seed 47 alone moved the CPU tier's 10 QPS TTFT mean from 0.35 to 0.60 s when the 51 ms of
   tokenising came in).
-- TTFT of the HBM-only rows at 5 QPS (vLLM mean 0.68, p90 0.60; SGLang 0.56, p90 0.44): the first stage, caches
-  cold, where the model's two rows agree (1.10 and 1.08 s) and match the published CPU-tier rows (vLLM 0.92, p90
-  0.86; SGLang 1.14, p90 1.11). The published HBM-only rows of that same cold stage take 1.4x (vLLM) and 2.2x
+- TTFT of the HBM-only rows at 5 QPS (vLLM mean 0.67, p90 0.59; SGLang 0.57, p90 0.44): the first stage, caches
+  cold, where the model's two rows agree (1.09 and 1.08 s) and match the published CPU-tier rows (vLLM 0.93, p90
+  0.87; SGLang 1.14, p90 1.12). The published HBM-only rows of that same cold stage take 1.4x (vLLM) and 2.2x
   (SGLang) the CPU-tier rows' mean and 1.5-3.1x their p90, with the same time per output token (40.6 / 40.5 ms
   vLLM): a difference between two deployments on the same traffic that no step cost reproduces (a first stage's
   warm-up, or a smaller HBM pool than the model's losing prefixes the CPU tier recovers). Open.
-- The CPU tier's warm stages at 10-25 QPS (vLLM TTFT mean 1.18-3.10, p90 up to 2.94 at 15 QPS; time per output
-  token 1.30 at 10 QPS): the model recomputes more prompts than the published run shows. At 10 QPS (seed 47) 70 of
-  the stage's 600 requests recompute their whole 17k-token prompt, 56 of them groups the stage asks first (every
-  draw's second stage asks 50-61 groups for the first time: no replay of this workload avoids them) and 14 sent
-  to a replica whose index held none of it while another's did; each stalls its replica's decodes for about
-  1.3 s. The decode-only steps there take 26.6 ms a token (token-weighted, about 11 requests of 17k tokens a
-  step) and the prefills mixed into them add 7.3 ms, where the published run's whole figure is 25.7 ms: with only
-  the 56 unavoidable recomputes its decode steps take at most about 22 ms, against the model's 23.7 ms at 8 such
-  requests (the H200's measured shares of peak bandwidth, taken for the H100, where a decode may run closer to its
-  lower peak). From 15 QPS on, 42-95 a stage recompute although the fleet's CPU tiers hold the working set: the
-  router sent the request where its index held nothing (21-45 a stage) or where its index still listed a prefix
-  the tier had dropped (up to 50). The published p90 at 15 QPS (0.48 s) says fewer than a tenth of its requests
-  wait behind such prefills.
-- Light load on gpt-oss-120b (10-35 QPS TTFT 0.13-0.32): every published run holds a floor the model lacks,
-  0.32-0.45 s mean with p90 0.48-0.58 s at every rate before saturation (gpt-oss CPU tier 10 to 30 QPS: 0.37,
-  0.35, 0.32, 0.34, 0.33), while the model's cache hits take 0.06-0.12 s with the tokenising; flat in the rate, so
-  not queueing. The rest of it is open: the bench prints it rather than fitting a constant.
-- The CPU tier at 20-40 QPS (gain 0.77-0.82, throughput 0.84-0.89, TPOT 1.14-1.18): the model's tiered fleet
-  saturates below the published one (about 16 against 19 requests/s at 40 QPS); its decode steps there, about 20
-  requests of 17k-token contexts a replica, take 39 ms against 33.6 published.
-- SGLang's HBM-only TPOT (1.23-1.59) and TTFT past 10 QPS (1.43-1.64): the model is vLLM's scheduler, which mixes
+- The CPU tier's warm stages at 15-20 QPS (vLLM TTFT p90 2.11 at 15 QPS, TTFT mean 2.01 and p90 1.87 at 20): the
+  model recomputes prompts the published run does not. Each draw's 15 QPS stage recomputes the whole 17k-token
+  prompt of 35-43 of its 900 requests (4-13 of them groups asked for the first time) and its 20 QPS stage 37-54 of
+  1,200 (at most 2 first asked): the router sent the request where its index held nothing or still listed a
+  prefix the tier had dropped, although the fleet's CPU tiers hold the working set (250 groups x 4.4 GB against
+  8 x 200 GiB). Each such prefill stalls its replica's decodes about 1.2 s, and the requests behind it wait; the
+  published p90 at 15 QPS (0.48 s) says fewer than a tenth of its requests wait behind such prefills. At 10 QPS
+  such recomputes (63-80 a draw, 50-61 of them first asked) leave TTFT and time per output token within the
+  targets (1.02, p90 1.09, 1.15).
+- The CPU tier at 40 QPS (gain 0.80, just under): the gain is the two rows' ratio, and there the HBM-only fleet's
+  throughput is 1.14 of published while the tiered one's is 0.91: the model's tiered fleet saturates below the
+  published one (about 17 against 19 requests/s), its decode steps taking 36.1 ms a token against 33.6.
+- SGLang's HBM-only TPOT (1.17-1.49) and TTFT from 10 QPS on (1.39-1.48): the model is vLLM's scheduler, which mixes
   prefill chunks into decode steps; SGLang's decode runs 51.7 ms a token at 20-40 QPS against vLLM's 73-75 ms on
   the same hardware.
-- gpt-oss-120b (held out; a mixture of experts, TP=1): decode within the targets at light load (0.89-0.94), but
+- gpt-oss-120b (held out; a mixture of experts, TP=1): decode near the targets at light load (0.79-0.84:
+  its MXFP4 experts read at the share of the bandwidth measured for dense bf16 GEMMs; no MoE kernel was measured), but
   its HBM-only run saturates near 20 QPS in the published table and not in the model, which holds the whole
   working set in HBM (335,028 tokens a replica x 16 against 4.9 million). The deployed pool is far smaller: vLLM
   loads gpt-oss-120b on an H100 in 64.4-66.0 GiB, not the checkpoint's 60.7 (vllm-project/vllm#33155, #23278),
@@ -349,6 +342,6 @@ MISSES = """Where a column misses, and why (read with the tables above):
   prefill's, as if nearly every request missed. With the pool at the least vLLM starts with (one 131,072-token
   sequence: 149,436 tokens, cache.memory_fraction 0.87 here) the model's HBM-only TTFT at 5-15 QPS is 0.65-0.73
   of published (measured before the tokenising was modelled) and it saturates at 30 QPS. That carries its HBM-only
-  throughput (up to 2.2x), its gain (0.54 at 40 QPS), its TTFT (down to 0.00) and its decode under load (0.2-0.7);
+  throughput (up to 2.2x), its gain (0.54 at 40 QPS), its TTFT (down to 0.00) and its decode under load (0.18-0.71);
   the light-load floor above does the rest.
 - The SGLang run's stages are assumed (its report prints no workload config: the vLLM run's eight are used)."""

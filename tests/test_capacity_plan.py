@@ -50,26 +50,27 @@ def _conversation(replicas: str) -> StackPlan:
 def test_two_replicas_do_not_keep_up_with_the_conversation_trace() -> None:
     """The issue's finding, now a refusal: the trace (its requests within Qwen3's context) asks more than two
     Qwen3-32B TP=2 replicas give. The counts are the reviewed figures of `./run size gpu-vllm-native-cpu --trace`
-    (4 with HBM only, 4 with the 300 GiB tier: with the engine's step costs (issue 47) HBM alone needs a fourth, and
-    at 3 with the tier the trace asks 84% but the wait for a first token grows 45 s from the trace's first tenth to its
-    last, more than the 6.8 s a request takes alone: keep_up.py's backlog rule)."""
+    (4 with HBM only, 3 with the 300 GiB tier: with the engine's step costs (issue 47; decode fitted to an H100's
+    measured steps) HBM alone needs a fourth, and at 3 with the tier the trace asks 83% and the wait for a first
+    token grows from 3.8 s in the trace's first tenth to 7.0 s in its last, within the 6.2 s a request takes alone:
+    keep_up.py's backlog rule; with the H200's decode shares taken for the H100 it grew 45 s and the tier needed 4)."""
     with pytest.raises(ConfigError) as caught:
         _conversation("2")
     message = str(caught.value)
     assert message.startswith("invalid stack config: cache.replicas = 2: too few for trace")
     assert "asks 1" in message and "% of what 2 replicas give" in message
-    assert "4 with HBM only, 4 with CPU tier would" in message
+    assert "4 with HBM only, 3 with CPU tier would" in message
     assert "\n" not in message
 
 
 def test_auto_renders_the_count_that_keeps_up() -> None:
     stack_plan = _conversation("auto")
-    assert stack_plan.model_server.replicas == 4
+    assert stack_plan.model_server.replicas == 3
     capacity = stack_plan.capacity
-    assert capacity is not None and capacity.configured.replicas == 4 and capacity.configured.keeps_up
+    assert capacity is not None and capacity.configured.replicas == 3 and capacity.configured.keeps_up
     summary = render(stack_plan, "t").summary
     assert "## Replicas for the workload" in summary
-    assert "as configured (`cache.replicas: auto`) | 4 | yes |" in summary
+    assert "as configured (`cache.replicas: auto`) | 3 | yes |" in summary
     sized = stack_plan.tier_curve
     assert sized is not None and sized.band is not None and sized.band_size is not None
     assert sized.band_size == max(c for c in sized.cpu_sizes if c.bytes < 2**60)  # the second routing: the largest
@@ -131,11 +132,11 @@ def test_a_workload_past_the_time_models_bound_is_refused_before_it_runs() -> No
 
 
 def test_auto_takes_the_count_the_target_needs() -> None:
-    """Qwen3-32B at 20 requests/s of the small workload: one replica keeps up at a TTFT p90 of about 66 ms, two
-    give about 46 ms, three 44 ms (the server tokenising 2,560 tokens at 3 us each, 7.7 ms; a question's 512 tokens
-    at ~61 us each on the shared system prompt's hits, plus the step's 4.6 ms of small kernels and all-reduces:
+    """Qwen3-32B at 20 requests/s of the small workload: one replica keeps up at a TTFT p90 of about 63 ms, two
+    give about 42 ms, three 41 ms (the server tokenising 2,560 tokens at 3 us each, 7.7 ms; a question's 512 tokens
+    at ~61 us each on the shared system prompt's hits, plus the step's 4.3 ms of small kernels and all-reduces:
     reviewed figures of this model). The target is held at the error band's pessimistic edge (vLLM on H100: the
-    model's p90 at 0.5971 of published at worst), 66 / 0.5971 = 111 ms and 46 / 0.5971 = 77 ms: a 100 ms target
+    model's p90 at 0.5881 of published at worst), 63 / 0.5881 = 107 ms and 42 / 0.5881 = 71 ms: a 100 ms target
     takes two, no target one."""
     faster = [o for o in _small() if "request_rate" not in o] + ["workload.shared_prefix.request_rate=20"]
     alone = plan(loading.load_named("gpu-vllm-native-cpu", [*faster, "cache.replicas=auto"]))

@@ -213,9 +213,10 @@ def test_every_catalog_entry_has_its_figures() -> None:
     assert all(m.active_non_embedding_params > 0 and m.context_tokens > 0 for m in MODELS.values())
     for key, r in ((key, profile.rates) for key, profile in ACCELERATORS.items()):
         assert r.bf16_peak.source and r.prefill_efficiency.source and r.host_link.source
-        # measured on an H200 (the H100 shares its chip): every other accelerator's shares of peak say they are assumed
+        # prefill measured on an H200 (the H100 shares its chip), decode on both: every other accelerator's shares of
+        # peak say they are assumed
         assert r.prefill_efficiency.assumed == (key not in ("gpu", "h200"))
-        assert r.decode.assumed == (key != "h200") and r.decode.source and r.interconnect.source
+        assert r.decode.assumed == (key not in ("gpu", "h200")) and r.decode.source and r.interconnect.source
         assert [s for s, _ in r.prefill_efficiency.gemm] == sorted(s for s, _ in r.prefill_efficiency.gemm)
         assert [s for s, _ in r.host_link.curve] == sorted(s for s, _ in r.host_link.curve)
 

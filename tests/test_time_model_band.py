@@ -56,8 +56,8 @@ SMALL = [  # tests/test_capacity_plan.py's small workload at 20 requests/s
 @pytest.mark.parametrize(
     ("target", "accelerator", "replicas", "words"),
     [
-        # modelled p90 66 ms on one replica, 46 ms on two (tests/test_capacity_plan.py): at the vLLM H100 band's
-        # edge (/ 0.5971) 111 and 77 ms, so 0.1 s takes two and 0.12 s one; H200 has no band: central, 0.1 s one.
+        # modelled p90 63 ms on one replica, 42 ms on two (tests/test_capacity_plan.py): at the vLLM H100 band's
+        # edge (/ 0.5881) 107 and 71 ms, so 0.1 s takes two and 0.12 s one; H200 has no band: central, 0.1 s one.
         ("0.1", "gpu", 2, "sized at the time model's error band's pessimistic edge"),
         ("0.12", "gpu", 1, "sized at the time model's error band's pessimistic edge"),
         ("0.1", "h200", 1, "sized at the time model's central estimate"),

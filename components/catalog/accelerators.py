@@ -9,6 +9,7 @@ from components.catalog.device_runtimes import CUDA, ROCM, XLA, XPU, DeviceRunti
 from components.catalog.gpu_product import A100_SXM4_80GB, H100_SXM, H200_SXM, GpuProduct
 from components.catalog.kv_transport import CONNECTX6_200G, CONNECTX7_400G, ROCE_400G, KvTransport, nixl
 from components.catalog.rates import (
+    H100_DECODE,
     H200_DECODE,
     H200_GEMM_SHARE,
     H200_MEASURED,
@@ -158,10 +159,7 @@ ACCELERATORS: dict[str, AcceleratorProfile] = {
                 Figure(989.4 * TFLOPS, "NVIDIA H100 SXM datasheet: 1,979 TFLOPS bf16 with sparsity, half dense"),
                 H200_PREFILL,
                 HostLink("PCIe Gen5 x16", PCIE5_X16, f"{H200_MEASURED}; the H100 has the same link"),
-                H200_DECODE.assumed_for(
-                    "the H200's measured shares and per-layer cost: the H100 is the same Hopper chip (HBM3 where the"
-                    " H200 has HBM3e)"
-                ),
+                H100_DECODE,
                 NVLINK4,
             ),
             memory_bandwidth=3.35e12,  # H100 SXM5 data sheet: 3.35 TB/s HBM3

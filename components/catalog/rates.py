@@ -141,8 +141,19 @@ H200_DECODE = DecodeEfficiency(
     weights=0.76,
     kv=0.86,
     layer_s=54e-6,
-    source=f"fitted to decode steps measured on one NVIDIA H200 ({H200_STEP_COSTS}); the H100 has the same memory"
-    " system (HBM3 at 3.35 TB/s where the H200's HBM3e runs 4.8) and kernels",
+    source=f"fitted to decode steps measured on one NVIDIA H200 ({H200_STEP_COSTS})",
+)
+H100_STEP_COSTS = "tests/fixtures/device/h100-step-costs-2026-12-05.json and its -b call"
+# Fitted the same way to one H100 SXM's decode steps (the same script, the same `compiled` variant) of Qwen3-0.6B,
+# Qwen3-8B and Llama-3.1-8B at TP=1 (Qwen3-32B whole leaves an 80 GB GPU no KV pool), each cell the mean of two
+# calls on lent machines the same day (the second's steps 0.93-1.02 of the first's): largest |log(model /
+# measured)| 4.5% over the cells whose attention fills the GPU; Qwen3-32B's TP=2 shard, which the fit did not read,
+# is within 0.92-1.01 of them. The H100 reaches more of its lower peak than the H200 of its higher one.
+H100_DECODE = DecodeEfficiency(
+    weights=0.85,
+    kv=0.91,
+    layer_s=49e-6,
+    source=f"fitted to decode steps measured on NVIDIA H100 80GB HBM3 ({H100_STEP_COSTS})",
 )
 # The server tokenising a prompt before its engine sees it (one tokenizer thread a server): Qwen3's byte-level BPE
 # (Hugging Face tokenizers 0.23.3) on inference-perf's 17,097-token shared-prefix prompts, 51.2 ms median a prompt

@@ -39,8 +39,8 @@ def judged_ttft(band: TtftBand | None, modelled_s: float) -> float:
 
 # accelerator profile key, engine -> the band over the published runs of that engine on that profile (dense models)
 TTFT_BANDS: dict[tuple[str, EngineKey], TtftBand] = {
-    ("gpu", "vllm"): TtftBand(0.5971, 2.9397, "llm-d's vLLM Qwen3-32B TP=2 H100 run", 16),
-    ("gpu", "sglang"): TtftBand(0.4377, 1.5833, "llm-d's SGLang HiCache Qwen3-32B TP=2 H100 run", 8),
+    ("gpu", "vllm"): TtftBand(0.5881, 2.1053, "llm-d's vLLM Qwen3-32B TP=2 H100 run", 16),
+    ("gpu", "sglang"): TtftBand(0.4386, 1.4647, "llm-d's SGLang HiCache Qwen3-32B TP=2 H100 run", 8),
 }
 
 
