@@ -144,7 +144,7 @@ H200_DECODE = DecodeEfficiency(
     source=f"fitted to decode steps measured on one NVIDIA H200 ({H200_STEP_COSTS})",
 )
 H100_STEP_COSTS = "tests/fixtures/device/h100-step-costs-2026-12-05.json and its -b call"
-# Fitted the same way to one H100 SXM's decode steps (the same script, the same `compiled` variant) of Qwen3-0.6B,
+# Fitted the same way to an H100 SXM's decode steps (the same script, the same `compiled` variant) of Qwen3-0.6B,
 # Qwen3-8B and Llama-3.1-8B at TP=1 (Qwen3-32B whole leaves an 80 GB GPU no KV pool), each cell the mean of two
 # calls on lent machines the same day (the second's steps 0.93-1.02 of the first's): largest |log(model /
 # measured)| 4.5% over the cells whose attention fills the GPU; Qwen3-32B's TP=2 shard, which the fit did not read,
