@@ -4,8 +4,8 @@ One source per figure: the GEMM and attention rates are `payoff.prefill_seconds`
 bf16 peak at its fitted prefill efficiency, measured on an H200), so a long prompt prefilled alone takes the
 payoff's recompute time (plus the step's fixed costs); the weights and the KV pool are the HBM budget's; a decode
 step reads them at the shares of the accelerator's memory bandwidth its profile gives (`DecodeEfficiency`,
-measured on an H200; a mixture of experts' step reads its dense weights and the experts its tokens route to,
-`EngineCosts.weights_seconds`), and pays its layers' small kernels; at tensor parallelism n, every layer's two
+measured on an H200 and an H100; a mixture of experts' step reads its dense weights and the experts its tokens
+route to, `EngineCosts.weights_seconds`), and pays its layers' small kernels; at tensor parallelism n, every layer's two
 all-reduces (after attention and after the MLP: one hidden vector per token, bf16) cross the profile's
 interconnect; a tier's load runs at the payoff's bandwidth for that tier (per pod: each pod of a multi-host
 replica loads its share at once); the server tokenises each prompt first (`SERVER_TOKENIZE`, measured).
