@@ -149,6 +149,7 @@ H100_STEP_COSTS = "tests/fixtures/device/h100-step-costs-2026-12-05.json and its
 # calls on lent machines the same day (the second's steps 0.93-1.02 of the first's): largest |log(model /
 # measured)| 4.5% over the cells whose attention fills the GPU; Qwen3-32B's TP=2 shard, which the fit did not read,
 # is within 0.92-1.01 of them. The H100 reaches more of its lower peak than the H200 of its higher one.
+# benchmarks/device/fit_decode.py reproduces the three figures from the two files.
 H100_DECODE = DecodeEfficiency(
     weights=0.85,
     kv=0.91,
