@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import copy
 import functools
+import importlib.util
 import json
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import jsonschema
@@ -27,6 +30,17 @@ KUBERNETES_VERSION = "1.34.0"
 
 
 GMP_PROJECT = "autoscaling.gcp_project=llmd-e2e"
+
+
+def script_module(name: str, path: Path) -> ModuleType:
+    """A script outside any package (a benchmark, a fixture's refresh.py) loaded as module `name`, registered in
+    sys.modules so that its dataclasses can resolve their annotations."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def with_gmp_project(name: str, overrides: tuple[str, ...], stack: bool = False) -> tuple[str, ...]:

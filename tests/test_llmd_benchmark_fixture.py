@@ -4,7 +4,6 @@ The copy against the documents themselves is refresh.py --check (it needs the ne
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import pytest
 
 from components.formulas.shared_prefix import SharedPrefixShape, working_set_tokens
+from tests.helpers import script_module
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "llm-d-benchmark"
 DATA: dict[str, Any] = json.loads((FIXTURES / "qwen3-32b-h100-tiered.json").read_text(encoding="utf-8"))
@@ -62,10 +62,7 @@ def test_working_set_formula_gives_the_reports_working_set() -> None:
 
 
 def test_source_md_and_the_json_pin_the_same_documents() -> None:
-    spec = importlib.util.spec_from_file_location("llmd_benchmark_refresh", FIXTURES / "refresh.py")
-    assert spec is not None and spec.loader is not None
-    refresh = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(refresh)
+    refresh = script_module("llmd_benchmark_refresh", FIXTURES / "refresh.py")
     pins = refresh.pinned((FIXTURES / "SOURCE.md").read_text(encoding="utf-8"))
     documents = DATA["source"]["documents"]
     assert {role: (d["commit"], d["path"], d["sha256"]) for role, d in documents.items()} == pins
@@ -100,10 +97,7 @@ def test_the_sglang_run_is_the_same_workload_on_the_same_fleet() -> None:
 
 
 def test_source_md_and_the_sglang_json_pin_the_same_documents() -> None:
-    spec = importlib.util.spec_from_file_location("llmd_benchmark_refresh_sglang", FIXTURES / "refresh_sglang.py")
-    assert spec is not None and spec.loader is not None
-    refresh = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(refresh)
+    refresh = script_module("llmd_benchmark_refresh_sglang", FIXTURES / "refresh_sglang.py")
     pins = refresh.pins((FIXTURES / "SOURCE.md").read_text(encoding="utf-8"))
     documents = SGLANG["source"]["documents"]
     assert {role: (d["commit"], d["path"], d["sha256"]) for role, d in documents.items()} == pins
@@ -138,10 +132,7 @@ def test_the_gpt_oss_run_is_the_qwen3_workload_on_16_single_gpu_servers() -> Non
 
 
 def test_source_md_and_the_gpt_oss_json_pin_the_same_documents() -> None:
-    spec = importlib.util.spec_from_file_location("llmd_benchmark_refresh_gpt_oss", FIXTURES / "refresh_gpt_oss.py")
-    assert spec is not None and spec.loader is not None
-    refresh = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(refresh)
+    refresh = script_module("llmd_benchmark_refresh_gpt_oss", FIXTURES / "refresh_gpt_oss.py")
     pins = refresh.pins((FIXTURES / "SOURCE.md").read_text(encoding="utf-8"))
     documents = GPT_OSS["source"]["documents"]
     assert {role: (d["commit"], d["path"], d["sha256"]) for role, d in documents.items()} == pins

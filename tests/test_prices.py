@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import functools
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
@@ -17,6 +16,7 @@ from stacks.config.errors import ConfigError
 from stacks.planning.cluster_plan import plan_cluster
 from stacks.planning.plan import StackPlan, plan
 from stacks.review.cost_summary import cost_lines, headline
+from tests.helpers import script_module
 
 FIXTURES = Path(__file__).parent / "fixtures" / "prices"
 FIXTURE = FIXTURES / "prices.csv"
@@ -28,11 +28,7 @@ def _plan(name: str, overrides: tuple[str, ...] = ()) -> StackPlan:
 
 
 def _refresh() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("prices_refresh", FIXTURES / "refresh.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module("prices_refresh", FIXTURES / "refresh.py")
 
 
 def _rows(path: Path) -> list[dict[str, str]]:

@@ -22,6 +22,7 @@ from stacks.__main__ import main
 from stacks.config import loading
 from stacks.config.errors import ConfigError
 from stacks.planning.plan import plan
+from tests.helpers import script_module
 
 DEV_CONTEXT = 40_960  # Qwen/Qwen3-0.6B's max_position_embeddings (its model card), dev's model
 
@@ -195,15 +196,10 @@ def test_check_and_render_refuse_the_same_workload_in_one_line(
 def test_the_fitting_conversation_trace_is_the_trace_within_qwen3s_context() -> None:
     """The sizing tests and the bench replay it on Qwen3 stacks: every request of the trace that fits, and no
     other (the replay refuses the whole trace at its 12th request, 87,571 tokens)."""
-    import importlib.util
-
     from components.catalog.models import QWEN3_CONTEXT
 
     here = Path(__file__).resolve().parent / "fixtures" / "workloads" / "mooncake-conversation"
-    spec = importlib.util.spec_from_file_location("refresh", here / "refresh.py")
-    assert spec is not None and spec.loader is not None
-    refresh = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(refresh)
+    refresh = script_module("mooncake_conversation_refresh", here / "refresh.py")
     assert refresh.CONTEXT_TOKENS == QWEN3_CONTEXT
     whole = (here / "conversation_trace.jsonl").read_bytes().splitlines(keepends=True)
     kept = [line for line in whole if sum(json.loads(line)[k] for k in ("input_length", "output_length")) <= 40_960]

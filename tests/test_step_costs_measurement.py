@@ -3,13 +3,10 @@ and the step costs' arithmetic worked by hand."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
 from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -23,23 +20,14 @@ from components.formulas.hbm import HbmBudget
 from components.formulas.load_costs import LoadCosts
 from components.formulas.payoff import Replica
 from components.formulas.serving_time import EngineCosts
+from tests.helpers import script_module
 
 DEVICE = Path(__file__).parent / "fixtures/device"
 FIXTURE = DEVICE / "h200-step-costs-2026-12-04-b.json"
 MEASURED = json.loads(FIXTURE.read_text())
 
 
-def _fit_script() -> ModuleType:
-    path = Path(__file__).resolve().parents[1] / "benchmarks/device/fit_decode.py"
-    spec = importlib.util.spec_from_file_location("fit_decode", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-FIT = _fit_script()
+FIT = script_module("fit_decode", Path(__file__).resolve().parents[1] / "benchmarks/device/fit_decode.py")
 H100_CALLS = [
     json.loads((DEVICE / name).read_text())
     for name in ("h100-step-costs-2026-12-05.json", "h100-step-costs-2026-12-05-b.json")

@@ -5,27 +5,17 @@ replays plans on the trace, and the one-pass replay the bench times gives the pl
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
 
+from tests.helpers import script_module
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("tier_replay_bench", ROOT / "benchmarks" / "tier_replay.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-BENCH = _bench()
+BENCH = script_module("tier_replay_bench", ROOT / "benchmarks" / "tier_replay.py")
 
 
 @pytest.mark.parametrize("name", [name for name, _, _ in BENCH.PRESETS])

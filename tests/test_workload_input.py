@@ -4,7 +4,6 @@ FIFO or device read), the stack config's `workload` section, and the shared-pref
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import threading
@@ -31,6 +30,7 @@ from stacks.config.workload_trace import (
     read_project_trace,
     read_trace,
 )
+from tests.helpers import script_module
 
 ROOT = Path(__file__).resolve().parents[1]
 MOONCAKE = ROOT / "tests" / "fixtures" / "workloads" / "mooncake-conversation"
@@ -60,10 +60,7 @@ def _read_all(path: Path, block_tokens: int = 512) -> list[Request]:
 
 def test_the_mooncake_fixture_is_the_recorded_file() -> None:
     source = (MOONCAKE / "SOURCE.md").read_text()
-    spec = importlib.util.spec_from_file_location("mooncake_refresh", MOONCAKE / "refresh.py")
-    assert spec is not None and spec.loader is not None
-    refresh = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(refresh)
+    refresh = script_module("mooncake_refresh", MOONCAKE / "refresh.py")
     commit, path, sha = refresh.pinned(source)
     assert (commit, path) == (
         "3b5a594133958449a1feaf1c9e0fc1b553e34a28",
