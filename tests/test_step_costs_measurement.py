@@ -71,21 +71,11 @@ def test_the_measured_shapes_are_the_catalogs() -> None:
     assert MEASURED["checks"]["decode_attention_rel_error_vs_float64"] < 1e-2  # bf16: 1e-3..1e-2
 
 
-def decode_ratios(model: str) -> list[tuple[int, int, float]]:
-    costs, run = costs_of(model), run_of(model, 1)
-    out = []
-    for cell in run["decode"]:
-        if cell["variant"] != "compiled" or not attention_fills_gpu(cell, run["shard"]["kv_heads"]):
-            continue
-        tokens = cell["batch"] * cell["context"]
-        modelled = costs.step_seconds(cell["batch"], tokens, tokens)
-        out.append((cell["batch"], cell["context"], modelled / cell["step_s"]))
-    return out
-
-
-def shard_ratios(model: str, tp: int, accelerator: AcceleratorProfile, measured: dict[str, Any]) -> list[float]:
-    """Model / measured over one measurement's compiled decode cells whose attention fills the GPU; a TP > 1
-    shard's model without its all-reduces (one GPU ran it)."""
+def decode_ratios(
+    model: str, tp: int = 1, accelerator: AcceleratorProfile = H200, measured: dict[str, Any] = MEASURED
+) -> list[tuple[int, int, float]]:
+    """(batch, context, model / measured) over one measurement's compiled decode cells whose attention fills the
+    GPU; a TP > 1 shard's model without its all-reduces (one GPU ran it; at TP=1 there are none)."""
     costs, run = costs_of(model, tp, accelerator), run_of(model, tp, measured)
     out = []
     for cell in run["decode"]:
@@ -93,8 +83,13 @@ def shard_ratios(model: str, tp: int, accelerator: AcceleratorProfile, measured:
             continue
         tokens = cell["batch"] * cell["context"]
         step = costs.step_seconds(cell["batch"], tokens, tokens)
-        out.append((step - all_reduces_s(costs, model, accelerator, cell["batch"])) / cell["step_s"])
+        modelled = step - all_reduces_s(costs, model, accelerator, cell["batch"])
+        out.append((cell["batch"], cell["context"], modelled / cell["step_s"]))
     return out
+
+
+def shard_ratios(model: str, tp: int, accelerator: AcceleratorProfile, measured: dict[str, Any]) -> list[float]:
+    return [ratio for _, _, ratio in decode_ratios(model, tp, accelerator, measured)]
 
 
 def all_reduces_s(costs: EngineCosts, model: str, accelerator: AcceleratorProfile, tokens: int) -> float:
@@ -137,18 +132,22 @@ def test_the_h200s_decode_figures_would_overstate_every_h100_step() -> None:
 
 def test_the_h100s_figures_are_the_fit_of_its_two_calls() -> None:
     """benchmarks/device/fit_decode.py over the two calls' mean gives the catalog's figures, 4.5% at worst."""
-    cells = FIT.cells_of(FIT.mean_of_calls(H100_CALLS), H100)
+    cells = FIT.cells_of(H100_MEASURED["runs"], H100)
     best = FIT.fit(cells)
     assert (best.weights, best.kv) == (H100_DECODE.weights, H100_DECODE.kv)
     assert best.layer_s == pytest.approx(H100_DECODE.layer_s) and best.worst < 0.046
     assert int(cells.fitted.sum()) == 20  # three TP=1 models' filling cells; the Qwen3-32B shard not among them
+    # The script's vectorised step is the time model's: the same ratios as EngineCosts.step_seconds gives.
+    fitted = cells.model(best.weights, best.kv, best.layer_s)[cells.fitted] / cells.measured[cells.fitted]
+    by_engine = [r for model, tp in H100_RUNS if tp == 1 for r in shard_ratios(model, tp, H100, H100_MEASURED)]
+    assert sorted(fitted) == pytest.approx(sorted(by_engine), rel=1e-9)
 
 
 def test_the_h200s_figures_are_near_the_fit_of_the_models_the_catalog_then_held() -> None:
     """Fitted on 2026-12-04 over the Qwen3 models (the catalog held no Llama then): the script gives 0.77, 0.86,
     54 us (8.7% at worst) against the catalog's 0.76, 0.86, 54 us (9.5%); kept, as the renders and bench stand on
     them."""
-    runs = [r for r in FIT.mean_of_calls([MEASURED]) if r["model"].startswith("Qwen/")]
+    runs = [r for r in MEASURED["runs"] if r["model"].startswith("Qwen/")]
     cells = FIT.cells_of(runs, H200)
     best = FIT.fit(cells)
     assert abs(best.weights - H200_DECODE.weights) <= 0.011 and abs(best.kv - H200_DECODE.kv) <= 0.011
