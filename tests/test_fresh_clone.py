@@ -29,6 +29,7 @@ COMMANDS = {
     "keys": [["-m", "stacks", "keys"]],
     "docs": [["-m", "stacks", "docs"]],
     "golden": [["-m", "tests.golden"]],
+    "fit-decode": [["benchmarks/device/fit_decode.py", "gpu", "a.json"]],
     "bench": [
         ["benchmarks/render.py"],
         ["benchmarks/tier_replay.py"],
@@ -43,6 +44,7 @@ ARGS = {
     "render": ["dev", "--out", "x"],
     "check": ["dev"],
     "size": ["dev"],
+    "fit-decode": ["gpu", "a.json"],
 }
 
 

@@ -8,7 +8,7 @@ one GPU ran each shard). The fit is the grid point (shares by 0.01, layer_s by 1
 >= its multiprocessors, or a context of at most 1k: PyTorch's flash kernel splits no context, vLLM's does). Given
 several calls of the same grid, each cell is their mean. The other runs (TP > 1 shards) are printed, not fitted.
 
-    python benchmarks/device/fit_decode.py gpu tests/fixtures/device/h100-step-costs-2026-12-05.json \\
+    ./run fit-decode gpu tests/fixtures/device/h100-step-costs-2026-12-05.json \\
         tests/fixtures/device/h100-step-costs-2026-12-05-b.json
 """
 
@@ -143,7 +143,9 @@ def fit(cells: Cells) -> Fit:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="./run fit-decode", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("accelerator", help=f"a catalog profile: {', '.join(sorted(ACCELERATORS))}")
     parser.add_argument("measurements", nargs="+", type=Path, help="step_costs.py outputs of the same grid")
     args = parser.parse_args()
