@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -154,6 +155,31 @@ def test_the_h200s_figures_are_near_the_fit_of_the_models_the_catalog_then_held(
     assert best.layer_s == pytest.approx(H200_DECODE.layer_s)
     catalog = cells.model(H200_DECODE.weights, H200_DECODE.kv, H200_DECODE.layer_s) / cells.measured
     assert best.worst <= float(np.abs(np.log(catalog[cells.fitted])).max()) < 0.1
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        ("not json", "not step_costs.py outputs of one grid"),
+        ('{"runs": [1, 2]}', "not step_costs.py outputs of one grid"),
+        ("zero", "a decode cell of batch 1, context 1024, 0.0 s"),
+        (" " * (1024 * 1024 + 1), "larger than 1,048,576 bytes"),
+    ],
+)
+def test_the_fit_refuses_a_bad_measurement_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, content: str, words: str
+) -> None:
+    path = tmp_path / "m.json"
+    if content == "zero":
+        call = json.loads(json.dumps(H100_CALLS[0]))
+        call["runs"][0]["decode"][0]["step_s"] = 0
+        content = json.dumps(call)
+    path.write_text(content)
+    monkeypatch.setattr(sys, "argv", ["fit_decode.py", "gpu", str(path)])
+    with pytest.raises(SystemExit) as exited:
+        FIT.main()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exited.value.code == 2 and words in err[-1] and err[-1].startswith("./run fit-decode: error: measurements:")
 
 
 def test_calls_of_different_grids_are_not_averaged() -> None:

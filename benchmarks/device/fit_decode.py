@@ -36,7 +36,8 @@ from components.formulas.payoff import Replica  # noqa: E402
 MULTIPROCESSORS = 132  # H100 SXM and H200: one flash block per sequence and KV head fills them
 SHARES = np.round(np.arange(0.50, 1.0001, 0.01), 2)
 LAYER_S = np.arange(20, 101) * 1e-6
-MAX_CALLS = 8  # calls averaged at most (each a file of a few tens of KB)
+MAX_CALLS = 8  # calls averaged at most
+MAX_FILE_BYTES = 1024 * 1024  # a step_costs.py output is 15-35 KB
 
 
 def attention_fills_gpu(cell: dict[str, Any], kv_heads: int) -> bool:
@@ -94,6 +95,10 @@ def cells_of(runs: list[dict[str, Any]], accelerator: AcceleratorProfile) -> Cel
             if cell["variant"] != "compiled":
                 continue
             batch, context = cell["batch"], cell["context"]
+            if not cell["step_s"] > 0 or batch < 1 or context < 1:
+                raise ValueError(
+                    f"{run['model']}: a decode cell of batch {batch}, context {context}, {cell['step_s']} s"
+                )
             tokens = batch * context
             rows.append(
                 (
@@ -156,11 +161,20 @@ def main() -> int:
     missing = [str(p) for p in args.measurements if not p.is_file()]
     if missing:
         parser.error(f"measurements: no such file: {', '.join(missing)}")
+    large = [f"{p} ({p.stat().st_size:,} bytes)" for p in args.measurements if p.stat().st_size > MAX_FILE_BYTES]
+    if large:
+        parser.error(f"measurements: larger than {MAX_FILE_BYTES:,} bytes: {', '.join(large)}")
     try:
         calls = [json.loads(p.read_text()) for p in args.measurements]
         cells = cells_of(mean_of_calls(calls), ACCELERATORS[args.accelerator])
         best = fit(cells)
-    except (ValueError, KeyError, TypeError, IndexError) as error:  # json's decode errors are ValueErrors
+    except (
+        ValueError,
+        KeyError,
+        TypeError,
+        IndexError,
+        AttributeError,
+    ) as error:  # json's decode errors are ValueErrors
         parser.error(f"measurements: not step_costs.py outputs of one grid: {error!r}"[:300])
     print(
         f"weights {best.weights:.2f}, kv {best.kv:.2f}, layer_s {best.layer_s * 1e6:.0f} us:"

@@ -516,12 +516,15 @@ def run(model: str, tp: int, device: str, deadline: float, smoke: bool, variants
 
 
 def parse_runs(text: str, parser: argparse.ArgumentParser) -> list[tuple[str, int]]:
-    """`--runs`: MODEL:TP pairs of `SHAPES`' models, checked before anything runs."""
-    runs = []
+    """`--runs`: MODEL:TP pairs of `SHAPES`' models, each at most once, checked before anything runs."""
+    runs: list[tuple[str, int]] = []
     for item in text.split(","):
         model, _, tp = item.strip().rpartition(":")
-        if model not in SHAPES or not tp.isdigit() or int(tp) < 1:
-            parser.error(f"--runs: {item!r} is not MODEL:TP with MODEL one of {sorted(SHAPES)} and TP >= 1")
+        if model not in SHAPES or tp not in ("1", "2", "4", "8") or (model, int(tp)) in runs:
+            parser.error(
+                f"--runs: {item!r} is not MODEL:TP with MODEL one of {sorted(SHAPES)} and TP one of 1, 2, 4, 8,"
+                " each pair once"
+            )
         runs.append((model, int(tp)))
     return runs
 
